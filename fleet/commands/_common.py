@@ -1,0 +1,56 @@
+"""Arguments and helpers shared by the commands that reach hosts."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..connection import ConnectOptions
+from ..env import Environment
+from ..report import Reporter
+
+
+def add_inventory(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:
+    if default:
+        parser.add_argument("inventory", nargs="?", default=default, metavar="INVENTORY",
+                            help=f"inventory YAML file (default: {default})")
+    else:
+        parser.add_argument("inventory", metavar="INVENTORY", help="inventory YAML file, e.g. inventories/pods.yaml")
+    parser.add_argument("--limit", "-l", action="append", metavar="NAMES",
+                        help="only these hosts or groups (comma-separated; may repeat)")
+
+
+def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument("--accept-new-host-keys", action="store_true",
+                       help="trust hosts whose key is not yet known, record the key and print its fingerprint "
+                            "(a CHANGED key is always refused)")
+    group.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="give up one connection attempt after this long (default: 10)")
+    group.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                       help="keep retrying hosts that refuse connections (still booting) for this long (default: 0)")
+    if forks:
+        group.add_argument("--forks", type=_positive, default=None, metavar="N",
+                           help="hosts to work on at once (default: all of them)")
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of tables")
+
+
+def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOptions:
+    return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
+                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg))
+
+
+def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
+    return Reporter(env, quiet=getattr(args, "quiet", False))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

@@ -1,0 +1,72 @@
+"""`fleet run INVENTORY -- COMMAND`: one ad-hoc command on every selected host, in parallel."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from . import _common
+
+HELP = "run an ad-hoc command on every selected host"
+DESCRIPTION = """\
+Run COMMAND on every selected host at once and print its output grouped per host. The command runs in
+bash as `ssh host cmd` would run it (your .bashrc hooks apply). Exit status is 1 if any host failed or was
+unreachable; the others always finish.
+
+  fleet run inventories/fleet.yaml -- nvidia-smi
+  fleet run inventories/lab.yaml --limit pods --json -- uname -m
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("run", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common.add_inventory(parser)
+    _common.add_json(parser)
+    parser.add_argument("--sudo", action="store_true", help="run the command with sudo on non-root hosts")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="stop the command on a host after this long (exit 124)")
+    _common.add_connect(parser)
+    parser.add_argument("command", nargs="*", metavar="-- COMMAND",
+                        help="the command and its arguments, after --")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    from ..errors import ExitStatus, InputError
+    from ..inventory import load_inventory
+    from ..parallel import on_hosts
+
+    words = list(args.command) + list(args.rest)
+    if not words:
+        raise InputError("no command given; write it after --, e.g. fleet run inventories/lab.yaml -- uname -m")
+    # One word is taken as a shell line ("nvidia-smi | head"); several are quoted word by word.
+    command = words[0] if len(words) == 1 else shlex.join(words)
+    inventory = load_inventory(args.inventory)
+    hosts = inventory.select(args.limit)
+    reporter = _common.reporter_for(args, env)
+    options = _common.connect_options(args, reporter)
+    outcomes = on_hosts(hosts, lambda conn, host: conn.run(command, sudo=args.sudo, timeout=args.timeout),
+                        options=options, forks=args.forks, debug=env.debug)
+    failed = False
+    results = {}
+    for name, outcome in outcomes.items():
+        res = outcome.value
+        failed |= outcome.error is not None or res.exit != 0
+        results[name] = {"exit": res.exit if res else None, "stdout": res.stdout if res else "",
+                         "stderr": res.stderr if res else "", "error": outcome.error}
+    if args.json:
+        reporter.json(results, outcomes)
+    else:
+        _print_grouped(reporter, results, outcomes)
+    return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def _print_grouped(reporter, results, outcomes) -> None:
+    for name, res in results.items():
+        seconds = outcomes[name].seconds
+        if res["error"]:
+            reporter.host_block(name, "UNREACHABLE" if outcomes[name].unreachable else "FAILED", res["error"], "red")
+            continue
+        status = f"exit {res['exit']} ({seconds:.2f}s)"
+        reporter.host_block(name, status, res["stdout"] + res["stderr"], "green" if res["exit"] == 0 else "red")

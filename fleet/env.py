@@ -1,0 +1,25 @@
+"""The environment a command runs in, injected so tests can capture exactly what a person sees."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+
+@dataclass
+class Environment:
+    console: Console = field(default_factory=lambda: Console(highlight=False, soft_wrap=True))
+    err_console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False, soft_wrap=True))
+    cwd: Path = field(default_factory=Path.cwd)
+    debug: bool = False
+
+    @property
+    def interactive(self) -> bool:
+        return self.console.is_terminal and sys.stdin.isatty()
+
+    def home(self) -> Path:
+        return Path(os.path.expanduser("~"))

@@ -1,0 +1,46 @@
+"""The small exception hierarchy and the one place that maps outcomes to exit codes."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    OK = 0
+    HOST_FAILED = 1     # a host failed, was unreachable or was refused
+    BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
+    INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
+    INTERRUPTED = 130
+
+
+class FleetError(Exception):
+    """Base of every error fleet reports as a sentence instead of a traceback."""
+
+    exit_status = ExitStatus.INTERNAL
+
+
+class InputError(FleetError, ValueError):
+    """Bad input: raised before any host is contacted. The message names file:line and a fix."""
+
+    exit_status = ExitStatus.BAD_INPUT
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        where = f"{path}:{line}: " if path and line else (f"{path}: " if path else "")
+        super().__init__(f"{where}{message}")
+        self.path, self.line = path, line
+
+
+class HostError(FleetError):
+    """One host cannot be reached or refused us; the others carry on."""
+
+    exit_status = ExitStatus.HOST_FAILED
+
+
+class HostKeyError(HostError):
+    """A host key is unknown (and not accepted) or has changed."""
+
+
+class LabError(FleetError):
+    """The lab cannot run on this machine; the message says how to fix that."""
+
+    exit_status = ExitStatus.BAD_INPUT

@@ -1,0 +1,233 @@
+"""Inventory: YAML -> hosts, groups and variables, every problem reported with file:line and a fix.
+
+    facts_dir: facts
+    vars: {cuda_version: "13.0"}                    # all hosts
+    hosts:
+      pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}}
+      desk:  {connection: local}
+    groups:
+      pods: {hosts: [pod-1], vars: {...}}
+
+Variables merge with precedence host > group > all. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import yamlsrc
+from .errors import InputError
+
+TOP_KEYS = {"facts_dir", "vars", "hosts", "groups"}
+HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars"}
+GROUP_KEYS = {"hosts", "vars"}
+CONNECTIONS = ("ssh", "local")
+LAB_PROFILES = ("thor", "spark", "h100-pod")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class Host:
+    name: str
+    address: str | None = None
+    port: int = 22
+    user: str = "root"
+    key: str | None = None
+    connection: str = "ssh"
+    lab: str | None = None
+    lab_params: dict[str, Any] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+    @property
+    def target(self) -> str:
+        """How a person would write this host on an ssh line."""
+        if self.connection == "local":
+            return "local"
+        port = f":{self.port}" if self.port != 22 else ""
+        return f"{self.user}@{self.address}{port}"
+
+
+@dataclass
+class Inventory:
+    path: Path
+    hosts: dict[str, Host]
+    groups: dict[str, list[str]]
+    vars: dict[str, Any]
+    facts_dir: Path
+
+    def select(self, limit: list[str] | None = None) -> list[Host]:
+        """Hosts named in `limit` (host or group names, comma lists allowed); all hosts when None."""
+        if not limit:
+            return list(self.hosts.values())
+        chosen: dict[str, Host] = {}
+        for item in (n.strip() for entry in limit for n in entry.split(",")):
+            if not item:
+                continue
+            if item in self.hosts:
+                chosen[item] = self.hosts[item]
+            elif item in self.groups:
+                chosen.update((n, self.hosts[n]) for n in self.groups[item])
+            else:
+                hint = yamlsrc.closest(item, list(self.hosts) + list(self.groups)).replace("valid keys", "hosts and groups")
+                raise InputError(f"--limit names {item!r}, which is neither a host nor a group of {self.path}{hint}")
+        return [h for n, h in self.hosts.items() if n in chosen]
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Load and validate; raises InputError listing every problem found, each with file:line and a fix."""
+    loc = yamlsrc.load(path)
+    doc = loc.data
+    if not isinstance(doc, dict):
+        raise InputError("an inventory is a mapping with 'hosts:' (and optionally 'groups:', 'vars:', 'facts_dir:')",
+                         path=loc.path, line=1)
+    base = Path(path).resolve().parent
+    _check_keys(loc, (), doc, TOP_KEYS, "the top level")
+    all_vars = _vars(loc, ("vars",), doc.get("vars"))
+    hosts = _hosts(loc, doc.get("hosts"), base)
+    groups = _groups(loc, doc.get("groups"), hosts)
+    facts_dir = doc.get("facts_dir", "facts")
+    if not isinstance(facts_dir, str) or not facts_dir:
+        loc.problem(("facts_dir",), f"facts_dir must be a directory path, not {yamlsrc.type_name(facts_dir)}; "
+                                    "write e.g. 'facts_dir: facts'")
+        facts_dir = "facts"
+    if loc.problems:
+        raise InputError("\n".join(loc.problems))
+    _merge_vars(hosts, groups, doc.get("groups") or {}, all_vars)
+    return Inventory(Path(path), hosts, {g: members for g, (members, _) in groups.items()}, all_vars,
+                     (base / os.path.expanduser(facts_dir)).resolve())
+
+
+def _check_keys(loc, keys, mapping, allowed, where) -> None:
+    for key in mapping:
+        if key not in allowed:
+            loc.problem(keys + (key,), f"unknown key {key!r} in {where}{yamlsrc.closest(key, allowed)}")
+
+
+def _vars(loc, keys, value) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        loc.problem(keys, f"'vars' must be a mapping of NAME: VALUE, not {yamlsrc.type_name(value)}")
+        return {}
+    for name in value:
+        if not isinstance(name, str) or not VAR_RE.match(name):
+            loc.problem(keys + (name,), f"variable name {name!r} must be letters, digits and _, "
+                                        "not starting with a digit (e.g. cuda_version)")
+    return dict(value)
+
+
+def _hosts(loc, section, base: Path) -> dict[str, Host]:
+    if section is None:
+        loc.problem((), "the inventory has no 'hosts:' section; add one, e.g. 'hosts: {pod-1: {address: 203.0.113.10}}'")
+        return {}
+    if not isinstance(section, dict):
+        loc.problem(("hosts",), f"'hosts' must be a mapping of NAME: SETTINGS, not {yamlsrc.type_name(section)}")
+        return {}
+    hosts = {}
+    for name, spec in section.items():
+        host = _host(loc, str(name), spec or {}, base)
+        if host:
+            hosts[host.name] = host
+    return hosts
+
+
+def _host(loc, name: str, spec, base: Path) -> Host | None:
+    keys = ("hosts", name)
+    if not NAME_RE.match(name):
+        loc.problem(keys, f"host name {name!r} must be letters, digits, '.', '_' or '-' (it names the facts file)")
+        return None
+    if not isinstance(spec, dict):
+        loc.problem(keys, f"host {name!r} must be a mapping such as '{{address: 203.0.113.10, port: 22}}', "
+                          f"not {yamlsrc.type_name(spec)}")
+        return None
+    _check_keys(loc, keys, spec, HOST_KEYS, f"host {name!r}")
+    host = Host(name=name, line=loc.line(*keys))
+    host.connection = _choice(loc, keys + ("connection",), spec.get("connection", "ssh"), CONNECTIONS)
+    host.lab = spec.get("lab")
+    if host.lab is not None:
+        host.lab = _choice(loc, keys + ("lab",), host.lab, LAB_PROFILES)
+    host.lab_params = {k: spec[k] for k in ("lab_driver", "lab_compat") if k in spec}
+    for key in ("address", "user", "key"):
+        value = spec.get(key)
+        if value is not None and not isinstance(value, str):
+            loc.problem(keys + (key,), f"{key} of host {name!r} must be a string, not {yamlsrc.type_name(value)}; "
+                                       f"quote it")
+        elif value is not None:
+            setattr(host, key, value)
+    if host.connection == "ssh" and not host.address:
+        loc.problem(keys, f"host {name!r} has no address; add 'address: <ip or hostname>' "
+                          "(or 'connection: local' for this machine)")
+    host.port = _port(loc, keys + ("port",), spec.get("port", 22), name)
+    if host.key:
+        resolved = (base / os.path.expanduser(host.key)).resolve()
+        if not resolved.is_file():
+            loc.problem(keys + ("key",), f"key file {host.key!r} of host {name!r} does not exist ({resolved}); "
+                                         "fix the path or remove 'key:' to use your ssh-agent")
+        host.key = str(resolved)
+    host.vars = _vars(loc, keys + ("vars",), spec.get("vars"))
+    return host
+
+
+def _choice(loc, keys, value, choices):
+    if value not in choices:
+        loc.problem(keys, f"{keys[-1]} is {value!r}; write one of: {', '.join(choices)}")
+        return choices[0]
+    return value
+
+
+def _port(loc, keys, value, name) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        loc.problem(keys, f"port of host {name!r} must be a number from 1 to 65535, not {yamlsrc.type_name(value)}")
+        return 22
+    if not 1 <= value <= 65535:
+        loc.problem(keys, f"port {value} of host {name!r} is out of range; use a number from 1 to 65535")
+        return 22
+    return value
+
+
+def _groups(loc, section, hosts) -> dict[str, tuple[list[str], dict]]:
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        loc.problem(("groups",), f"'groups' must be a mapping of NAME: {{hosts: [...]}}, "
+                                 f"not {yamlsrc.type_name(section)}")
+        return {}
+    groups = {}
+    for name, spec in section.items():
+        keys = ("groups", name)
+        if str(name) in hosts:
+            loc.problem(keys, f"group {name!r} has the same name as a host; rename one of them")
+        if isinstance(spec, list):
+            spec = {"hosts": spec}
+        if not isinstance(spec, dict):
+            loc.problem(keys, f"group {name!r} must be a mapping such as '{{hosts: [pod-1]}}'")
+            continue
+        _check_keys(loc, keys, spec, GROUP_KEYS, f"group {name!r}")
+        members = spec.get("hosts") or []
+        if not isinstance(members, list):
+            loc.problem(keys + ("hosts",), f"'hosts' of group {name!r} must be a list of host names")
+            members = []
+        for i, member in enumerate(members):
+            if member not in hosts:
+                hint = yamlsrc.closest(member, hosts).replace("valid keys", "hosts")
+                loc.problem(keys + ("hosts", i), f"group {name!r} names unknown host {member!r}{hint}")
+        groups[str(name)] = ([m for m in members if m in hosts], _vars(loc, keys + ("vars",), spec.get("vars")))
+    return groups
+
+
+def _merge_vars(hosts: dict[str, Host], groups, raw_groups, all_vars: dict) -> None:
+    for host in hosts.values():
+        merged = dict(all_vars)
+        for gname, (members, gvars) in groups.items():
+            if host.name in members:
+                host.groups.append(gname)
+                merged.update(gvars)
+        merged.update(host.vars)
+        host.vars = merged

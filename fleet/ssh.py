@@ -1,0 +1,202 @@
+"""SSH connections over fabric/paramiko, with host keys checked the way a careful person checks them.
+
+- Known keys come from the user's ~/.ssh/known_hosts and fleet's own known-hosts file (plus the lab's
+  file for lab hosts, whose keys the lab generated itself).
+- An unknown key is refused unless --accept-new-host-keys; then it is recorded in fleet's file and its
+  fingerprint printed.
+- A changed key is always refused, with both fingerprints and how to accept a new one deliberately.
+- A host still booting (connection refused, timeout) is retried with backoff up to `wait` seconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import socket
+import time
+from pathlib import Path
+
+import paramiko
+from fabric import Config
+from fabric import Connection as FabricConnection
+from invoke.exceptions import CommandTimedOut
+
+from .connection import Connection, ConnectOptions, Result
+from .errors import FleetError, HostError, HostKeyError
+from .inventory import Host
+
+KEEPALIVE_SECONDS = 15
+_RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.timeout, TimeoutError,
+              paramiko.ssh_exception.NoValidConnectionsError, EOFError)
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def host_key_name(address: str, port: int) -> str:
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+class _Policy(paramiko.MissingHostKeyPolicy):
+    """Unknown key: refuse, or (when the user said so) record it in fleet's known-hosts file."""
+
+    def __init__(self, conn: "SSHConnection"):
+        self.conn = conn
+
+    def missing_host_key(self, client, hostname, key):
+        opts, host = self.conn.options, self.conn.host
+        fp = fingerprint(key)
+        if not opts.accept_new_host_keys:
+            raise HostKeyError(
+                f"{host.name}: unknown host key for {hostname} ({key.get_name()} {fp}); check it and run again "
+                "with --accept-new-host-keys to trust it")
+        path = opts.fleet_known_hosts()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        if opts.on_new_host_key:
+            opts.on_new_host_key(f"{host.name}: accepted new host key {key.get_name()} {fp} for {hostname} "
+                                 f"(recorded in {path})")
+
+
+class SSHConnection(Connection):
+    def __init__(self, host: Host, options: ConnectOptions):
+        super().__init__(host)
+        self.options = options
+        self._fabric: FabricConnection | None = None
+
+    # -- opening ---------------------------------------------------------------------------------
+    def open(self) -> None:
+        deadline = time.monotonic() + max(self.options.wait, 0)
+        delay = 1.0
+        while True:
+            try:
+                self._open_once()
+                return
+            except _RETRYABLE as exc:
+                if time.monotonic() + delay > deadline:
+                    raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}; check "
+                                    "the address and port, or pass --wait SECONDS for a host still booting") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 15)
+            except OSError as exc:  # name resolution, no route: waiting will not help
+                raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}") from None
+
+    def _open_once(self) -> None:
+        host, opts = self.host, self.options
+        connect_kwargs = {"banner_timeout": opts.connect_timeout, "auth_timeout": opts.connect_timeout}
+        key = host.key or self._lab_key()
+        if key:
+            connect_kwargs["key_filename"] = [key]
+        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
+        fab = FabricConnection(host.address, user=host.user, port=host.port, config=config,
+                               connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs)
+        client = fab.client
+        self._load_known_hosts(client)
+        client.set_missing_host_key_policy(_Policy(self))
+        try:
+            fab.open()
+        except FleetError:
+            fab.close()
+            raise
+        except paramiko.BadHostKeyException as exc:
+            fab.close()
+            raise self._changed_key(exc) from None
+        except paramiko.AuthenticationException as exc:
+            fab.close()
+            raise HostError(f"{host.name}: {host.target} refused our credentials ({exc}); check 'user:' and "
+                            "'key:' in the inventory, or load the key into ssh-agent") from None
+        except paramiko.SSHException as exc:
+            fab.close()
+            raise HostError(f"{host.name}: SSH to {host.target} failed: {exc}") from None
+        transport = client.get_transport()
+        transport.set_keepalive(KEEPALIVE_SECONDS)
+        # Each exec costs a round trip of small packets; Nagle's algorithm adds delay to every one.
+        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._fabric = fab
+
+    def _lab_key(self) -> str | None:
+        if not self.host.lab:
+            return None
+        from .lab import paths
+
+        key = paths.lab_key()
+        return str(key) if Path(key).exists() else None
+
+    def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
+        files = [Path(os.path.expanduser("~/.ssh/known_hosts"))]
+        if self.host.lab:
+            from .lab import paths
+
+            files.append(Path(paths.lab_known_hosts()))
+        for path in files:
+            if path.is_file():
+                client.load_system_host_keys(str(path))
+        fleet_file = self.options.fleet_known_hosts()
+        if fleet_file.is_file():
+            client.get_host_keys().load(str(fleet_file))
+
+    def _changed_key(self, exc: paramiko.BadHostKeyException) -> HostKeyError:
+        name = host_key_name(self.host.address, self.host.port)
+        return HostKeyError(
+            f"{self.host.name}: HOST KEY CHANGED for {name}: expected {fingerprint(exc.expected_key)}, got "
+            f"{fingerprint(exc.key)}; refusing to connect. A restarted cloud pod regenerates its key; if you know "
+            f"that happened, remove the old key (ssh-keygen -R '{name}' -f {self.options.fleet_known_hosts()}, and "
+            "from ~/.ssh/known_hosts if it is there) and run again with --accept-new-host-keys")
+
+    # -- running ---------------------------------------------------------------------------------
+    def _exec(self, command: str, *, timeout, on_output) -> Result:
+        assert self._fabric is not None, "open() first"
+        stream = _LineStream(on_output) if on_output else None
+        kwargs = {"hide": True, "warn": True, "in_stream": False, "timeout": timeout}
+        if stream:
+            kwargs["out_stream"] = stream
+        try:
+            res = self._fabric.run(command, **kwargs)
+        except CommandTimedOut as exc:
+            res = exc.result
+            return Result(124, res.stdout, res.stderr + f"\nfleet: timed out after {timeout:g}s\n")
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
+        return Result(res.exited if res.exited is not None else 255, stream.text() if stream else res.stdout,
+                      res.stderr)
+
+    def close(self) -> None:
+        if self._fabric is not None:
+            self._fabric.close()
+            self._fabric = None
+
+
+class _LineStream:
+    """A file-like sink for fabric that hands each complete line to a callback and keeps the text."""
+
+    def __init__(self, on_line):
+        self.on_line, self.parts, self.partial = on_line, [], ""
+
+    def write(self, data: str) -> None:
+        self.parts.append(data)
+        self.partial += data
+        *lines, self.partial = self.partial.split("\n")
+        for line in lines:
+            self.on_line(line)
+
+    def flush(self) -> None:
+        pass
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        return "connection refused"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+

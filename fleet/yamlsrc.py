@@ -1,0 +1,110 @@
+"""YAML loading that remembers where every value came from.
+
+PyYAML's plain loader forgets line numbers and silently keeps the last of two duplicate keys; inventories
+and roles need both for errors a person can act on. We compose the node tree and build plain data from it,
+recording the line of every mapping key and sequence item.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError
+
+
+@dataclass
+class Located:
+    """Plain data plus the line of each path in it, e.g. lines[("hosts", "thor", "port")] == 7."""
+
+    path: str
+    data: Any
+    lines: dict[tuple, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def line(self, *keys) -> int:
+        """The line of the deepest known prefix of `keys` (1-based)."""
+        for n in range(len(keys), -1, -1):
+            if keys[:n] in self.lines:
+                return self.lines[keys[:n]]
+        return 1
+
+    def problem(self, keys: tuple, message: str) -> None:
+        self.problems.append(f"{self.path}:{self.line(*keys)}: {message}")
+
+
+def load(path: str | Path, text: str | None = None) -> Located:
+    """Parse YAML at `path`; syntax errors and duplicate keys raise InputError naming line and column."""
+    path = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError("file not found; check the path", path=path) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read it ({exc})", path=path) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise InputError(f"{where}: YAML syntax error: {exc.problem}; fix the indentation or quoting there") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"YAML error: {exc}", path=path) from None
+    located = Located(path, None)
+    located.data = _build(node, (), located) if node is not None else {}
+    if located.problems:
+        raise InputError("\n".join(located.problems))
+    return located
+
+
+def _build(node: yaml.Node, keys: tuple, loc: Located) -> Any:
+    loc.lines[keys] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            if key in out:
+                first = loc.lines.get(keys + (key,), "?")
+                loc.problems.append(
+                    f"{loc.path}:{key_node.start_mark.line + 1}: {key!r} is defined twice (first on line {first}); "
+                    "keep one of them"
+                )
+                continue
+            loc.lines[keys + (key,)] = key_node.start_mark.line + 1
+            out[key] = _build(value_node, keys + (key,), loc)
+            loc.lines[keys + (key,)] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, keys + (i,), loc) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        # A mapping used as a key: rare and always a mistake here.
+        return yaml.safe_load(yaml.serialize(node))
+    return _construct(node)
+
+
+def _construct(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def closest(word: str, choices) -> str:
+    """' (did you mean X?)' or '' — the hint unknown-key errors carry."""
+    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.5)
+    return f"; did you mean {match[0]!r}?" if match else f"; valid keys: {', '.join(sorted(choices))}"
+
+
+def type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", int: "a number", float: "a number",
+            bool: "true/false", type(None): "empty"}.get(type(value), type(value).__name__)
