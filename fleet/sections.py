@@ -23,19 +23,27 @@ class Section:
     output: str
 
 
-def section(name: str, body: str) -> str:
-    """Shell that runs `body` in a subshell with stderr folded into stdout, framed by markers."""
+def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
+    """Shell that runs `body` in a subshell with stderr folded into stdout, framed by markers.
+
+    With stop_on_failure the whole script ends after a failing section (later tasks depend on earlier ones).
+    """
     if not _NAME_RE.match(name):
         raise ValueError(f"section name {name!r} must be letters, digits and . _ : -")
+    stop = "[ \"$fleet_rc\" -eq 0 ] || exit \"$fleet_rc\"\n" if stop_on_failure else ""
     return (
         f"printf '\\n{_BEGIN.format(name=name)}\\n'\n"
-        f"( {body}\n) 2>&1 </dev/null\n"
-        f"printf '\\n@@fleet:end {name} %d@@\\n' \"$?\"\n"
+        # ':' first: an empty body (or one of only comments) would be a syntax error ending the whole script.
+        f"( :; {body}\n) 2>&1 </dev/null\n"
+        "fleet_rc=$?\n"
+        f"printf '\\n@@fleet:end {name} %d@@\\n' \"$fleet_rc\"\n"
+        f"{stop}"
     )
 
 
 def script(sections: list[str], preamble: str = "") -> str:
-    return preamble + "\n".join(sections)
+    # A preamble without a final newline would run into the first section's printf.
+    return (preamble.rstrip("\n") + "\n" if preamble else "") + "\n".join(sections)
 
 
 def split_sections(stdout: str) -> dict[str, Section]:

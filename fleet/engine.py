@@ -1,0 +1,329 @@
+"""The flow of one host: probe -> decide -> plan -> apply -> re-probe -> record.
+
+Round trips are the cost. The probe is ONE remote command holding the facts script and every task's check,
+rendered from the host's last facts record; if the live facts render the checks differently (first run, a
+changed host), one more command runs the checks again. Applies are one command too: each task re-checks and
+acts only if needed, and the script stops at the first failure. A converged host costs one command.
+
+Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
+non-interactive shell as `ssh host cmd` gets it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from . import sections
+from .connection import Connection, wrap_bash
+from .errors import FleetError, HostError, InputError
+from .inventory import Host
+from .resources.base import CheckResult
+from .roles import Role, Task, render_role
+
+VERIFY_PATH = "/var/lib/fleet/verify.json"
+_ALREADY = "@@fleet:already-in-state@@"
+
+Progress = Callable[[str, str], None]
+
+
+@dataclass
+class TaskReport:
+    role: str
+    task: str
+    status: str            # ok | changed | failed | skipped
+    reason: str
+    diff: str | None = None
+    id: str = ""
+
+    def to_json(self) -> dict:
+        return {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
+
+
+@dataclass
+class HostReport:
+    host: str
+    check_mode: bool
+    tasks: list[TaskReport] = field(default_factory=list)
+    refuse: str | None = None
+    decisions: dict | None = None
+    facts: dict | None = None
+    error: str | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(1 for t in self.tasks if t.status == status)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error or self.refuse or self.count("failed"))
+
+    def to_json(self) -> dict:
+        return {"ok": self.count("ok"), "changed": self.count("changed"), "failed": self.count("failed") +
+                (1 if (self.error or self.refuse) and not self.count("failed") else 0),
+                "skipped": self.count("skipped"), "unreachable": False, "check": self.check_mode,
+                "refuse": self.refuse, "error": self.error, "tasks": [t.to_json() for t in self.tasks],
+                "reasons": (self.decisions or {}).get("reasons", {}), "phases": self.phases}
+
+
+@dataclass
+class Plan:
+    """Decisions and rendered tasks for one set of facts."""
+
+    facts: dict
+    decisions: object
+    decisions_json: dict
+    tasks: list[Task]
+
+    def check_sections(self, conn: Connection) -> list[str]:
+        return [sections.section(f"check.{t.id}", _maybe_sudo(t.resource.check(), t, conn, check=True))
+                for t in self.tasks if t.enabled]
+
+
+class Engine:
+    def __init__(self, roles: list[Role], *, facts_dir: Path, check_mode: bool = False,
+                 progress: Progress | None = None, verify_write: bool = True):
+        self.roles = roles
+        self.facts_dir = Path(facts_dir)
+        self.check_mode = check_mode
+        self.progress = progress or (lambda host, msg: None)
+        self.verify_write = verify_write
+
+    # -- the flow ----------------------------------------------------------------------------------
+    def converge(self, conn: Connection, host: Host) -> HostReport:
+        from .facts import store
+
+        report = HostReport(host.name, self.check_mode)
+        clock = _Clock(report.phases)
+        cached = store.read(self.facts_dir, host.name)
+        with clock("probe"):
+            plan, check_out = self._probe(conn, host, cached)
+        report.facts, report.decisions = plan.facts, plan.decisions_json
+        if plan.decisions.refuse:
+            report.refuse = plan.decisions.refuse
+            report.error = f"refused: {plan.decisions.refuse}"
+            self._record(host, plan.facts)
+            return report
+        planned = self._plan(plan, check_out, report)
+        if self.check_mode or not planned:
+            self._finish(conn, host, plan, check_out, report)
+            return report
+        with clock("apply"):
+            self._apply(conn, host, planned, report)
+        with clock("verify"):
+            plan2, check_out2 = self._probe(conn, host, plan.facts)
+        report.facts, report.decisions = plan2.facts, plan2.decisions_json
+        self._confirm(check_out2, report)
+        self._finish(conn, host, plan2, check_out2, report)
+        return report
+
+    def _probe(self, conn: Connection, host: Host, facts_for_render: dict | None):
+        """Facts + every check in one command (two when the live facts render the checks differently)."""
+        from .facts import probe
+
+        self.progress(host.name, "probe: facts and checks")
+        guess = self._render(host, facts_for_render) if facts_for_render else None
+        parts = [probe.script(host.vars)] + (guess.check_sections(conn) if guess else [])
+        found = self._run_sections(conn, "\n".join(parts), "probe")
+        facts = probe.parse(found, host.name)
+        plan = self._render(host, facts)
+        if guess is None or plan.check_sections(conn) != guess.check_sections(conn):
+            found.update(self._run_sections(conn, "\n".join(plan.check_sections(conn)), "checks"))
+        checks = {t.id: _parse_check(t, found.get(f"check.{t.id}")) for t in plan.tasks if t.enabled}
+        return plan, checks
+
+    def _render(self, host: Host, facts: dict) -> Plan:
+        from .decide import FactsError, VariableError, decide
+
+        try:
+            decisions = decide(facts, host.vars)
+        except (FactsError, VariableError) as exc:
+            raise InputError(f"{host.name}: {exc}") from None
+        djson = decisions.to_json()
+        info = {"name": host.name, "user": host.user, "root": host.user == "root"}
+        tasks = [t for role in self.roles for t in render_role(role, host.vars, facts, djson, info)]
+        return Plan(facts, decisions, djson, tasks)
+
+    def _plan(self, plan: Plan, checks: dict[str, CheckResult], report: HostReport) -> list[Task]:
+        planned = []
+        reasons = plan.decisions_json.get("reasons", {})
+        for task in plan.tasks:
+            name, role = task.spec.name, task.spec.role
+            if not task.enabled:
+                report.tasks.append(TaskReport(role, name, "skipped", task.skip_reason or "", id=task.id))
+                continue
+            if task.spec.type == "assert":
+                continue  # judged on the last probe
+            result = checks[task.id]
+            if result.error:
+                report.tasks.append(TaskReport(role, name, "failed", f"check failed: {result.error}", id=task.id))
+            elif result.in_state:
+                report.tasks.append(TaskReport(role, name, "ok", result.reason, id=task.id))
+            else:
+                why = result.reason + (f" ({reasons[role]})" if reasons.get(role) else "")
+                report.tasks.append(TaskReport(role, name, "changed", why, _diff(task, result), id=task.id))
+                planned.append(task)
+        return planned
+
+    def _apply(self, conn: Connection, host: Host, planned: list[Task], report: HostReport) -> None:
+        by_id = {t.id: t for t in planned}
+        parts = []
+        for task in planned:
+            body = (f"if ( {_maybe_sudo(task.resource.check(), task, conn, check=True)}\n) >/dev/null 2>&1; "
+                    f"then echo {_ALREADY}; exit 0; fi\n{_maybe_sudo(task.resource.apply(), task, conn)}")
+            parts.append(sections.section(f"apply.{task.id}", body, stop_on_failure=True))
+        current = {"task": None}
+
+        def on_line(line: str) -> None:
+            if line.startswith("@@fleet:begin apply."):
+                task = by_id.get(line[len("@@fleet:begin apply."):-2])
+                current["task"] = task
+                if task:
+                    self.progress(host.name, f"{task.spec.role}: {task.resource.describe()}")
+            elif line.strip() and not line.startswith("@@fleet:") and current["task"] is not None:
+                self.progress(host.name, f"  {line.strip()[:160]}")
+
+        result = conn.run("\n".join(parts), on_output=on_line)
+        found = sections.split_sections(result.stdout)
+        for entry in report.tasks:
+            if entry.id not in by_id:
+                continue
+            sec = found.get(f"apply.{entry.id}")
+            if sec is None:
+                entry.status, entry.reason = "failed", "not run: an earlier task failed"
+            elif sec.rc != 0:
+                entry.status = "failed"
+                entry.reason = f"apply failed (exit {sec.rc}): {_tail(sec.output)}"
+            elif _ALREADY in sec.output:
+                entry.status, entry.reason, entry.diff = "ok", "in state when its turn came", None
+
+    def _confirm(self, checks: dict[str, CheckResult], report: HostReport) -> None:
+        """After applying, every changed task must now check in state: idempotence proved, not assumed."""
+        for entry in report.tasks:
+            if entry.status != "changed":
+                continue
+            result = checks.get(entry.id)
+            if result is not None and not result.in_state:
+                entry.status = "failed"
+                entry.reason = f"applied, but the check still says: {result.reason}"
+
+    def _finish(self, conn, host, plan: Plan, checks, report: HostReport) -> None:
+        verify = self._judge_asserts(plan, checks, report)
+        facts = dict(plan.facts)
+        if verify is not None:
+            facts["verify"] = verify
+            if self.verify_write and not self.check_mode and _verify_changed(plan.facts.get("verify"), verify):
+                sudo = host.user != "root"
+                conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=sudo)
+        report.facts = facts
+        self._record(host, facts)
+
+    def _judge_asserts(self, plan: Plan, checks, report: HostReport) -> dict | None:
+        verify = None
+        providers = plan.decisions_json.get("missing_providers", {}) or {}
+        for task in plan.tasks:
+            if task.spec.type != "assert" or not task.enabled:
+                continue
+            result = checks[task.id]
+            status = "ok" if result.in_state else "failed"
+            reason = result.reason
+            if result.data is not None:
+                verify = _verify_record(result.data, providers)
+                reason = verify["summary"]
+            if self.check_mode and not result.in_state:
+                status, reason = "changed", f"would fail now: {reason}"
+            report.tasks.append(TaskReport(task.spec.role, task.spec.name, status, reason, id=task.id))
+        return verify
+
+    def _record(self, host: Host, facts: dict) -> None:
+        from .facts import store
+
+        store.write(self.facts_dir, host.name, facts)
+
+    def _run_sections(self, conn: Connection, script: str, what: str) -> dict[str, sections.Section]:
+        result = conn.run(script)
+        found = sections.split_sections(result.stdout)
+        if not found:
+            raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "
+                            f"{_tail(result.stderr or result.stdout)}")
+        return found
+
+
+def _maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = False) -> str:
+    """Wrap in sudo only where this task needs root and the user is not root (checks read as the user)."""
+    wants_root = task.spec.sudo if task.spec.sudo is not None else task.resource.root
+    if check or not wants_root or conn.is_root:
+        return snippet
+    return wrap_bash(snippet, sudo=True)
+
+
+def _parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
+    if sec is None:
+        return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
+    return task.resource.parse(sec.rc, sec.output)
+
+
+def _diff(task: Task, result: CheckResult) -> str | None:
+    want = getattr(task.resource, "wanted_text", None)
+    if want is None:
+        return None
+    old = result.diff or ""
+    new = want()
+    path = task.resource.p.get("path", "")
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"{path} (now)", f"{path} (after)")
+    return "".join(lines) or None
+
+
+def _tail(text: str, n: int = 8) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def _verify_record(data: dict, providers: dict) -> dict:
+    record = dict(data)
+    missing = record.get("missing_libraries") or []
+    record["missing_providers"] = {lib: providers.get(lib, "unknown") for lib in missing}
+    failed = [c["name"] for c in record.get("checks", []) if not c.get("passed")]
+    if record.get("passed"):
+        record["summary"] = "verify passed: " + ", ".join(c["name"] for c in record.get("checks", []))
+    else:
+        extra = "; ".join(f"{lib} (provided by role {role})" for lib, role in record["missing_providers"].items())
+        record["summary"] = "verify failed: " + ", ".join(failed) + (f"; missing {extra}" if extra else "")
+    record["at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record
+
+
+def _verify_changed(old: dict | None, new: dict) -> bool:
+    def core(rec):
+        if not rec:
+            return None
+        return {k: v for k, v in rec.items() if k not in ("at", "perf", "summary")} | {
+            "checks": [{k: v for k, v in c.items() if k != "detail"} for c in rec.get("checks", [])]}
+    return core(old) != core(new)
+
+
+class _Clock:
+    def __init__(self, phases: dict):
+        self.phases = phases
+
+    def __call__(self, name: str):
+        return _Phase(self.phases, name)
+
+
+class _Phase:
+    def __init__(self, phases, name):
+        self.phases, self.name = phases, name
+
+    def __enter__(self):
+        self.t = time.monotonic()
+
+    def __exit__(self, *exc):
+        self.phases[self.name] = round(self.phases.get(self.name, 0) + time.monotonic() - self.t, 3)
+
+
+__all__ = ["Engine", "HostReport", "TaskReport", "FleetError"]

@@ -1,0 +1,81 @@
+"""How `fleet apply` (and bootstrap) show their results: task lines, diffs, the recap table, or JSON."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from .engine import HostReport
+from .parallel import Outcome
+from .report import Reporter
+
+_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
+
+
+def host_json(outcome: Outcome) -> dict:
+    if outcome.value is None:
+        return {"ok": 0, "changed": 0, "failed": 1, "skipped": 0, "unreachable": outcome.unreachable,
+                "error": outcome.error, "tasks": []}
+    return outcome.value.to_json()
+
+
+def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
+                check: bool) -> bool:
+    """Print per-host tasks and the recap (or one JSON document); True if any host failed."""
+    failed = any(o.value is None or o.value.failed for o in outcomes.values())
+    if json_out:
+        reporter.json({name: host_json(o) for name, o in outcomes.items()}, outcomes)
+        return failed
+    for name, outcome in outcomes.items():
+        _host(reporter, name, outcome, show_diff, check)
+    _recap(reporter, outcomes, check)
+    return failed
+
+
+def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> None:
+    console = reporter.env.console
+    report: HostReport | None = outcome.value
+    if report is None:
+        state = "UNREACHABLE" if outcome.unreachable else "FAILED"
+        reporter.host_block(name, state, outcome.error or "", "red")
+        return
+    console.rule(f"[bold]{escape(name)}[/bold]" + (" [dim](check mode: nothing changed)[/dim]" if check else ""),
+                 align="left")
+    if report.refuse:
+        console.print(f"[bold red]refused:[/bold red] {escape(report.refuse)}")
+    elif report.error:
+        console.print(f"[bold red]error:[/bold red] {escape(report.error)}")
+    shown_skips = set()
+    for task in report.tasks:
+        if task.status == "ok" and not check:
+            continue  # a converged task is noise; the recap counts it
+        if task.status == "skipped" and task.reason.startswith("role condition"):
+            if task.role in shown_skips:
+                continue  # one line per role left out, with its reason
+            shown_skips.add(task.role)
+            task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id)
+        label = "would change" if check and task.status == "changed" else task.status
+        console.print(f"  [{_STYLE[task.status]}]{label:>12}[/] {escape(task.role)}: {escape(task.task)}"
+                      f" [dim]— {escape(task.reason)}[/dim]")
+        if show_diff and task.diff:
+            console.print(Syntax(task.diff, "diff", theme="ansi_dark", background_color="default"))
+    if not any(t.status in ("changed", "failed") for t in report.tasks) and not report.failed:
+        console.print("  [green]in state: nothing to change[/green]")
+
+
+def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:
+    table = Table(title="recap" + (" (check mode)" if check else ""), title_justify="left")
+    for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "seconds", "commands"):
+        table.add_column(col, justify="left" if col == "host" else "right")
+    for name, o in outcomes.items():
+        if o.value is None:
+            table.add_row(name, "-", "-", "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]", "-",
+                          f"{o.seconds:.1f}", str(o.remote_commands))
+            continue
+        r: HostReport = o.value
+        failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
+        table.add_row(name, str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
+                      f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")),
+                      f"{o.seconds:.1f}", str(o.remote_commands))
+    reporter.env.console.print(table)

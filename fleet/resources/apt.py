@@ -1,0 +1,79 @@
+"""apt packages, with NVIDIA-style keyring .deb and repository, waiting for a busy dpkg instead of failing.
+
+Fresh cloud VMs hold the dpkg lock for minutes (unattended-upgrades, cloud-init): `DPkg::Lock::Timeout`
+makes apt wait. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
+"""
+
+from __future__ import annotations
+
+from .base import FETCH, NEEDS_CHANGE, Param, Resource, q
+
+
+class Apt(Resource):
+    type_name = "apt"
+    needs_root = True
+    params = {
+        "packages": Param((list,), required=True),
+        "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
+        "keyring_package": Param((str,), default="cuda-keyring"),
+        "repo": Param((str,)),                  # a one-line apt source, written to sources.list.d/<repo_name>.list
+        "repo_name": Param((str,), default="fleet"),
+        "hold": Param((bool,), default=False),
+        "lock_timeout": Param((int,), default=600),
+    }
+
+    def describe(self) -> str:
+        return "install " + " ".join(self.p["packages"])
+
+    def _source_file(self) -> str:
+        return f"/etc/apt/sources.list.d/{self.p['repo_name']}.list"
+
+    def check(self) -> str:
+        lines = ["missing=''"]
+        for pkg in self.p["packages"]:
+            lines.append(f"dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
+                         f"|| missing=\"$missing \"{q(pkg)}")
+        if self.p["keyring_deb"]:
+            pkg = q(self.p["keyring_package"])
+            lines.append(f"dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed' "
+                         f"|| missing=\"$missing \"{pkg}")
+        if self.p["repo"]:
+            lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] "
+                         f"|| echo 'apt source {self._source_file()} differs'")
+        if self.p["hold"]:
+            for pkg in self.p["packages"]:
+                lines.append(f"apt-mark showhold 2>/dev/null | grep -qx {q(pkg)} || hold_missing=1")
+            lines.append("[ -z \"${hold_missing:-}\" ] || echo 'not held'")
+        lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
+        return "\n".join(lines) + self._tail_check()
+
+    def _tail_check(self) -> str:
+        conds = []
+        if self.p["repo"]:
+            conds.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ]")
+        if self.p["hold"]:
+            conds.append("[ -z \"${hold_missing:-}\" ]")
+        if not conds:
+            return "\necho installed"
+        return f"\nif {' && '.join(conds)}; then echo installed; else exit {NEEDS_CHANGE}; fi"
+
+    def apply(self) -> str:
+        opts = f"-o DPkg::Lock::Timeout={int(self.p['lock_timeout'])}"
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH]
+        if self.p["keyring_deb"]:
+            pkg = q(self.p["keyring_package"])
+            lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
+                      "  d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT",
+                      f"  fleet_fetch {q(self.p['keyring_deb'])} \"$d/keyring.deb\"",
+                      f"  apt-get {opts} install -y \"$d/keyring.deb\"",
+                      "fi"]
+        if self.p["repo"]:
+            src = q(self._source_file())
+            lines += [f"printf '%s\\n' {q(self.p['repo'])} > {src}.fleet-tmp && mv -f {src}.fleet-tmp {src}"]
+        pkgs = " ".join(q(p) for p in self.p["packages"])
+        lines += ["echo 'apt-get update'", f"apt-get {opts} update -q",
+                  f"echo 'apt-get install {' '.join(self.p['packages'])}'",
+                  f"apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
+        if self.p["hold"]:
+            lines.append(f"apt-mark hold {pkgs}")
+        return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""An assertion (for verify): a script that must succeed on the host. It has nothing to apply.
+
+With `json: true` the script prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...} and the
+engine records it as the host's verify result.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
+
+_RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
+
+
+class Assert(Resource):
+    type_name = "assert"
+    template_target = "script"
+    params = {"script": Param((str,)), "template": Param((str,)), "interpreter": Param((str,), default="bash"),
+              "python": Param((str,), default="python3"), "json": Param((bool,), default=False),
+              "timeout": Param((int,), default=600), "msg": Param((str,), default="assertion failed")}
+
+    def describe(self) -> str:
+        return self.p["msg"]
+
+    def check(self) -> str:
+        run = _RUN[self.p["interpreter"]].format(script=q(self.p["script"]), python=qpath(self.p["python"]))
+        return (f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
+                f"[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
+
+    def apply(self) -> str:
+        return f"echo {q('nothing to apply: ' + self.p['msg'])} >&2; exit 1"
+
+    def parse(self, rc: int, output: str) -> CheckResult:
+        if not self.p["json"]:
+            return super().parse(rc, output)
+        doc = _last_json(output)
+        if doc is None:
+            return CheckResult(False, f"{self.p['msg']}: no result ({output.strip()[-300:] or f'exit {rc}'})",
+                               error=None)
+        failed = [c for c in doc.get("checks", []) if not c.get("passed")]
+        reason = "all checks passed" if not failed else "; ".join(f"{c['name']}: {c.get('detail', '')}" for c in failed)
+        return CheckResult(bool(doc.get("passed")) and rc == 0, reason, data=doc)
+
+
+def _last_json(output: str):
+    for line in reversed(output.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None

@@ -1,0 +1,157 @@
+"""What every resource type shares: parameters, the check/apply contract, and shell helpers.
+
+A resource renders two bash snippets and parses one answer:
+
+- `check()`  read-only; exit 0 when the host is in state, exit 10 when it is not (stdout says what differs;
+             anything after a line `@@diff@@` is the old content, for --diff), anything else when the check
+             itself could not run.
+- `apply()`  converges; exit 0 on success.
+- `parse(rc, output)` -> CheckResult.
+
+Every value reaches the shell through `q()` (shlex.quote): never spliced.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..errors import InputError
+
+IN_STATE, NEEDS_CHANGE = 0, 10
+DIFF_MARK = "@@diff@@"
+
+
+def q(value: Any) -> str:
+    return shlex.quote(str(value))
+
+
+def qpath(path: str) -> str:
+    """Quote a path, letting a leading ~/ mean the connecting user's home (as a person means it)."""
+    path = str(path)
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+# A shell function every snippet may use: fetch URL DEST works for https:// and file:// alike.
+FETCH = r"""
+fleet_fetch() {
+  case "$1" in
+    file://*) cp -- "${1#file://}" "$2" ;;
+    /*) cp -- "$1" "$2" ;;
+    *) if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$2" "$1";
+       elif command -v wget >/dev/null; then wget -q -O "$2" "$1";
+       else python3 -c 'import sys,urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"; fi ;;
+  esac
+}
+"""
+
+
+@dataclass
+class CheckResult:
+    in_state: bool
+    reason: str
+    diff: str | None = None
+    error: str | None = None      # the check itself failed to run
+    data: dict | None = None      # structured answer (assert with json: the verify result)
+
+
+@dataclass(frozen=True)
+class Param:
+    types: tuple = (str,)
+    required: bool = False
+    default: Any = None
+
+
+class Resource:
+    """Base class; subclasses set `type_name`, `params` and implement check/apply/describe."""
+
+    type_name: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    needs_root: ClassVar[bool] = False
+    template_target: ClassVar[str | None] = None   # the parameter a role's `template:` fills
+
+    def __init__(self, values: dict[str, Any]):
+        self.p = values
+
+    @classmethod
+    def validate(cls, values: Any, where: str, *, check_types: bool = True) -> dict[str, Any]:
+        """Check a task's parameters; returns them with defaults filled. `where` is 'file:line'.
+
+        Roles are validated twice: at load (names only: values may still be templates) and after rendering.
+        """
+        if not isinstance(values, dict):
+            raise InputError(f"{where}: '{cls.type_name}' takes a mapping of parameters "
+                             f"({', '.join(cls.params)})")
+        from ..yamlsrc import closest
+
+        out = {}
+        for key in values:
+            if key not in cls.params:
+                raise InputError(f"{where}: unknown parameter {key!r} for {cls.type_name}{closest(key, cls.params)}")
+        for key, spec in cls.params.items():
+            if key not in values or values[key] is None:
+                if spec.required:
+                    raise InputError(f"{where}: {cls.type_name} needs '{key}'")
+                out[key] = spec.default
+                continue
+            value = _coerce(values[key], spec.types)
+            if not check_types:
+                out[key] = value
+                continue
+            if not isinstance(value, spec.types) or (isinstance(value, bool) and bool not in spec.types):
+                names = " or ".join(t.__name__ for t in spec.types)
+                raise InputError(f"{where}: '{key}' of {cls.type_name} must be {names}, not {type(value).__name__}")
+            out[key] = value
+        return out
+
+    # -- the contract ----------------------------------------------------------------------------
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def check(self) -> str:
+        raise NotImplementedError
+
+    def apply(self) -> str:
+        raise NotImplementedError
+
+    def parse(self, rc: int, output: str) -> CheckResult:
+        text, _, diff = _split_diff(output)
+        text = text.strip()
+        if rc == IN_STATE:
+            return CheckResult(True, text or "in state")
+        if rc == NEEDS_CHANGE:
+            return CheckResult(False, text or "not in state", diff or None)
+        return CheckResult(False, f"check failed (exit {rc})", error=text or f"exit {rc}")
+
+    @property
+    def root(self) -> bool:
+        """Whether the apply needs root (sudo on a non-root host)."""
+        return self.needs_root
+
+
+def _coerce(value: Any, types: tuple) -> Any:
+    """Jinja renders to text: turn '20' back into 20 and 'true' into True where the parameter wants that."""
+    if not isinstance(value, str) or str in types:
+        return value
+    text = value.strip()
+    if bool in types and text.lower() in ("true", "false", "yes", "no"):
+        return text.lower() in ("true", "yes")
+    for kind in (int, float):
+        if kind in types:
+            try:
+                return kind(text)
+            except ValueError:
+                pass
+    return value
+
+
+def _split_diff(output: str) -> tuple[str, str, str]:
+    """(reason, marker, old content): the check prints its reason, then @@diff@@ and the old content."""
+    parts = re.split(f"(?:^|\n){DIFF_MARK}(?:\n|$)", output, maxsplit=1)
+    return (parts[0], DIFF_MARK, parts[1]) if len(parts) == 2 else (output, "", "")

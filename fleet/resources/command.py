@@ -1,0 +1,38 @@
+"""A command guarded by `creates` (a path it makes) and/or `unless` (a command that succeeds once done)."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+
+
+class Command(Resource):
+    type_name = "command"
+    params = {"cmd": Param((str,), required=True), "creates": Param((str,)), "unless": Param((str,)),
+              "root": Param((bool,), default=False)}
+
+    @classmethod
+    def validate(cls, values, where, *, check_types=True):
+        out = super().validate(values, where, check_types=check_types)
+        if not out["creates"] and not out["unless"]:
+            raise InputError(f"{where}: a command needs 'creates' or 'unless', or it would run on every apply")
+        return out
+
+    @property
+    def root(self) -> bool:
+        return bool(self.p["root"])
+
+    def describe(self) -> str:
+        return f"run {self.p['cmd']}"
+
+    def check(self) -> str:
+        lines = []
+        if self.p["creates"]:
+            lines.append(f"if [ -e {qpath(self.p['creates'])} ]; then echo 'exists: '{q(self.p['creates'])}; exit 0; fi")
+        if self.p["unless"]:
+            lines.append(f"if ( {self.p['unless']} ) >/dev/null 2>&1; then echo 'unless-condition holds'; exit 0; fi")
+        lines.append(f"echo 'needs to run'; exit {NEEDS_CHANGE}")
+        return "\n".join(lines)
+
+    def apply(self) -> str:
+        return f"set -e\n{self.p['cmd']}"

@@ -1,0 +1,33 @@
+"""A directory with a mode (and owner)."""
+
+from __future__ import annotations
+
+from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+
+
+class Directory(Resource):
+    type_name = "directory"
+    params = {"path": Param((str,), required=True), "mode": Param((str,), default="0755"),
+              "owner": Param((str,)), "root": Param((bool,), default=None)}
+
+    def describe(self) -> str:
+        return f"create directory {self.p['path']}"
+
+    @property
+    def root(self) -> bool:
+        return self.p["root"] if self.p["root"] is not None else not str(self.p["path"]).startswith("~")
+
+    def _mode(self) -> str:
+        return format(int(str(self.p["mode"]), 8), "o")
+
+    def check(self) -> str:
+        path = qpath(self.p["path"])
+        owner = f" && [ \"$(stat -c %U {path})\" = {q(self.p['owner'])} ]" if self.p["owner"] else ""
+        return (f"if [ -d {path} ] && [ \"$(stat -c %a {path})\" = {q(self._mode())} ]{owner}; then "
+                f"echo present; exit 0; fi\n"
+                f"if [ -d {path} ]; then echo 'mode or owner differs'; else echo absent; fi; exit {NEEDS_CHANGE}")
+
+    def apply(self) -> str:
+        path = qpath(self.p["path"])
+        owner = f"\nchown {q(self.p['owner'])} {path}" if self.p["owner"] else ""
+        return f"set -e\nmkdir -p -- {path}\nchmod {q(self._mode())} {path}{owner}"

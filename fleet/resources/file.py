@@ -1,0 +1,67 @@
+"""A whole file: content (inline or a role template), mode and owner; replaced atomically."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..connection import write_file_script
+from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, q, qpath
+
+_DIFF_LIMIT = 65536
+
+
+class File(Resource):
+    type_name = "file"
+    template_target = "content"
+    params = {
+        "path": Param((str,), required=True),
+        "content": Param((str,)),
+        "template": Param((str,)),      # a file under the role's templates/, rendered by the role loader
+        "mode": Param((str, int), default="0644"),
+        "owner": Param((str,)),
+        "root": Param((bool,), default=None),
+    }
+
+    def describe(self) -> str:
+        return f"write {self.p['path']}"
+
+    @property
+    def root(self) -> bool:
+        if self.p["root"] is not None:
+            return self.p["root"]
+        return not str(self.p["path"]).startswith("~")
+
+    def _mode(self) -> str:
+        mode = self.p["mode"]
+        return format(mode, "o") if isinstance(mode, int) else str(mode).lstrip("0o") or "0"
+
+    def _content(self) -> str:
+        return self.p["content"] or ""
+
+    def wanted_text(self) -> str:
+        return self._content()
+
+    def check(self) -> str:
+        path = qpath(self.p["path"])
+        want = hashlib.sha256(self._content().encode()).hexdigest()
+        owner = (f"[ \"$(stat -c %U {path})\" = {q(self.p['owner'])} ] || why=\"$why owner\"\n"
+                 if self.p["owner"] else "")
+        return (
+            f"if [ ! -f {path} ]; then echo 'absent'; exit {NEEDS_CHANGE}; fi\n"
+            "why=''\n"
+            f"[ \"$(sha256sum < {path} | cut -d' ' -f1)\" = {q(want)} ] || why=\"$why content\"\n"
+            f"[ \"$(stat -c %a {path})\" = {q(int(self._mode(), 8).__format__('o'))} ] || why=\"$why mode\"\n"
+            f"{owner}"
+            "if [ -z \"$why\" ]; then echo 'content, mode and owner match'; exit 0; fi\n"
+            "echo \"differs:$why\"\n"
+            f"if [ \"$(wc -c < {path})\" -le {_DIFF_LIMIT} ] && grep -Iq . {path} 2>/dev/null; then\n"
+            f"  printf '\\n{DIFF_MARK}\\n'; cat {path}\nfi\n"
+            f"exit {NEEDS_CHANGE}\n"
+        )
+
+    def apply(self) -> str:
+        path = self.p["path"]
+        script = write_file_script("__FLEET_PATH__", self._content(), mode=int(self._mode(), 8),
+                                   owner=self.p["owner"])
+        # write_file_script quotes a literal path; a ~/ path must expand on the host, so swap it in quoted.
+        return script.replace(q("__FLEET_PATH__"), qpath(path))

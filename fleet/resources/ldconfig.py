@@ -1,0 +1,32 @@
+"""A library directory registered with the dynamic loader (/etc/ld.so.conf.d/<name>.conf + ldconfig).
+
+Never use this for cuda-compat: a registered compat libcuda breaks CUDA wherever the kernel driver is newer.
+"""
+
+from __future__ import annotations
+
+from .base import NEEDS_CHANGE, Param, Resource, q
+
+
+class Ldconfig(Resource):
+    type_name = "ldconfig"
+    needs_root = True
+    params = {"path": Param((str,), required=True), "name": Param((str,), required=True)}
+
+    def _conf(self) -> str:
+        return f"/etc/ld.so.conf.d/{self.p['name']}.conf"
+
+    def describe(self) -> str:
+        return f"register {self.p['path']} with the loader ({self._conf()})"
+
+    def check(self) -> str:
+        conf, path = q(self._conf()), q(self.p["path"])
+        return (f"if [ \"$(cat {conf} 2>/dev/null)\" != {path} ]; then echo 'not registered'; exit {NEEDS_CHANGE}; fi\n"
+                f"if [ -d {path} ] && [ -n \"$(ls -A {path} 2>/dev/null)\" ] && "
+                f"! ldconfig -p | grep -qF \" => \"{path}/; then echo 'registered but loader cache is stale'; "
+                f"exit {NEEDS_CHANGE}; fi\necho registered")
+
+    def apply(self) -> str:
+        conf, path = q(self._conf()), q(self.p["path"])
+        return (f"set -e\nprintf '%s\\n' {path} > {conf}.fleet-tmp && mv -f {conf}.fleet-tmp {conf}\n"
+                f"ldconfig\necho 'registered '{path}")

@@ -1,0 +1,80 @@
+"""Python packages in a virtual environment (the system Python is externally managed on Ubuntu 24.04).
+
+Big wheels (torch) stage in TMPDIR: `tmpdir` and `cache_dir` can point at a persistent volume, and
+`min_free_gb` refuses to start a download that cannot fit.
+"""
+
+from __future__ import annotations
+
+from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+
+# Which requirements are unmet? `==X` is satisfied by X+local (2.11.0+cu130 satisfies ==2.11.0), as in PEP 440.
+_CHECK_PY = r"""
+import sys
+from importlib import metadata
+missing = []
+for req in sys.argv[1:]:
+    name, _, want = req.partition("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        missing.append(f"{req} (absent)"); continue
+    if want and have != want and (("+" in want) or have.split("+")[0] != want):
+        missing.append(f"{req} (have {have})")
+print("; ".join(missing) if missing else "all installed")
+sys.exit(10 if missing else 0)
+"""
+
+
+class Pip(Resource):
+    type_name = "pip"
+    params = {
+        "packages": Param((list,), required=True),
+        "venv": Param((str,), required=True),
+        "python": Param((str,), default="python3"),
+        "index_url": Param((str,)),
+        "extra_index_url": Param((str,)),
+        "find_links": Param((str,)),
+        "tmpdir": Param((str,)),
+        "cache_dir": Param((str,)),
+        "min_free_gb": Param((int, float), default=0),
+        "root": Param((bool,), default=None),
+    }
+
+    def describe(self) -> str:
+        return f"pip install {' '.join(self.p['packages'])} into {self.p['venv']}"
+
+    @property
+    def root(self) -> bool:
+        return self.p["root"] if self.p["root"] is not None else not str(self.p["venv"]).startswith("~")
+
+    def check(self) -> str:
+        py = f"{qpath(self.p['venv'])}/bin/python"
+        reqs = " ".join(q(r) for r in self.p["packages"])
+        return (f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; exit {NEEDS_CHANGE}; fi\n"
+                f"{py} -c {q(_CHECK_PY)} {reqs}\n")
+
+    def apply(self) -> str:
+        venv = qpath(self.p["venv"])
+        args = ["--disable-pip-version-check", "--progress-bar", "off"]
+        for flag, key in (("--index-url", "index_url"), ("--extra-index-url", "extra_index_url"),
+                          ("--find-links", "find_links")):
+            if self.p[key]:
+                args += [flag, q(self.p[key])]
+        lines = ["set -e"]
+        if self.p["tmpdir"]:
+            lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
+        if self.p["cache_dir"]:
+            lines.append(f"export PIP_CACHE_DIR={qpath(self.p['cache_dir'])}")
+        if self.p["min_free_gb"]:
+            need = float(self.p["min_free_gb"])
+            lines += [f"probe={venv}; while [ ! -e \"$probe\" ]; do probe=$(dirname -- \"$probe\"); done",
+                      "free_kb=$(df -Pk \"$probe\" | awk 'NR==2{print $4}')",
+                      f"if [ \"$free_kb\" -lt {int(need * 1024 * 1024)} ]; then echo \"only $((free_kb/1024/1024)) GB "
+                      f"free at $probe; {need:g} GB needed: free space or point python_env at a bigger volume\" >&2; "
+                      "exit 28; fi"]
+        lines += [f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
+                  f"{q(self.p['python'])} -m venv {venv}; fi",
+                  f"echo 'pip install {' '.join(self.p['packages'])}'",
+                  f"{venv}/bin/python -m pip install {' '.join(args)} {' '.join(q(r) for r in self.p['packages'])}"]
+        return "\n".join(lines)

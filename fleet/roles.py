@@ -1,0 +1,241 @@
+"""Roles as data: roles/<name>/role.yaml (+ templates/), loaded, validated and rendered with Jinja2.
+
+    description: what the role manages
+    defaults: {cutlass_ref: v4.3.0}              # lowest precedence; inventory vars override
+    when: "decisions.compat.use"                 # optional: the whole role applies only if true
+    tasks:
+      - name: clone CUTLASS
+        git: {repo: "{{ cutlass_repo }}", ref: "{{ cutlass_ref }}", dest: "{{ cutlass_dir }}"}
+        when: "..."                              # optional, over facts, decisions and variables
+
+Loading validates structure with file:line errors before any host is contacted; rendering happens per host,
+once its facts and decisions are known. A user adds a role without touching Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import yamlsrc
+from .errors import InputError
+from .resources import TYPES, Resource
+
+ROLE_KEYS = {"description", "defaults", "when", "tasks"}
+TASK_KEYS = {"name", "when", "sudo"}
+DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
+
+_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                            autoescape=False)
+_JINJA.filters["dashed"] = lambda v: str(v).replace(".", "-")
+_JINJA.filters["shq"] = lambda v: shlex.quote(str(v))   # for values a template writes into shell code
+_LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}$", re.S)
+
+
+@dataclass
+class TaskSpec:
+    role: str
+    index: int
+    name: str
+    type: str
+    params: dict[str, Any]        # raw (templated) values
+    when: str | None
+    sudo: bool | None
+    where: str                    # file:line, for errors
+
+    @property
+    def id(self) -> str:
+        return f"{self.role}.{self.index}"
+
+
+@dataclass
+class Role:
+    name: str
+    path: Path
+    description: str
+    defaults: dict[str, Any]
+    when: str | None
+    tasks: list[TaskSpec] = field(default_factory=list)
+
+    def template(self, name: str) -> str:
+        path = self.path.parent / "templates" / name
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError:
+            raise InputError(f"template {name!r} of role {self.name!r} not found at {path}") from None
+
+
+@dataclass
+class Task:
+    """A task rendered for one host: the resource ready to give its check and apply snippets."""
+
+    spec: TaskSpec
+    resource: Resource
+    enabled: bool
+    skip_reason: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+def roles_dirs(inventory_path: Path | None) -> list[Path]:
+    """Where roles are looked up: beside the inventory, its parent, the working dir, then fleet's own."""
+    candidates = []
+    if inventory_path is not None:
+        base = Path(inventory_path).resolve().parent
+        candidates += [base / "roles", base.parent / "roles"]
+    candidates += [Path.cwd() / "roles", Path(__file__).resolve().parent.parent / "roles"]
+    seen, out = set(), []
+    for path in candidates:
+        if path not in seen and path.is_dir():
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def load_roles(names: list[str] | None, dirs: list[Path]) -> list[Role]:
+    names = list(names or DEFAULT_ORDER)
+    roles = []
+    for name in names:
+        path = next((d / name / "role.yaml" for d in dirs if (d / name / "role.yaml").is_file()), None)
+        if path is None:
+            known = sorted({p.parent.name for d in dirs for p in d.glob("*/role.yaml")})
+            raise InputError(f"no role named {name!r} (looked in {', '.join(map(str, dirs)) or 'no roles dir'})"
+                             f"{yamlsrc.closest(name, known).replace('valid keys', 'roles')}")
+        roles.append(load_role(path))
+    return roles
+
+
+def load_role(path: Path) -> Role:
+    loc = yamlsrc.load(path)
+    doc = loc.data
+    if not isinstance(doc, dict):
+        raise InputError("a role file is a mapping with 'tasks:'", path=str(path), line=1)
+    for key in doc:
+        if key not in ROLE_KEYS:
+            raise InputError(f"unknown key {key!r} in the role{yamlsrc.closest(key, ROLE_KEYS)}",
+                             path=str(path), line=loc.line(key))
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise InputError("'defaults' must be a mapping of NAME: VALUE", path=str(path), line=loc.line("defaults"))
+    role = Role(path.parent.name, path, str(doc.get("description", "")), defaults, _expr(doc.get("when"), loc, ("when",)))
+    tasks = doc.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
+    for i, task in enumerate(tasks):
+        role.tasks.append(_task(role.name, i, task, loc))
+    return role
+
+
+def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
+    where = f"{loc.path}:{loc.line('tasks', index)}"
+    if not isinstance(task, dict):
+        raise InputError(f"{where}: a task is a mapping such as '{{name: ..., apt: {{packages: [...]}}}}'")
+    types = [k for k in task if k in TYPES]
+    unknown = [k for k in task if k not in TYPES and k not in TASK_KEYS]
+    if unknown:
+        raise InputError(f"{loc.path}:{loc.line('tasks', index, unknown[0])}: unknown key {unknown[0]!r} in a task"
+                         f"{yamlsrc.closest(unknown[0], set(TYPES) | TASK_KEYS)}")
+    if len(types) != 1:
+        raise InputError(f"{where}: a task names exactly one resource type ({', '.join(sorted(TYPES))}); "
+                         f"this one names {len(types)}")
+    kind = types[0]
+    params = task[kind]
+    where_params = f"{loc.path}:{loc.line('tasks', index, kind)}"
+    TYPES[kind].validate(params, where_params, check_types=False)  # names now; types after rendering
+    sudo = task.get("sudo")
+    if sudo is not None and not isinstance(sudo, bool):
+        raise InputError(f"{where}: 'sudo' must be true or false")
+    return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
+                    _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params)
+
+
+def _expr(value: Any, loc: yamlsrc.Located, keys: tuple) -> str | None:
+    if value is None:
+        return None
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    try:
+        _JINJA.compile_expression(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(f"{loc.path}:{loc.line(*keys)}: 'when' is not a valid expression ({exc.message}); "
+                         "write e.g. when: \"decisions.compat.use\"") from None
+    return text
+
+
+# -- rendering for one host ----------------------------------------------------------------------
+
+def context(variables: dict[str, Any], facts: dict | None, decisions: dict | None, host: dict) -> dict[str, Any]:
+    ctx = dict(variables)
+    ctx.update(facts=facts or {}, decisions=decisions or {}, host=host)
+    return ctx
+
+
+def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> list[Task]:
+    from .decide import DEFAULTS  # the stack's own defaults (cuda_version, python_env, sources) come first
+
+    merged = dict(DEFAULTS)
+    merged.update(role.defaults)
+    merged.update(variables)
+    ctx = context(merged, facts, decisions, host)
+    role_on = _truth(role.when, ctx, f"{role.path}") if role.when else True
+    tasks = []
+    for spec in role.tasks:
+        enabled, why = role_on, None if role_on else f"role condition is false: {role.when}"
+        if enabled and spec.when:
+            enabled = _truth(spec.when, ctx, spec.where)
+            why = None if enabled else f"condition is false: {spec.when}"
+        if not enabled:  # not rendered: its values may only make sense where it applies
+            values = TYPES[spec.type].validate(spec.params, spec.where, check_types=False)
+            tasks.append(Task(spec, TYPES[spec.type](values), False, why))
+            continue
+        params = _render(spec.params, ctx, spec.where)
+        target = TYPES[spec.type].template_target
+        if target and isinstance(params, dict) and params.get("template"):
+            params[target] = _render(role.template(params.pop("template")), ctx, spec.where, whole=True)
+        spec = _named(spec, ctx)
+        tasks.append(Task(spec, TYPES[spec.type](TYPES[spec.type].validate(params, spec.where)), True))
+    return tasks
+
+
+def _named(spec: TaskSpec, ctx: dict) -> TaskSpec:
+    """A copy of the spec whose display name is rendered for this host."""
+    if "{" not in spec.name:
+        return spec
+    return dataclasses.replace(spec, name=str(_render(spec.name, ctx, spec.where, whole=True)))
+
+
+def _render(value: Any, ctx: dict, where: str, *, whole: bool = False) -> Any:
+    """Render templates in a task's values; a value that is exactly '{{ expr }}' keeps its type (a list)."""
+    if isinstance(value, str):
+        if "{{" not in value and "{%" not in value:
+            return value
+        lone = _LONE.match(value)
+        try:
+            if lone and not whole:
+                result = _JINJA.compile_expression(lone["expr"], undefined_to_none=False)(**ctx)
+                return result if isinstance(result, (list, dict, bool, int, float)) else ("" if result is None
+                                                                                       else str(result))
+            return _JINJA.from_string(value).render(ctx)
+        except jinja2.UndefinedError as exc:
+            raise InputError(f"{where}: {exc.message}; define it in the role's defaults or the inventory's vars") from None
+        except jinja2.TemplateError as exc:
+            raise InputError(f"{where}: template error: {exc}") from None
+    if isinstance(value, list):
+        return [_render(v, ctx, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _render(v, ctx, where) for k, v in value.items()}
+    return value
+
+
+def _truth(expr: str, ctx: dict, where: str) -> bool:
+    try:
+        return bool(_JINJA.compile_expression(expr, undefined_to_none=False)(**ctx))
+    except jinja2.UndefinedError as exc:
+        raise InputError(f"{where}: 'when: {expr}' uses something undefined ({exc.message})") from None
