@@ -69,7 +69,7 @@ class Connection:
         body = _exports(env) + script
         command = wrap_bash(body, sudo=sudo and not self.is_root)
         self.remote_commands += 1
-        return self._exec(command, timeout=timeout, on_output=on_output)
+        return self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
 
     def write_file(self, path: str, content: str | bytes, *, mode: int = 0o644, sudo: bool = False,
                    owner: str | None = None) -> Result:
@@ -82,7 +82,8 @@ class Connection:
     def close(self) -> None:
         pass
 
-    def _exec(self, command: str, *, timeout, on_output) -> Result:
+    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
+        """Run `command`; `stdin` (when not None) is fed to it, then end-of-file."""
         raise NotImplementedError
 
     def __enter__(self):
@@ -102,14 +103,35 @@ def _exports(env: dict[str, str] | None) -> str:
 
 
 def wrap_bash(script: str, *, sudo: bool = False) -> str:
-    """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted."""
+    """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted.
+
+    A long script cannot travel as an argument (one argument is capped at 128 KiB, and sshd hands the command
+    line to the login shell as one): it travels on stdin instead (see `stdin_for`), base64-encoded so no
+    locale can mangle it, ending in a marker so a script cut short in transit is refused, never run.
+    """
     prefix = "sudo -n -H " if sudo else ""
-    if len(script) <= _ARG_LIMIT:
+    if _fits(script):
         return f"{prefix}bash -c {shlex.quote(script)}"
-    packed = base64.b64encode(script.encode()).decode()
-    # Too long for one argument: it goes through a file the script removes first.
-    return (f"f=$(mktemp) && printf %s {packed} | base64 -d > \"$f\" && "
-            f"{prefix}bash -c 'rm -f -- \"$1\"; . /dev/stdin' fleet \"$f\" < \"$f\"")
+    packed_len = len(stdin_for(script))
+    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
+    reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
+              '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
+    return f"head -c {packed_len} | base64 -d | {prefix}bash -c {shlex.quote(reader)}"
+
+
+_END_MARK = "# fleet: end of script"
+
+
+def _fits(script: str) -> bool:
+    # Measured quoted and in bytes: quotes expand to '"'"' and a non-ASCII character is several bytes.
+    return len(shlex.quote(script).encode()) <= _ARG_LIMIT
+
+
+def stdin_for(script: str) -> str | None:
+    """What `wrap_bash(script)` expects on stdin: None for a short script, else the script in base64."""
+    if _fits(script):
+        return None
+    return base64.encodebytes(f"{script}\n{_END_MARK}\n".encode()).decode()
 
 
 def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> str:
@@ -137,26 +159,40 @@ class LocalConnection(Connection):
     def is_root(self) -> bool:
         return os.geteuid() == 0
 
-    def _exec(self, command: str, *, timeout, on_output) -> Result:
-        proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
+        proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                start_new_session=True)
         out: list[str] = []
         err: list[str] = []
-        readers = [threading.Thread(target=_pump, args=(proc.stdout, out, on_output), daemon=True),
+        threads = [threading.Thread(target=_pump, args=(proc.stdout, out, on_output), daemon=True),
                    threading.Thread(target=_pump, args=(proc.stderr, err, None), daemon=True)]
-        for reader in readers:
-            reader.start()
+        if stdin:
+            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
+        for thread in threads:
+            thread.start()
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:  # it ended between the timeout and the kill
+                pass
             proc.wait()
-            for reader in readers:
-                reader.join()
+            for thread in threads:
+                thread.join()
             return Result(124, "".join(out), "".join(err) + f"\nfleet: timed out after {timeout:g}s\n")
-        for reader in readers:
-            reader.join()
+        for thread in threads:
+            thread.join()
         return Result(code, "".join(out), "".join(err))
+
+
+def _feed(stream, data: str) -> None:
+    try:
+        stream.write(data)
+        stream.close()
+    except BrokenPipeError:  # the command ended without reading it all; its exit status says why
+        pass
 
 
 def _pump(stream, sink: list[str], on_output: OutputCallback | None) -> None:

@@ -132,14 +132,15 @@ def _hosts(loc, section, base: Path) -> dict[str, Host]:
         return {}
     hosts = {}
     for name, spec in section.items():
-        host = _host(loc, str(name), spec or {}, base)
+        host = _host(loc, name, spec or {}, base)
         if host:
             hosts[host.name] = host
     return hosts
 
 
-def _host(loc, name: str, spec, base: Path) -> Host | None:
-    keys = ("hosts", name)
+def _host(loc, key, spec, base: Path) -> Host | None:
+    keys = ("hosts", key)  # the key as YAML read it (7, not "7"), so its line is found
+    name = str(key)
     if not NAME_RE.match(name):
         loc.problem(keys, f"host name {name!r} must be letters, digits, '.', '_' or '-' (it names the facts file)")
         return None
@@ -215,10 +216,11 @@ def _groups(loc, section, hosts) -> dict[str, tuple[list[str], dict]]:
             loc.problem(keys + ("hosts",), f"'hosts' of group {name!r} must be a list of host names")
             members = []
         for i, member in enumerate(members):
-            if member not in hosts:
+            if not isinstance(member, str) or member not in hosts:  # a mapping or list here is unhashable
                 hint = yamlsrc.closest(member, hosts).replace("valid keys", "hosts")
                 loc.problem(keys + ("hosts", i), f"group {name!r} names unknown host {member!r}{hint}")
-        groups[str(name)] = ([m for m in members if m in hosts], _vars(loc, keys + ("vars",), spec.get("vars")))
+        groups[str(name)] = ([m for m in members if isinstance(m, str) and m in hosts],
+                             _vars(loc, keys + ("vars",), spec.get("vars")))
     return groups
 
 

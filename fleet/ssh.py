@@ -74,16 +74,18 @@ class SSHConnection(Connection):
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
         deadline = time.monotonic() + max(self.options.wait, 0)
-        delay = 1.0
+        delay = 0.5
         while True:
             try:
                 self._open_once()
                 return
             except _RETRYABLE as exc:
-                if time.monotonic() + delay > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}; check "
                                     "the address and port, or pass --wait SECONDS for a host still booting") from None
-                time.sleep(delay)
+                # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
+                time.sleep(min(delay, left))
                 delay = min(delay * 2, 15)
             except OSError as exc:  # name resolution, no route: waiting will not help
                 raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}") from None
@@ -101,19 +103,21 @@ class SSHConnection(Connection):
         self._load_known_hosts(client)
         client.set_missing_host_key_policy(_Policy(self))
         try:
-            fab.open()
+            try:
+                fab.open()
+            except BaseException:
+                # fabric's close() does nothing until open() has succeeded, yet paramiko's transport thread
+                # and socket already run: close them here or they linger (paramiko warns of hangs at exit).
+                client.close()
+                raise
         except FleetError:
-            fab.close()
             raise
         except paramiko.BadHostKeyException as exc:
-            fab.close()
             raise self._changed_key(exc) from None
         except paramiko.AuthenticationException as exc:
-            fab.close()
             raise HostError(f"{host.name}: {host.target} refused our credentials ({exc}); check 'user:' and "
                             "'key:' in the inventory, or load the key into ssh-agent") from None
         except paramiko.SSHException as exc:
-            fab.close()
             raise HostError(f"{host.name}: SSH to {host.target} failed: {exc}") from None
         transport = client.get_transport()
         transport.set_keepalive(KEEPALIVE_SECONDS)
@@ -151,12 +155,14 @@ class SSHConnection(Connection):
             "from ~/.ssh/known_hosts if it is there) and run again with --accept-new-host-keys")
 
     # -- running ---------------------------------------------------------------------------------
-    def _exec(self, command: str, *, timeout, on_output) -> Result:
+    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
         assert self._fabric is not None, "open() first"
         stream = _LineStream(on_output) if on_output else None
-        kwargs = {"hide": True, "warn": True, "in_stream": False, "timeout": timeout}
+        # Always a stdin that ends: a command that reads stdin gets end-of-file (as under `ssh -n`), not a hang.
+        kwargs = {"hide": True, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout}
         if stream:
-            kwargs["out_stream"] = stream
+            # invoke mirrors output to out_stream only for streams it does not hide.
+            kwargs.update(hide="stderr", out_stream=stream)
         try:
             res = self._fabric.run(command, **kwargs)
         except CommandTimedOut as exc:
@@ -164,6 +170,9 @@ class SSHConnection(Connection):
             return Result(124, res.stdout, res.stderr + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
+        finally:
+            if stream:
+                stream.finish()
         return Result(res.exited if res.exited is not None else 255, stream.text() if stream else res.stdout,
                       res.stderr)
 
@@ -171,6 +180,21 @@ class SSHConnection(Connection):
         if self._fabric is not None:
             self._fabric.close()
             self._fabric = None
+
+
+class _Feed:
+    """stdin for invoke, which asks a file-like object for one byte per read and naps 10 ms between reads:
+    hand it big chunks whatever it asks for, then "" (end-of-file, which invoke forwards to the remote)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, data: str):
+        self.data, self.pos = data, 0
+
+    def read(self, _size: int = -1) -> str:
+        chunk = self.data[self.pos:self.pos + self.CHUNK]
+        self.pos += len(chunk)
+        return chunk
 
 
 class _LineStream:
@@ -188,6 +212,12 @@ class _LineStream:
 
     def flush(self) -> None:
         pass
+
+    def finish(self) -> None:
+        """Hand over a last line that had no newline (as the local connection does)."""
+        if self.partial:
+            self.on_line(self.partial)
+            self.partial = ""
 
     def text(self) -> str:
         return "".join(self.parts)

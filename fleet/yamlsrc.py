@@ -52,7 +52,12 @@ def load(path: str | Path, text: str | None = None) -> Located:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        raise InputError(f"{where}: YAML syntax error: {exc.problem}; fix the indentation or quoting there") from None
+        # An unclosed bracket or quote is noticed lines later: name where it opened too.
+        opened = exc.context_mark
+        started = (f" ({exc.context} on line {opened.line + 1}, column {opened.column + 1})"
+                   if opened and mark and opened.line != mark.line and exc.context else "")
+        raise InputError(f"{where}: YAML syntax error: {exc.problem}{started}; fix the indentation or quoting "
+                         "there") from None
     except yaml.YAMLError as exc:
         raise InputError(f"YAML error: {exc}", path=path) from None
     located = Located(path, None)
@@ -67,6 +72,10 @@ def _build(node: yaml.Node, keys: tuple, loc: Located) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):  # `? [a, b]` or `{...}: x`: unhashable, and a mistake
+                loc.problems.append(f"{loc.path}:{key_node.start_mark.line + 1}: a key must be a plain name, "
+                                    "not a list or mapping; write it as one word")
+                continue
             key = _scalar(key_node)
             if key in out:
                 first = loc.lines.get(keys + (key,), "?")
@@ -85,9 +94,6 @@ def _build(node: yaml.Node, keys: tuple, loc: Located) -> Any:
 
 
 def _scalar(node: yaml.Node) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        # A mapping used as a key: rare and always a mistake here.
-        return yaml.safe_load(yaml.serialize(node))
     return _construct(node)
 
 

@@ -1,0 +1,148 @@
+"""`fleet decide FACTS.json... [--set NAME=VALUE]... [--json]`: what fleet would decide, offline.
+
+Reads facts records written by `fleet facts` (or by hand), runs the pure decisions
+(fleet/decide/) and prints each decision with its reason. Contacts no host.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "show what fleet would decide for hosts with these facts, and why (offline)"
+DESCRIPTION = """\
+Read one or more facts records (facts/<host>.json, written by `fleet facts`) and print what fleet would
+decide for each host: the CUDA toolkit and where it comes from, whether cuda-compat is used, which torch
+wheel and whether it runs this GPU, NVPL and cuDSS, the LD_LIBRARY_PATH, and which roles act, each with
+its reason. Nothing is contacted. Exit status is 1 when a host is refused (the reason says what it needs).
+
+  fleet decide facts/pod-570.json
+  fleet decide facts/thor.json --set torch_source=jetson --set cudss_source=apt
+  fleet decide facts/*.json --json
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("decide", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("facts", nargs="+", metavar="FACTS.json", help="facts record(s) of the host(s)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
+                        help="a variable, e.g. cuda_version=13.0 or torch_source=jetson (may repeat)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of tables")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    import time
+
+    from ..decide import decide
+    from ..errors import ExitStatus
+    from ..parallel import Outcome
+    from ..report import Reporter
+
+    values = parse_assignments(args.assignments)
+    decided, outcomes = {}, {}
+    for path in args.facts:
+        started = time.monotonic()
+        decisions = _decide_file(decide, path, values)
+        name = decisions.host if decisions.host not in decided else f"{decisions.host} ({path})"
+        decided[name] = decisions
+        outcomes[name] = Outcome(host=name, value=decisions, seconds=time.monotonic() - started)
+    reporter = Reporter(env)
+    if args.json:
+        reporter.json({name: d.to_json() for name, d in decided.items()}, outcomes)
+    else:
+        for name, decisions in decided.items():
+            print_decisions(reporter, name, decisions)
+    refused = [name for name, d in decided.items() if d.refuse]
+    return ExitStatus.HOST_FAILED if refused else ExitStatus.OK
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, str]:
+    """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; a typo in a name is an error, not ignored."""
+    from ..decide import DEFAULTS
+    from ..errors import InputError
+
+    values = {}
+    for text in assignments:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InputError(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
+        if name not in DEFAULTS:
+            raise InputError(f"--set {name}: fleet decide reads no variable of that name; "
+                             f"use one of {', '.join(sorted(DEFAULTS))}")
+        values[name] = value.strip()
+    return values
+
+
+def _decide_file(decide, path: str, values: dict):
+    import json
+
+    from ..decide import FactsError, VariableError
+    from ..errors import InputError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            facts = json.load(handle)
+    except OSError as exc:
+        raise InputError(f"cannot read the facts file ({exc.strerror}): give the path of a record "
+                         f"written by `fleet facts`", path=path) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise InputError(f"not a JSON facts record ({reason}): re-gather it with `fleet facts`",
+                         path=path, line=line) from None
+    try:
+        return decide(facts, values)
+    except FactsError as exc:
+        raise InputError(str(exc), path=path) from None
+    except VariableError as exc:
+        raise InputError(str(exc)) from None
+
+
+def print_decisions(reporter, name: str, d) -> None:
+    """One block per host: each decision, its value and its reason; then the roles that act."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    status, style = ("REFUSED", "red") if d.refuse else ("ok", "green")
+    reporter.host_block(name, status, "", style)
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")  # URLs and paths must stay whole: a person copies them
+    for label, value, reason in _rows(d):
+        grid.add_row(f"[bold]{label}[/bold]", escape(value), escape(reason))
+    reporter.print(grid)
+    if d.refuse:
+        reporter.print(f"[bold red]refused:[/bold red] {escape(d.refuse)}")
+
+
+# Roles whose reason is already the reason of a decision row above.
+_SHOWN_ABOVE = {"cuda_toolkit", "cuda_compat", "nvpl", "cudss", "torch"}
+
+
+def _rows(d) -> list[tuple[str, str, str]]:
+    cuda = "none" if d.cuda.wanted is None else f"{d.cuda.wanted} {d.cuda.action}" + (
+        f" ({d.cuda.source})" if d.cuda.source else "")
+    torch = f"{d.torch.version} {d.torch.source}" + (f" cu{d.torch.cuda.replace('.', '')}" if d.torch.cuda else " cpu")
+    torch += "" if d.torch.supported else " UNSUPPORTED"
+    rows = [
+        ("cuda", cuda, d.cuda.reason),
+        ("compat", "on" if d.compat.use else "off", d.compat.reason),
+        ("torch", torch, d.torch.reason),
+        ("nvpl", _library(d.nvpl), d.nvpl.reason),
+        ("cudss", _library(d.cudss), d.cudss.reason),
+        ("LD_LIBRARY_PATH", f"{len(d.ld_library_path)} dirs", "\n".join(d.ld_library_path) or "nothing to add"),
+    ]
+    if d.refuse:
+        return rows + [("roles", "none", "the host is refused: no role runs")]
+    skipped = [role.name for role in d.role_decisions if not role.included]
+    acting = " ".join(d.roles) + (f" (skipped: {' '.join(skipped)})" if skipped else "")
+    rows.append(("roles", f"{len(d.roles)} act", acting))
+    return rows + [(role.name, "act", role.reason) for role in d.role_decisions
+                   if role.included and role.name not in _SHOWN_ABOVE]
+
+
+def _library(library) -> str:
+    return f"from {library.source}" if library.needed else "not needed"

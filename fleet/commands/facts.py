@@ -1,0 +1,146 @@
+"""`fleet facts INVENTORY`: gather (one remote command per host), record, and compare hosts side by side."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import _common
+
+HELP = "gather and record every host's facts; compare hosts side by side"
+DESCRIPTION = """\
+Gather each selected host's facts with one remote command (in parallel), write them to
+<facts_dir>/<host>.json (the previous record is kept as <host>.prev.json), and print one column per host
+and one row per fact: rows where hosts differ first and highlighted, identical rows folded.
+
+  fleet facts inventories/fleet.yaml
+  fleet facts inventories/lab.yaml --limit pods --json
+  fleet facts inventories/fleet.yaml --cached --drift     what changed since the record before, no SSH
+
+Exit status is 1 if any host was unreachable (its column shows the age of its last record).
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("facts", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common.add_inventory(parser)
+    _common.add_json(parser)
+    parser.add_argument("--cached", action="store_true",
+                        help="read the records written last time instead of contacting hosts")
+    parser.add_argument("--all", action="store_true", dest="show_all",
+                        help="show identical rows too instead of folding them")
+    parser.add_argument("--drift", action="store_true",
+                        help="show, per host, what changed since the previous record")
+    _common.add_connect(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    from ..errors import ExitStatus
+    from ..inventory import load_inventory
+    from ..facts import store
+
+    inventory = load_inventory(args.inventory)
+    hosts = inventory.select(args.limit)
+    reporter = _common.reporter_for(args, env)
+    if args.cached:
+        outcomes = _read_cached(hosts, inventory.facts_dir)
+    else:
+        outcomes = _gather_live(args, env, reporter, hosts, inventory.facts_dir)
+    records = {name: outcome.value for name, outcome in outcomes.items()}
+    last = {name: record or store.read(inventory.facts_dir, name) for name, record in records.items()}
+    if args.json:
+        _print_json(reporter, records, outcomes, inventory.facts_dir, args.drift)
+    else:
+        _print_tables(reporter, outcomes, last, inventory.facts_dir, args)
+    failed = any(outcome.error for outcome in outcomes.values())
+    return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def _gather_live(args, env, reporter, hosts, facts_dir):
+    from ..facts import store
+    from ..facts.gather import gather
+    from ..parallel import on_hosts
+
+    def work(conn, host):
+        record, _sections = gather(conn, host)
+        store.write(facts_dir, host.name, record)
+        return record
+
+    options = _common.connect_options(args, reporter)
+    return on_hosts(hosts, work, options=options, forks=args.forks, debug=env.debug)
+
+
+def _read_cached(hosts, facts_dir):
+    from ..facts import store
+    from ..parallel import Outcome
+
+    outcomes = {}
+    for host in hosts:
+        record = store.read(facts_dir, host.name)
+        error = None if record else f"{host.name}: no record in {facts_dir}; run `fleet facts` without --cached"
+        outcomes[host.name] = Outcome(host.name, value=record, error=error)
+    return outcomes
+
+
+def _print_json(reporter, records, outcomes, facts_dir, with_drift: bool) -> None:
+    from ..facts import store
+
+    extra = {}
+    errors = {name: o.error for name, o in outcomes.items() if o.error}
+    if errors:
+        extra["errors"] = {name: {"error": error, "unreachable": outcomes[name].unreachable,
+                                  "last_record_age_s": _age(store.read(facts_dir, name))}
+                           for name, error in errors.items()}
+    if with_drift:
+        extra["drift"] = {name: [{"path": p, "before": b, "after": a} for p, b, a in _drift(facts_dir, name)]
+                          for name in outcomes}
+    reporter.json(records, outcomes, **extra)
+
+
+def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
+    from ..facts import compare, store
+
+    for name, outcome in outcomes.items():
+        if outcome.error:
+            reporter.error(outcome.error)
+        for problem in (outcome.value or {}).get("probe", {}).get("errors", []):
+            reporter.warn(f"{name}: {problem}")
+    columns = [_column(name, outcome, last[name], cached=args.cached) for name, outcome in outcomes.items()]
+    # With one host there is nothing to compare: fold nothing.
+    show_all = args.show_all or sum(1 for record in last.values() if record) < 2
+    reporter.print(compare.render(compare.compare(last, columns), show_all=show_all))
+    if args.drift:
+        for name in outcomes:
+            previous = store.read(facts_dir, name, previous=True)
+            since = f"previous record {store.describe_age(store.age_seconds(previous))}" if previous else "no previous record"
+            reporter.print(compare.render_drift(name, _drift(facts_dir, name), since=since))
+    if not args.cached:
+        written = sum(1 for o in outcomes.values() if not o.error)
+        timing = ", ".join(f"{name} {o.seconds:.2f}s/{o.remote_commands} cmd" for name, o in outcomes.items())
+        reporter.print(f"[dim]{written} record(s) written to {facts_dir} ({timing})[/dim]")
+
+
+def _column(name, outcome, record, *, cached: bool):
+    from ..facts import compare, store
+
+    age = store.describe_age(store.age_seconds(record)) if record else None
+    if outcome.error:
+        label = "not gathered" if cached or not outcome.unreachable else "unreachable"
+        return compare.Column(name, reachable=False, age=age, error=outcome.error, label=label)
+    return compare.Column(name, age=age if cached else None)
+
+
+def _drift(facts_dir, name):
+    from ..facts import compare, store
+
+    current = store.read(facts_dir, name)
+    previous = store.read(facts_dir, name, previous=True)
+    return compare.drift(previous, current) if current and previous else []
+
+
+def _age(record):
+    from ..facts import store
+
+    seconds = store.age_seconds(record) if record else None
+    return round(seconds, 1) if seconds is not None else None

@@ -1,0 +1,37 @@
+"""GPU-stack decisions: pure functions from a host's facts and the wanted stack to what the
+host needs, each with a one-line reason (the knowledge in shared/DOMAIN.md). No I/O here.
+
+    decisions = decide(facts, {"cuda_version": "13.0"})
+    decisions.refuse          # None, or why this host cannot have the stack
+    decisions.to_json()       # what `fleet decide --json` prints per host
+"""
+from __future__ import annotations
+
+from fleet.decide.cuda import decide_compat, decide_cuda
+from fleet.decide.host import FactsError, read_host
+from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
+from fleet.decide.model import ROLE_ORDER, Decisions
+from fleet.decide.roles import decide_roles
+from fleet.decide.torch_wheel import decide_torch
+from fleet.decide.variables import DEFAULTS, VariableError, resolve
+
+__all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS", "ROLE_ORDER"]
+
+
+def decide(facts: dict, vars: dict | None = None) -> Decisions:
+    """Raises FactsError for a record decisions cannot read, VariableError for a bad variable."""
+    v = resolve(vars or {})
+    host = read_host(facts)
+    cuda = decide_cuda(host, v)
+    compat = decide_compat(host, v)
+    torch = decide_torch(host, v, compat)
+    nvpl, cudss = decide_nvpl(host, v, torch), decide_cudss(host, v, torch)
+    # The first refusal is the root cause: compat before torch (a torch refusal may follow from it).
+    refuse = next((d.refuse for d in (compat, cuda, torch, nvpl, cudss) if d.refuse), None)
+    decisions = Decisions(
+        host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,
+        ld_library_path=ld_library_path(compat, cuda, nvpl, cudss),
+        missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
+    )
+    decisions.role_decisions = decide_roles(host, decisions)
+    return decisions

@@ -1,0 +1,115 @@
+"""The decisions, as a tree of dataclasses; `Decisions.to_json()` is what `--json` prints.
+
+Every decision carries `reason`: one line a person can act on.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+ROLE_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
+
+
+@dataclass
+class CudaDecision:
+    wanted: str | None                 # "13.0"; None on a CPU-only host
+    present: bool
+    action: str                        # "present" | "install" | "none"
+    source: str | None                 # "nvidia-apt" | "jetpack" | "dgx-os" | None
+    repo: str | None                   # the apt repository URL, where one is used
+    package: str | None                # "cuda-toolkit-13-0"
+    path: str | None                   # "/usr/local/cuda-13.0"
+    lib_dir: str | None                # "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+    reason: str
+    refuse: str | None = None
+
+
+@dataclass
+class CompatDecision:
+    use: bool
+    reason: str
+    path: str | None                   # "/usr/local/cuda-13.0/compat"
+    package: str | None                # "cuda-compat-13-0"
+    installed: dict | None             # the installed package as the facts saw it
+    refuse: str | None = None
+
+
+@dataclass
+class TorchDecision:
+    index_url: str
+    version: str
+    source: str                        # "official" | "jetson"
+    cuda: str | None                   # the index's CUDA ("13.0"); None for CPU wheels
+    supported: bool
+    reason: str
+    arch_list: list[str] | None        # what the wheel carries; None where nobody publishes it
+    refuse: str | None = None
+
+
+@dataclass
+class LibraryDecision:
+    """NVPL or cuDSS: needed where the chosen torch links them without declaring them."""
+    needed: bool
+    source: str | None                 # "pypi" | "apt" | "tarball"
+    packages: list[str]
+    origin: str | None                 # the index, repo or redist URL they come from
+    lib_dirs: list[str]                # where the libraries land
+    loader: str | None                 # how they reach the loader: "ld_library_path" | "ld.so.conf.d" | "default"
+    reason: str
+    refuse: str | None = None
+
+
+@dataclass
+class Provider:
+    """Who provides a soname that verify may find missing."""
+    provider: str                      # a role name, or "driver" / "cudnn" (not fleet's)
+    fleet_role: bool
+    reason: str
+
+
+@dataclass
+class RoleDecision:
+    name: str
+    included: bool
+    reason: str
+
+
+@dataclass
+class Decisions:
+    host: str
+    refuse: str | None
+    cuda: CudaDecision
+    compat: CompatDecision
+    torch: TorchDecision
+    nvpl: LibraryDecision
+    cudss: LibraryDecision
+    ld_library_path: list[str]
+    missing_providers: dict[str, Provider]
+    role_decisions: list[RoleDecision] = field(default_factory=list)
+
+    @property
+    def roles(self) -> list[str]:
+        """The roles that act on this host, in ROLE_ORDER."""
+        return [role.name for role in self.role_decisions if role.included]
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        return {role.name: role.reason for role in self.role_decisions}
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: refuse, compat, torch, roles, ld_library_path first, then the rest."""
+        def strip(decision) -> dict:
+            return {k: v for k, v in asdict(decision).items() if k != "refuse"}
+        return {
+            "host": self.host,
+            "refuse": self.refuse,
+            "compat": strip(self.compat),
+            "torch": strip(self.torch),
+            "roles": self.roles,
+            "ld_library_path": list(self.ld_library_path),
+            "cuda": strip(self.cuda),
+            "nvpl": strip(self.nvpl),
+            "cudss": strip(self.cudss),
+            "missing_providers": {soname: asdict(p) for soname, p in self.missing_providers.items()},
+            "skipped": [role.name for role in self.role_decisions if not role.included],
+            "reasons": self.reasons,
+        }

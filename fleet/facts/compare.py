@@ -1,0 +1,165 @@
+"""Hosts side by side: one row per fact path, one column per host; what differs first. And drift.
+
+Pure data here (flatten, compare, drift) plus the two Rich renderings; the command decides what to print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.markup import escape
+from rich.table import Table
+
+# Bookkeeping that always differs, or detail already summarised elsewhere in the table.
+SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "library_sources", "system.disks",
+        "torch.warnings", "cuda.compat.all"}
+ABSENT = "-"
+
+
+@dataclass
+class Row:
+    path: str
+    values: dict[str, str]           # host -> shown value
+    differs: bool
+
+
+@dataclass
+class Column:
+    host: str
+    reachable: bool = True
+    age: str | None = None           # "2h 5m ago" for a cached or stale record
+    error: str | None = None
+    label: str = "unreachable"       # what the header says when there are no fresh facts
+
+
+@dataclass
+class Comparison:
+    columns: list[Column]
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def differing(self) -> list[Row]:
+        return [row for row in self.rows if row.differs]
+
+    @property
+    def identical(self) -> list[Row]:
+        return [row for row in self.rows if not row.differs]
+
+
+def show(value) -> str:
+    """One cell: None -> "-", True -> "yes", ["sm_90", "sm_100"] -> "sm_90 sm_100"."""
+    if value is None:
+        return ABSENT
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return " ".join(show(item) for item in value)
+    return str(value)
+
+
+def flatten(record: dict | None) -> dict[str, str]:
+    """A record -> {"system.arch": "x86_64", "gpus.0.compute_cap": "9.0", "libraries.libcudss.so.0": "-", ...}.
+
+    Nested dicts and lists of dicts are walked (gpus.0.name); lists of plain values become one cell.
+    verify.checks is summarised as "3/4 passed" plus one row per failing check.
+    """
+    rows: dict[str, str] = {}
+    _walk(record or {}, "", rows)
+    return rows
+
+
+def _walk(value, prefix: str, rows: dict[str, str]) -> None:
+    if prefix in SKIP:
+        return
+    if prefix == "verify.checks" and isinstance(value, list):
+        passed = sum(1 for check in value if isinstance(check, dict) and check.get("passed"))
+        rows[prefix] = f"{passed}/{len(value)} passed"
+        for check in value:
+            if isinstance(check, dict) and not check.get("passed"):
+                rows[f"verify.failed.{check.get('name')}"] = show(check.get("detail"))
+        return
+    if isinstance(value, dict):
+        if not value and prefix:
+            rows[prefix] = ABSENT
+        for key, item in value.items():
+            _walk(item, f"{prefix}.{key}" if prefix else str(key), rows)
+    elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        for index, item in enumerate(value):
+            _walk(item, f"{prefix}.{index}", rows)
+    else:
+        rows[prefix] = show(value)
+
+
+def compare(records: dict[str, dict | None], columns: list[Column] | None = None) -> Comparison:
+    """Rows in first-seen order, differing rows first. A host with no record shows "-" everywhere."""
+    columns = columns or [Column(host) for host in records]
+    flat = {host: flatten(records.get(host)) for host in records}
+    paths: dict[str, None] = {}
+    for host_rows in flat.values():
+        paths.update(dict.fromkeys(host_rows))
+    with_data = [host for host in records if records.get(host)]
+    rows = []
+    for path in paths:
+        values = {host: flat[host].get(path, ABSENT) for host in records}
+        differs = len({values[host] for host in with_data}) > 1
+        rows.append(Row(path, values, differs))
+    rows.sort(key=lambda row: not row.differs)  # stable: keeps the record's order within each group
+    return Comparison(columns, rows)
+
+
+def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, str]]:
+    """What changed between two records of one host: [(path, before, after)] (a driver upgrade, a library gone)."""
+    before, after = flatten(previous), flatten(current)
+    paths = list(dict.fromkeys([*before, *after]))
+    return [(path, before.get(path, ABSENT), after.get(path, ABSENT))
+            for path in paths if before.get(path, ABSENT) != after.get(path, ABSENT)]
+
+
+def render(comparison: Comparison, *, show_all: bool = False) -> Table:
+    """The Rich table: differing rows highlighted, identical ones folded into a count unless show_all."""
+    table = Table(title="facts", title_justify="left", show_lines=False)
+    table.add_column("fact", style="bold")
+    for column in comparison.columns:
+        table.add_column(_header(column), overflow="fold")
+    for row in comparison.differing:
+        table.add_row(escape(row.path), *(_cell(row, column, "yellow") for column in comparison.columns))
+    identical = comparison.identical
+    if show_all:
+        if comparison.differing and identical:
+            table.add_section()
+        for row in identical:
+            table.add_row(escape(row.path), *(_cell(row, column, "dim") for column in comparison.columns))
+    elif identical:
+        table.add_section()
+        table.add_row(f"[dim]{len(identical)} identical facts folded (--all shows them)[/dim]",
+                      *("" for _ in comparison.columns))
+    return table
+
+
+def _header(column: Column) -> str:
+    name = f"[bold]{escape(column.host)}[/bold]"
+    if not column.reachable:
+        when = f"record {column.age}" if column.age else "no record"
+        return f"{name}\n[red]{escape(column.label)}[/red] [dim]({escape(when)})[/dim]"
+    if column.age:
+        return f"{name}\n[dim]cached, {escape(column.age)}[/dim]"
+    return name
+
+
+def _cell(row: Row, column: Column, style: str) -> str:
+    value = escape(row.values.get(column.host, ABSENT))
+    if not column.reachable:
+        style = "dim"  # last known values of a host we could not reach: shown, but not as news
+    return f"[{style}]{value}[/{style}]"
+
+
+def render_drift(host: str, changes: list[tuple[str, str, str]], *, since: str | None = None) -> Table:
+    """Per host: fact, before, after."""
+    title = f"{host}: {len(changes)} change{'s' if len(changes) != 1 else ''} since the previous record"
+    table = Table(title=title + (f" ({since})" if since else ""), title_justify="left")
+    table.add_column("fact", style="bold")
+    table.add_column("before")
+    table.add_column("after")
+    for path, before, after in changes:
+        table.add_row(escape(path), f"[red]{escape(before)}[/red]", f"[green]{escape(after)}[/green]")
+    return table

@@ -1,0 +1,186 @@
+"""GPU, driver and Jetson facts: commands for the probe sections and their pure parsers."""
+
+from __future__ import annotations
+
+import re
+
+QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
+# Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
+QUERY_OLD = "index,name,driver_version,memory.total,uuid"
+
+# A wedged GPU can hang nvidia-smi for minutes; the gather must still come back.
+_TIMEOUT = "t=; command -v timeout >/dev/null 2>&1 && t='timeout 30'"
+_NEED_SMI = "command -v nvidia-smi >/dev/null 2>&1 || { echo 'nvidia-smi: not installed'; exit 127; }"
+
+NVIDIA_SMI = (
+    f"{_NEED_SMI}\n{_TIMEOUT}\n"
+    f"if out=$($t nvidia-smi --query-gpu={QUERY_FULL} --format=csv,noheader,nounits 2>&1); then\n"
+    f"  echo 'query {QUERY_FULL}'; printf '%s\\n' \"$out\"\n"
+    "else\n"
+    "  printf 'rejected %s\\n' \"$(printf '%s' \"$out\" | head -n 2 | tr '\\n' ' ')\"\n"
+    f"  echo 'query {QUERY_OLD}'; $t nvidia-smi --query-gpu={QUERY_OLD} --format=csv,noheader,nounits\n"
+    "fi"
+)
+
+NVIDIA_SMI_HEADER = f"{_NEED_SMI}\n{_TIMEOUT}\n$t nvidia-smi | head -n 5"
+
+DRIVER = (
+    "if [ -r /proc/driver/nvidia/version ]; then echo 'source proc'; cat /proc/driver/nvidia/version\n"
+    "elif [ -r /sys/module/nvidia/version ]; then echo 'source sysfs'; cat /sys/module/nvidia/version\n"
+    "else echo 'source none'; fi"
+)
+
+TEGRA = "if [ -r /etc/nv_tegra_release ]; then cat /etc/nv_tegra_release; fi"
+DT_MODEL = "if [ -r /proc/device-tree/model ]; then tr -d '\\000' < /proc/device-tree/model; echo; fi"
+
+_MISSING = {"[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", ""}
+_VERSION = r"\d+\.\d+(?:\.\d+)?"
+
+
+def _value(text: str) -> str | None:
+    text = text.strip()
+    return None if text in _MISSING else text
+
+
+def parse_gpu_line(line: str, fields: list[str]) -> dict:
+    """One CSV line of `nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits` -> a GPU.
+
+        0, NVIDIA H100 80GB HBM3, 580.159.04, 9.0, 81559, GPU-270f419f-...
+      -> {"index": 0, "name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04",
+          "compute_cap": "9.0", "memory_mb": 81559, "uuid": "GPU-270f419f-..."}
+    GB10 answers "[N/A]" for memory.total (unified memory): memory_mb is then None.
+    """
+    values = [part.strip() for part in line.split(",")]
+    if len(values) != len(fields):
+        raise ValueError(f"expected {len(fields)} fields, got {len(values)}: {line.strip()!r}")
+    row = dict(zip(fields, values))
+    if not row["index"].isdigit():
+        raise ValueError(f"not a GPU line: {line.strip()!r}")
+    memory = _value(row.get("memory.total", ""))
+    cap = _value(row.get("compute_cap", ""))
+    return {
+        "index": int(row["index"]),
+        "name": _value(row["name"]),
+        "driver_version": _value(row["driver_version"]),
+        "compute_cap": cap if cap and re.fullmatch(r"\d+\.\d+", cap) else None,
+        "memory_mb": int(float(memory)) if memory and re.fullmatch(r"\d+(\.\d+)?", memory) else None,
+        "uuid": _value(row.get("uuid", "")),
+    }
+
+
+def parse_nvidia_smi(text: str) -> dict:
+    """The nvidia_smi section -> {"gpus": [...], "rejected": message | None}.
+
+        rejected Field "compute_cap" is not a valid field to query.
+        query index,name,driver_version,memory.total,uuid
+        0, Tesla V100-SXM2-16GB, 470.82.01, 16160, GPU-...
+    A missing nvidia-smi gives no GPUs; a failing one (no driver loaded) raises with its message.
+    """
+    if "nvidia-smi: not installed" in text:
+        return {"gpus": [], "rejected": None, "installed": False}
+    rejected = re.search(r"^rejected (.*)$", text, re.M)
+    query = None
+    gpus, other = [], []
+    for line in text.splitlines():
+        if line.startswith("query "):
+            query = line[6:].strip().split(",")
+        elif line.startswith("rejected ") or not line.strip():
+            continue
+        elif query is not None and re.match(r"\s*\d+\s*,", line):
+            gpus.append(parse_gpu_line(line, query))
+        else:
+            other.append(line.strip())
+    if not gpus and other:
+        raise ValueError("nvidia-smi: " + " ".join(other)[:300])
+    return {"gpus": gpus, "rejected": rejected[1].strip() if rejected else None, "installed": True}
+
+
+def parse_smi_header(text: str) -> dict:
+    """`nvidia-smi` table header -> {"driver_version": "580.159.04", "cuda_version": "13.0"}.
+
+        | NVIDIA-SMI 580.159.04   Driver Version: 580.159.04     CUDA Version: 13.0     |
+    "CUDA Version" follows whichever libcuda is loaded (compat changes it): informative, never decisive.
+    """
+    if "nvidia-smi: not installed" in text:
+        return {"driver_version": None, "cuda_version": None}
+    driver = re.search(rf"Driver Version:\s*({_VERSION})", text)
+    cuda = re.search(r"CUDA Version:\s*(\d+\.\d+)", text)
+    if not driver:
+        raise ValueError("no 'Driver Version:' in the nvidia-smi header")
+    return {"driver_version": driver[1], "cuda_version": cuda[1] if cuda else None}
+
+
+def parse_driver_version(text: str) -> str:
+    """/proc/driver/nvidia/version or /sys/module/nvidia/version -> "580.159.04".
+
+        NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)
+        NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023
+        580.159.04
+    """
+    match = re.search(rf"Kernel Module(?:\s+for\s+\S+)?\s+({_VERSION})\b", text)
+    if match:
+        return match[1]
+    stripped = text.strip()
+    if re.fullmatch(_VERSION, stripped):
+        return stripped
+    raise ValueError("no driver version in the kernel module's version file")
+
+
+def parse_driver(text: str) -> dict:
+    """The driver section -> {"version": "580.159.04" | None, "source": "proc" | "sysfs" | None}."""
+    match = re.match(r"source (\w+)\n?", text)
+    if not match:
+        raise ValueError("no 'source' line")
+    source = match[1]
+    if source == "none":
+        return {"version": None, "source": None}
+    return {"version": parse_driver_version(text[match.end():]), "source": source}
+
+
+# L4T release -> JetPack (shared/DOMAIN.md). Only releases we know; others record the L4T alone.
+JETPACK_FOR_L4T = {"38.2": "7.0", "38.4": "7.1", "39": "7.2"}
+
+
+def jetpack_for_l4t(l4t: str | None) -> str | None:
+    """"38.2" -> "7.0", "38.4" -> "7.1", "39.0" (any R39) -> "7.2", unknown -> None."""
+    if not l4t:
+        return None
+    major, _, minor = l4t.partition(".")
+    return JETPACK_FOR_L4T.get(f"{major}.{minor.split('.')[0]}") or JETPACK_FOR_L4T.get(major)
+
+
+def parse_tegra_release(text: str) -> dict | None:
+    """/etc/nv_tegra_release -> {"l4t": "38.2", "l4t_full": "38.2.0", "jetpack": "7.0"}; empty -> None.
+
+        # R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, DATE: Mon Aug 18 2025
+    """
+    if not text.strip():
+        return None
+    match = re.search(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+(?:\.\d+)*)", text)
+    if not match:
+        raise ValueError("no '# R<major> (release), REVISION: x.y' line")
+    revision = match[2].split(".")
+    l4t = f"{match[1]}.{revision[0]}"
+    return {"l4t": l4t, "l4t_full": f"{match[1]}.{match[2]}", "jetpack": jetpack_for_l4t(l4t)}
+
+
+def parse_dt_model(text: str) -> str | None:
+    """/proc/device-tree/model (NULs removed) -> "NVIDIA Jetson AGX Thor Developer Kit" | None."""
+    return text.strip() or None
+
+
+def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
+                    has_driver: bool) -> str:
+    """jetson-thor | dgx-spark | x86_64-dgpu | sbsa-dgpu | cpu-only (the signs in shared/DOMAIN.md).
+
+    Jetson first: a tegra release file, a `-tegra` kernel or a Thor GPU. Then GB10 on aarch64 is a Spark.
+    A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is there, the tool is not).
+    """
+    names = " ".join(name or "" for name in gpu_names)
+    if tegra or (kernel or "").endswith("-tegra") or "Thor" in names:
+        return "jetson-thor"
+    if arch == "aarch64" and "GB10" in names:
+        return "dgx-spark"
+    if not gpu_names and not has_driver:
+        return "cpu-only"
+    return "sbsa-dgpu" if arch == "aarch64" else "x86_64-dgpu"

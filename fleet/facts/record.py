@@ -1,0 +1,133 @@
+"""Assemble the facts record from each source's text, recording (never raising) what cannot be parsed."""
+
+from __future__ import annotations
+
+from ..cuda_table import compare_versions, cuda_max_for_driver
+from . import cuda, gpu, software, system
+from .scrub import scrub_text
+
+RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
+
+
+class _Reader:
+    """Runs one parser per source; a failure becomes probe.errors + probe.raw, and a default value."""
+
+    def __init__(self, outputs: dict[str, str], expected: list[str]):
+        self.outputs = outputs
+        self.errors: list[str] = []
+        self.raw: dict[str, str] = {}
+        self.notes: list[str] = []  # not errors: what the probe worked around (an old driver's nvidia-smi)
+        for name in expected:
+            if name not in outputs:
+                self.errors.append(f"facts.{name}: no output (the probe was cut short or this source is new)")
+
+    def read(self, name: str, parser, default=None, **kwargs):
+        if name not in self.outputs:
+            return default
+        text = self.outputs[name]
+        try:
+            return parser(text, **kwargs)
+        except Exception as error:  # a parser bug or a format we have never seen must not stop the gather
+            self.errors.append(scrub_text(f"facts.{name}: {error}"))
+            self.raw[name] = scrub_text(text[:RAW_LIMIT])
+            return default
+
+
+def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
+    """Source name -> section text, to every record key except host/gathered_at/fleet_version."""
+    reader = _Reader(outputs, expected)
+    uname = reader.read("uname", system.parse_uname, {})
+    os_release = reader.read("os_release", system.parse_os_release, {})
+    smi = reader.read("nvidia_smi", gpu.parse_nvidia_smi, {"gpus": [], "rejected": None})
+    header = reader.read("nvidia_smi_header", gpu.parse_smi_header, {})
+    kernel_driver = reader.read("driver", gpu.parse_driver, {"version": None, "source": None})
+    tegra = reader.read("tegra", gpu.parse_tegra_release)
+    model = reader.read("dt_model", gpu.parse_dt_model)
+
+    gpus = [{key: g[key] for key in ("index", "name", "compute_cap", "memory_mb", "uuid")} for g in smi["gpus"]]
+    driver = _driver(kernel_driver, smi["gpus"], header, tegra)
+    platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
+                                   tegra is not None, driver["version"] is not None)
+    if smi.get("rejected"):
+        reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
+    libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
+                            arch=uname.get("arch"))
+    return {
+        "system": _system(reader, uname, os_release),
+        "platform": platform,
+        "gpus": gpus,
+        "driver": driver,
+        "jetson": _jetson(tegra, model, platform),
+        "cuda": _cuda(reader),
+        "libraries": libraries["libraries"],
+        "library_sources": libraries["sources"],
+        "python": reader.read("python", software.parse_python,
+                              {"version": None, "executable": None, "env": None, "env_exists": False}),
+        "torch": reader.read("torch", software.parse_torch),
+        "cutlass": reader.read("cutlass", software.parse_cutlass),
+        "env": reader.read("env", software.parse_env,
+                           {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}),
+        "verify": reader.read("verify", software.parse_verify),
+        "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
+    }
+
+
+def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
+    identity = reader.read("identity", system.parse_identity, {})
+    cpu = reader.read("cpu", system.parse_cpu, {})
+    memory = reader.read("meminfo", system.parse_meminfo, {})
+    disks = reader.read("df", system.parse_df, [])
+    # The first disk is the virtual environment's parent: torch and its CUDA wheels are the big write.
+    first = disks[0] if disks else {}
+    return {
+        "hostname": uname.get("hostname"),
+        "arch": uname.get("arch"),
+        "os_id": os_release.get("ID"),
+        "os_version": os_release.get("VERSION_ID"),
+        "os_name": os_release.get("PRETTY_NAME"),
+        "kernel": uname.get("kernel"),
+        "cpus": cpu.get("cpus"),
+        "cpu_model": cpu.get("cpu_model"),
+        "mem_total_mb": memory.get("mem_total_mb"),
+        "mem_available_mb": memory.get("mem_available_mb"),
+        "disk_free_gb": first.get("free_gb"),
+        "disk_path": first.get("path"),
+        "disks": disks,
+        "user": identity.get("user"),
+        "uid": identity.get("uid"),
+        "systemd": identity.get("systemd"),
+        "container": identity.get("container"),
+    }
+
+
+def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None) -> dict:
+    """The KERNEL driver decides (DOMAIN.md): proc/sysfs first, nvidia-smi's driver_version after."""
+    version, source = kernel.get("version"), kernel.get("source")
+    if version is None:
+        smi_version = next((g["driver_version"] for g in smi_gpus if g.get("driver_version")), None)
+        version, source = smi_version, ("nvidia-smi" if smi_version else None)
+    cuda_max = cuda_max_for_driver(version)
+    if tegra and (tegra.get("jetpack") or "").startswith("7.") and (cuda_max is None
+                                                              or compare_versions(cuda_max, "13.0") < 0):
+        # JetPack ships its own CUDA with its r580-series driver; the desktop table does not apply.
+        cuda_max = "13.0"
+    return {"version": version, "source": source, "cuda_max": cuda_max,
+            "smi_cuda_version": header.get("cuda_version")}
+
+
+def _jetson(tegra: dict | None, model: str | None, platform: str) -> dict | None:
+    if tegra is None and platform != "jetson-thor":
+        return None
+    tegra = tegra or {}
+    return {"l4t": tegra.get("l4t"), "l4t_full": tegra.get("l4t_full"),
+            "jetpack": tegra.get("jetpack"), "model": model}
+
+
+def _cuda(reader: _Reader) -> dict:
+    toolkits = reader.read("cuda_toolkits", cuda.parse_toolkits, {"toolkits": [], "links": {}, "nvcc_on_path": None})
+    compat = reader.read("cuda_compat", cuda.parse_compat)
+    default = toolkits["links"].get("/usr/local/cuda")
+    if default is None and any(t["path"] == "/usr/local/cuda" for t in toolkits["toolkits"]):
+        default = "/usr/local/cuda"
+    return {"toolkits": toolkits["toolkits"], "default": default,
+            "nvcc_on_path": toolkits["nvcc_on_path"], "compat": compat}

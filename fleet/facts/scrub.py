@@ -1,0 +1,50 @@
+"""Keep secrets out of facts records: raw probe text and error messages can echo anything a host printed."""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+_PATTERNS = [
+    re.compile(r"(?i)(\bBearer\s+)([\w.~+/-]+=*)"),
+    # NAME=value, "name": "value", name: value where the name says secret (HF_TOKEN=..., "password": ...);
+    # a bare "name:value" is left alone so PATH-like lists (/opt/tokenizers/bin:/usr/bin) survive
+    re.compile(r"(?i)(\b[\w.-]*(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credential|authorization)"
+               r"[\w.-]*(?:[\"']?\s*=|[\"']\s*:|:\s)\s*[\"']?)([^\s\"',;]+)"),
+    # credentials inside a URL: https://user:pass@host/
+    re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(@)"),
+    # well-known token shapes: GitHub, Hugging Face, OpenAI-style, Slack, AWS access keys, JWTs
+    re.compile(r"()\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}"
+               r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})"),
+    # private key blocks
+    re.compile(r"(-----BEGIN [A-Z ]*PRIVATE KEY-----)([\s\S]*?)(-----END [A-Z ]*PRIVATE KEY-----)"),
+]
+
+
+def scrub_text(text: str) -> str:
+    """Mask what looks like a secret: "HF_TOKEN=hf_abc..." -> "HF_TOKEN=***"; GPU UUIDs and paths survive."""
+    for pattern in _PATTERNS:
+        text = pattern.sub(_masker(pattern), text)
+    return text
+
+
+def _masker(pattern: re.Pattern):
+    groups = pattern.groups
+
+    def mask(match: re.Match) -> str:
+        if groups == 3:
+            return match[1] + MASK + match[3]
+        return match[1] + MASK
+    return mask
+
+
+def scrub(value):
+    """Scrub every string inside a JSON-like value (dicts, lists); keys are kept as they are."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {key: scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    return value

@@ -1,0 +1,246 @@
+"""Environment, Python, torch, CUTLASS and the last verify result: probe commands and pure parsers."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+# Only these environment variables are recorded: anything else may hold a secret.
+ENV_VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUTLASS_HOME")
+# The env_hooks role's block starts with this line; its presence means the hook is installed.
+HOOK_MARKER = "# BEGIN fleet env_hooks"
+HOOK_FILES = ("$HOME/.bashrc", "/etc/profile.d/fleet.sh", "/etc/bash.bashrc", "$HOME/.profile")
+VERIFY_PATH = "/var/lib/fleet/verify.json"
+_HOOK_FILES_SHELL = " ".join(f'"{path}"' for path in HOOK_FILES)  # double quotes: $HOME must expand
+
+# ---- environment ------------------------------------------------------------------------------------
+
+ENV = (
+    f"for v in {' '.join(ENV_VARS)}; do\n"
+    "  if val=$(printenv \"$v\"); then printf '%s=%s\\n' \"$v\" \"$val\"; else printf 'unset %s\\n' \"$v\"; fi\n"
+    "done\n"
+    f"for f in {_HOOK_FILES_SHELL}; do\n"
+    f"  if [ -r \"$f\" ] && grep -qF {shlex.quote(HOOK_MARKER)} \"$f\"; then printf 'hook %s\\n' \"$f\"; fi\n"
+    "done\n"
+    "true"
+)
+
+
+def parse_env(text: str) -> dict:
+    """The env section -> {LD_LIBRARY_PATH: str | None, ..., hook_installed: bool, hook_files: [...]}.
+
+        LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib
+        unset CUTLASS_HOME
+        hook /root/.bashrc
+    These are the values a non-interactive `ssh host cmd` gets, which is what scripts and services see.
+    """
+    env: dict = {name: None for name in ENV_VARS}
+    hooks = []
+    seen = False
+    for line in text.splitlines():
+        name, eq, value = line.partition("=")
+        if eq and name in ENV_VARS:
+            env[name], seen = value, True
+        elif line.startswith("unset ") and line[6:] in ENV_VARS:
+            seen = True
+        elif line.startswith("hook "):
+            hooks.append(line[5:])
+    if not seen:
+        raise ValueError("no environment variable lines")
+    return {**env, "hook_installed": bool(hooks), "hook_files": hooks}
+
+
+# ---- python -----------------------------------------------------------------------------------------
+
+def select_python(python_env: str) -> str:
+    """Shell that sets $py: the roles' virtual environment's python when it exists, else python3."""
+    return (
+        f"env_dir={shlex.quote(python_env)}\n"
+        "if [ -x \"$env_dir/bin/python\" ]; then py=$env_dir/bin/python; env_exists=yes\n"
+        "else py=$(command -v python3 || true); env_exists=no; fi"
+    )
+
+
+def python_command(python_env: str) -> str:
+    return (
+        f"{select_python(python_env)}\n"
+        "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
+        "[ -n \"$py\" ] || exit 0\n"
+        "\"$py\" -c 'import platform, sys; print(\"version\", platform.python_version())'"
+    )
+
+
+def parse_python(text: str) -> dict:
+    """The python section -> {version, executable, env, env_exists}.
+
+        env /opt/fleet/venv
+        env_exists yes
+        executable /opt/fleet/venv/bin/python
+        version 3.12.3
+    """
+    pairs = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+    if "env_exists" not in pairs:
+        raise ValueError("no env_exists line")
+    version = pairs.get("version", "").strip()
+    return {
+        "version": version if re.fullmatch(r"\d+\.\d+(\.\d+)?\S*", version) else None,
+        "executable": pairs.get("executable", "").strip() or None,
+        "env": pairs.get("env", "").strip() or None,
+        "env_exists": pairs["env_exists"].strip() == "yes",
+    }
+
+
+# ---- torch ------------------------------------------------------------------------------------------
+
+TORCH_PROGRAM = r'''
+import glob, importlib.util, json, os, re, subprocess, warnings
+out = {}
+spec = importlib.util.find_spec("torch")
+if spec is None:
+    print(json.dumps({"installed": False}))
+    raise SystemExit(0)
+out["installed"] = True
+where = list(spec.submodule_search_locations or [""])[0]
+out["path"] = where
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        import torch
+    except BaseException as error:  # ImportError, or OSError straight from the dynamic loader
+        out["error"] = f"{type(error).__name__}: {error}"
+        named = re.findall(r"(lib[\w.+-]+?\.so[\w.]*): cannot open shared object", str(error))
+        objects = glob.glob(os.path.join(where, "lib", "*.so*")) + glob.glob(os.path.join(where, "_C*.so"))
+        try:  # ldd names every missing library at once, not one failed import at a time
+            text = subprocess.run(["ldd", *objects], capture_output=True, text=True, timeout=20).stdout if objects else ""
+        except Exception:
+            text = ""
+        found = re.findall(r"^\s*(\S+) => not found", text, re.M)
+        out["missing_libraries"] = list(dict.fromkeys(named + found))
+    else:
+        out["version"] = getattr(torch, "__version__", None)
+        out["cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
+        try:
+            out["cuda_available"] = bool(torch.cuda.is_available())
+            if out["cuda_available"]:
+                out["arch_list"] = list(torch.cuda.get_arch_list())
+                out["capability"] = "%d.%d" % tuple(torch.cuda.get_device_capability(0))
+                out["device_name"] = torch.cuda.get_device_name(0)
+            else:
+                flags = getattr(torch._C, "_cuda_getArchFlags", lambda: "")() or ""
+                out["arch_list"] = flags.split()
+        except Exception as error:
+            out["cuda_error"] = f"{type(error).__name__}: {error}"
+out["warnings"] = [str(w.message)[:300] for w in caught][:5]
+print(json.dumps(out))
+'''
+
+
+def torch_command(python_env: str, timeout_s: int = 60) -> str:
+    """Run TORCH_PROGRAM with the roles' python, under a timeout so a wedged GPU cannot hang the gather."""
+    return (
+        f"{select_python(python_env)}\n"
+        "[ -n \"$py\" ] || { echo '{\"installed\": false, \"error\": \"no python3\"}'; exit 0; }\n"
+        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout {int(timeout_s)}'\n"
+        f"$t \"$py\" -c {shlex.quote(TORCH_PROGRAM)}\n"
+        f"rc=$?; [ $rc = 124 ] && echo '{{\"timed_out\": {int(timeout_s)}}}'\n"
+        "exit $rc"
+    )
+
+
+def parse_torch(text: str) -> dict | None:
+    """The torch section (last JSON line; anything before it is warnings torch printed) -> dict | None.
+
+        {"version": "2.11.0+cu130", "cuda": "13.0", "cuda_available": true, "arch_list": ["sm_90", ...],
+         "capability": "9.0", "device_name": "NVIDIA H100 80GB HBM3"}
+    Not installed -> None; an import that fails -> version None with the error and the missing libraries.
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    data = None
+    for line in reversed(lines):
+        if line.lstrip().startswith("{"):
+            data = json.loads(line)
+            break
+    if not isinstance(data, dict):
+        raise ValueError("no JSON line from the torch program")
+    if "timed_out" in data:
+        raise ValueError(f"torch did not answer within {data['timed_out']} s (a wedged GPU or driver?)")
+    if not data.get("installed"):
+        return None
+    return {
+        "version": data.get("version"),
+        "cuda": data.get("cuda"),
+        "cuda_available": data.get("cuda_available"),
+        "arch_list": data.get("arch_list", []),
+        "capability": data.get("capability"),
+        "device_name": data.get("device_name"),
+        "path": data.get("path"),
+        "error": data.get("error") or data.get("cuda_error"),
+        "missing_libraries": data.get("missing_libraries", []),
+        "warnings": data.get("warnings", []),
+    }
+
+
+# ---- CUTLASS ----------------------------------------------------------------------------------------
+
+def cutlass_command(cutlass_dir: str) -> str:
+    return (
+        f"d={shlex.quote(cutlass_dir)}\n"
+        "[ -d \"$d\" ] || { printf 'absent %s\\n' \"$d\"; exit 0; }\n"
+        "printf 'path %s\\n' \"$d\"\n"
+        "[ -r \"$d/include/cutlass/version.h\" ] && grep -E '^#define CUTLASS_(MAJOR|MINOR|PATCH) ' \"$d/include/cutlass/version.h\"\n"
+        "[ -e \"$d/include/cute/tensor.hpp\" ] && echo 'cute yes'\n"
+        "if command -v git >/dev/null 2>&1 && [ -e \"$d/.git\" ]; then\n"
+        "  printf 'describe %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" describe --tags 2>/dev/null)\"\n"
+        "  printf 'commit %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
+        "fi\n"
+        "true"
+    )
+
+
+def parse_cutlass(text: str) -> dict | None:
+    """The cutlass section -> {path, version, describe, commit, cute} | None when the checkout is absent.
+
+        path /opt/cutlass
+        #define CUTLASS_MAJOR 4
+        #define CUTLASS_MINOR 3
+        #define CUTLASS_PATCH 0
+        cute yes
+        describe v4.3.0
+        commit 3f4c086d...
+    """
+    if text.startswith("absent "):
+        return None
+    path = re.search(r"^path (.+)$", text, re.M)
+    if not path:
+        raise ValueError("no 'path' line")
+    parts = dict(re.findall(r"^#define CUTLASS_(MAJOR|MINOR|PATCH) (\d+)", text, re.M))
+    version = None
+    if {"MAJOR", "MINOR", "PATCH"} <= set(parts):
+        version = f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"
+    describe = re.search(r"^describe (\S+)", text, re.M)
+    commit = re.search(r"^commit ([0-9a-f]{7,40})\s*$", text, re.M)
+    return {
+        "path": path[1], "version": version, "describe": describe[1] if describe else None,
+        "commit": commit[1] if commit else None, "cute": bool(re.search(r"^cute yes", text, re.M)),
+    }
+
+
+# ---- the last verify result -------------------------------------------------------------------------
+
+VERIFY = (
+    f"f={VERIFY_PATH}\n"
+    "if [ -r \"$f\" ]; then cat \"$f\"; elif [ -e \"$f\" ]; then printf 'unreadable %s\\n' \"$f\"; exit 13; fi"
+)
+
+
+def parse_verify(text: str) -> dict | None:
+    """/var/lib/fleet/verify.json (written by the verify role) -> its JSON object; none yet -> None."""
+    if not text.strip():
+        return None
+    if text.startswith("unreadable "):
+        raise ValueError(f"{VERIFY_PATH} exists but this user cannot read it")
+    data = json.loads(text)
+    if not isinstance(data, dict) or "passed" not in data:
+        raise ValueError("verify.json has no 'passed' key")
+    return data

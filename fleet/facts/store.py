@@ -1,0 +1,120 @@
+"""Facts records on disk: `<facts_dir>/<host>.json`, written atomically, the previous one kept for drift.
+
+A crash at any moment leaves `<host>.json` either the old record or the new one, whole: the new text goes
+to a temp file in the same directory, is fsynced, then renamed over the old one, and the directory is
+fsynced so the rename itself survives a power cut. Every string is scrubbed of secrets on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import InputError
+from .scrub import scrub
+
+_HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
+
+
+def record_path(facts_dir: Path | str, host: str, *, previous: bool = False) -> Path:
+    """facts/pod-570.json, or facts/pod-570.prev.json for the record before it."""
+    if not _HOST_RE.match(host) or host.startswith("."):
+        raise InputError(f"host name {host!r} cannot name a facts file; use letters, digits and . _ - in it")
+    return Path(facts_dir) / (f"{host}.prev.json" if previous else f"{host}.json")
+
+
+def write(facts_dir: Path | str, host: str, record: dict) -> Path:
+    """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
+    path = record_path(facts_dir, host)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(scrub(record), indent=2) + "\n"
+    if path.exists():
+        # Copy, not rename: <host>.json must exist at every instant, even if we die right here.
+        _atomic_write(record_path(facts_dir, host, previous=True), path.read_bytes())
+    _atomic_write(path, text.encode())
+    return path
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o644)  # records hold no secrets; let other users read them
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read(facts_dir: Path | str, host: str, *, previous: bool = False) -> dict | None:
+    """The host's record (or the one before it); None when there is none yet."""
+    return load(record_path(facts_dir, host, previous=previous), missing_ok=True)
+
+
+def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
+    """Read one facts JSON file; a damaged one is an InputError naming the file and the fix."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise InputError(f"no facts file at {path}; run `fleet facts INVENTORY` to gather one") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{path} is not a readable facts record ({error}); delete it and run `fleet facts` "
+                         "again") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} holds {type(data).__name__}, not a facts record; delete it and run `fleet facts` "
+                         "again")
+    return data
+
+
+def age_seconds(record: dict, now: datetime | None = None) -> float | None:
+    """Seconds since the record was gathered; None when it carries no readable time."""
+    try:
+        gathered = datetime.fromisoformat(str(record.get("gathered_at", "")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if gathered.tzinfo is None:
+        gathered = gathered.replace(tzinfo=timezone.utc)
+    return ((now or datetime.now(timezone.utc)) - gathered).total_seconds()
+
+
+def describe_age(seconds: float | None) -> str:
+    """3725 -> "1h 2m ago"; None -> "age unknown"."""
+    if seconds is None:
+        return "age unknown"
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h ago"
+    if hours:
+        return f"{hours}h {minutes}m ago"
+    if minutes:
+        return f"{minutes}m ago"
+    return f"{secs}s ago"

@@ -1,0 +1,175 @@
+"""System facts: each is a shell command (run inside one probe section) and a pure parser of its output.
+
+Parsers raise ValueError when the text is not what the command prints; the probe records that and goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# ---- uname ------------------------------------------------------------------------------------------
+
+UNAME = "uname -a; uname -m"
+
+
+def parse_uname(text: str) -> dict:
+    """`uname -a; uname -m` -> hostname, kernel, arch.
+
+    uname -a's kernel-version field holds spaces, so the machine comes from the separate `uname -m` line.
+        Linux vm 6.18.44-fc-v657-gpu #1 SMP PREEMPT_DYNAMIC @0 x86_64 x86_64 x86_64 GNU/Linux
+        x86_64
+      -> {"hostname": "vm", "kernel": "6.18.44-fc-v657-gpu", "arch": "x86_64"}
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if (len(lines) != 2 or len(lines[0].split()) < 3 or not re.fullmatch(r"[A-Za-z0-9_]+", lines[1])
+            or not lines[0].split()[2][:1].isdigit()):
+        raise ValueError("expected `uname -a` then `uname -m`")
+    fields = lines[0].split()
+    return {"hostname": fields[1], "kernel": fields[2], "arch": lines[-1]}
+
+
+# ---- os-release -------------------------------------------------------------------------------------
+
+OS_RELEASE = "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release"
+
+
+def parse_os_release(text: str) -> dict:
+    """os-release(5) KEY=value lines (shell quoting) -> {"ID": "ubuntu", "VERSION_ID": "24.04", ...}."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, raw = line.partition("=")
+        try:
+            words = shlex.split(raw)
+        except ValueError:
+            words = [raw.strip("\"'")]
+        values[key] = " ".join(words)
+    if "ID" not in values:
+        raise ValueError("no ID= line: not an os-release file")
+    return values
+
+
+# ---- CPUs and memory --------------------------------------------------------------------------------
+
+CPU = (
+    "printf 'nproc %s\\n' \"$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)\"\n"
+    "grep -m1 -iE '^(model name|cpu model)[[:space:]]*:' /proc/cpuinfo"
+)
+
+
+def parse_cpu(text: str) -> dict:
+    """`nproc` and /proc/cpuinfo's model line -> {"cpus": 16, "cpu_model": "AMD EPYC 9654 ..." | None}.
+
+        nproc 16
+        model name	: AMD EPYC 9654 96-Core Processor
+    """
+    match = re.search(r"^nproc (\d+)\s*$", text, re.M)
+    if not match:
+        raise ValueError("no CPU count from nproc")
+    model = re.search(r"^(?:model name|cpu model)\s*:\s*(.+?)\s*$", text, re.M | re.I)
+    return {"cpus": int(match[1]), "cpu_model": model[1] if model else None}
+
+
+MEMINFO = "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo"
+
+
+def parse_meminfo(text: str) -> dict:
+    """/proc/meminfo lines -> MiB.
+
+        MemTotal:       131915848 kB
+        MemAvailable:   120001000 kB
+      -> {"mem_total_mb": 128824, "mem_available_mb": 117188}
+    """
+    found = {key: int(kb) // 1024 for key, kb in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
+    if "MemTotal" not in found:
+        raise ValueError("no MemTotal line")
+    return {"mem_total_mb": found["MemTotal"], "mem_available_mb": found.get("MemAvailable")}
+
+
+# ---- identity: who we are and what kind of machine runs us ------------------------------------------
+
+IDENTITY = (
+    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"$(id -u)\"\n"
+    "if [ -d /run/systemd/system ]; then echo 'systemd yes'; else echo 'systemd no'; fi\n"
+    "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi"
+)
+
+
+def parse_identity(text: str) -> dict:
+    """`id`, systemd and container markers -> {"user": "root", "uid": 0, "systemd": False, "container": True}.
+
+    Cloud pods are containers with no systemd: roles must not call systemctl there.
+    """
+    pairs = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+    if "uid" not in pairs or not pairs["uid"].strip().isdigit():
+        raise ValueError("no uid from `id -u`")
+    return {
+        "user": pairs.get("user", "").strip() or None,
+        "uid": int(pairs["uid"]),
+        "systemd": pairs.get("systemd", "").strip() == "yes",
+        "container": pairs.get("container", "").strip() == "yes",
+    }
+
+
+# ---- free disk where the roles write ----------------------------------------------------------------
+
+def df_command(dirs: list[str]) -> str:
+    """df of each dir, or of its nearest existing ancestor (the venv may not exist yet)."""
+    quoted = " ".join(shlex.quote(d) for d in dirs)
+    return (
+        f"for d in {quoted}; do\n"
+        "  p=$d; while [ ! -e \"$p\" ] && [ \"$p\" != / ]; do p=$(dirname -- \"$p\"); done\n"
+        "  printf 'dir %s\\n' \"$d\"\n"
+        "  df -Pk -- \"$p\" | tail -n +2\n"
+        "done"
+    )
+
+
+_UNITS = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024.0 ** 2}
+
+
+def _size_gib(value: str, *, kib: bool) -> float:
+    """"64G" (df -h) or "67108864" (df -Pk, KiB) -> GiB."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP]?)", value)
+    if not match:
+        raise ValueError(f"not a df size: {value!r}")
+    number, unit = float(match[1]), match[2]
+    if unit:
+        return number * _UNITS[unit]
+    return number / 1024 ** 2 if kib else number / 1024 ** 3
+
+
+def parse_df_line(line: str) -> dict:
+    """One df data line (POSIX -Pk, or -h as captured) -> {"filesystem", "mount", "size_gb", "free_gb"}.
+
+        /dev/vda        252G   17G   64G  21% /
+      -> {"filesystem": "/dev/vda", "mount": "/", "size_gb": 252.0, "free_gb": 64.0}
+    Sizes are GiB (what df -h calls G).
+    """
+    fields = line.split()
+    if len(fields) < 6 or not fields[4].endswith("%"):
+        raise ValueError(f"not a df line: {line!r}")
+    kib = fields[1].isdigit()
+    return {
+        "filesystem": fields[0],
+        "mount": " ".join(fields[5:]),
+        "size_gb": round(_size_gib(fields[1], kib=kib), 1),
+        "free_gb": round(_size_gib(fields[3], kib=kib), 1),
+    }
+
+
+def parse_df(text: str) -> list[dict]:
+    """`dir PATH` headers each followed by one df line -> [{"path", "mount", "free_gb", ...}], in order."""
+    disks, path = [], None
+    for line in text.splitlines():
+        if line.startswith("dir "):
+            path = line[4:]
+        elif line.strip() and path is not None:
+            disks.append({"path": path, **parse_df_line(line)})
+            path = None
+    if not disks:
+        raise ValueError("no df output")
+    return disks

@@ -1,0 +1,223 @@
+"""up / down / status / reset of the lab hosts named by an inventory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError, LabError
+from . import layers, mirror, paths
+from .host import SSHD, LabHost
+from .profiles import HostSpec, spec_for
+
+
+@dataclass
+class HostState:
+    name: str
+    address: str
+    port: int
+    profile: str
+    driver: str
+    state: str          # started | already up | restarted | stopped | running | not answering
+    seconds: float = 0.0
+
+
+def check_machine() -> None:
+    """One sentence and the fix when this machine cannot run the lab."""
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root (it mounts overlays and starts sshd in its own namespaces); "
+                       "run it as root, e.g. sudo fleet lab up")
+    if not os.path.exists(SSHD):
+        raise LabError(f"the lab serves each host with OpenSSH's sshd, and {SSHD} is missing; "
+                       "run: apt-get install openssh-server")
+    for tool, package in (("unshare", "util-linux"), ("ssh-keygen", "openssh-client")):
+        if not shutil.which(tool):
+            raise LabError(f"the lab needs {tool}, which is missing; run: apt-get install {package}")
+
+
+def _load(inventory):
+    if isinstance(inventory, (str, Path)):
+        from ..inventory import load_inventory
+        return load_inventory(inventory)
+    return inventory
+
+
+def lab_specs(inventory, names=None) -> list[HostSpec]:
+    inv = _load(inventory)
+    hosts = [h for h in inv.select(names) if h.lab]
+    if not hosts:
+        raise InputError(f"{inv.path} has no host with a 'lab:' profile{' among ' + ', '.join(names) if names else ''}; "
+                         "add e.g. 'lab: h100-pod' to a host with a 127.0.1.x address")
+    specs, seen = [], {}
+    for host in hosts:
+        spec = spec_for(host)
+        spec.inventory = str(Path(inv.path).resolve())
+        where = (spec.address, spec.port)
+        if where in seen:
+            raise InputError(f"lab hosts {seen[where]!r} and {spec.name!r} share {spec.address}:{spec.port}; "
+                             "give each its own 127.0.x.y address", path=str(inv.path), line=host.line)
+        seen[where] = spec.name
+        specs.append(spec)
+    return specs
+
+
+def ensure_lab_key(root: Path) -> str:
+    key = paths.lab_key(root)
+    if not key.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fleet-lab", "-f", str(key)],
+                       check=True, capture_output=True)
+    return key.with_name(key.name + ".pub").read_text()
+
+
+def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
+    """The shared, read-only layer of a profile (built once per mirror and profile)."""
+    layer = root / "layers" / f"{mirror_dir.name}-{spec.layer_key()}"
+    done = layer.with_name(layer.name + ".complete")
+    if done.exists():
+        return layer
+    shutil.rmtree(layer, ignore_errors=True)
+    building = layer.with_name(f".{layer.name}.{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    try:
+        layers.build_profile_layer(building, spec.prof, mirror_dir, spec.compat_installed)
+        building.rename(layer)
+        done.write_text("ok\n")
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return layer
+
+
+def up(inventory, names=None, root=None) -> list[HostState]:
+    check_machine()
+    root = paths.lab_root(root)
+    specs = lab_specs(inventory, names)
+    root.mkdir(parents=True, exist_ok=True)
+    mirror_dir = mirror.ensure(root)
+    pubkey = ensure_lab_key(root)
+    stop_strays(root, keep={s.name for s in specs})
+    layer_of = {s.name: profile_layer(s, mirror_dir, root) for s in specs}
+    with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
+        states = list(pool.map(lambda s: _up_one(s, layer_of[s.name], mirror_dir, pubkey, root), specs))
+    write_known_hosts(root)
+    return states
+
+
+def _up_one(spec: HostSpec, layer: Path, mirror_dir: Path, pubkey: str, root: Path) -> HostState:
+    started = time.monotonic()
+    host = LabHost(spec.name, root)
+    rec = host.record()
+    state = "started"
+    if host.running() and rec and rec.get("digest") == spec.digest():
+        from .host import answers_ssh
+        if answers_ssh(spec.address, spec.port):
+            return _state(spec, "already up", started)
+    if rec:
+        host.stop()
+        state = "restarted"
+    host.stop()              # leftovers of a killed run (processes still rooted in its overlay)
+    if host.fresh() or not rec or rec.get("digest") != spec.digest():
+        # new, or built from another profile or driver: its writes no longer fit
+        host.provision(spec, layer, pubkey, mirror_dir)
+    host.write_proc_driver(spec)
+    host.start(spec, mirror_dir)
+    return _state(spec, state, started)
+
+
+def _state(spec: HostSpec, state: str, started: float) -> HostState:
+    return HostState(spec.name, spec.address, spec.port, spec.profile, spec.driver, state,
+                     round(time.monotonic() - started, 3))
+
+
+def stop_strays(root: Path, keep: set[str]) -> None:
+    """Processes left in overlays of hosts that have no record (a killed earlier run): stop them."""
+    hosts = paths.hosts_dir(root)
+    if not hosts.is_dir():
+        return
+    for entry in hosts.iterdir():
+        host = LabHost(entry.name, root)
+        if entry.name not in keep and not host.running():
+            host.stop()
+
+
+def write_known_hosts(root: Path) -> None:
+    lines = []
+    hosts = paths.hosts_dir(root)
+    for entry in sorted(hosts.iterdir()) if hosts.is_dir() else []:
+        rec = LabHost(entry.name, root).record()
+        pub = entry / "hostkey" / "ssh_host_ed25519_key.pub"
+        if rec and pub.exists():
+            name = rec["address"] if rec["port"] == 22 else f"[{rec['address']}]:{rec['port']}"
+            keytype, keydata = pub.read_text().split()[:2]
+            lines.append(f"{name} {keytype} {keydata}\n")
+    target = paths.lab_known_hosts(root)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text("".join(lines))
+    tmp.rename(target)
+
+
+def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
+    """Stop the inventory's lab hosts (every host of the lab when inventory is None) and remove their
+    files; when no host is left, remove the lab's state too. `purge` also removes the build caches."""
+    check_machine()
+    root = paths.lab_root(root)
+    hosts = paths.hosts_dir(root)
+    names = [s.name for s in lab_specs(inventory)] if inventory is not None else \
+        ([e.name for e in hosts.iterdir()] if hosts.is_dir() else [])
+    stopped = []
+    for name in names:
+        host = LabHost(name, root)
+        rec = host.record() or {}
+        if not host.dir.exists():
+            continue
+        host.stop()
+        shutil.rmtree(host.dir, ignore_errors=True)
+        stopped.append(HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
+                                 rec.get("driver", "?"), "stopped"))
+    if hosts.is_dir() and not any(hosts.iterdir()):
+        hosts.rmdir()
+    if not hosts.exists():
+        for path in (paths.lab_key(root), paths.lab_key(root).with_name("id_ed25519.pub"), paths.lab_known_hosts(root)):
+            path.unlink(missing_ok=True)
+        if purge:
+            shutil.rmtree(root, ignore_errors=True)
+    elif root.exists():
+        write_known_hosts(root)
+    return stopped
+
+
+def status(root=None) -> list[HostState]:
+    from .host import answers_ssh
+    root = paths.lab_root(root)
+    hosts = paths.hosts_dir(root)
+    out = []
+    for entry in sorted(hosts.iterdir()) if hosts.is_dir() else []:
+        host = LabHost(entry.name, root)
+        rec = host.record()
+        if not rec:
+            continue
+        if not host.running():
+            state = "stopped"
+        else:
+            state = "running" if answers_ssh(rec["address"], rec["port"]) else "not answering"
+        out.append(HostState(rec["name"], rec["address"], rec["port"], rec["profile"], rec["driver"], state))
+    return out
+
+
+def reset(inventory, names, root=None) -> list[HostState]:
+    """Fresh hosts: stop each named host, forget everything it wrote, start it again."""
+    check_machine()
+    root = paths.lab_root(root)
+    specs = lab_specs(inventory, list(names))
+    for spec in specs:
+        host = LabHost(spec.name, root)
+        host.stop()
+        host.wipe()
+    return up(inventory, [s.name for s in specs], root)

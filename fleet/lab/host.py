@@ -1,0 +1,241 @@
+"""One lab host: its files under <root>/hosts/<name>/, and the sshd that serves it.
+
+    upper/ work/  the overlay's writable half: starts as a copy of the profile layer plus the host's files
+    m/            where the overlay is mounted (inside the host's own mount namespace only)
+    proc-driver/  bound read-only on the host's /proc/driver (nvidia/version, nvidia/fleet-lab-gpu)
+    hostkey/      the host's ssh key, kept across resets so known_hosts stays valid
+    host.json     what is running: pid of the namespace's first process, digest of the spec
+    sshd.log      sshd's own log (-e)
+
+The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
+chrooted into the overlay. Stopping kills that session and every process whose root is the overlay
+(each ssh login's sshd calls setsid(), so killing the process group alone would leave them running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import LabError
+from . import layers
+from .paths import MIRROR_IN_HOST, host_dir
+from .profiles import HostSpec
+
+SSHD = "/usr/sbin/sshd"
+SSHD_CONFIG = "/etc/ssh/fleet-lab/sshd_config"
+
+
+def sshd_config(spec: HostSpec) -> str:
+    return (f"# fleet lab host {spec.name} ({spec.profile})\nPort {spec.port}\nListenAddress {spec.address}\n"
+            "HostKey /etc/ssh/fleet-lab/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\n"
+            "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+            "AuthorizedKeysFile .ssh/authorized_keys\nPidFile none\nUseDNS no\nPrintMotd no\n"
+            "MaxStartups 64:30:128\nMaxSessions 64\nAcceptEnv LANG LC_*\nSubsystem sftp internal-sftp\n"
+            "LogLevel ERROR\n")
+
+
+class LabHost:
+    def __init__(self, name: str, root: Path):
+        self.name = name
+        self.dir = host_dir(name, root)
+
+    # -- files ---------------------------------------------------------------------------------
+    def record(self) -> dict | None:
+        try:
+            return json.loads((self.dir / "host.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def host_key(self) -> Path:
+        key = self.dir / "hostkey" / "ssh_host_ed25519_key"
+        if not key.exists():
+            key.parent.mkdir(parents=True, exist_ok=True)
+            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"fleet-lab-{self.name}", "-f", str(key)],
+                 "ssh-keygen")
+        return key
+
+    def fresh(self) -> bool:
+        return not (self.dir / "upper").exists()
+
+    def provision(self, spec: HostSpec, profile_layer: Path, lab_pubkey: str, mirror: Path) -> None:
+        """A fresh upper dir: a copy of the profile layer plus this host's own files."""
+        layer = self.dir / "upper"
+        self.wipe()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        # cp -a keeps the layer's whiteouts (0/0 devices) and opaque-dir xattrs, which overlayfs reads
+        # in an upper dir exactly as in a lower one. (A second lower layer inside / is refused: ELOOP.)
+        _run(["cp", "-a", f"{profile_layer}/.", str(layer)], "copying the profile layer")
+        prof = spec.prof
+        layers.put(layer, "/etc/hostname", spec.name + "\n")
+        hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1\tlocalhost\n"
+        layers.put(layer, "/etc/hosts", hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n")
+        key = self.host_key()
+        layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key", key.read_bytes(), 0o600)
+        layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key.pub", key.with_suffix(".pub").read_bytes())
+        layers.put(layer, SSHD_CONFIG, sshd_config(spec))
+        layers.put(layer, "/root/.ssh/authorized_keys", lab_pubkey, 0o600)
+        os.chmod(layer / "root" / ".ssh", 0o700)
+        os.chmod(layer / "root", 0o700)
+        from . import mirror as mirror_mod
+        libcuda = mirror_mod.driver_lib(mirror, spec.driver)
+        libdir = prof.driver_libdir
+        layers.put(layer, f"{libdir}/libcuda.so.{spec.driver}", libcuda.read_bytes(), 0o755)
+        layers.link(layer, f"{libdir}/libcuda.so.1", f"libcuda.so.{spec.driver}")
+        layers.link(layer, f"{libdir}/libcuda.so", "libcuda.so.1")
+        if spec.user != "root":
+            from .users import add_sudo_user
+            add_sudo_user(layer, spec.user, lab_pubkey)
+        self.write_proc_driver(spec)
+
+    def write_proc_driver(self, spec: HostSpec) -> None:
+        """What the host's /proc/driver shows: the kernel driver of the profile and the GPU."""
+        base = self.dir / "proc-driver"
+        shutil.rmtree(base, ignore_errors=True)
+        gpu, machine = spec.prof.gpu, spec.prof.machine
+        nv = base / "nvidia"
+        (nv / "gpus" / gpu.bus_id.lower()).mkdir(parents=True)
+        (nv / "version").write_text(
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for {machine}  {spec.driver}  Release Build  "
+            f"(fleet-lab@stand-in)  Thu Jan  1 00:00:00 UTC 2026\nGCC version:  gcc version 13.3.0 (fleet lab stand-in)\n")
+        uuid = _gpu_uuid(spec.name)
+        (nv / "gpus" / gpu.bus_id.lower() / "information").write_text(
+            f"Model: \t\t {gpu.name}\nIRQ:   \t\t 0\nGPU UUID: \t {uuid}\nVideo BIOS: \t fleet-lab\n"
+            f"Bus Type: \t PCIe\nBus Location: \t {gpu.bus_id.lower()[4:]}\n")
+        (nv / "fleet-lab-gpu").write_text(
+            f"name={gpu.name}\ncompute_cap={gpu.compute_cap}\nmemory_mb={gpu.memory_mb or ''}\n"
+            f"cuda_memory_mb={gpu.cuda_memory_mb}\nclass={gpu.forward_compat}\nuuid={uuid}\nbus_id={gpu.bus_id}\n"
+            f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n")
+
+    # -- process -------------------------------------------------------------------------------
+    def start(self, spec: HostSpec, mirror: Path, timeout: float = 15.0) -> None:
+        d = self.dir
+        for sub in ("upper", "work", "m"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        m = d / "m"
+        script = "\n".join([
+            "set -e",
+            f"hostname {spec.name}",
+            f"mount -t overlay overlay -o lowerdir=/,upperdir={d / 'upper'},"
+            f"workdir={d / 'work'} {m}",
+            f"for x in proc dev sys; do mount --rbind /$x {m}/$x; done",
+            f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
+            f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
+            f"mkdir -p {m}/run/sshd {m}/run/lock",
+            f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
+            f"mount --bind -o ro {mirror} {m}{MIRROR_IN_HOST}",
+            f"ldconfig -r {m}",
+            f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
+        ])
+        log = open(d / "sshd.log", "wb")
+        proc = subprocess.Popen(["unshare", "-m", "-u", "--propagation", "private", "--fork", "sh", "-c", script],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        log.close()
+        record = {"name": spec.name, "address": spec.address, "port": spec.port, "profile": spec.profile,
+                  "user": spec.user, "driver": spec.driver, "digest": spec.digest(), "pid": proc.pid,
+                  "inventory": spec.inventory, "started": time.time()}
+        (d / "host.json").write_text(json.dumps(record, indent=2) + "\n")
+        self._wait_ready(spec, proc, timeout)
+
+    def _wait_ready(self, spec: HostSpec, proc: subprocess.Popen, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            if answers_ssh(spec.address, spec.port):
+                return
+            time.sleep(0.02)
+        log = (self.dir / "sshd.log").read_text(errors="replace").strip().splitlines()[-3:]
+        self.stop()
+        hint = ("another sshd already listens there (this machine's own sshd on 0.0.0.0:22?); "
+                "stop it or give the lab host another address") if any("in use" in line for line in log) else \
+            "see the log above"
+        raise LabError(f"lab host {spec.name} did not start sshd on {spec.address}:{spec.port}: "
+                       f"{' / '.join(log) or 'no output'}; {hint}")
+
+    def pids(self) -> list[int]:
+        """Every process of this host: the namespace's first process and all chrooted into the overlay."""
+        found = []
+        rec = self.record() or {}
+        m = str(self.dir / "m")
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            pid = int(entry)
+            try:
+                if os.readlink(f"/proc/{pid}/root") == m or (pid == rec.get("pid") and self._is_ours(pid)):
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def _is_ours(self, pid: int) -> bool:
+        try:
+            return str(self.dir / "m") in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+        except OSError:
+            return False
+
+    def running(self) -> bool:
+        rec = self.record()
+        return bool(rec) and self._is_ours(rec["pid"])
+
+    def stop(self) -> None:
+        rec = self.record() or {}
+        leader = rec.get("pid")
+        if leader and self._is_ours(leader):
+            _signal_group(leader, signal.SIGKILL)
+        for _ in range(100):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                _kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+        (self.dir / "host.json").unlink(missing_ok=True)
+
+    def wipe(self) -> None:
+        """Forget everything the host wrote (its upper dir)."""
+        for sub in ("upper", "work"):
+            shutil.rmtree(self.dir / sub, ignore_errors=True)
+
+
+def answers_ssh(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5) as sock:
+            sock.settimeout(1.0)
+            return sock.recv(8).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _gpu_uuid(name: str) -> str:
+    import hashlib
+    h = hashlib.sha256(f"fleet-lab-{name}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LabError(f"{what} failed: {proc.stderr.strip()}")

@@ -1,0 +1,145 @@
+"""The read-only layers under each lab host's overlay (top first):
+
+    host layer      per host: hostname, sshd config and key, authorized_keys, the driver's libcuda, users
+    profile layer   per profile: os-release, tegra release, nvidia-smi, uname override, preinstalled .debs,
+                    and masks hiding what this machine has that the simulated host must not (/usr/local,
+                    apt sources, /root, /home, CUDA entries in ld.so.conf.d)
+    /               this machine
+
+The writable upper dir starts empty, so `reset` only wipes it. Overlay whiteouts (0/0 character devices)
+and opaque directories (xattr trusted.overlay.opaque=y) do the masking, as container images do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+from ..errors import LabError
+from . import mirror as mirror_mod
+from .paths import MIRROR_IN_HOST
+from .profiles import UBUNTU_2404, Profile
+
+FILES = Path(__file__).parent / "files"
+USR_LOCAL = ("bin", "etc", "games", "include", "lib", "sbin", "share", "src")
+
+
+def put(layer: Path, path: str, content: str | bytes, mode: int = 0o644, uid: int = 0, gid: int = 0) -> Path:
+    target = layer / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    target.write_bytes(content.encode() if isinstance(content, str) else content)
+    os.chmod(target, mode)
+    os.chown(target, uid, gid)
+    return target
+
+
+def link(layer: Path, path: str, dest: str) -> None:
+    target = layer / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    target.symlink_to(dest)
+
+
+def opaque_dir(layer: Path, path: str, mode: int = 0o755) -> Path:
+    """A directory that hides whatever the layers below have at `path`."""
+    target = layer / path.lstrip("/")
+    target.mkdir(parents=True, exist_ok=True)
+    os.chmod(target, mode)
+    os.setxattr(target, "trusted.overlay.opaque", b"y")
+    return target
+
+
+def whiteout(layer: Path, path: str) -> None:
+    """Hide `path` of the layers below."""
+    target = layer / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.mknod(target, stat.S_IFCHR | 0o000, os.makedev(0, 0))
+
+
+def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: bool) -> None:
+    """Write the profile into `layer` (a fresh directory), then install its preinstalled packages."""
+    _masks(layer)
+    put(layer, "/usr/lib/os-release", UBUNTU_2404)
+    link(layer, "/etc/os-release", "../usr/lib/os-release")
+    put(layer, "/etc/lsb-release", "DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE=24.04\nDISTRIB_CODENAME=noble\n"
+                                   'DISTRIB_DESCRIPTION="Ubuntu 24.04.3 LTS"\n')
+    put(layer, "/usr/bin/nvidia-smi", (FILES / "nvidia-smi").read_bytes(), 0o755)
+    (layer / MIRROR_IN_HOST.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    if profile.tegra_release:
+        put(layer, "/etc/nv_tegra_release", profile.tegra_release)
+        put(layer, "/etc/ld.so.conf.d/nvidia-tegra.conf", f"{profile.driver_libdir}\n")
+    if profile.machine != "x86_64":
+        put(layer, f"/etc/ld.so.conf.d/{profile.multiarch}.conf",
+            f"# Multiarch support\n/usr/local/lib/{profile.multiarch}\n/lib/{profile.multiarch}\n"
+            f"/usr/lib/{profile.multiarch}\n")
+    if profile.kernel_release:
+        lib = mirror_mod.uname_lib(mirror, profile.machine, profile.kernel_release)
+        put(layer, "/usr/lib/fleet-lab/libfleet_uname.so", lib.read_bytes(), 0o755)
+        put(layer, "/etc/ld.so.preload", "/usr/lib/fleet-lab/libfleet_uname.so\n")
+    root_home(layer, profile)
+    packages = []
+    if profile.toolkit:
+        packages.append("cuda-toolkit-13-0_13.0.2-1_all.deb")
+    if compat:
+        packages.append("cuda-compat-13-0_580.95.05-0ubuntu1_all.deb")
+    if packages:
+        repo = f"{MIRROR_IN_HOST}/apt/ubuntu2404/{profile.apt_arch}"
+        dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + [f"{repo}/{p}" for p in packages])
+
+
+def _masks(layer: Path) -> None:
+    usr_local = opaque_dir(layer, "/usr/local")
+    for sub in USR_LOCAL:
+        (usr_local / sub).mkdir(exist_ok=True)
+    link(layer, "/usr/local/man", "share/man")
+    opaque_dir(layer, "/etc/apt/sources.list.d")
+    put(layer, "/etc/apt/sources.list", "# fleet lab: no distribution mirror; apt sees only what roles add\n")
+    opaque_dir(layer, "/root", 0o700)
+    opaque_dir(layer, "/home")
+    conf_d = Path("/etc/ld.so.conf.d")
+    for entry in sorted(conf_d.iterdir()) if conf_d.is_dir() else []:
+        try:
+            text = entry.read_text(errors="replace")
+        except OSError:
+            continue
+        if "/usr/local/cuda" in text:
+            whiteout(layer, str(entry))
+    if Path("/etc/ld.so.preload").exists():
+        whiteout(layer, "/etc/ld.so.preload")
+
+
+def root_home(layer: Path, profile: Profile) -> None:
+    bashrc = (FILES / "bashrc").read_text()
+    if profile.runpod:
+        bashrc += "source /etc/rp_environment\n"   # appended by RunPod's start script, after the early return
+        put(layer, "/etc/rp_environment", (FILES / "rp_environment").read_text())
+    put(layer, "/root/.bashrc", bashrc)
+    put(layer, "/root/.profile", (FILES / "profile").read_text())
+
+
+def dpkg_in_layer(layer: Path, mirror: Path, command: list[str]) -> None:
+    """Run `command` in a throw-away namespace whose overlay writes into `layer` (so dpkg registers the
+    packages as a real install would)."""
+    work = layer.parent / f".{layer.name}.work"
+    merged = layer.parent / f".{layer.name}.m"
+    for d in (work, merged):
+        d.mkdir(parents=True, exist_ok=True)
+    m = str(merged)
+    script = (f"set -e\nmount -t overlay overlay -o lowerdir=/,upperdir={layer},workdir={work} {m}\n"
+              f"for d in proc dev sys; do mount --rbind /$d {m}/$d; done\n"
+              f"mount -t tmpfs tmpfs {m}/run\nmount --bind -o ro {mirror} {m}{MIRROR_IN_HOST}\n"
+              f"exec chroot {m} " + " ".join(command) + "\n")
+    proc = subprocess.run(["unshare", "-m", "-u", "--propagation", "private", "--fork", "sh", "-c", script],
+                          capture_output=True, text=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                                              "DEBIAN_FRONTEND": "noninteractive"})
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(merged, ignore_errors=True)
+    if proc.returncode != 0:
+        raise LabError(f"preinstalling {' '.join(command[2:])} into the lab's profile layer failed: "
+                       f"{(proc.stderr or proc.stdout).strip()[-500:]}")

@@ -1,0 +1,129 @@
+"""Build the stand-in mirror once, cache it under <lab root>/mirror/<hash of the builder's sources>.
+
+    apt/ubuntu2404/{x86_64,sbsa}/   signed flat apt repositories (cuda-keyring, cuda-toolkit-13-0, ...)
+    whl/cu130/  whl/jetson-cu130/  whl/pypi/     PEP 503 indexes (torch; nvpl-blas, nvpl-lapack, nvidia-cudss-cu13)
+    redist/nvpl/  redist/cudss/     tarballs laid out as NVIDIA's compute/<product>/redist
+    git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
+    native/                         per-host objects: libcuda.so.<driver>, the uname() override
+
+Every host sees it read-only at /srv/fleet-lab-mirror. README.md beside this file lists each stand-in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import catalog, debs, gitrepo, native, paths, redist, wheels
+from .profiles import PROFILES
+
+HOST_PYTHON = "/usr/bin/python3"   # the interpreter lab hosts run (Debian's, with venv)
+
+
+def python_tag() -> str:
+    """cpXY of the hosts' python3, so pip on a lab host accepts the stand-in torch wheels."""
+    out = subprocess.run([HOST_PYTHON, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True)
+    return "cp" + (out.stdout.strip() or "%d%d" % sys.version_info[:2])
+
+
+def source_hash() -> str:
+    digest = hashlib.sha256(python_tag().encode())
+    here = Path(__file__).parent
+    for path in sorted(p for p in here.rglob("*") if _is_builder_source(p, here)):
+        digest.update(path.relative_to(here).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
+                 "profiles.py"}
+BUILDER_DIRS = {"native", "standin_torch", "files"}
+
+
+def _is_builder_source(path: Path, here: Path) -> bool:
+    rel = path.relative_to(here).parts
+    if not path.is_file() or "__pycache__" in rel:
+        return False
+    return rel[0] in BUILDER_FILES or rel[0] in BUILDER_DIRS
+
+
+def ensure(root: Path | None = None) -> Path:
+    """The built mirror for the current sources; builds it (a few seconds) when missing."""
+    cache = paths.mirror_cache(root)
+    target = cache / source_hash()
+    if (target / ".complete").exists():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
+    try:
+        build(building)
+        (building / ".complete").write_text("ok\n")
+        building.chmod(0o755)
+        try:
+            building.rename(target)
+        except OSError:          # another `up` finished the same build first
+            shutil.rmtree(building)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    for old in cache.iterdir():
+        if old != target and not old.name.startswith(".build-"):
+            shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def build(out: Path) -> None:
+    libs = out / "native" / "lib"
+    catalog.build_libraries(libs)
+    for profile in PROFILES.values():
+        driver_lib(out, profile.driver)
+    driver_lib(out, "580.159.04")
+    driver_lib(out, catalog.COMPAT, compat=True)
+    gpg_home = Path(tempfile.mkdtemp(prefix="fleet-gpg-"))
+    try:
+        keyring = debs.make_signing_key(gpg_home)
+        for arch in ("x86_64", "sbsa"):
+            repo = out / "apt" / "ubuntu2404" / arch
+            packages = catalog.debs_for(arch, libs, keyring, out)
+            for deb in packages:
+                debs.build_deb(deb, repo)
+            debs.write_repo(repo, packages, gpg_home)
+        (out / "apt" / "cuda-archive-keyring.gpg").write_bytes(keyring)
+    finally:
+        debs.stop_gpg_agent(gpg_home)
+        shutil.rmtree(gpg_home, ignore_errors=True)
+    catalog.build_wheels(out / "whl", libs, python_tag())
+    redist.build(out / "redist", libs)
+    gitrepo.build_cutlass(out / "git" / "cutlass.git")
+    for dirpath, dirnames, filenames in os.walk(out):
+        os.chmod(dirpath, 0o755)
+
+
+def driver_lib(mirror: Path, version: str, compat: bool = False) -> Path:
+    """libcuda.so.<version> answering `version` (built on first use; hosts may set any lab_driver)."""
+    kind = "compat" if compat else "driver"
+    out = mirror / "native" / kind / f"libcuda.so.{version}"
+    if not out.exists():
+        obj = native.SharedObject("libcuda.c", "libcuda.so.1",
+                                  {"LAB_DRIVER": native.c_string(version), "LAB_COMPAT": str(int(compat))})
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        native.build(obj, tmp)
+        tmp.rename(out)
+    return out
+
+
+def uname_lib(mirror: Path, machine: str, release: str) -> Path:
+    out = mirror / "native" / "uname" / f"libfleet_uname-{machine}-{release}.so"
+    if not out.exists():
+        obj = native.SharedObject("uname_override.c", None, {"LAB_MACHINE": native.c_string(machine),
+                                                             "LAB_RELEASE": native.c_string(release)})
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        native.build(obj, tmp)
+        tmp.rename(out)
+    return out

@@ -1,0 +1,175 @@
+/* fleet lab stand-in for libcuda.so.1 (the CUDA driver API), a real shared object the real loader finds.
+ *
+ * Built twice over: as the host's own driver library (LAB_COMPAT=0, LAB_DRIVER = the profile's kernel
+ * driver) and as cuda-compat's forward-compatibility library (LAB_COMPAT=1, LAB_DRIVER = 580.95.05).
+ * cuInit() follows the real rules:
+ *   - no /proc/driver/nvidia/version (no kernel driver)             -> 100 CUDA_ERROR_NO_DEVICE
+ *   - driver library != kernel driver, not a compat library         -> 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+ *   - compat library on a GPU without forward compatibility        -> 804 CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+ *   - compat library on Jetson Thor (its r580 driver is not the one compat targets; NVIDIA container
+ *     toolkit PR #1679)                                             -> 803
+ *   - compat library not newer than the kernel driver               -> 803
+ * The GPU itself is described by /proc/driver/nvidia/fleet-lab-gpu, a file the lab writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_DEVICE 100
+#define INVALID_VALUE 1
+#define NOT_INITIALIZED 3
+#define INVALID_DEVICE 101
+#define SYSTEM_DRIVER_MISMATCH 803
+#define COMPAT_NOT_SUPPORTED 804
+
+#if LAB_COMPAT
+const char fleet_lab_standin[] = "fleet lab stand-in libcuda " LAB_DRIVER " (cuda-compat)";
+#else
+const char fleet_lab_standin[] = "fleet lab stand-in libcuda " LAB_DRIVER;
+#endif
+
+static int initialized;
+static char gpu_name[256], gpu_class[64], gpu_uuid[64];
+static int cc_major, cc_minor;
+static long long memory_mb;
+
+static int version_cmp(const char *a, const char *b) {
+    while (*a || *b) {
+        long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+        if (x != y) return x < y ? -1 : 1;
+        if (*a == '.') a++;
+        if (*b == '.') b++;
+    }
+    return 0;
+}
+
+/* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..." */
+static int kernel_driver(char *out, size_t size) {
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    char line[512];
+    if (!f) return 0;
+    int found = 0;
+    if (fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "Module for ");
+        if (p && (p = strchr(p + 11, ' '))) {
+            while (*p == ' ') p++;
+            size_t n = strcspn(p, " \n");
+            if (n && n < size) { memcpy(out, p, n); out[n] = '\0'; found = 1; }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void read_gpu(void) {
+    FILE *f = fopen("/proc/driver/nvidia/fleet-lab-gpu", "r");
+    char line[512];
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *value = strchr(line, '=');
+        if (!value) continue;
+        *value++ = '\0';
+        if (!strcmp(line, "name")) snprintf(gpu_name, sizeof gpu_name, "%s", value);
+        else if (!strcmp(line, "class")) snprintf(gpu_class, sizeof gpu_class, "%s", value);
+        else if (!strcmp(line, "uuid")) snprintf(gpu_uuid, sizeof gpu_uuid, "%s", value);
+        else if (!strcmp(line, "compute_cap")) sscanf(value, "%d.%d", &cc_major, &cc_minor);
+        else if (!strcmp(line, "memory_mb")) memory_mb = atoll(value);
+    }
+    fclose(f);
+}
+
+/* CUDA release whose features this driver branch supports in full (CUDA release notes, table 3). */
+int cuDriverGetVersion(int *version) {
+    static const struct { int branch, cuda; } table[] = {
+        {595, 13020}, {590, 13010}, {580, 13000}, {575, 12090}, {570, 12080}, {560, 12060},
+        {555, 12050}, {550, 12040}, {545, 12030}, {535, 12020}, {530, 12010}, {525, 12000}};
+    if (!version) return INVALID_VALUE;
+    int branch = atoi(LAB_DRIVER);
+    *version = 11080;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (branch >= table[i].branch) { *version = table[i].cuda; break; }
+    return 0;
+}
+
+int cuInit(unsigned int flags) {
+    char kernel[64];
+    (void)flags;
+    if (!kernel_driver(kernel, sizeof kernel)) return NO_DEVICE;
+    read_gpu();
+    if (!LAB_COMPAT) {
+        if (version_cmp(kernel, LAB_DRIVER) != 0) return SYSTEM_DRIVER_MISMATCH;
+    } else {
+        if (!strcmp(gpu_class, "jetson-thor")) return SYSTEM_DRIVER_MISMATCH;
+        if (strcmp(gpu_class, "datacenter") != 0) return COMPAT_NOT_SUPPORTED;
+        if (version_cmp(kernel, LAB_DRIVER) >= 0) return SYSTEM_DRIVER_MISMATCH;
+    }
+    initialized = 1;
+    return 0;
+}
+
+int cuDeviceGetCount(int *count) {
+    if (!initialized) return NOT_INITIALIZED;
+    *count = gpu_name[0] ? 1 : 0;
+    return 0;
+}
+
+int cuDeviceGet(int *device, int ordinal) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (ordinal != 0 || !gpu_name[0]) return INVALID_DEVICE;
+    *device = 0;
+    return 0;
+}
+
+int cuDeviceGetName(char *name, int len, int device) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (device != 0) return INVALID_DEVICE;
+    snprintf(name, (size_t)len, "%s", gpu_name);
+    return 0;
+}
+
+/* 75 = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 76 = ..._MINOR */
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (device != 0) return INVALID_DEVICE;
+    if (attribute == 75) *value = cc_major;
+    else if (attribute == 76) *value = cc_minor;
+    else return INVALID_VALUE;
+    return 0;
+}
+
+int cuDeviceTotalMem_v2(size_t *bytes, int device) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (device != 0) return INVALID_DEVICE;
+    *bytes = (size_t)memory_mb * 1024 * 1024;
+    return 0;
+}
+
+static const struct { int code; const char *name, *text; } errors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW"},
+};
+
+static int error_index(int code) {
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].code == code) return (int)i;
+    return -1;
+}
+
+int cuGetErrorString(int code, const char **text) {
+    int i = error_index(code);
+    if (i < 0) return INVALID_VALUE;
+    *text = errors[i].text;
+    return 0;
+}
+
+int cuGetErrorName(int code, const char **name) {
+    int i = error_index(code);
+    if (i < 0) return INVALID_VALUE;
+    *name = errors[i].name;
+    return 0;
+}

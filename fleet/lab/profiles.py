@@ -1,0 +1,128 @@
+"""What makes a lab host a Thor, a Spark or an H100 pod (shared/DOMAIN.md), as data.
+
+A `HostSpec` is one inventory host resolved against its profile: what the lab writes into that host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError
+
+UBUNTU_2404 = """PRETTY_NAME="Ubuntu 24.04.3 LTS"
+NAME="Ubuntu"
+VERSION_ID="24.04"
+VERSION="24.04.3 LTS (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=noble
+LOGO=ubuntu-logo
+"""
+
+THOR_TEGRA_RELEASE = ("# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, "
+                      "DATE: Fri Aug 22 00:55:42 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
+                      "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    compute_cap: str
+    memory_mb: int | None       # None: nvidia-smi answers [N/A] (unified memory)
+    forward_compat: str         # "datacenter" | "jetson-thor" | "consumer": what cuda-compat does here
+    bus_id: str
+    cuda_memory_mb: int         # what cuDeviceTotalMem reports (the shared memory on unified parts)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    machine: str                # uname -m
+    kernel_release: str | None  # None: this machine's own (a pod is a container on the host's kernel)
+    gpu: Gpu
+    driver: str                 # default kernel driver; inventory `lab_driver` overrides
+    toolkit: bool               # CUDA 13.0 toolkit preinstalled (JetPack, DGX OS)
+    driver_libdir: str          # where the driver's libcuda.so.1 lives
+    tegra_release: str | None = None
+    device_tree_model: str | None = None
+    runpod: bool = False        # /etc/rp_environment sourced from root's .bashrc
+
+    @property
+    def multiarch(self) -> str:
+        return f"{self.machine}-linux-gnu"
+
+    @property
+    def apt_arch(self) -> str:
+        """The directory of NVIDIA's apt repository for this machine (ubuntu2404/<x86_64|sbsa>)."""
+        return "x86_64" if self.machine == "x86_64" else "sbsa"
+
+
+PROFILES = {
+    "thor": Profile(
+        name="thor", machine="aarch64", kernel_release="6.8.12-tegra",
+        gpu=Gpu("NVIDIA Thor", "11.0", None, "jetson-thor", "00000000:01:00.0", 125772),
+        driver="580.00", toolkit=True, driver_libdir="/usr/lib/aarch64-linux-gnu/nvidia",
+        tegra_release=THOR_TEGRA_RELEASE, device_tree_model="NVIDIA Jetson AGX Thor Developer Kit"),
+    "spark": Profile(
+        name="spark", machine="aarch64", kernel_release="6.11.0-1016-nvidia",
+        gpu=Gpu("NVIDIA GB10", "12.1", None, "consumer", "0000000F:01:00.0", 122572),
+        driver="580.95.05", toolkit=True, driver_libdir="/usr/lib/aarch64-linux-gnu"),
+    "h100-pod": Profile(
+        name="h100-pod", machine="x86_64", kernel_release=None,
+        gpu=Gpu("NVIDIA H100 80GB HBM3", "9.0", 81559, "datacenter", "00000000:00:07.0", 81559),
+        driver="570.133.20", toolkit=False, driver_libdir="/usr/lib/x86_64-linux-gnu", runpod=True),
+}
+
+COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
+
+
+@dataclass
+class HostSpec:
+    name: str
+    address: str
+    port: int
+    user: str
+    profile: str
+    driver: str
+    compat_installed: bool
+    inventory: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def prof(self) -> Profile:
+        return PROFILES[self.profile]
+
+    def layer_key(self) -> str:
+        """What the shared profile layer depends on (hosts with equal keys share one layer)."""
+        return f"{self.profile}{'-compat' if self.compat_installed else ''}"
+
+    def digest(self) -> str:
+        """Changes when anything the host is built from changes (then `up` recreates it)."""
+        fields = asdict(self)
+        fields.pop("inventory")
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def spec_for(host) -> HostSpec:
+    """Resolve an inventory Host with `lab:` into a HostSpec; bad lab_* values are input errors."""
+    profile = PROFILES[host.lab]
+    driver = str(host.lab_params.get("lab_driver", profile.driver))
+    if not all(part.isdigit() for part in driver.split(".")) or int(driver.split(".")[0]) < 400:
+        raise InputError(f"lab_driver of host {host.name!r} is {driver!r}; write a Linux driver version "
+                         "such as 570.133.20", line=host.line)
+    compat = host.lab_params.get("lab_compat")
+    if compat not in (None, "installed", "absent"):
+        raise InputError(f"lab_compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
+                         line=host.line)
+    if host.address is None or not host.address.startswith("127."):
+        raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "
+                         f"not {host.address!r}", line=host.line)
+    return HostSpec(name=host.name, address=host.address, port=host.port, user=host.user, profile=profile.name,
+                    driver=driver, compat_installed=compat == "installed")

@@ -1,0 +1,131 @@
+"""torch.cuda of the fleet lab stand-in: the CUDA driver is found and asked the way the real torch
+does it, through the dynamic loader (libcuda.so.1, so LD_LIBRARY_PATH and cuda-compat count)."""
+
+import ctypes
+import warnings
+
+import torch
+
+_RUNTIME_CUDA = 13000   # this build's CUDA runtime: 13.0
+_state = None           # (device_count, error message or None), probed once like the real torch
+
+_TOO_OLD = ("The NVIDIA driver on your system is too old (found version {found}). Please update your GPU driver "
+            "by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
+            "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with "
+            "your version of the CUDA driver.")
+_NO_DRIVER = ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+              "driver from http://www.nvidia.com/Download/index.aspx")
+
+
+def _driver():
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def _error_text(lib, code):
+    text = ctypes.c_char_p()
+    lib.cuGetErrorString(code, ctypes.byref(text))
+    return (text.value or b"unknown error").decode()
+
+
+def _probe():
+    try:
+        lib = _driver()
+    except OSError:
+        return 0, _NO_DRIVER
+    version = ctypes.c_int(0)
+    lib.cuDriverGetVersion(ctypes.byref(version))
+    code = lib.cuInit(0)
+    if code == 100:
+        return 0, None
+    if code != 0:
+        return 0, ("Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+                   f"NumCudaDevices() that might have already set an error? Error {code}: {_error_text(lib, code)}")
+    if version.value < _RUNTIME_CUDA:
+        return 0, _TOO_OLD.format(found=version.value)
+    count = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(count))
+    return count.value, None
+
+
+def _get_state():
+    global _state
+    if _state is None:
+        _state = _probe()
+        if _state[1]:
+            warnings.warn(f"CUDA initialization: {_state[1]} (Triggered internally at fleet lab stand-in)",
+                          UserWarning, stacklevel=3)
+    return _state
+
+
+def is_available():
+    return _get_state()[0] > 0
+
+
+def device_count():
+    return _get_state()[0]
+
+
+def _lazy_init():
+    count, error = _get_state()
+    if error:
+        raise RuntimeError(error)
+    if count == 0:
+        raise RuntimeError("No CUDA GPUs are available")
+
+
+def is_initialized():
+    return _state is not None and _state[0] > 0
+
+
+def current_device():
+    _lazy_init()
+    return 0
+
+
+def synchronize(device=None):
+    _lazy_init()
+
+
+def _device_query(device):
+    _lazy_init()
+    index = torch.device(device).index if isinstance(device, str) else (device or 0)
+    if index != 0:
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    return _driver()
+
+
+def get_device_name(device=None):
+    lib = _device_query(device)
+    name = ctypes.create_string_buffer(256)
+    lib.cuDeviceGetName(name, 256, 0)
+    return name.value.decode()
+
+
+def get_device_capability(device=None):
+    lib = _device_query(device)
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0)
+    lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, 0)
+    return major.value, minor.value
+
+
+class _DeviceProperties:
+    def __init__(self, name, major, minor, total_memory):
+        self.name, self.major, self.minor, self.total_memory = name, major, minor, total_memory
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB)")
+
+
+def get_device_properties(device=None):
+    lib = _device_query(device)
+    total = ctypes.c_size_t()
+    lib.cuDeviceTotalMem_v2(ctypes.byref(total), 0)
+    return _DeviceProperties(get_device_name(device), *get_device_capability(device), total.value)
+
+
+def get_arch_list():
+    if not is_available():
+        return []
+    return torch._C._cuda_getArchFlags().split()

@@ -1,0 +1,202 @@
+"""The SSH connection against an in-process SSH server (see conftest.py): commands, files, host keys, reachability."""
+
+import os
+import stat
+import threading
+import time
+
+import pytest
+
+from conftest import (SENTINEL_EXIT, USER_KEY, fleet_known_hosts, free_port, host_key_line, mock_host, serving,
+                      SentinelHandler)
+from fleet.connection import ConnectOptions, connect, stdin_for, write_file_script, wrap_bash
+from fleet.errors import HostError, HostKeyError
+from fleet.ssh import SSHConnection, fingerprint
+
+import paramiko
+from mockssh.server import SERVER_KEY_PATH
+
+SERVER_FP = fingerprint(paramiko.RSAKey(filename=SERVER_KEY_PATH))
+
+
+@pytest.fixture
+def conn(server, known):
+    connection = connect(mock_host(server), ConnectOptions(connect_timeout=5))
+    yield connection
+    connection.close()
+
+
+def test_run_stdout_exit_status_and_count(server, conn):
+    assert isinstance(conn, SSHConnection)
+    res = conn.run(server.allow("echo hello; echo world"))
+    assert (res.exit, res.stdout, res.stderr) == (0, "hello\nworld\n", "")
+    assert conn.run(server.allow("exit 7")).exit == 7
+    assert conn.remote_commands == 2
+
+
+def test_stderr_is_kept_apart(server, conn):
+    res = conn.run(server.allow("echo out; echo err >&2; exit 1"))
+    assert (res.exit, res.stdout, res.stderr) == (1, "out\n", "err\n")
+
+
+def test_env_values_travel_literally(server, conn):
+    env = {"SPACES": "a b  c", "QUOTES": "it's \"q\"", "DOLLAR": "$HOME $(id -u) `id -u`"}
+    script = 'printf "%s|" "$SPACES" "$QUOTES" "$DOLLAR"'
+    res = conn.run(server.allow(script, env=env), env=env)
+    assert res.stdout == "a b  c|it's \"q\"|$HOME $(id -u) `id -u`|"
+
+
+def test_a_command_reading_stdin_gets_end_of_file(server, conn):
+    res = conn.run(server.allow("cat; echo done"), timeout=20)
+    assert (res.exit, res.stdout) == (0, "done\n")
+
+
+def test_the_sentinel_refuses_what_the_test_did_not_allow(server, conn):
+    res = conn.run("echo not allowed")
+    assert res.exit == SENTINEL_EXIT and "sentinel" in res.stderr
+    assert server.escaped == [wrap_bash("echo not allowed")]
+    server.escaped.clear()  # seen, and expected here
+
+
+def test_timeout_exits_124(server, conn):
+    res = conn.run(server.allow("echo started; sleep 30"), timeout=0.5)
+    assert res.exit == 124
+    assert res.stdout == "started\n"
+    assert "timed out after 0.5s" in res.stderr
+
+
+def test_on_output_streams_lines(server, conn, tmp_path):
+    go = tmp_path / "go"
+    seen = []
+
+    def on_line(line):
+        seen.append(line)
+        if line == "waiting":
+            go.touch()  # the command ends only after this: lines arrive while it runs
+
+    script = server.allow(f"echo waiting; for i in $(seq 100); do [ -e {go} ] && break; sleep 0.1; done; "
+                          f"[ -e {go} ]; printf last")
+    res = conn.run(script, on_output=on_line)
+    assert (res.exit, res.stdout) == (0, "waiting\nlast")
+    assert seen == ["waiting", "last"]
+
+
+def test_write_file(server, conn, tmp_path):
+    path = str(tmp_path / "etc" / "profile.d" / "fleet.sh")
+    server.allow_write(path, "export A=1\n", mode=0o600)
+    conn.write_file(path, "export A=1\n", mode=0o600)
+    assert open(path).read() == "export A=1\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert os.listdir(tmp_path / "etc" / "profile.d") == ["fleet.sh"]
+    assert conn.remote_commands == 1
+
+
+def test_write_large_file_over_stdin(server, conn, tmp_path):
+    data = bytes(range(256)) * 1200  # 300 kB: travels on stdin, not as an argument
+    path = str(tmp_path / "big.bin")
+    assert stdin_for(write_file_script(path, data)) is not None
+    server.allow_write(path, data)
+    conn.write_file(path, data)
+    assert open(path, "rb").read() == data
+
+
+def test_write_failure_is_a_host_error(server, conn, tmp_path):
+    (tmp_path / "file").write_text("")
+    path = str(tmp_path / "file" / "below")
+    server.allow_write(path, "x")
+    with pytest.raises(HostError, match="could not write"):
+        conn.write_file(path, "x")
+
+
+# -- host keys -------------------------------------------------------------------------------------------
+
+def test_unknown_host_key_is_refused(server):
+    with pytest.raises(HostKeyError) as exc:
+        connect(mock_host(server), ConnectOptions(connect_timeout=5))
+    message = str(exc.value)
+    assert SERVER_FP in message and "--accept-new-host-keys" in message
+    assert f"[127.0.0.1]:{server.port}" in message
+    assert not fleet_known_hosts().exists()
+
+
+def test_unknown_host_key_accepted_when_asked(server):
+    told = []
+    options = ConnectOptions(accept_new_host_keys=True, connect_timeout=5, on_new_host_key=told.append)
+    with connect(mock_host(server), options) as conn:
+        assert conn.run(server.allow("echo in")).stdout == "in\n"
+    assert fleet_known_hosts().read_text() == host_key_line(server)
+    assert len(told) == 1 and SERVER_FP in told[0] and str(fleet_known_hosts()) in told[0]
+    # recorded: the next connection needs no flag
+    with connect(mock_host(server), ConnectOptions(connect_timeout=5)) as again:
+        assert again.run(server.allow("echo in")).exit == 0
+
+
+def test_key_known_from_the_users_known_hosts(server):
+    ssh_dir = os.path.join(os.environ["HOME"], ".ssh")
+    os.makedirs(ssh_dir)
+    with open(os.path.join(ssh_dir, "known_hosts"), "w") as fh:
+        fh.write(host_key_line(server))
+    with connect(mock_host(server), ConnectOptions(connect_timeout=5)) as conn:
+        assert conn.run(server.allow("true")).exit == 0
+
+
+def test_a_changed_host_key_is_always_refused(other_key, server, known):
+    class RebuiltPod(SentinelHandler):
+        host_key_path = other_key
+
+    new_fp = fingerprint(paramiko.RSAKey(filename=other_key))
+    with serving(RebuiltPod) as rebuilt:
+        known.write_text(host_key_line(rebuilt))  # what we recorded: the key before the rebuild
+        for accept in (False, True):  # even --accept-new-host-keys does not override a changed key
+            with pytest.raises(HostKeyError) as exc:
+                connect(mock_host(rebuilt), ConnectOptions(accept_new_host_keys=accept, connect_timeout=5))
+            message = str(exc.value)
+            assert "HOST KEY CHANGED" in message and "restarted" in message
+            assert f"expected {SERVER_FP}, got {new_fp}" in message
+            assert "ssh-keygen -R" in message
+    assert known.read_text() == host_key_line(rebuilt)  # nothing was recorded over it
+
+
+# -- credentials and reachability -------------------------------------------------------------------------
+
+def test_wrong_user_key_is_a_host_error(server, known, other_key):
+    with pytest.raises(HostError) as exc:
+        connect(mock_host(server, key=other_key), ConnectOptions(connect_timeout=5))
+    assert not isinstance(exc.value, HostKeyError)
+    assert "refused our credentials" in str(exc.value) and "'key:'" in str(exc.value)
+
+
+def test_connection_refused_is_a_host_error():
+    host = mock_host(type("Closed", (), {"host": "127.0.0.1", "port": free_port()})())
+    with pytest.raises(HostError) as exc:
+        connect(host, ConnectOptions(connect_timeout=5))
+    assert "connection refused" in str(exc.value) and "--wait" in str(exc.value)
+
+
+def test_wait_retries_until_the_host_is_up():
+    port = free_port()
+    known_path = fleet_known_hosts()
+    known_path.parent.mkdir(parents=True)
+    known_path.write_text(f"[127.0.0.1]:{port} " + host_key_line(type("S", (), {"host": "x", "port": 1})())
+                          .split(" ", 1)[1])
+    up, stop = threading.Event(), threading.Event()
+    holder = {}
+
+    def boot_later():
+        time.sleep(0.3)  # the host is still booting when fleet first knocks
+        with serving(port=port) as booted:
+            holder["server"] = booted
+            booted.allow("echo up")
+            up.set()
+            stop.wait(30)
+
+    thread = threading.Thread(target=boot_later, daemon=True)
+    thread.start()
+    host = mock_host(type("Later", (), {"host": "127.0.0.1", "port": port})())
+    try:
+        with connect(host, ConnectOptions(wait=20, connect_timeout=5)) as conn:
+            assert up.is_set()
+            assert conn.run("echo up").stdout == "up\n"
+    finally:
+        stop.set()
+        thread.join(10)

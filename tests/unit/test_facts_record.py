@@ -1,0 +1,129 @@
+"""Whole records: the real H100 capture, Thor and GB10 formats, garbage, and the probe run on this machine."""
+
+import json
+import os
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from fleet.facts import probe
+from fleet.facts.record import assemble
+from fleet.sections import Section, split_sections
+
+CAPTURED = Path(__file__).parents[1] / "data" / "captured"
+SOURCES = list(probe.bodies().keys())
+
+
+def outputs(host: str, base: str | None = None) -> dict[str, str]:
+    """Per-source fixture texts of `host`, falling back to `base` for sources it does not have."""
+    found = {}
+    for name in SOURCES:
+        for where in (host, base):
+            path = CAPTURED / str(where) / f"{name}.txt"
+            if where and path.exists():
+                found[name] = path.read_text()
+                break
+    return found
+
+
+def as_sections(texts: dict[str, str]) -> dict[str, Section]:
+    return {f"facts.{name}": Section(f"facts.{name}", 0, text) for name, text in texts.items()}
+
+
+def test_real_h100_key_figures():
+    record = probe.parse(as_sections(outputs("h100")), "h100", now=datetime(2026, 11, 21, tzinfo=timezone.utc))
+    assert record["probe"]["errors"] == []
+    assert record["gathered_at"] == "2026-11-21T00:00:00Z"
+    assert record["platform"] == "x86_64-dgpu"
+    assert record["driver"] == {"version": "580.159.04", "source": "proc", "cuda_max": "13.0", "smi_cuda_version": "13.0"}
+    assert record["gpus"][0]["compute_cap"] == "9.0" and record["gpus"][0]["memory_mb"] == 81559
+    assert [(t["version"], t["path"]) for t in record["cuda"]["toolkits"]] == [("13.0", "/usr/local/cuda-13.0")]
+    compat = record["cuda"]["compat"]
+    assert (compat["version"], compat["in_use"]) == ("580.95.05", False)
+    assert record["jetson"] is None
+    assert record["system"]["os_id"] == "ubuntu" and record["system"]["disk_free_gb"] == 64.0
+    assert record["torch"]["capability"] == "9.0"
+    assert record["libraries"]["libcuda.so.1"] == "/usr/local/nvidia/lib64/libcuda.so.1"
+    json.dumps(record)  # a record is plain JSON
+
+
+def test_thor_record():
+    record = assemble(outputs("thor", "h100"), SOURCES)
+    assert record["platform"] == "jetson-thor"
+    assert record["system"]["arch"] == "aarch64"
+    assert record["gpus"][0]["compute_cap"] == "11.0"
+    assert record["jetson"] == {"l4t": "38.2", "l4t_full": "38.2.0", "jetpack": "7.0",
+                                "model": "NVIDIA Jetson AGX Thor Developer Kit"}
+    # JetPack 7 ships CUDA 13 with its r580 driver: the desktop table (580.00 < 580.65.06) does not apply
+    assert record["driver"]["version"] == "580.00" and record["driver"]["cuda_max"] == "13.0"
+
+
+def test_gb10_record():
+    record = assemble(outputs("gb10", "h100"), SOURCES)
+    assert record["platform"] == "dgx-spark"
+    assert record["gpus"][0]["compute_cap"] == "12.1" and record["gpus"][0]["memory_mb"] is None
+    assert record["driver"]["cuda_max"] == "13.0"
+    assert record["jetson"] is None
+
+
+def test_old_driver_record_notes_the_rejection():
+    record = assemble(outputs("old-driver", "h100"), SOURCES)
+    assert record["driver"] == {"version": "470.82.01", "source": "proc", "cuda_max": None, "smi_cuda_version": "13.0"}
+    assert [g["compute_cap"] for g in record["gpus"]] == [None, None]
+    assert record["probe"]["errors"] == []
+    assert "compute_cap" in record["probe"]["notes"][0]
+
+
+GARBAGE = "\x00\x01<html><body>502 Bad Gateway</body></html>\nHF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123\n"
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_garbage_in_any_source_is_recorded_not_raised(source):
+    texts = outputs("h100")
+    texts[source] = GARBAGE
+    record = assemble(texts, SOURCES)
+    json.dumps(record)
+    if source in ("tegra", "dt_model"):  # free text: any content is a value, not an error
+        return
+    assert any(error.startswith(f"facts.{source}:") for error in record["probe"]["errors"]), record["probe"]
+    assert "502 Bad Gateway" in record["probe"]["raw"][source]
+    assert "hf_abcdefghij" not in json.dumps(record)  # raw text is scrubbed
+
+
+def test_cut_short_probe_says_which_sources_are_missing():
+    texts = {name: text for name, text in outputs("h100").items() if name in SOURCES[:3]}
+    record = assemble(texts, SOURCES)
+    assert record["system"]["hostname"] == "vm"
+    assert f"facts.{SOURCES[-1]}: no output" in record["probe"]["errors"][-1]
+    assert record["platform"] == "cpu-only" and record["torch"] is None
+
+
+def test_probe_script_on_this_machine():
+    """The whole script, run by bash here: every section answers and the record has every schema key."""
+    result = subprocess.run(["bash", "-c", probe.script({})], capture_output=True, text=True)
+    sections = split_sections(result.stdout)
+    assert sorted(sections) == sorted(f"facts.{name}" for name in SOURCES)
+    record = probe.parse(sections, "here")
+    assert record["probe"]["errors"] == [], record["probe"]
+    assert set(record) >= {"host", "gathered_at", "fleet_version", "system", "platform", "gpus", "driver", "jetson",
+                           "cuda", "libraries", "python", "torch", "cutlass", "env", "verify", "probe"}
+    assert record["system"]["arch"] == os.uname().machine
+    assert record["system"]["hostname"] == os.uname().nodename
+    assert record["system"]["cpus"] == len(os.sched_getaffinity(0))
+    if not Path("/proc/driver/nvidia/version").exists() and not Path("/dev/nvidia0").exists():
+        assert record["platform"] == "cpu-only"
+
+
+def test_vars_reach_the_shell_quoted(tmp_path):
+    marker = tmp_path / "pwned"
+    hostile = f"/opt/x'; touch {marker}; echo '"
+    text = probe.script({"python_env": hostile, "cutlass_dir": f"/opt/$(touch {marker})"})
+    subprocess.run(["bash", "-c", text], capture_output=True, text=True)
+    assert not marker.exists()
+
+
+def test_relative_paths_in_vars_are_refused():
+    with pytest.raises(ValueError, match="python_env must be an absolute path"):
+        probe.script({"python_env": "venv"})

@@ -1,0 +1,110 @@
+"""Records on disk: atomic, previous kept, crash-safe, no secrets, damaged files reported as input errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from fleet.errors import InputError
+from fleet.facts import store
+
+ROOT = Path(__file__).parents[2]
+
+
+def record(version: str) -> dict:
+    return {"host": "pod", "gathered_at": "2026-11-21T10:00:00Z", "driver": {"version": version}}
+
+
+def test_write_read_and_previous_kept(tmp_path):
+    store.write(tmp_path, "pod", record("570.133.20"))
+    assert store.read(tmp_path, "pod") == record("570.133.20")
+    assert store.read(tmp_path, "pod", previous=True) is None
+    store.write(tmp_path, "pod", record("580.159.04"))
+    assert store.read(tmp_path, "pod")["driver"]["version"] == "580.159.04"
+    assert store.read(tmp_path, "pod", previous=True)["driver"]["version"] == "570.133.20"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pod.json", "pod.prev.json"]  # no temp left over
+    assert (tmp_path / "pod.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_facts_dir_is_created(tmp_path):
+    path = store.write(tmp_path / "a" / "facts", "pod", record("1"))
+    assert path == tmp_path / "a" / "facts" / "pod.json"
+
+
+def test_failure_mid_write_leaves_old_record_whole_and_no_temp(tmp_path, monkeypatch):
+    store.write(tmp_path, "pod", record("570.133.20"))
+    before = (tmp_path / "pod.json").read_bytes()
+    real_fsync = os.fsync
+    calls = []
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:  # the first fsync is the prev copy; fail on the new record's
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        store.write(tmp_path, "pod", record("580.159.04"))
+    assert (tmp_path / "pod.json").read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+CRASHER = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[2])
+from fleet.facts import store
+real = os.fsync
+def fsync(fd):
+    if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp") and "/.pod.json." in os.readlink(f"/proc/self/fd/{fd}"):
+        os.kill(os.getpid(), signal.SIGKILL)   # die with the new record written but not yet renamed
+    return real(fd)
+os.fsync = fsync
+store.write(sys.argv[1], "pod", {"host": "pod", "driver": {"version": "580.159.04"}, "pad": "x" * 5_000_000})
+"""
+
+
+def test_killed_process_mid_write_leaves_old_record_whole(tmp_path):
+    store.write(tmp_path, "pod", record("570.133.20"))
+    before = (tmp_path / "pod.json").read_bytes()
+    result = subprocess.run([sys.executable, "-c", CRASHER, str(tmp_path), str(ROOT)])
+    assert result.returncode == -signal.SIGKILL
+    assert (tmp_path / "pod.json").read_bytes() == before
+    assert json.loads(before)["driver"]["version"] == "570.133.20"
+    # the orphaned temp file is ignored, and the next write works
+    store.write(tmp_path, "pod", record("580.159.04"))
+    assert store.read(tmp_path, "pod")["driver"]["version"] == "580.159.04"
+
+
+def test_no_secrets_written(tmp_path):
+    leaky = {**record("1"), "probe": {"errors": [], "raw": {"env": "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz"}}}
+    store.write(tmp_path, "pod", leaky)
+    assert "hf_abcdefghij" not in (tmp_path / "pod.json").read_text()
+
+
+def test_damaged_record_is_an_input_error(tmp_path):
+    (tmp_path / "pod.json").write_text('{"host": "pod", "driv')
+    with pytest.raises(InputError, match=r"pod.json is not a readable facts record .*delete it"):
+        store.read(tmp_path, "pod")
+    (tmp_path / "pod.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="holds list"):
+        store.read(tmp_path, "pod")
+
+
+def test_host_names_cannot_escape_the_dir(tmp_path):
+    with pytest.raises(InputError):
+        store.write(tmp_path, "../etc/passwd", record("1"))
+
+
+def test_age():
+    now = datetime(2026, 11, 21, 11, 2, 5, tzinfo=timezone.utc)
+    assert store.age_seconds(record("1"), now) == 3725
+    assert store.describe_age(3725) == "1h 2m ago"
+    assert store.describe_age(2 * 86400 + 7200) == "2d 2h ago"
+    assert store.describe_age(None) == "age unknown"
+    assert store.age_seconds({"gathered_at": "yesterday"}, now) is None

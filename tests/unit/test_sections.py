@@ -1,0 +1,82 @@
+"""Sections: one script of many framed parts, run by a real bash, parsed back."""
+
+import pytest
+
+from fleet.connection import LocalConnection
+from fleet.inventory import Host
+from fleet.sections import Section, section, script, split_sections
+
+
+@pytest.fixture(scope="module")
+def local():
+    return LocalConnection(Host("here", connection="local"))
+
+
+def run_sections(local, parts, preamble=""):
+    result = local.run(script([section(name, body) for name, body in parts], preamble=preamble))
+    return result, split_sections(result.stdout)
+
+
+def test_round_trip(local):
+    result, found = run_sections(local, [
+        ("facts.os", "echo ID=debian; echo VERSION_ID=12"),
+        ("facts.err", "echo to-stderr >&2; echo to-stdout"),
+        ("check.cuda.0", "printf 'no newline'"),
+        ("check.cuda.1", "printf 'two\\n\\n'"),
+        ("check.cuda.2", "true"),
+    ])
+    assert result.exit == 0
+    assert found == {
+        "facts.os": Section("facts.os", 0, "ID=debian\nVERSION_ID=12"),
+        "facts.err": Section("facts.err", 0, "to-stderr\nto-stdout"),   # stderr folded in, in order
+        "check.cuda.0": Section("check.cuda.0", 0, "no newline"),
+        "check.cuda.1": Section("check.cuda.1", 0, "two\n"),              # one final newline is dropped
+        "check.cuda.2": Section("check.cuda.2", 0, ""),
+    }
+
+
+def test_a_failing_section_does_not_stop_the_next(local):
+    result, found = run_sections(local, [
+        ("a", "echo before; exit 3"),
+        ("b", "set -e; false; echo never"),
+        ("c", "cat; echo read-nothing"),          # stdin is /dev/null: never waits for input
+        ("d", "echo after"),
+    ])
+    assert [(s.name, s.rc, s.output) for s in found.values()] == [
+        ("a", 3, "before"), ("b", 1, ""), ("c", 0, "read-nothing"), ("d", 0, "after")]
+    assert result.exit == 0
+
+
+def test_empty_and_comment_only_bodies(local):
+    _, found = run_sections(local, [("empty", ""), ("comment", "# nothing to do"), ("last", "echo ok")])
+    assert {n: (s.rc, s.output) for n, s in found.items()} == {"empty": (0, ""), "comment": (0, ""),
+                                                              "last": (0, "ok")}
+
+
+def test_preamble_runs_first_even_without_final_newline(local):
+    _, found = run_sections(local, [("a", 'echo "$X"')], preamble="X=from-preamble")
+    assert found["a"].output == "from-preamble"
+
+
+def test_truncated_stream_gives_rc_minus_one(local):
+    result, _ = run_sections(local, [("a", "echo one"), ("b", "echo partial; echo more")])
+    cut = result.stdout[:result.stdout.index("@@fleet:end b")]  # the connection dropped here
+    found = split_sections(cut)
+    assert found["a"] == Section("a", 0, "one")
+    assert found["b"].rc == -1 and found["b"].output.startswith("partial\nmore")
+
+
+def test_begin_without_end_then_next_section(local):
+    text = "\n@@fleet:begin a@@\nhalf\n@@fleet:begin b@@\nfull\n@@fleet:end b 0@@\n"
+    assert split_sections(text) == {"a": Section("a", -1, "half"), "b": Section("b", 0, "full")}
+
+
+def test_output_outside_sections_and_foreign_end_markers_are_ignored():
+    text = "motd noise\n@@fleet:begin a@@\n@@fleet:end z 5@@\nx\n@@fleet:end a 2@@\ntrailing\n"
+    assert split_sections(text) == {"a": Section("a", 2, "@@fleet:end z 5@@\nx")}
+
+
+@pytest.mark.parametrize("name", ["", "has space", "semi;colon", "quote'", "new\nline"])
+def test_bad_names_are_refused(name):
+    with pytest.raises(ValueError, match="section name"):
+        section(name, "true")
