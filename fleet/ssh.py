@@ -95,7 +95,7 @@ class SSHConnection(Connection):
         connect_kwargs = {"banner_timeout": opts.connect_timeout, "auth_timeout": opts.connect_timeout}
         key = host.key or self._lab_key()
         if key:
-            connect_kwargs["key_filename"] = [key]
+            connect_kwargs.update(_key_kwargs(key))
         config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
         fab = FabricConnection(host.address, user=host.user, port=host.port, config=config,
                                connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs)
@@ -221,6 +221,17 @@ class _LineStream:
 
     def text(self) -> str:
         return "".join(self.parts)
+
+
+def _key_kwargs(path: str) -> dict:
+    """The key as a loaded key where we can: given only a file name, paramiko tries it as each key type in turn
+    and, when the server refuses it, reports the last type's parse error ("encountered RSA key, expected OPENSSH
+    key") instead of the refusal."""
+    try:
+        return {"pkey": paramiko.PKey.from_path(path)}
+    except (paramiko.SSHException, OSError, ValueError):
+        # A passphrase (the agent may hold the key) or a format from_path does not know: let paramiko try.
+        return {"key_filename": [path]}
 
 
 def _describe(exc: BaseException) -> str:

@@ -24,7 +24,7 @@ OFFICIAL_ARCHS: dict[tuple[str, str], str] = {
     ("13.0", "aarch64"): "8.0 9.0 10.0 11.0 12.0+PTX",
 }
 FIRST_AARCH64_CUDA_TORCH = (2, 9)
-_INDEX_CUDA = re.compile(r"/cu(\d+)(\d)/?$")
+_INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
 def index_cuda(url: str) -> str | None:

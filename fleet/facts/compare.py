@@ -5,6 +5,7 @@ Pure data here (flatten, compare, drift) plus the two Rich renderings; the comma
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rich.markup import escape
@@ -12,7 +13,11 @@ from rich.table import Table
 
 # Bookkeeping that always differs, or detail already summarised elsewhere in the table.
 SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "library_sources", "system.disks",
-        "torch.warnings", "cuda.compat.all"}
+        "torch.warnings", "cuda.compat.all", "system.mem_available_mb"}
+# Figures that move a little between any two gathers: not drift.
+DRIFT_SKIP = {"system.disk_free_gb"}
+# Unique per host by nature: they would always "differ" in the table (they stay in records and drift).
+TABLE_SKIP = re.compile(r"^gpus\.\d+\.uuid$")
 ABSENT = "-"
 
 
@@ -53,7 +58,7 @@ def show(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
-        return " ".join(show(item) for item in value)
+        return " ".join(show(item) for item in value) if value else "none"
     return str(value)
 
 
@@ -93,7 +98,8 @@ def _walk(value, prefix: str, rows: dict[str, str]) -> None:
 def compare(records: dict[str, dict | None], columns: list[Column] | None = None) -> Comparison:
     """Rows in first-seen order, differing rows first. A host with no record shows "-" everywhere."""
     columns = columns or [Column(host) for host in records]
-    flat = {host: flatten(records.get(host)) for host in records}
+    flat = {host: {path: value for path, value in flatten(records.get(host)).items() if not TABLE_SKIP.match(path)}
+            for host in records}
     paths: dict[str, None] = {}
     for host_rows in flat.values():
         paths.update(dict.fromkeys(host_rows))
@@ -112,13 +118,13 @@ def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, s
     before, after = flatten(previous), flatten(current)
     paths = list(dict.fromkeys([*before, *after]))
     return [(path, before.get(path, ABSENT), after.get(path, ABSENT))
-            for path in paths if before.get(path, ABSENT) != after.get(path, ABSENT)]
+            for path in paths if path not in DRIFT_SKIP and before.get(path, ABSENT) != after.get(path, ABSENT)]
 
 
 def render(comparison: Comparison, *, show_all: bool = False) -> Table:
     """The Rich table: differing rows highlighted, identical ones folded into a count unless show_all."""
     table = Table(title="facts", title_justify="left", show_lines=False)
-    table.add_column("fact", style="bold")
+    table.add_column("fact", style="bold", no_wrap=True)  # values wrap; the fact's name never does
     for column in comparison.columns:
         table.add_column(_header(column), overflow="fold")
     for row in comparison.differing:

@@ -61,9 +61,9 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
 
 def script(vars: dict | None = None) -> str:
     """The whole probe as one bash script: one `facts.<source>` section per source."""
-    parts = [section(f"facts.{name}", body) for name, body in bodies(vars).items()]
-    # LC_ALL=C: parsers read English tool output whatever locale the user's shell set.
-    return "export LC_ALL=C\n" + "\n".join(parts)
+    # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
+    # section (a subshell), so check sections the engine appends to this script keep the user's locale.
+    return "\n".join(section(f"facts.{name}", f"export LC_ALL=C\n{body}") for name, body in bodies(vars).items())
 
 
 def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None = None) -> dict:

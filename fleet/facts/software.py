@@ -67,7 +67,7 @@ def python_command(python_env: str) -> str:
         f"{select_python(python_env)}\n"
         "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
         "[ -n \"$py\" ] || exit 0\n"
-        "\"$py\" -c 'import platform, sys; print(\"version\", platform.python_version())'"
+        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version())'"
     )
 
 
@@ -142,7 +142,8 @@ def torch_command(python_env: str, timeout_s: int = 60) -> str:
         f"{select_python(python_env)}\n"
         "[ -n \"$py\" ] || { echo '{\"installed\": false, \"error\": \"no python3\"}'; exit 0; }\n"
         f"t=; command -v timeout >/dev/null 2>&1 && t='timeout {int(timeout_s)}'\n"
-        f"$t \"$py\" -c {shlex.quote(TORCH_PROGRAM)}\n"
+        # -B: read-only, even where importing torch could write __pycache__ into site-packages
+        f"$t \"$py\" -B -c {shlex.quote(TORCH_PROGRAM)}\n"
         f"rc=$?; [ $rc = 124 ] && echo '{{\"timed_out\": {int(timeout_s)}}}'\n"
         "exit $rc"
     )

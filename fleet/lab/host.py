@@ -29,6 +29,7 @@ from .paths import MIRROR_IN_HOST, host_dir
 from .profiles import HostSpec
 
 SSHD = "/usr/sbin/sshd"
+_CHILDREN: dict[int, subprocess.Popen] = {}   # hosts started by this process: reaped when stopped
 SSHD_CONFIG = "/etc/ssh/fleet-lab/sshd_config"
 
 
@@ -38,6 +39,8 @@ def sshd_config(spec: HostSpec) -> str:
             "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
             "AuthorizedKeysFile .ssh/authorized_keys\nPidFile none\nUseDNS no\nPrintMotd no\n"
             "MaxStartups 64:30:128\nMaxSessions 64\nAcceptEnv LANG LC_*\nSubsystem sftp internal-sftp\n"
+            # Ubuntu's /etc/environment (pam_env is off here): sbin directories on every user's PATH.
+            "SetEnv PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games\n"
             "LogLevel ERROR\n")
 
 
@@ -119,6 +122,13 @@ class LabHost:
         for sub in ("upper", "work", "m"):
             (d / sub).mkdir(parents=True, exist_ok=True)
         m = d / "m"
+        if answers_ssh(spec.address, spec.port):
+            self.stop_listener(spec.address, spec.port)
+            time.sleep(0.05)
+        if answers_ssh(spec.address, spec.port):
+            raise LabError(f"{spec.address}:{spec.port} already answers SSH, so lab host {spec.name} cannot listen "
+                           "there (a lab of another FLEET_LAB_ROOT, or this machine's sshd on 0.0.0.0?); stop that "
+                           "or give the host another address")
         script = "\n".join([
             "set -e",
             f"hostname {spec.name}",
@@ -138,11 +148,15 @@ class LabHost:
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         log.close()
+        _CHILDREN[proc.pid] = proc
         record = {"name": spec.name, "address": spec.address, "port": spec.port, "profile": spec.profile,
                   "user": spec.user, "driver": spec.driver, "digest": spec.digest(), "pid": proc.pid,
                   "inventory": spec.inventory, "started": time.time()}
         (d / "host.json").write_text(json.dumps(record, indent=2) + "\n")
         self._wait_ready(spec, proc, timeout)
+        # Every process of this host shares this namespace, even after its overlay is detached.
+        record["mount_ns"] = _mount_ns(str(proc.pid))
+        (d / "host.json").write_text(json.dumps(record, indent=2) + "\n")
 
     def _wait_ready(self, spec: HostSpec, proc: subprocess.Popen, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -161,20 +175,49 @@ class LabHost:
                        f"{' / '.join(log) or 'no output'}; {hint}")
 
     def pids(self) -> list[int]:
-        """Every process of this host: the namespace's first process and all chrooted into the overlay."""
-        found = []
+        """Every process of this host: all in its mount namespace (recorded at start), else (record lost)
+        those whose mounts show this host's overlay, plus the namespace's first process."""
         rec = self.record() or {}
-        m = str(self.dir / "m")
+        own = _mount_ns("self")
+        by_ns: dict[str, list[int]] = {}
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
+            if entry.isdigit():
+                ns = _mount_ns(entry)
+                if ns and ns != own:
+                    by_ns.setdefault(ns, []).append(int(entry))
+        found = list(by_ns.get(rec.get("mount_ns"), [])) if rec.get("mount_ns") != own else []
+        marker = f"upperdir={self.dir / 'upper'},"
+        for members in by_ns.values():
+            if set(members) & set(found):
                 continue
-            pid = int(entry)
+            for pid in members:
+                try:
+                    if marker in Path(f"/proc/{pid}/mountinfo").read_text(errors="replace"):
+                        found += members
+                    break
+                except OSError:
+                    continue
+        for members in by_ns.values():   # a namespace whose first process names this host's overlay dir
+            if not set(members) & set(found) and any(self._is_ours(pid) for pid in members):
+                found += members
+        leader = rec.get("pid")
+        if leader and leader not in found and self._is_ours(leader):
+            found.append(leader)
+        return found
+
+    def stop_listener(self, address: str, port: int) -> None:
+        """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address."""
+        own = _mount_ns("self")
+        for pid in listening_pids(address, port):
+            ns = _mount_ns(str(pid))
             try:
-                if os.readlink(f"/proc/{pid}/root") == m or (pid == rec.get("pid") and self._is_ours(pid)):
-                    found.append(pid)
+                cmd = Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
             except OSError:
                 continue
-        return found
+            if ns and ns != own and SSHD_CONFIG in cmd:
+                for entry in os.listdir("/proc"):
+                    if entry.isdigit() and _mount_ns(entry) == ns:
+                        _kill(int(entry), signal.SIGKILL)
 
     def _is_ours(self, pid: int) -> bool:
         try:
@@ -191,13 +234,19 @@ class LabHost:
         leader = rec.get("pid")
         if leader and self._is_ours(leader):
             _signal_group(leader, signal.SIGKILL)
+        killed: set[int] = set()
         for _ in range(100):
             pids = self.pids()
             if not pids:
                 break
             for pid in pids:
                 _kill(pid, signal.SIGKILL)
+            killed.update(pids)
             time.sleep(0.01)
+        child = _CHILDREN.pop(leader, None) if leader else None
+        if child:
+            child.wait()
+        _wait_reaped(killed)
         (self.dir / "host.json").unlink(missing_ok=True)
 
     def wipe(self) -> None:
@@ -219,6 +268,43 @@ def _gpu_uuid(name: str) -> str:
     import hashlib
     h = hashlib.sha256(f"fleet-lab-{name}".encode()).hexdigest()
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def listening_pids(address: str, port: int) -> list[int]:
+    """Processes holding a TCP socket listening on address:port (from /proc/net/tcp and /proc/*/fd)."""
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(address), "little"), port)
+    inodes = set()
+    with open("/proc/net/tcp") as fh:
+        for line in fh.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == want and fields[3] == "0A":   # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    pids = []
+    for entry in os.listdir("/proc") if inodes else []:
+        if not entry.isdigit():
+            continue
+        try:
+            if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in os.listdir(f"/proc/{entry}/fd")):
+                pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _mount_ns(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def _wait_reaped(pids: set[int], seconds: float = 2.0) -> None:
+    """Killed sshd sessions linger as zombies until init reaps them; `down` returns once they are gone."""
+    deadline = time.monotonic() + seconds
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if os.path.exists(f"/proc/{pid}")}
+        if pids:
+            time.sleep(0.01)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -113,7 +113,11 @@ class HostSpec:
 def spec_for(host) -> HostSpec:
     """Resolve an inventory Host with `lab:` into a HostSpec; bad lab_* values are input errors."""
     profile = PROFILES[host.lab]
-    driver = str(host.lab_params.get("lab_driver", profile.driver))
+    raw = host.lab_params.get("lab_driver", profile.driver)
+    if isinstance(raw, float):   # YAML reads 580.00 as the number 580.0
+        raise InputError(f"lab_driver of host {host.name!r} reads as the number {raw!r}; quote it, "
+                         f"e.g. lab_driver: \"{raw:.2f}\"", line=host.line)
+    driver = str(raw)
     if not all(part.isdigit() for part in driver.split(".")) or int(driver.split(".")[0]) < 400:
         raise InputError(f"lab_driver of host {host.name!r} is {driver!r}; write a Linux driver version "
                          "such as 570.133.20", line=host.line)

@@ -29,33 +29,21 @@ class Apt(Resource):
         return f"/etc/apt/sources.list.d/{self.p['repo_name']}.list"
 
     def check(self) -> str:
+        wanted = list(self.p["packages"]) + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
         lines = ["missing=''"]
-        for pkg in self.p["packages"]:
+        for pkg in wanted:
             lines.append(f"dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
                          f"|| missing=\"$missing \"{q(pkg)}")
-        if self.p["keyring_deb"]:
-            pkg = q(self.p["keyring_package"])
-            lines.append(f"dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed' "
-                         f"|| missing=\"$missing \"{pkg}")
+        lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
         if self.p["repo"]:
-            lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] "
-                         f"|| echo 'apt source {self._source_file()} differs'")
+            lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] || "
+                         f"{{ echo 'apt source {self._source_file()} differs'; exit {NEEDS_CHANGE}; }}")
         if self.p["hold"]:
             for pkg in self.p["packages"]:
-                lines.append(f"apt-mark showhold 2>/dev/null | grep -qx {q(pkg)} || hold_missing=1")
-            lines.append("[ -z \"${hold_missing:-}\" ] || echo 'not held'")
-        lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
-        return "\n".join(lines) + self._tail_check()
-
-    def _tail_check(self) -> str:
-        conds = []
-        if self.p["repo"]:
-            conds.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ]")
-        if self.p["hold"]:
-            conds.append("[ -z \"${hold_missing:-}\" ]")
-        if not conds:
-            return "\necho installed"
-        return f"\nif {' && '.join(conds)}; then echo installed; else exit {NEEDS_CHANGE}; fi"
+                lines.append(f"apt-mark showhold 2>/dev/null | grep -qxF {q(pkg)} || "
+                             f"{{ echo {q(pkg + ' installed but not held')}; exit {NEEDS_CHANGE}; }}")
+        lines.append("echo 'installed" + (" and held" if self.p["hold"] else "") + "'")
+        return "\n".join(lines)
 
     def apply(self) -> str:
         opts = f"-o DPkg::Lock::Timeout={int(self.p['lock_timeout'])}"

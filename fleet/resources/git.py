@@ -20,7 +20,9 @@ class Git(Resource):
 
     def check(self) -> str:
         dest, ref = qpath(self.p["dest"]), q(self.p["ref"])
+        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe.
         return (
+            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
             f"if [ ! -d {dest}/.git ]; then echo 'not cloned'; exit {NEEDS_CHANGE}; fi\n"
             f"head=$(git -C {dest} rev-parse HEAD 2>/dev/null)\n"
             f"want=$(git -C {dest} rev-parse --verify -q {ref}^{{commit}} 2>/dev/null)\n"

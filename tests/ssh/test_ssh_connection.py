@@ -7,21 +7,26 @@ import time
 
 import pytest
 
-from conftest import (SENTINEL_EXIT, USER_KEY, fleet_known_hosts, free_port, host_key_line, mock_host, serving,
-                      SentinelHandler)
-from fleet.connection import ConnectOptions, connect, stdin_for, write_file_script, wrap_bash
+import paramiko
+from mockserver import (SENTINEL_EXIT, SentinelHandler, fleet_known_hosts, free_port, host_key_line, record_known,
+                        serving, ssh_host)
+from mockssh.server import SERVER_KEY_PATH
+
+from fleet.connection import ConnectOptions, connect, stdin_for, wrap_bash, write_file_script
 from fleet.errors import HostError, HostKeyError
 from fleet.ssh import SSHConnection, fingerprint
-
-import paramiko
-from mockssh.server import SERVER_KEY_PATH
 
 SERVER_FP = fingerprint(paramiko.RSAKey(filename=SERVER_KEY_PATH))
 
 
+def client_transports() -> list:
+    """paramiko client sessions still alive in this process (each a thread with a socket)."""
+    return [t for t in threading.enumerate() if isinstance(t, paramiko.Transport) and not t.server_mode and t.active]
+
+
 @pytest.fixture
 def conn(server, known):
-    connection = connect(mock_host(server), ConnectOptions(connect_timeout=5))
+    connection = connect(ssh_host(server.port), ConnectOptions(connect_timeout=5))
     yield connection
     connection.close()
 
@@ -112,22 +117,23 @@ def test_write_failure_is_a_host_error(server, conn, tmp_path):
 
 def test_unknown_host_key_is_refused(server):
     with pytest.raises(HostKeyError) as exc:
-        connect(mock_host(server), ConnectOptions(connect_timeout=5))
+        connect(ssh_host(server.port), ConnectOptions(connect_timeout=5))
     message = str(exc.value)
     assert SERVER_FP in message and "--accept-new-host-keys" in message
     assert f"[127.0.0.1]:{server.port}" in message
     assert not fleet_known_hosts().exists()
+    assert client_transports() == []  # the refused session was closed, not left running
 
 
 def test_unknown_host_key_accepted_when_asked(server):
     told = []
     options = ConnectOptions(accept_new_host_keys=True, connect_timeout=5, on_new_host_key=told.append)
-    with connect(mock_host(server), options) as conn:
+    with connect(ssh_host(server.port), options) as conn:
         assert conn.run(server.allow("echo in")).stdout == "in\n"
-    assert fleet_known_hosts().read_text() == host_key_line(server)
+    assert fleet_known_hosts().read_text() == host_key_line(server.port)
     assert len(told) == 1 and SERVER_FP in told[0] and str(fleet_known_hosts()) in told[0]
     # recorded: the next connection needs no flag
-    with connect(mock_host(server), ConnectOptions(connect_timeout=5)) as again:
+    with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5)) as again:
         assert again.run(server.allow("echo in")).exit == 0
 
 
@@ -135,8 +141,8 @@ def test_key_known_from_the_users_known_hosts(server):
     ssh_dir = os.path.join(os.environ["HOME"], ".ssh")
     os.makedirs(ssh_dir)
     with open(os.path.join(ssh_dir, "known_hosts"), "w") as fh:
-        fh.write(host_key_line(server))
-    with connect(mock_host(server), ConnectOptions(connect_timeout=5)) as conn:
+        fh.write(host_key_line(server.port))
+    with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5)) as conn:
         assert conn.run(server.allow("true")).exit == 0
 
 
@@ -146,55 +152,50 @@ def test_a_changed_host_key_is_always_refused(other_key, server, known):
 
     new_fp = fingerprint(paramiko.RSAKey(filename=other_key))
     with serving(RebuiltPod) as rebuilt:
-        known.write_text(host_key_line(rebuilt))  # what we recorded: the key before the rebuild
+        recorded = host_key_line(rebuilt.port)  # what we recorded: the key before the rebuild
+        known.write_text(recorded)
         for accept in (False, True):  # even --accept-new-host-keys does not override a changed key
             with pytest.raises(HostKeyError) as exc:
-                connect(mock_host(rebuilt), ConnectOptions(accept_new_host_keys=accept, connect_timeout=5))
+                connect(ssh_host(rebuilt.port), ConnectOptions(accept_new_host_keys=accept, connect_timeout=5))
             message = str(exc.value)
             assert "HOST KEY CHANGED" in message and "restarted" in message
             assert f"expected {SERVER_FP}, got {new_fp}" in message
             assert "ssh-keygen -R" in message
-    assert known.read_text() == host_key_line(rebuilt)  # nothing was recorded over it
+    assert known.read_text() == recorded  # nothing was recorded over it
 
 
 # -- credentials and reachability -------------------------------------------------------------------------
 
 def test_wrong_user_key_is_a_host_error(server, known, other_key):
     with pytest.raises(HostError) as exc:
-        connect(mock_host(server, key=other_key), ConnectOptions(connect_timeout=5))
+        connect(ssh_host(server.port, key=other_key), ConnectOptions(connect_timeout=5))
     assert not isinstance(exc.value, HostKeyError)
     assert "refused our credentials" in str(exc.value) and "'key:'" in str(exc.value)
+    assert client_transports() == []
 
 
 def test_connection_refused_is_a_host_error():
-    host = mock_host(type("Closed", (), {"host": "127.0.0.1", "port": free_port()})())
     with pytest.raises(HostError) as exc:
-        connect(host, ConnectOptions(connect_timeout=5))
+        connect(ssh_host(free_port()), ConnectOptions(connect_timeout=5))
     assert "connection refused" in str(exc.value) and "--wait" in str(exc.value)
 
 
 def test_wait_retries_until_the_host_is_up():
     port = free_port()
-    known_path = fleet_known_hosts()
-    known_path.parent.mkdir(parents=True)
-    known_path.write_text(f"[127.0.0.1]:{port} " + host_key_line(type("S", (), {"host": "x", "port": 1})())
-                          .split(" ", 1)[1])
+    record_known(port)
     up, stop = threading.Event(), threading.Event()
-    holder = {}
 
     def boot_later():
         time.sleep(0.3)  # the host is still booting when fleet first knocks
         with serving(port=port) as booted:
-            holder["server"] = booted
             booted.allow("echo up")
             up.set()
             stop.wait(30)
 
     thread = threading.Thread(target=boot_later, daemon=True)
     thread.start()
-    host = mock_host(type("Later", (), {"host": "127.0.0.1", "port": port})())
     try:
-        with connect(host, ConnectOptions(wait=20, connect_timeout=5)) as conn:
+        with connect(ssh_host(port), ConnectOptions(wait=20, connect_timeout=5)) as conn:
             assert up.is_set()
             assert conn.run("echo up").stdout == "up\n"
     finally:

@@ -45,6 +45,7 @@ def test_rows_that_differ_come_first_and_identical_fold():
     differing = [row.path for row in result.differing]
     assert {"platform", "system.arch", "gpus.0.compute_cap", "driver.version"} <= set(differing)
     assert "system.os_id" not in differing                     # all three share the h100 os-release here
+    assert "gpus.0.uuid" not in differing                      # unique by nature: records keep it, the table not
     first_identical = len(result.differing)
     assert all(row.differs for row in result.rows[:first_identical])
     assert not any(row.differs for row in result.rows[first_identical:])

@@ -179,3 +179,13 @@ def test_libraries_command_matches_ldconfig_cache_here():
             assert f"\t{soname} (" not in cache
         else:
             assert f"{soname} (" in cache and path in cache and Path(path).exists()
+
+
+def test_a_compat_only_directory_is_not_a_toolkit(tmp_path):
+    """cuda-compat-13-0 alone creates /usr/local/cuda-13.0/compat; no toolkit is installed."""
+    make_compat_tree(tmp_path)
+    toolkit = tmp_path / "usr/local/cuda-12.8"
+    (toolkit / "targets/x86_64-linux/lib").mkdir(parents=True)
+    script = cuda.TOOLKITS.replace("/usr/local/cuda", str(tmp_path / "usr/local/cuda"))
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    assert [(t["path"], t["version"]) for t in cuda.parse_toolkits(out)["toolkits"]] == [(str(toolkit), None)]

@@ -127,3 +127,32 @@ def test_vars_reach_the_shell_quoted(tmp_path):
 def test_relative_paths_in_vars_are_refused():
     with pytest.raises(ValueError, match="python_env must be an absolute path"):
         probe.script({"python_env": "venv"})
+
+
+REAL = CAPTURED / "h100-real"
+
+
+def test_real_h100_framed_probe_output_parses_to_its_key_figures():
+    """fleet's own probe, run on a real H100: driver 580.159.04, CUDA 13.0, 9.0, compat present but off."""
+    record = probe.parse(split_sections((REAL / "probe-framed.txt").read_text()), "h100")
+    check_h100_key_figures(record)
+
+
+def test_real_h100_record_written_by_fleet_facts():
+    from fleet.facts import store
+    check_h100_key_figures(store.load(REAL / "record.json"))
+
+
+def check_h100_key_figures(record: dict) -> None:
+    assert record["probe"]["errors"] == []
+    assert record["platform"] == "x86_64-dgpu"
+    assert record["driver"]["version"] == "580.159.04" and record["driver"]["cuda_max"] == "13.0"
+    assert [(t["version"], t["path"]) for t in record["cuda"]["toolkits"]] == [("13.0", "/usr/local/cuda-13.0")]
+    assert [g["compute_cap"] for g in record["gpus"]] == ["9.0"]
+    compat = record["cuda"]["compat"]
+    assert (compat["path"], compat["version"], compat["in_use"]) == ("/usr/local/cuda-13.0/compat", "580.95.05", False)
+    assert record["torch"]["version"] == "2.11.0+cu130" and record["torch"]["cuda_available"] is True
+    assert record["torch"]["capability"] == "9.0"
+    assert record["libraries"]["libcuda.so.1"] == "/usr/local/nvidia/lib64/libcuda.so.1"
+    assert record["library_sources"]["libcuda.so.1"] == "LD_LIBRARY_PATH"  # LD_LIBRARY_PATH wins over the cache
+    assert record["system"]["os_id"] == "ubuntu" and record["system"]["container"] is True

@@ -130,6 +130,7 @@ def test_torch_program_reads_a_working_torch(tmp_path):
     assert (torch["version"], torch["cuda"], torch["cuda_available"]) == ("2.11.0+cu130", "13.0", False)
     assert torch["arch_list"] == ["sm_90", "sm_100"]
     assert "found version 12080" in torch["warnings"][0]
+    assert not (pkg / "__pycache__").exists()  # the probe is read-only: importing torch wrote nothing
 
 
 def test_torch_timeout_is_recorded_not_hung(tmp_path):

@@ -1,0 +1,495 @@
+"""`fleet bootstrap`: a new pod, from the SSH line its provider shows to a verified stack, in one shot.
+
+    target = parse_target("ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519")
+    result = bootstrap(target, inventory_path=Path("inventories/pods.yaml"))
+
+Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
+fingerprint shown, a CHANGED key is refused as always) -> facts (a check-mode converge: facts, decisions and
+every check, nothing changed) -> inventory -> apply (the Engine, every role) -> verify (the Engine's re-probe).
+
+When the host enters the inventory: after the facts phase has shown the pod can be provisioned (reachable,
+not refused by the decisions, enough free disk for what will be installed, every check able to run), and
+before the first change is applied. A pod that cannot be provisioned is never written; a pod that fleet
+starts changing is always written, so that a failed apply (a mirror hiccup, a lost connection) can be
+resumed with `fleet apply INVENTORY --limit NAME` or the same bootstrap line, and inspected with `fleet
+facts`/`fleet run`. The entry is written once (the same address and port already there: that name is
+reused and the file left as it is), as a text edit that keeps every comment, into a temp file that must
+load with `load_inventory` before it is renamed over the original: never a truncated or invalid file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shlex
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from .errors import FleetError, InputError
+from .inventory import NAME_RE, Host, Inventory, load_inventory
+
+DEFAULT_INVENTORY = "inventories/pods.yaml"
+DEFAULT_WAIT = 300.0
+HEADER = "# Pods added by `fleet bootstrap` (one entry each; edit freely: comments are kept).\n"
+
+# ssh's own flags: those that take a value, and those that do not (man ssh). Only -p -i -l and some -o
+# options matter to fleet; the rest are noted and ignored, except a jump host, which fleet cannot follow.
+_WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
+_NO_VALUE = set("46AaCfGgKkMNnqsTtVvXxYy")
+_ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+_DEST_RE = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@/]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:/@]+))"
+                      r"(?::(?P<port>[^/]*))?/?$")
+
+Progress = Callable[[str, str], None]
+
+
+# -- the SSH line ----------------------------------------------------------------------------------------
+
+@dataclass
+class Target:
+    user: str
+    address: str
+    port: int
+    key: str | None = None            # as written (~ kept), or absolute
+    notes: list[str] = field(default_factory=list)
+
+    def ssh_line(self) -> str:
+        """The line to connect with, in the form providers show it."""
+        parts = ["ssh", f"{self.user}@{self.address}", "-p", str(self.port)] + (["-i", self.key] if self.key else [])
+        return " ".join(p if p.startswith("~/") and shlex.quote(p[2:]) == p[2:] else shlex.quote(p) for p in parts)
+
+
+def parse_target(line: str, *, port: int | None = None, key: str | None = None, cwd: Path | None = None) -> Target:
+    """An SSH line as pasted (`ssh root@IP -p PORT -i KEY`, `-o` options, `user@host:port`, `host`) -> Target.
+
+    `port` and `key` are fleet's own -p/-i; they may repeat the line's, never contradict it.
+    """
+    try:
+        words = shlex.split(line.replace("\\\n", " ").strip().lstrip("$ "))  # a line pasted with continuations
+    except ValueError as exc:
+        raise InputError(f"cannot read the SSH line ({exc}); paste it inside single quotes") from None
+    if words and (words[0] == "ssh" or words[0].endswith("/ssh")):
+        words = words[1:]
+    found: dict[str, str] = {}
+    notes: list[str] = []
+    dests: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("-") and len(word) > 1 and len(dests) < 2:  # as ssh: options around the host
+            i = _flag(words, i, found, notes)
+            continue
+        dests.append(word)
+        i += 1
+    if not dests:
+        raise InputError("no host in the SSH line; write it as the provider shows it, e.g. "
+                         "'ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519'")
+    if len(dests) > 1:
+        raise InputError(f"the SSH line runs a command ({' '.join(dests[1:])!r}) after the host; paste only the "
+                         "connection part, e.g. 'ssh root@203.0.113.10 -p 17322'")
+    user, address, dest_port = _destination(dests[0])
+    user = _agree("user", found.get("user"), user) or "root"
+    ports = [("the SSH line's -p", found.get("port")), ("host:port", dest_port),
+             ("-p", None if port is None else str(port))]
+    port_text = _agree_all("port", ports)
+    key = _agree_all("key", [("the SSH line's -i", found.get("key")), ("-i", key)])
+    if not _USER_RE.match(user):
+        raise InputError(f"user {user!r} in the SSH line is not a user name; write e.g. root@203.0.113.10")
+    return Target(user, address, _port("22" if port_text is None else port_text), _key(key, cwd) if key else None, notes)
+
+
+def _flag(words: list[str], i: int, found: dict, notes: list[str]) -> int:
+    """Read one ssh option cluster at words[i] (e.g. -p 22, -p22, -tt, -oPort=22); returns the next index."""
+    word = words[i]
+    for pos in range(1, len(word)):
+        letter = word[pos]
+        if letter in _NO_VALUE:
+            notes.append(f"ssh option -{letter} ignored")
+            continue
+        if letter not in _WITH_VALUE:
+            raise InputError(f"unknown ssh option -{letter} in the SSH line; remove it")
+        value = word[pos + 1:]
+        if not value:
+            if i + 1 >= len(words):
+                raise InputError(f"ssh option -{letter} in the SSH line has no value; e.g. -p 17322")
+            i, value = i + 1, words[i + 1]
+        _option(letter, value, found, notes)
+        break
+    return i + 1
+
+
+def _option(letter: str, value: str, found: dict, notes: list[str]) -> None:
+    named = {"p": "port", "i": "key", "l": "user"}
+    if letter in named:
+        _set(found, named[letter], value)
+    elif letter == "J":
+        raise InputError(f"the SSH line goes through a jump host (-J {value}); fleet connects directly: use the "
+                         "pod's own address and port")
+    elif letter == "o":
+        name, _, setting = value.replace("=", " ", 1).partition(" ")
+        honoured = {"port": "port", "user": "user", "identityfile": "key"}.get(name.strip().lower())
+        if honoured:
+            _set(found, honoured, setting.strip())
+        else:
+            notes.append(f"ssh option -o {value} ignored (fleet checks host keys itself)")
+    else:
+        notes.append(f"ssh option -{letter} {value} ignored")
+
+
+def _set(found: dict, what: str, value: str) -> None:
+    if found.get(what, value) != value:
+        raise InputError(f"the SSH line gives two {what}s ({found[what]!r} and {value!r}); keep one")
+    found[what] = value
+
+
+def _destination(dest: str) -> tuple[str | None, str, str | None]:
+    if dest.count(":") > 1 and "[" not in dest and not dest.startswith("ssh://"):
+        user, _, address = dest.rpartition("@")         # a bare IPv6 address: its colons are not a port
+        return user or None, _address(address), None
+    match = _DEST_RE.match(dest)
+    if not match:
+        raise InputError(f"cannot read {dest!r} as a host; write user@host, user@host:port or host")
+    return match["user"], _address(match["v6"] or match["host"]), match["port"]
+
+
+def _address(address: str) -> str:
+    if not address or not _ADDRESS_RE.match(address):
+        raise InputError(f"{address!r} is not a host name or IP address; copy the address from the provider's "
+                         "SSH line")
+    return address
+
+
+def _agree(what: str, first: str | None, second: str | None) -> str | None:
+    if first and second and first != second:
+        raise InputError(f"the SSH line gives two {what}s ({first!r} and {second!r}); keep one")
+    return first or second
+
+
+def _agree_all(what: str, sources: list[tuple[str, str | None]]) -> str | None:
+    given = [(where, value) for where, value in sources if value is not None]
+    for where, value in given[1:]:
+        if value != given[0][1]:
+            raise InputError(f"{given[0][0]} says {what} {given[0][1]!r} but {where} says {value!r}; give one")
+    return given[0][1] if given else None
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535")
+    return int(text)
+
+
+def _key(key: str, cwd: Path | None) -> str:
+    """Keep ~/ as the user wrote it (the inventory expands it); make a relative path absolute."""
+    path = Path(os.path.expanduser(key))
+    if not path.is_absolute():
+        path = (cwd or Path.cwd()) / path
+        key = str(path)
+    if not path.is_file():
+        raise InputError(f"key file {key!r} does not exist ({path}); fix the -i path")
+    return key
+
+
+# -- the inventory entry ---------------------------------------------------------------------------------
+
+def derive_name(target: Target, taken) -> str:
+    """pod-<last octet>[-<port>] for an IP address, <first label>[-<port>] for a name; unique among `taken`."""
+    if re.fullmatch(r"[\d.]+", target.address):
+        base = "pod-" + target.address.rsplit(".", 1)[-1]
+    elif ":" in target.address:
+        base = "pod-" + (target.address.rstrip(":").rsplit(":", 1)[-1] or "v6")
+    else:
+        base = target.address.split(".")[0]
+    base = re.sub(r"[^A-Za-z0-9._-]", "-", base).strip("-.")[:50] or "pod"
+    if target.port != 22:
+        base += f"-{target.port}"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name
+
+
+def entry_text(name: str, target: Target, indent: str = "  ", *, when: str | None = None) -> str:
+    when = when or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"{indent}{name}:{' ' * max(1, 30 - len(indent) - len(name))}# added by fleet bootstrap, {when}",
+             f"{indent * 2}address: {_scalar(target.address)}", f"{indent * 2}port: {target.port}",
+             f"{indent * 2}user: {_scalar(target.user)}"]
+    if target.key:
+        lines.append(f"{indent * 2}key: {_scalar(target.key)}")
+    return "\n".join(lines) + "\n"
+
+
+def _scalar(value: str) -> str:
+    """A YAML scalar that reads back as this very string: bare where safe, else double-quoted."""
+    try:
+        plain = yaml.safe_load(value) == value and "#" not in value and ": " not in value
+    except yaml.YAMLError:
+        plain = False
+    return value if plain else json.dumps(value)
+
+
+_HOSTS_LINE = re.compile(r"^hosts:[ \t]*(?P<value>\{[ \t]*\}|~|null)?[ \t]*(?P<comment>#.*)?$")
+
+
+def insert_host(text: str, name: str, target: Target, *, when: str | None = None, where: str = "the inventory") -> str:
+    """`text` with the host appended under `hosts:` (created when absent); every other line kept as it is."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    top = [i for i, line in enumerate(lines) if line.startswith("hosts:")]
+    if not top:
+        gap = "\n" if lines and lines[-1].strip() else ""
+        return "".join(lines) + gap + "hosts:\n" + entry_text(name, target, when=when)
+    head = top[0]
+    match = _HOSTS_LINE.match(lines[head].rstrip("\n"))
+    if not match:
+        raise InputError(f"'hosts:' is written on one line ({{...}}); fleet bootstrap appends entries as text to "
+                         "keep your comments: write one host per line under 'hosts:'", path=where, line=head + 1)
+    if match["value"]:  # hosts: {} or hosts: ~  ->  hosts:
+        lines[head] = "hosts:" + (f"  {match['comment']}" if match["comment"] else "") + "\n"
+    last, indent = head, None
+    for i in range(head + 1, len(lines)):
+        line = lines[i]
+        if line.strip() and not line[0].isspace() and not line.startswith("#"):
+            break                                   # the next top-level key ends the hosts block
+        if line.strip() and line[0].isspace():
+            last = i
+            if indent is None and not line.lstrip().startswith("#"):
+                indent = line[:len(line) - len(line.lstrip())]
+    lines.insert(last + 1, entry_text(name, target, indent or "  ", when=when))
+    return "".join(lines)
+
+
+def load_existing(path: Path) -> Inventory | None:
+    """The inventory as it is; None when absent or when it has no hosts yet (load_inventory demands some)."""
+    if not path.exists():
+        return None
+    from . import yamlsrc
+
+    doc = yamlsrc.load(path).data
+    if isinstance(doc, dict) and not doc.get("hosts"):
+        return None
+    return load_inventory(path)
+
+
+def find_pod(inventory: Inventory | None, target: Target) -> Host | None:
+    """The host already written for this address and port, if any."""
+    for host in (inventory.hosts.values() if inventory else ()):
+        if host.connection == "ssh" and host.address == target.address and host.port == target.port:
+            return host
+    return None
+
+
+def check_name(name: str, inventory: Inventory | None, target: Target) -> None:
+    if not NAME_RE.match(name):
+        raise InputError(f"--name {name!r} must be letters, digits, '.', '_' or '-' (it names the facts file)")
+    if inventory and (name in inventory.hosts or name in inventory.groups):
+        raise InputError(f"{name!r} already names another host or group in {inventory.path}; choose another "
+                         f"--name, or leave it out for a derived one")
+
+
+@contextmanager
+def _locked(directory: Path):
+    """Serialise bootstraps that add to the same inventory (a lock on its directory: no stray lock file)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_entry(path: Path, name: str, target: Target, *, commit: bool = True) -> Inventory:
+    """Add the entry atomically: text edit -> temp file -> load_inventory must accept it -> rename.
+
+    With commit=False the temp file is only validated (and removed): the Inventory the host would be in.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.parent):
+        old_text = path.read_text(encoding="utf-8") if path.exists() else HEADER
+        old = load_existing(path)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(insert_host(old_text, name, target, where=str(path)))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp, (path.stat().st_mode & 0o777) if path.exists() else 0o644)
+            new = _validated(Path(temp), old, name, target, path)
+            if commit:
+                os.replace(temp, path)
+                _fsync_dir(path.parent)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+    new.path = path
+    return new
+
+
+def _validated(temp: Path, old: Inventory | None, name: str, target: Target, path: Path) -> Inventory:
+    manual = f"add it by hand:\n{entry_text(name, target)}"
+    try:
+        new = load_inventory(temp)
+    except InputError as exc:
+        raise InputError(f"adding {name!r} to {path} would break it ({str(exc).replace(str(temp), str(path))}); "
+                         f"{manual}") from None
+    host = new.hosts.get(name)
+    kept = all(n in new.hosts and (new.hosts[n].address, new.hosts[n].port) == (h.address, h.port)
+               for n, h in (old.hosts.items() if old else ()))
+    if not host or (host.address, host.port, host.user) != (target.address, target.port, target.user) or not kept:
+        raise InputError(f"fleet could not add {name!r} to {path} as text without changing other entries; {manual}")
+    return new
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- the phases ------------------------------------------------------------------------------------------
+
+@dataclass
+class BootstrapResult:
+    name: str
+    inventory: Path
+    target: Target
+    existing: bool = False            # the inventory already held this pod: left as it was
+    added: bool = False               # this run wrote the entry
+    host_key: str | None = None       # "accepted ... SHA256:..." when the key was taken on first use
+    phases: dict[str, float] = field(default_factory=dict)
+    facts: dict | None = None
+    report: object = None             # the apply's engine.HostReport
+    error: str | None = None
+    remote_commands: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> list:
+        return [t for t in (self.report.tasks if self.report else []) if t.status == "changed"]
+
+    @property
+    def verify(self) -> dict | None:
+        return (self.facts or {}).get("verify")
+
+    @property
+    def ok(self) -> bool:
+        return (self.error is None and self.report is not None and not self.report.failed
+                and bool((self.verify or {}).get("passed")))
+
+
+def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
+              connect_timeout: float = 10.0, known_hosts: Path | None = None,
+              progress: Progress | None = None) -> BootstrapResult:
+    """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
+    touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence)."""
+    from .connection import ConnectOptions, connect
+    from .roles import load_roles, roles_dirs
+
+    progress = progress or (lambda host, msg: None)
+    old = load_existing(inventory_path)
+    present = find_pod(old, target)
+    if present is None:
+        name = name or derive_name(target, set(old.hosts) | set(old.groups) if old else set())
+        check_name(name, old, target)
+        inventory = write_entry(inventory_path, name, target, commit=False)   # validated, not yet written
+    else:
+        inventory = old
+    host = inventory.hosts[present.name if present else name]
+    result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
+    if present and name and name != present.name:
+        progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")
+    roles = load_roles(None, roles_dirs(inventory_path))           # bad roles stop here, before any host
+
+    def on_key(message: str) -> None:
+        result.host_key = message.split(": ", 1)[-1]
+        progress(host.name, message.split(": ", 1)[-1])
+
+    options = ConnectOptions(accept_new_host_keys=True, connect_timeout=connect_timeout, wait=wait,
+                             known_hosts=known_hosts, on_new_host_key=on_key)
+    started = time.monotonic()
+    conn = None
+    try:
+        with _phase(result, "connect"):
+            progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting)")
+            conn = connect(host, options)
+        _provision(conn, host, inventory, roles, result, progress)
+    except FleetError as exc:
+        if isinstance(exc, InputError):
+            raise
+        result.error = str(exc)
+    finally:
+        if conn is not None:
+            result.remote_commands = conn.remote_commands
+            conn.close()
+        result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress) -> None:
+    from .engine import Engine
+
+    preview_engine = Engine(roles, facts_dir=inventory.facts_dir, check_mode=True, progress=progress)
+    with _phase(result, "facts"):
+        preview = preview_engine.converge(conn, host)
+    result.facts = preview.facts
+    problem = _cannot_provision(preview_engine, host, preview)
+    if problem:
+        result.error = f"{host.name} cannot be provisioned: {problem}"
+        return
+    if not result.existing:
+        write_entry(result.inventory, host.name, result.target)
+        result.added = True
+        progress(host.name, f"added to {result.inventory}")
+    engine = Engine(roles, facts_dir=inventory.facts_dir, progress=progress)
+    report = engine.converge(conn, host)
+    result.report, result.facts = report, report.facts
+    result.phases["apply"] = round(report.phases.get("probe", 0) + report.phases.get("apply", 0), 3)
+    result.phases["verify"] = report.phases.get("verify", 0.0)
+    failed = [t for t in report.tasks if t.status == "failed"]
+    if report.error or failed:
+        what = report.error or f"{failed[0].role}: {failed[0].task}: {failed[0].reason}"
+        result.error = (f"{host.name}: {what}; it stays in {result.inventory} as {host.name}: fix the cause and run "
+                        "the same bootstrap again (what is done is not redone)")
+
+
+def _cannot_provision(engine, host: Host, preview) -> str | None:
+    """Why this pod cannot be provisioned, from the check-mode converge (refused, disk, a check that cannot run)."""
+    if preview.refuse:
+        return preview.refuse
+    broken = [t for t in preview.tasks if t.status == "failed"]
+    if broken:
+        return f"{broken[0].role}: {broken[0].task}: {broken[0].reason}"
+    system = (preview.facts or {}).get("system") or {}
+    free = system.get("disk_free_gb")
+    if free is None:
+        return None
+    changing = {t.id for t in preview.tasks if t.status == "changed"}
+    for task in engine._render(host, preview.facts).tasks:      # the tasks as the engine renders them
+        need = task.resource.p.get("min_free_gb") if task.enabled and task.id in changing else None
+        if need and float(free) < float(need):
+            return (f"only {float(free):g} GB free at {system.get('disk_path') or '/'}, and {task.spec.role} needs "
+                    f"{float(need):g} GB; free space, or point python_env at a bigger volume")
+    return None
+
+
+@contextmanager
+def _phase(result: BootstrapResult, name: str):
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        result.phases[name] = round(time.monotonic() - started, 3)

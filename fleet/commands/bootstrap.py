@@ -1,0 +1,123 @@
+"""`fleet bootstrap SSH_LINE`: a new pod from the SSH line its provider shows to a verified stack."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import _common
+
+HELP = "a new pod, from its SSH line to a verified stack, in one shot"
+DESCRIPTION = """\
+Paste the SSH line your provider shows: fleet waits for the pod to answer (it may still be booting), takes
+its host key on first use and shows the fingerprint (a CHANGED key is always refused), gathers facts,
+detects the platform, adds the pod to the inventory (comments kept, one entry per pod), applies every role,
+verifies, records facts, and prints a summary with the line to connect with. Run it again: nothing changes.
+A pod that cannot be provisioned (refused by the decisions, disk too small, unreachable) is not added.
+
+  fleet bootstrap "ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519"
+  fleet bootstrap root@203.0.113.10:17322 --name pod-a --inventory inventories/pods.yaml
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("bootstrap", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("target", nargs="+", metavar="SSH_LINE_OR_TARGET",
+                        help="the SSH line as pasted (quote it), or user@host[:port]")
+    parser.add_argument("-p", "--port", type=int, default=None, metavar="PORT", help="SSH port (default 22)")
+    parser.add_argument("-i", "--identity", dest="key", default=None, metavar="KEY", help="private key file")
+    parser.add_argument("-o", dest="ssh_options", action="append", default=[], metavar="OPTION",
+                        help="ssh -o options pasted with the line: Port, User and IdentityFile are used, "
+                             "the others ignored")
+    parser.add_argument("--name", default=None, help="host name in the inventory (default: derived, e.g. pod-10-17322)")
+    parser.add_argument("--inventory", default=None, metavar="FILE",
+                        help="inventory to add the pod to (default: inventories/pods.yaml; created if missing)")
+    parser.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+                        help="keep retrying a pod that does not answer yet, with backoff, this long (default: 300)")
+    parser.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="give up one connection attempt after this long (default: 10)")
+    _common.add_json(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    import shlex
+
+    from ..bootstrap import DEFAULT_INVENTORY, bootstrap, parse_target
+    from ..errors import ExitStatus
+
+    words = list(args.target) + [w for opt in args.ssh_options for w in ("-o", opt)]
+    line = words[0] if len(words) == 1 else shlex.join(words)
+    target = parse_target(line, port=args.port, key=args.key, cwd=env.cwd)
+    inventory = env.cwd / (args.inventory or DEFAULT_INVENTORY)
+    reporter = _common.reporter_for(args, env)
+    for note in target.notes:
+        reporter.progress("bootstrap", note)
+    result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
+                       connect_timeout=args.connect_timeout, progress=reporter.progress)
+    print_result(reporter, result, json_out=args.json)
+    return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
+
+
+def print_result(reporter, result, *, json_out: bool) -> None:
+    """The summary a person reads (or one JSON document): changes, phase times, verify, how to connect."""
+    if json_out:
+        _print_json(reporter, result)
+        return
+    console = reporter.env.console
+    from rich.markup import escape
+
+    state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
+    console.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}", align="left")
+    rows = _summary_rows(result)
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}")
+    if result.error:
+        reporter.error(result.error)
+
+
+def _summary_rows(result) -> list[tuple[str, str]]:
+    rows = []
+    if result.error:
+        rows.append(("error", result.error))
+    where = f"{result.inventory}"
+    if result.existing:
+        rows.append(("inventory", f"already in {where} as {result.name}; left as it was"))
+    elif result.added:
+        rows.append(("inventory", f"added to {where} as {result.name}"))
+    else:
+        rows.append(("inventory", f"not added to {where} (nothing written)"))
+    rows.append(("host key", result.host_key or "already known"))
+    facts = result.facts or {}
+    if facts:
+        gpus = ", ".join(sorted({g.get("name") or "?" for g in facts.get("gpus") or []})) or "no GPU"
+        driver = (facts.get("driver") or {}).get("version")
+        rows.append(("platform", f"{facts.get('platform')}: {gpus}" + (f", driver {driver}" if driver else "")))
+    if result.report is not None:
+        changed = result.changed
+        rows.append(("changed", f"{len(changed)} task(s)" if changed else "nothing: the pod was in state"))
+        rows += [("", f"  {t.role}: {t.task}") for t in changed]
+    phases = " · ".join(f"{k} {v:.1f}s" for k, v in result.phases.items())
+    rows.append(("phases", f"{phases} · total {result.seconds:.1f}s · {result.remote_commands} remote commands"))
+    verify = result.verify or {}
+    if verify:
+        rows.append(("verify", verify.get("summary") or ("passed" if verify.get("passed") else "failed")))
+    rows.append(("connect", result.target.ssh_line()))
+    if result.added or result.existing:
+        rows.append(("next", f"fleet apply {result.inventory} --limit {result.name}"))
+    return rows
+
+
+def _print_json(reporter, result) -> None:
+    from ..parallel import Outcome
+
+    host = result.report.to_json() if result.report is not None else {
+        "ok": 0, "changed": 0, "failed": 1, "skipped": 0, "unreachable": not result.phases.get("facts"),
+        "error": result.error, "tasks": []}
+    host["bootstrap"] = {
+        "ok": result.ok, "error": result.error, "inventory": str(result.inventory), "existing": result.existing,
+        "added": result.added, "host_key": result.host_key, "phases": result.phases, "platform":
+        (result.facts or {}).get("platform"), "verify": result.verify, "connect": result.target.ssh_line()}
+    outcome = Outcome(result.name, remote_commands=result.remote_commands, seconds=result.seconds)
+    reporter.json({result.name: host}, {result.name: outcome})

@@ -1,0 +1,81 @@
+"""`fleet lab up|down|status`: simulated Thor, Spark and H100 hosts over real SSH, to rehearse on."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "start, stop or list simulated hosts (the lab) to rehearse on"
+DEFAULT_INVENTORY = "inventories/lab.yaml"
+DESCRIPTION = """\
+The lab starts one real sshd per inventory host that has a `lab:` profile (thor, spark, h100-pod), each on
+its own loopback address, in its own mount and UTS namespace, over an overlay of this machine's / (writes
+stay on that host). A stand-in mirror (apt repository, wheels, CUTLASS git repository) is served to every
+host at /srv/fleet-lab-mirror. Needs root and openssh-server.
+
+  fleet lab up                        start every lab host of inventories/lab.yaml (already running: kept)
+  fleet lab status                    what runs, where
+  fleet run inventories/lab.yaml -- uname -m
+  fleet lab down                      stop them; nothing of theirs stays behind (--purge: the build cache too)
+
+The lab keeps its state in $FLEET_LAB_ROOT (default /var/lib/fleet-lab).
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("lab", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = parser.add_subparsers(dest="lab_action", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="start the inventory's lab hosts (idempotent)")
+    up.add_argument("inventory", nargs="?", default=DEFAULT_INVENTORY, metavar="INVENTORY",
+                    help=f"inventory YAML file (default: {DEFAULT_INVENTORY})")
+    up.add_argument("--limit", "-l", action="append", metavar="NAMES", help="only these hosts or groups")
+    up.add_argument("--reset", action="store_true", help="start the hosts fresh, forgetting what they wrote")
+    down = actions.add_parser("down", help="stop the inventory's lab hosts and remove their files")
+    down.add_argument("inventory", nargs="?", default=DEFAULT_INVENTORY, metavar="INVENTORY",
+                      help=f"inventory YAML file (default: {DEFAULT_INVENTORY})")
+    down.add_argument("--purge", action="store_true", help="also remove the built mirror and profile layers")
+    actions.add_parser("status", help="list the lab hosts and whether each answers")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    import time
+
+    from .. import lab
+    from ..lab import paths
+
+    started = time.monotonic()
+    if args.lab_action == "up":
+        if args.reset:
+            from ..lab.control import lab_specs
+            names = [s.name for s in lab_specs(args.inventory, args.limit)]
+            states = lab.reset(args.inventory, names)
+        else:
+            states = lab.up(args.inventory, args.limit)
+        _table(env, f"lab up ({time.monotonic() - started:.2f} s, root {paths.lab_root()})", states)
+        env.console.print(f"next: fleet run {args.inventory} -- uname -m")
+    elif args.lab_action == "down":
+        states = lab.down(args.inventory, purge=args.purge)
+        _table(env, f"lab down ({time.monotonic() - started:.2f} s)", states)
+        cache = paths.mirror_cache()
+        if cache.exists() and not args.purge:
+            env.console.print(f"kept the build cache in {paths.lab_root()} (mirror, layers); --purge removes it")
+    else:
+        states = lab.status()
+        if not states:
+            env.console.print(f"no lab host in {paths.lab_root()}; start them with: fleet lab up")
+            return 0
+        _table(env, f"lab status (root {paths.lab_root()})", states)
+    return 0
+
+
+def _table(env, title: str, states) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("host", "address", "profile", "driver", "state", "seconds"):
+        table.add_column(col)
+    for s in states:
+        port = "" if s.port == 22 else f":{s.port}"
+        table.add_row(s.name, f"{s.address}{port}", s.profile, s.driver, s.state, f"{s.seconds:.2f}" if s.seconds else "")
+    env.console.print(table)

@@ -1,0 +1,95 @@
+"""Plain helpers behind the `lab` pytest fixture (tests/lab/conftest.py): a TEST lab with its own root
+and its own inventory on 127.0.2.x, so it never meets a demo lab on 127.0.1.x."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import control
+
+# FLEET_TEST_LAB_NET (e.g. 127.0.4) lets two test runs share a machine without meeting.
+_NET = os.environ.get("FLEET_TEST_LAB_NET", "127.0.2")
+TEST_ADDRESSES = {"thor": f"{_NET}.11", "spark": f"{_NET}.12", "pod-570": f"{_NET}.13", "pod-580": f"{_NET}.14"}
+
+
+def test_root() -> Path:
+    """A fixed place (not a fresh temp dir) so that a run killed half-way is cleaned up by the next."""
+    suffix = "" if _NET == "127.0.2" else "-" + _NET.replace(".", "_")
+    return Path(tempfile.gettempdir()) / f"fleet-lab-test-{os.getuid()}{suffix}"
+
+
+def test_inventory_doc(demo: Path | None = None) -> dict:
+    """inventories/lab.yaml with every address moved to 127.0.2.x and facts kept beside the copy."""
+    demo = demo or Path(__file__).resolve().parents[2] / "inventories" / "lab.yaml"
+    doc = yaml.safe_load(demo.read_text())
+    for name, host in doc["hosts"].items():
+        host["address"] = TEST_ADDRESSES.get(name, host["address"].replace("127.0.1.", _NET + ".", 1))
+    doc["facts_dir"] = "facts"
+    return doc
+
+
+@dataclass
+class TestLab:
+    root: Path
+    inventory_path: Path
+    inventory: object = field(default=None)
+    lock: object = field(default=None, repr=False)
+    __test__ = False  # not a pytest test class
+
+    def reset(self, names) -> None:
+        """Fresh hosts (their writes forgotten), e.g. before applying roles to them."""
+        control.reset(self.inventory_path, list(names) if not isinstance(names, str) else [names], self.root)
+
+    def up(self, names=None):
+        return control.up(self.inventory_path, names, self.root)
+
+    def connect(self, name: str):
+        """A fleet connection to one lab host (close it, or use it in a with-block)."""
+        from ..connection import ConnectOptions, connect
+        return connect(self.inventory.hosts[name], ConnectOptions(known_hosts=self.root / "fleet_known_hosts"))
+
+
+def start_test_lab(workdir: Path | None = None) -> TestLab:
+    """Write the test inventory, point FLEET_LAB_ROOT at the test root, start every host."""
+    from ..inventory import load_inventory
+    root = test_root()
+    lock = _session_lock(root)
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="fleet-lab-inv-"))
+    inv_path = workdir / "lab.yaml"
+    inv_path.write_text(yaml.safe_dump(test_inventory_doc(), sort_keys=False))
+    os.environ["FLEET_LAB_ROOT"] = str(root)   # fleet's SSH connections find the lab key and known_hosts
+    lab = TestLab(root, inv_path, load_inventory(inv_path), lock)
+    try:
+        control.up(inv_path, None, root)
+    except BaseException:
+        lock.close()
+        raise
+    return lab
+
+
+def _session_lock(root: Path):
+    """One test lab per machine at a time: a second test session waits here (the addresses are fixed)."""
+    handle = open(f"{root}.lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"fleet lab: another test session holds {root}.lock; waiting for it to finish", file=sys.stderr)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def stop_test_lab(lab: TestLab) -> None:
+    try:
+        control.down(lab.inventory_path, lab.root)
+    finally:
+        if os.environ.get("FLEET_LAB_ROOT") == str(lab.root):
+            del os.environ["FLEET_LAB_ROOT"]
+        if lab.lock:
+            lab.lock.close()   # closing releases the flock

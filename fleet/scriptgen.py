@@ -1,0 +1,186 @@
+"""`fleet script`: one host's `fleet apply` as a standalone, idempotent bash script.
+
+For a pod template's start command, where no control machine is at hand. The host's facts are gathered
+once (one remote command) to freeze the decisions, which the script states in comments; the roles are
+rendered from them exactly as the Engine renders them (Engine._render), with the resources' own check and
+apply snippets. Then, on the host:
+
+- each enabled task: its check; its apply only when the check says "not in state" (exit 10); a check that
+  cannot run or an apply that fails stops the script, naming the task;
+- every changed task is checked again at the end (as the Engine's re-probe does): idempotence proved;
+- the asserts (verify) run last in a fresh shell that sources ~/.bashrc as `ssh host cmd` does, and the
+  verify result is written to /var/lib/fleet/verify.json with the Engine's own record function;
+- the last line printed is `changed=N`; a second run prints `changed=0`.
+
+Snippets run in subshells with `set +u` (they were written for the Engine, which runs them without it), and
+checks with LC_ALL=C, as in the Engine's probe.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import shlex
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+from . import __version__, engine as engine_mod
+from .errors import HostError
+from .inventory import Host
+from .resources import assert_
+
+NEEDS_CHANGE = 10
+
+_PRELUDE = r'''set -u
+fleet_changed=0
+fleet_applied=''
+fleet_first() { printf '%s\n' "$1" | sed -n '/^@@diff@@$/q;/./{p;q}'; }
+fleet_tail() { printf '%s\n' "$1" | grep -v '^[[:space:]]*$' | tail -n 8 | tr '\n' '|' | sed 's/|$//;s/|/ | /g'; }
+fleet_end() { printf 'changed=%d\n' "$fleet_changed"; exit "$1"; }
+fleet_fail() { printf 'FAILED  %s: %s\n' "$1" "$2" >&2; fleet_end 1; }
+# fleet_task LABEL N: run check N; apply N only when the check answers 10 (not in state).
+fleet_task() {
+  local label=$1 n=$2 out rc
+  out=$("fleet_check_$n" 2>&1 </dev/null); rc=$?
+  case $rc in
+    0) printf 'ok      %s\n' "$label"; return 0 ;;
+    10) printf 'change  %s: %s\n' "$label" "$(fleet_first "$out")" ;;
+    *) fleet_fail "$label" "the check could not run (exit $rc): $(fleet_tail "$out")" ;;
+  esac
+  "fleet_apply_$n" </dev/null 2>&1 | sed -u 's/^/        /'
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || fleet_fail "$label" "apply failed (exit $rc)"
+  fleet_changed=$((fleet_changed + 1))
+  fleet_applied="$fleet_applied $n"
+}
+# fleet_confirm LABEL N: after every apply, a changed task must now check in state.
+fleet_confirm() {
+  local out rc
+  out=$("fleet_check_$2" 2>&1 </dev/null); rc=$?
+  [ "$rc" -eq 0 ] || fleet_fail "$1" "applied, but the check still says: $(fleet_first "$out")"
+}
+'''
+
+
+def gather_plan(conn, host: Host, roles) -> "engine_mod.Plan":
+    """Facts in ONE remote command, then the decisions and rendered tasks, as the Engine makes them."""
+    from .facts import probe
+
+    eng = engine_mod.Engine(roles, facts_dir=".")            # nothing recorded: facts_dir is never written
+    found = eng._run_sections(conn, probe.script(host.vars), "facts probe")
+    return eng._render(host, probe.parse(found, host.name))
+
+
+def render_script(plan, host: Host, *, root: bool | None = None, now: datetime | None = None,
+                  verify_path: str = engine_mod.VERIFY_PATH) -> str:
+    """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user)."""
+    if plan.decisions.refuse:
+        raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
+    runner = SimpleNamespace(is_root=(host.user == "root") if root is None else root)
+    tasks = [t for t in plan.tasks if t.enabled]
+    changers = [(i, t) for i, t in enumerate(tasks) if t.spec.type != "assert"]
+    asserts = [(i, t) for i, t in enumerate(tasks) if t.spec.type == "assert"]
+    out = ["#!/usr/bin/env bash", *_header(plan, host, now), _PRELUDE]
+    for i, task in changers:
+        out.append(_task_functions(i, task, runner))
+    for i, task in asserts:
+        out.append(_assert_function(i, task))
+    out.append("# -- converge ------------------------------------------------------------------------------")
+    out += [f"fleet_task {_label(t)} {i}" for i, t in changers]
+    out.append("# -- confirm: every changed task now checks in state -------------------------------------")
+    labels = " ".join(f"{i}) fleet_confirm {_label(t)} {i} ;;" for i, t in changers)
+    if changers:
+        out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
+    out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
+    providers = plan.decisions_json.get("missing_providers", {}) or {}
+    out += [_assert_call(i, t, providers, verify_path) for i, t in asserts]
+    out.append("fleet_end 0")
+    return "\n".join(out) + "\n"
+
+
+def _header(plan, host: Host, now: datetime | None) -> list[str]:
+    facts, d = plan.facts, plan.decisions_json
+    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    gpus = ", ".join(sorted({str(g.get("name")) for g in facts.get("gpus") or []})) or "no GPU"
+    driver = (facts.get("driver") or {}).get("version") or "none"
+    lines = [f"fleet script for {host.name} ({host.target}), generated by fleet {__version__} on {when}",
+             f"from the facts gathered {facts.get('gathered_at')}: the decisions below are frozen in.",
+             "Generate it again after the host changes (driver, GPU, OS) or the roles or variables change.",
+             f"Run it on the host itself as {host.user} (a pod template's start command). It is idempotent:",
+             "each task's check runs first and its apply only if needed; the last line printed is changed=N.",
+             "",
+             f"host: {facts.get('platform')}, {gpus}, driver {driver}",
+             "roles (tasks in this script) and the decisions' reasons:"]
+    reasons = d.get("reasons") or {}
+    for role in dict.fromkeys([t.spec.role for t in plan.tasks]):
+        count = sum(1 for t in plan.tasks if t.spec.role == role and t.enabled)
+        lines.append(f"  {role:<13} {f'{count} task(s)' if count else 'skipped':<10} {reasons.get(role, '')}")
+    if d.get("ld_library_path"):
+        lines.append("LD_LIBRARY_PATH: " + ":".join(d["ld_library_path"]))
+    for task in plan.tasks:
+        if not task.enabled and not (task.skip_reason or "").startswith("role condition"):
+            lines.append(f"not run: {task.spec.role}: {task.spec.name} ({task.skip_reason})")
+    return [_comment(line) for line in lines]
+
+
+def _comment(text: str) -> str:
+    """One comment line: a newline in a reason must never become code."""
+    return ("# " + re.sub(r"[\x00-\x1f\x7f]", " ", str(text))).rstrip()
+
+
+def _label(task) -> str:
+    return shlex.quote(f"{task.spec.role}: {task.spec.name}")
+
+
+def _task_functions(i: int, task, runner) -> str:
+    check = engine_mod._maybe_sudo(task.resource.check(), task, runner, check=True)
+    apply = engine_mod._maybe_sudo(task.resource.apply(), task, runner)
+    return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name} ({task.resource.describe()})')}\n"
+            f"fleet_check_{i}() ( set +u; export LC_ALL=C; :; {check}\n)\n"
+            f"fleet_apply_{i}() ( set +u; :; {apply}\n)")
+
+
+def _assert_function(i: int, task) -> str:
+    # The env hook sits at the top of ~/.bashrc, before its non-interactive return: what `ssh host cmd` gets.
+    fresh = '[ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc" >/dev/null 2>&1 </dev/null'
+    return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name}')}\n"
+            f"fleet_check_{i}() ( set +u; {fresh}; export LC_ALL=C; :; {task.resource.check()}\n)")
+
+
+def _assert_call(i: int, task, providers: dict, verify_path: str) -> str:
+    label = _label(task)
+    if not task.resource.p["json"]:
+        return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
+                f'|| fleet_fail {label} "$(fleet_tail "$out")"')
+    python = assert_.qpath(task.resource.p["python"])
+    return (f'out=$(fleet_check_{i} 2>&1 </dev/null); rc=$?\n'
+            f'py={python}; [ -x "$py" ] || py=python3\n'
+            f'summary=$(printf \'%s\\n\' "$out" | "$py" -c {shlex.quote(verify_record_program())} '
+            f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc") '
+            f'|| fleet_fail {label} "${{summary:-$(fleet_tail "$out")}}"\n'
+            f'printf \'verify  %s\\n\' "$summary"')
+
+
+def verify_record_program() -> str:
+    """Python run on the host: the assert's output on stdin -> the Engine's verify record, written atomically
+    to argv[1]; prints its summary and exits 0 only if it passed. The record is made by the Engine's own
+    `_verify_record` (its source is shipped, not copied), so the script and `fleet apply` write the same."""
+    return "\n".join([
+        "import json, os, sys, tempfile",
+        "from datetime import datetime, timezone",
+        inspect.getsource(assert_._last_json),
+        inspect.getsource(engine_mod._verify_record),
+        "data = _last_json(sys.stdin.read())",
+        "if data is None:",
+        "    print('verify printed no result'); sys.exit(1)",
+        "record = _verify_record(data, json.loads(sys.argv[2]))",
+        "path = sys.argv[1]",
+        "os.makedirs(os.path.dirname(path), exist_ok=True)",
+        "fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.fleet-write.')",
+        "with os.fdopen(fd, 'w') as fh:",
+        "    fh.write(json.dumps(record, indent=1) + '\\n'); fh.flush(); os.fsync(fh.fileno())",
+        "os.chmod(tmp, 0o644); os.replace(tmp, path)",
+        "print(record['summary'])",
+        "sys.exit(0 if record.get('passed') and sys.argv[3] == '0' else 1)",
+    ])

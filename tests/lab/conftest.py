@@ -1,0 +1,33 @@
+"""Lab tests: real sshd hosts (Thor, Spark, two H100 pods) in their own namespaces, reached through
+fleet's own SSH connection. Needs root and openssh-server (CI runs as root).
+
+The `lab` fixture (session scope) starts a TEST lab once per test session and stops it at the end:
+
+    def test_something(lab):
+        lab.inventory_path      # Path of the test inventory: inventories/lab.yaml with 127.0.2.x addresses
+        lab.inventory           # that inventory, loaded (fleet.inventory.Inventory)
+        lab.root                # the test lab's FLEET_LAB_ROOT (also set in os.environ for the session)
+        lab.reset(["thor"])     # fresh hosts: forget everything they wrote (do this before applying roles)
+        with lab.connect("thor") as conn:   # fleet.connection to one host
+            conn.run("uname -m")
+
+Hosts start fresh for the session, not per test: a test that writes on a host and needs a clean one
+calls `lab.reset([...])` first (about 0.2 s a host). The test lab never touches a demo lab (127.0.1.x,
+/var/lib/fleet-lab), and a run that was killed is cleaned up by the next one (its root is fixed:
+/tmp/fleet-lab-test-<uid>). Implementation: fleet/lab/testing.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fleet.lab import testing
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    started = testing.start_test_lab(tmp_path_factory.mktemp("lab-inventory"))
+    try:
+        yield started
+    finally:
+        testing.stop_test_lab(started)

@@ -1,0 +1,119 @@
+"""`fleet apply` on a fresh lab: check lists the plan, apply changes exactly that, a second apply changes nothing.
+
+These run the real thing: sshd per host, apt/dpkg installing the stand-in packages, pip installing the
+stand-in wheels into a venv, git cloning the stand-in CUTLASS, and the real dynamic loader deciding whether
+torch imports and which libcuda answers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+
+import pytest
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+
+HOSTS = ("thor", "spark", "pod-570", "pod-580")
+
+
+def fleet(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
+    code = main(list(argv), env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def fleet_json(*argv: str) -> tuple[int, dict]:
+    code, out, err = fleet(*argv, "--json")
+    try:
+        return code, json.loads(out)
+    except ValueError:
+        raise AssertionError(f"not JSON (exit {code}):\n{out}\n{err}") from None
+
+
+def changed(doc: dict, host: str) -> set[tuple[str, str]]:
+    return {(t["role"], t["task"]) for t in doc["hosts"][host]["tasks"] if t["status"] == "changed"}
+
+
+@pytest.fixture(scope="module")
+def applied(lab):
+    """Fresh hosts, then: --check, apply, apply again. Each step's JSON document is kept for the tests."""
+    lab.reset(list(HOSTS))
+    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
+    inv = str(lab.inventory_path)
+    runs = {}
+    runs["check"] = fleet_json("apply", inv, "--check")
+    runs["first"] = fleet_json("apply", inv)
+    runs["second"] = fleet_json("apply", inv)
+    return lab, runs
+
+
+def test_check_plans_and_apply_changes_exactly_that(applied):
+    _, runs = applied
+    code, check = runs["check"]
+    assert code == 0, check
+    code, first = runs["first"]
+    assert code == 0, json.dumps(first, indent=1)[-4000:]
+    for host in HOSTS:
+        assert check["hosts"][host]["check"] is True
+        planned = changed(check, host) - {("verify", "torch works on this GPU")}
+        assert planned, f"{host}: a fresh host must need something"
+        assert changed(first, host) == planned, host
+        assert first["hosts"][host]["failed"] == 0, first["hosts"][host]
+
+
+def test_second_apply_changes_nothing_in_at_most_three_commands(applied):
+    _, runs = applied
+    code, second = runs["second"]
+    assert code == 0
+    for host in HOSTS:
+        assert second["hosts"][host]["changed"] == 0, second["hosts"][host]["tasks"]
+        assert second["hosts"][host]["failed"] == 0
+        assert second["stats"][host]["remote_commands"] <= 3, second["stats"][host]
+
+
+def test_thor_torch_imports_because_nvpl_and_cudss_are_found(applied):
+    lab, _ = applied
+    inv = str(lab.inventory_path)
+    code, doc = fleet_json("run", inv, "--limit", "thor", "--", "/opt/fleet/venv/bin/python -c 'import torch; print(torch.__version__)'")
+    assert code == 0, doc
+    # Without the hook's LD_LIBRARY_PATH the same install fails the way the real one does: NVPL first.
+    code, doc = fleet_json("run", inv, "--limit", "thor", "--",
+                           "env -u LD_LIBRARY_PATH /opt/fleet/venv/bin/python -c 'import torch'")
+    assert code == 1
+    assert "libnvpl_lapack_lp64_gomp.so.0" in doc["hosts"]["thor"]["stderr"]
+
+
+PROBE = ("/opt/fleet/venv/bin/python -c 'import os, torch; "
+         "print(torch.cuda.is_available(), os.environ.get(\"LD_LIBRARY_PATH\", \"\"))'")
+
+
+def test_pod_570_has_cuda_through_compat_first_on_the_path(applied):
+    lab, _ = applied
+    code, doc = fleet_json("run", str(lab.inventory_path), "--limit", "pod-570", "--", PROBE)
+    assert code == 0, doc
+    available, path = doc["hosts"]["pod-570"]["stdout"].split()
+    assert available == "True"
+    assert path.split(":")[0] == "/usr/local/cuda-13.0/compat"
+
+
+@pytest.mark.parametrize("host", ["pod-580", "spark"])
+def test_new_driver_hosts_have_cuda_without_compat(applied, host):
+    lab, _ = applied
+    code, doc = fleet_json("run", str(lab.inventory_path), "--limit", host, "--", PROBE)
+    assert code == 0, doc
+    available, *path = doc["hosts"][host]["stdout"].split()
+    assert available == "True"
+    assert "compat" not in "".join(path)
+
+
+def test_recorded_facts_show_verify_passed(applied):
+    lab, _ = applied
+    for host in HOSTS:
+        record = json.loads((lab.inventory.facts_dir / f"{host}.json").read_text())
+        assert record["verify"]["passed"] is True, (host, record["verify"])
+        assert record["torch"]["cuda_available"] is True, host

@@ -1,0 +1,61 @@
+"""`fleet lab` through the real CLI, and the one-sentence errors where the lab cannot run."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+from fleet.errors import LabError
+from fleet.lab import control
+
+
+def fleet(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
+    return main(list(argv), env), out.getvalue(), err.getvalue()
+
+
+def test_status_and_up_list_every_host(lab):
+    code, out, _ = fleet("lab", "status")
+    assert code == 0
+    for name, address in (("thor", "127.0.2.11"), ("spark", "127.0.2.12"), ("pod-570", "127.0.2.13")):
+        assert name in out and address in out
+    code, out, _ = fleet("lab", "up", str(lab.inventory_path))
+    assert code == 0 and out.count("already up") == 4, out
+
+
+def test_fleet_run_uname_through_the_lab(lab):
+    code, out, err = fleet("run", str(lab.inventory_path), "--json", "--", "uname -m")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {h: r["stdout"].strip() for h, r in doc["hosts"].items()} == \
+        {"thor": "aarch64", "spark": "aarch64", "pod-570": "x86_64", "pod-580": "x86_64"}
+
+
+def test_without_root_the_lab_says_so(monkeypatch, tmp_path):
+    monkeypatch.setattr(control.os, "geteuid", lambda: 1000)
+    with pytest.raises(LabError, match=r"needs root .* sudo fleet lab up"):
+        control.up(tmp_path / "none.yaml", root=tmp_path)
+    code, _, err = fleet("lab", "up", str(tmp_path / "none.yaml"))
+    assert code == 2 and "error: the lab needs root" in err and len(err.strip().splitlines()) == 1
+
+
+def test_without_sshd_the_lab_names_the_package(monkeypatch, tmp_path):
+    monkeypatch.setattr(control, "SSHD", str(tmp_path / "no-sshd"))
+    with pytest.raises(LabError, match="apt-get install openssh-server"):
+        control.check_machine()
+
+
+def test_bad_lab_parameters_are_input_errors(tmp_path):
+    inv = tmp_path / "bad.yaml"
+    inv.write_text("hosts:\n  p: {address: 127.0.2.40, lab: h100-pod, lab_driver: 580.00}\n")
+    code, _, err = fleet("lab", "up", str(inv))
+    assert code == 2 and "quote it" in err
+    inv.write_text("hosts:\n  p: {address: 10.0.0.5, lab: h100-pod}\n")
+    code, _, err = fleet("lab", "up", str(inv))
+    assert code == 2 and "loopback address" in err

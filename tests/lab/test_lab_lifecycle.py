@@ -1,0 +1,100 @@
+"""Isolation between hosts, reset, idempotent up, cleanup after a killed run, and `down` leaving nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from fleet import lab as lab_api
+from fleet.lab import paths
+from fleet.lab.host import LabHost, answers_ssh
+from helpers import ok, sh
+
+SCRATCH = {"scratch-pod": {"address": "127.0.2.31", "lab": "h100-pod", "lab_driver": "575.57.08"}}
+
+
+def lab_processes(root: Path) -> list[str]:
+    """Live (non-zombie) processes whose root directory lies inside the lab root."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/root").startswith(str(root) + "/"):
+                    found.append(Path(f"/proc/{entry}/comm").read_text().strip())
+            except OSError:
+                continue
+    return found
+
+
+def test_writes_stay_on_their_host(lab):
+    marker = "/root/fleet-lab-isolation-marker"
+    ok(lab, "pod-580", f"echo mine > {marker}; echo mine > /etc/fleet-lab-isolation-marker")
+    try:
+        assert ok(lab, "pod-580", f"cat {marker}").strip() == "mine"
+        for host in ("thor", "spark", "pod-570"):
+            assert sh(lab, host, f"test -e {marker} || test -e /etc/fleet-lab-isolation-marker", sudo=True).exit == 1
+        assert not Path(marker).exists() and not Path("/etc/fleet-lab-isolation-marker").exists()
+    finally:
+        lab.reset(["pod-580"])
+    assert sh(lab, "pod-580", f"test -e {marker}").exit == 1
+
+
+def test_reset_gives_a_fresh_host_with_the_same_host_key(lab):
+    key = (lab.root / "hosts" / "pod-570" / "hostkey" / "ssh_host_ed25519_key.pub").read_text()
+    ok(lab, "pod-570", "touch /var/tmp/written-before-reset")
+    lab.reset(["pod-570"])
+    assert sh(lab, "pod-570", "test -e /var/tmp/written-before-reset").exit == 1
+    assert (lab.root / "hosts" / "pod-570" / "hostkey" / "ssh_host_ed25519_key.pub").read_text() == key
+    assert ok(lab, "pod-570", "hostname").strip() == "pod-570"
+
+
+def test_up_again_keeps_running_hosts(lab):
+    states = lab.up()
+    assert {s.name: s.state for s in states} == dict.fromkeys(("thor", "spark", "pod-570", "pod-580"), "already up")
+    assert {s.name: s.state for s in lab_api.status(lab.root)} == \
+        dict.fromkeys(("thor", "spark", "pod-570", "pod-580"), "running")
+
+
+def test_killed_run_is_cleaned_up_and_down_leaves_nothing(lab, tmp_path):
+    inv = tmp_path / "scratch.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": SCRATCH}))
+    root = lab.root
+    [state] = lab_api.up(inv, root=root)
+    assert state.state == "started" and answers_ssh("127.0.2.31", 22)
+    host = LabHost("scratch-pod", root)
+    # A killed run: the lab's own process is gone and its record lost, sshd still serves the old overlay.
+    os.kill(host.record()["pid"], signal.SIGKILL)
+    (host.dir / "host.json").unlink()
+    assert answers_ssh("127.0.2.31", 22) and "sshd" in lab_processes(host.dir)
+    [state] = lab_api.up(inv, root=root)
+    assert state.state == "started" and lab_processes(host.dir) == ["sshd"]
+    lab_api.down(inv, root=root)
+    assert lab_processes(host.dir) == [] and not host.dir.exists()
+    assert not answers_ssh("127.0.2.31", 22)
+    mounts = subprocess.run(["sh", "-c", "cat /proc/*/mountinfo 2>/dev/null"], capture_output=True, text=True).stdout
+    assert str(host.dir) not in mounts
+    # the session's hosts are untouched by another inventory's down
+    assert ok(lab, "thor", "uname -m").strip() == "aarch64"
+    assert "127.0.2.31" not in paths.lab_known_hosts(root).read_text()
+
+
+def test_down_of_the_last_hosts_removes_the_state(tmp_path):
+    """A lab of its own (own root): after down only the build cache is left, after --purge nothing."""
+    root = tmp_path / "own-lab"
+    inv = tmp_path / "own.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": "127.0.2.32", "lab": "h100-pod"}}}))
+    lab_api.up(inv, root=root)
+    assert ok_host(root, "own-pod")
+    lab_api.down(inv, root=root)
+    assert sorted(p.name for p in root.iterdir()) == ["layers", "mirror"]
+    assert lab_processes(root) == [] and not answers_ssh("127.0.2.32", 22)
+    lab_api.down(inv, root=root, purge=True)
+    assert not root.exists()
+
+
+def ok_host(root: Path, name: str) -> bool:
+    return LabHost(name, root).running() and answers_ssh(LabHost(name, root).record()["address"], 22)

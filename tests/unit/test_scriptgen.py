@@ -1,0 +1,178 @@
+"""`fleet script`: the rendered bash runs here for real (bash, the resources' own snippets), on roles that only
+touch a temp directory, with facts gathered from this machine in one command."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from fleet import engine
+from fleet.cli import main
+from fleet.connection import LocalConnection
+from fleet.env import Environment
+from fleet.inventory import Host
+from fleet.roles import load_roles
+from fleet.scriptgen import gather_plan, render_script, verify_record_program
+
+HOSTILE = "it's $(touch PWNED) `touch PWNED` \"; touch PWNED; \""
+
+ROLES = {
+    "files": """
+        description: files and commands in a temp dir
+        tasks:
+          - name: "write {{ hostile }}"
+            file: {path: "{{ work }}/a.txt", content: "v={{ hostile }}\\n", mode: "0640"}
+          - name: block in a file someone else owns
+            block: {path: "{{ work }}/rc", block: "export A={{ hostile | shq }}", position: top}
+          - name: already done, so never applied
+            command: {cmd: "touch {{ work }}/must-not-exist", creates: "{{ work }}"}
+          - name: counted once
+            command: {cmd: "echo run >> {{ work }}/runs", creates: "{{ work }}/runs"}
+          - name: never enabled
+            command: {cmd: "touch {{ work }}/disabled", creates: "{{ work }}/disabled"}
+            when: "false"
+        """,
+    "check": """
+        description: a verify-like assert
+        tasks:
+          - name: the files are there
+            assert:
+              interpreter: python
+              json: true
+              script: |
+                import json, os
+                ok = os.path.exists({{ (work ~ '/a.txt') | tojson }})
+                print(json.dumps({"passed": ok, "checks": [{"name": "a_txt", "passed": ok, "detail": "a.txt"}],
+                                  "missing_libraries": []}))
+        """,
+    "broken": """
+        description: an apply that fails
+        tasks:
+          - name: fails
+            command: {cmd: "echo going down; exit 3", creates: "{{ work }}/never"}
+          - name: after the failure
+            command: {cmd: "touch {{ work }}/after", creates: "{{ work }}/after"}
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def facts_here():
+    """This machine's real facts, gathered once (the probe is read-only)."""
+    from fleet.facts import probe
+    from fleet.sections import split_sections
+
+    conn = LocalConnection(Host("here", connection="local"))
+    return probe.parse(split_sections(conn.run(probe.script({})).stdout), "here")
+
+
+def setup(tmp_path, names):
+    roles_dir = tmp_path / "roles"
+    for name, text in ROLES.items():
+        (roles_dir / name).mkdir(parents=True)
+        (roles_dir / name / "role.yaml").write_text(textwrap.dedent(text))
+    work = tmp_path / "work"
+    work.mkdir()
+    host = Host("here", connection="local", vars={"work": str(work), "hostile": HOSTILE})
+    return host, load_roles(names, [roles_dir]), work
+
+
+def script_for(tmp_path, names):
+    host, roles, work = setup(tmp_path, names)
+    conn = LocalConnection(host)
+    plan = gather_plan(conn, host, roles)
+    assert conn.remote_commands == 1                       # the facts, in one command
+    plan.decisions_json["reasons"]["files"] = "line one\ntouch PWNED\n# still a comment"
+    path = tmp_path / "fleet.sh"
+    path.write_text(render_script(plan, host, verify_path=str(tmp_path / "verify.json")))
+    return path, work
+
+
+def run(path, cwd):
+    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_converges_then_changes_nothing(tmp_path):
+    path, work = script_for(tmp_path, ["files", "check"])
+    first = run(path, tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.splitlines()[-1] == "changed=3"
+    assert (work / "a.txt").read_text() == "v=" + HOSTILE + "\n"
+    assert oct((work / "a.txt").stat().st_mode & 0o777) == "0o640"
+    assert (work / "rc").read_text().splitlines()[1] == "export A=" + __import__("shlex").quote(HOSTILE)
+    assert not (work / "must-not-exist").exists() and not (work / "disabled").exists()
+    second = run(path, tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.splitlines()[-1] == "changed=0"
+    assert (work / "runs").read_text() == "run\n"
+    assert not list(tmp_path.rglob("PWNED"))               # no value ever ran as code, comments included
+
+
+def test_verify_record_is_written_as_the_engine_writes_it(tmp_path):
+    path, _ = script_for(tmp_path, ["files", "check"])
+    out = run(path, tmp_path)
+    assert "verify  verify passed: a_txt" in out.stdout
+    record = json.loads((tmp_path / "verify.json").read_text())
+    expected = engine._verify_record({"passed": True, "checks": [{"name": "a_txt", "passed": True, "detail": "a.txt"}],
+                                      "missing_libraries": []}, {})
+    assert {k: v for k, v in record.items() if k != "at"} == {k: v for k, v in expected.items() if k != "at"}
+
+
+def test_a_failing_apply_stops_the_script_naming_the_task(tmp_path):
+    path, work = script_for(tmp_path, ["files", "broken", "check"])
+    out = run(path, tmp_path)
+    assert out.returncode == 1
+    assert "FAILED  broken: fails: apply failed (exit 3)" in out.stderr
+    assert "going down" in out.stdout
+    assert out.stdout.splitlines()[-1] == "changed=3"
+    assert not (work / "after").exists() and not (tmp_path / "verify.json").exists()
+
+
+def test_failed_verify_exits_non_zero_and_is_recorded(tmp_path):
+    path, work = script_for(tmp_path, ["check"])          # a.txt never written: the assert fails
+    out = run(path, tmp_path)
+    assert out.returncode == 1 and out.stdout.splitlines()[-1] == "changed=0"
+    assert "FAILED  check: the files are there: verify failed: a_txt" in out.stderr
+    assert json.loads((tmp_path / "verify.json").read_text())["passed"] is False
+
+
+def test_each_check_is_called_before_its_apply_and_comments_cannot_carry_code(tmp_path):
+    path, _ = script_for(tmp_path, ["files"])
+    text = path.read_text()
+    body = text[text.index("fleet_task() {"):]
+    assert body.index('"fleet_check_$n"') < body.index('"fleet_apply_$n"')
+    assert "#   files         4 task(s)  line one touch PWNED # still a comment" in text
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def test_the_verify_program_is_the_engines_own_function(tmp_path):
+    data = {"passed": False, "checks": [{"name": "libraries_resolve", "passed": False, "detail": "x"}],
+            "missing_libraries": ["libcudss.so.0"]}
+    providers = {"libcudss.so.0": {"provider": "cudss", "fleet_role": True, "reason": "r"}}
+    dest = tmp_path / "v" / "verify.json"
+    res = subprocess.run(["python3", "-c", verify_record_program(), str(dest), json.dumps(providers), "1"],
+                         input="noise\n" + json.dumps(data) + "\n", capture_output=True, text=True)
+    assert res.returncode == 1
+    written = json.loads(dest.read_text())
+    expected = engine._verify_record(data, providers)
+    assert res.stdout.strip() == expected["summary"]
+    assert {k: v for k, v in written.items() if k != "at"} == {k: v for k, v in expected.items() if k != "at"}
+
+
+def test_cli_writes_the_script_for_one_host(tmp_path):
+    host, _, _ = setup(tmp_path, ["files"])
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"hosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
+                   f"hostile: x}}}}\n  there: {{connection: local}}\n")
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    assert main(["script", str(inv), "--limit", "here", "--roles", "files", "-o", "here.sh"], env) == 0
+    assert (tmp_path / "here.sh").stat().st_mode & 0o755 == 0o755
+    assert run(tmp_path / "here.sh", tmp_path).stdout.splitlines()[-1] == "changed=3"
+    assert main(["script", str(inv), "--roles", "files"], env) == 2
+    assert "exactly one host" in err.getvalue()
