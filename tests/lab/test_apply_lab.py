@@ -28,7 +28,9 @@ def fleet(*argv: str) -> tuple[int, str, str]:
 
 
 def fleet_json(*argv: str) -> tuple[int, dict]:
-    code, out, err = fleet(*argv, "--json")
+    argv = list(argv)
+    argv.insert(argv.index("--") if "--" in argv else len(argv), "--json")  # fleet's flags go before --
+    code, out, err = fleet(*argv)
     try:
         return code, json.loads(out)
     except ValueError:

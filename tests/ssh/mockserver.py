@@ -16,11 +16,11 @@ import subprocess
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from queue import Queue
 
 import mockssh
 import paramiko
 from mockssh.server import SERVER_KEY_PATH, Handler
-from queue import Queue
 
 from fleet.connection import _exports, wrap_bash, write_file_script
 from fleet.inventory import Host

@@ -1,13 +1,12 @@
-"""The SSH connection against an in-process SSH server (see conftest.py): commands, files, host keys, reachability."""
+"""The SSH connection against an in-process SSH server (mockserver.py): commands, files, host keys, reachability."""
 
 import os
 import stat
 import threading
 import time
 
-import pytest
-
 import paramiko
+import pytest
 from mockserver import (SENTINEL_EXIT, SentinelHandler, fleet_known_hosts, free_port, host_key_line, record_known,
                         serving, ssh_host)
 from mockssh.server import SERVER_KEY_PATH

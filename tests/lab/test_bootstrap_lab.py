@@ -1,0 +1,106 @@
+"""`fleet bootstrap` on a fresh lab pod (real sshd, real apt/pip/git, the real loader), from its SSH line.
+
+The pod's key is not in any known-hosts file fleet reads for a host without `lab:`: bootstrap takes it on
+first use into fleet's own file under the test's HOME, as it would for a rented pod.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import yaml
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+from fleet.lab import paths
+
+POD = "pod-570"
+HEADER = "# pods for the bootstrap test\n# (a copy of the lab's sources, without its pods)\n"
+
+
+def fleet(tmp_path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240), cwd=tmp_path)
+    return main(list(argv), env), out.getvalue(), err.getvalue()
+
+
+def pods_inventory(lab, where, **extra_vars) -> str:
+    """The lab's variables (its mirror) and its thor, as a person's file with comments: no pod in it yet."""
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    thor = doc["hosts"]["thor"]
+    text = (HEADER + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
+            + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
+              "    lab: thor\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
+    path = where / "inventories" / "pods.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return text
+
+
+def ssh_line(lab, name: str) -> str:
+    return f"ssh root@{lab.inventory.hosts[name].address} -p 22 -i {paths.lab_key(lab.root)}"
+
+
+@pytest.fixture(scope="module")
+def bootstrapped(lab, tmp_path_factory):
+    """A fresh pod bootstrapped twice into a temp inventory (JSON, then the summary a person reads)."""
+    work = tmp_path_factory.mktemp("bootstrap")
+    with pytest.MonkeyPatch.context() as mp:       # the autouse isolated HOME is per test; this is per module
+        mp.setenv("HOME", str(work / "home"))
+        mp.setenv("XDG_CONFIG_HOME", str(work / "home" / ".config"))
+        mp.delenv("SSH_AUTH_SOCK", raising=False)
+        lab.reset([POD])
+        original = pods_inventory(lab, work)
+        first = fleet(work, "bootstrap", ssh_line(lab, POD), "--json")
+        after_first = (work / "inventories" / "pods.yaml").read_text()
+        second = fleet(work, "bootstrap", ssh_line(lab, POD))
+    return work, original, after_first, first, second
+
+
+def test_a_fresh_pod_ends_verified_and_written_once(bootstrapped, lab):
+    work, original, after_first, (code, out, err), _ = bootstrapped
+    assert code == 0, out[-3000:] + err[-3000:]
+    doc = json.loads(out)
+    name = "pod-" + lab.inventory.hosts[POD].address.rsplit(".", 1)[1]
+    host = doc["hosts"][name]
+    assert host["bootstrap"]["verify"]["passed"] is True
+    assert host["changed"] > 0 and host["failed"] == 0
+    assert host["bootstrap"]["added"] is True and host["bootstrap"]["platform"] == "x86_64-dgpu"
+    assert set(host["bootstrap"]["phases"]) == {"connect", "facts", "apply", "verify"}
+    # the key was taken on first use, into fleet's own known-hosts file under this test's HOME
+    assert "SHA256:" in host["bootstrap"]["host_key"]
+    known = (work / "home" / ".config" / "fleet" / "known_hosts").read_text()
+    assert lab.inventory.hosts[POD].address in known
+    # the inventory: every line kept, the pod added once, under hosts:
+    assert after_first.startswith(original[:original.index("# groups")])
+    assert after_first.count(f"address: {lab.inventory.hosts[POD].address}") == 1
+    assert after_first.index(f"  {name}:") < after_first.index("# groups come after the hosts")
+    record = json.loads((work / "inventories" / "facts" / f"{name}.json").read_text())
+    assert record["verify"]["passed"] is True and record["torch"]["cuda_available"] is True
+
+
+def test_a_second_bootstrap_changes_nothing(bootstrapped):
+    work, _, after_first, _, (code, out, err) = bootstrapped
+    assert code == 0, out + err
+    assert (work / "inventories" / "pods.yaml").read_text() == after_first
+    assert "nothing: the pod was in state" in out
+    assert "already in" in out and "left as it was" in out
+    assert "verify passed" in out
+    assert "connect    ssh root@" in out and "-p 22 -i " in out
+
+
+@pytest.mark.parametrize("extra,reason", [
+    ({"torch_min_free_gb": 1000000}, "GB free at"),
+    ({"torch_source": "jetson"}, "serves aarch64 (sbsa) wheels and this host is x86_64"),
+])
+def test_a_pod_that_cannot_be_provisioned_is_not_written(lab, tmp_path, extra, reason):
+    lab.reset(["pod-580"])
+    original = pods_inventory(lab, tmp_path, **extra)
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"))
+    assert code == 1
+    assert "cannot be provisioned" in err and reason in err
+    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+    assert "not added" in out
