@@ -99,7 +99,7 @@ def parse_target(line: str, *, port: int | None = None, key: str | None = None, 
         raise InputError(f"the SSH line runs a command ({' '.join(dests[1:])!r}) after the host; paste only the "
                          "connection part, e.g. 'ssh root@203.0.113.10 -p 17322'")
     user, address, dest_port = _destination(dests[0])
-    user = _agree("user", found.get("user"), user) or "root"
+    user = _agree_all("user", [("the SSH line's -l", found.get("user")), ("user@host", user)]) or "root"
     ports = [("the SSH line's -p", found.get("port")), ("host:port", dest_port),
              ("-p", None if port is None else str(port))]
     port_text = _agree_all("port", ports)
@@ -168,12 +168,6 @@ def _address(address: str) -> str:
         raise InputError(f"{address!r} is not a host name or IP address; copy the address from the provider's "
                          "SSH line")
     return address
-
-
-def _agree(what: str, first: str | None, second: str | None) -> str | None:
-    if first and second and first != second:
-        raise InputError(f"the SSH line gives two {what}s ({first!r} and {second!r}); keep one")
-    return first or second
 
 
 def _agree_all(what: str, sources: list[tuple[str, str | None]]) -> str | None:
@@ -430,7 +424,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
-        result.error = str(exc)
+        result.error = str(exc) + (_resume_note(result) if result.added else "")
     finally:
         if conn is not None:
             result.remote_commands = conn.remote_commands
@@ -462,8 +456,12 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
     failed = [t for t in report.tasks if t.status == "failed"]
     if report.error or failed:
         what = report.error or f"{failed[0].role}: {failed[0].task}: {failed[0].reason}"
-        result.error = (f"{host.name}: {what}; it stays in {result.inventory} as {host.name}: fix the cause and run "
-                        "the same bootstrap again (what is done is not redone)")
+        result.error = f"{host.name}: {what}" + _resume_note(result)
+
+
+def _resume_note(result: BootstrapResult) -> str:
+    return (f"; it stays in {result.inventory} as {result.name}: fix the cause and run the same bootstrap again "
+            "(what is done is not redone)")
 
 
 def _cannot_provision(engine, host: Host, preview) -> str | None:

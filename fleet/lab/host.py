@@ -185,8 +185,13 @@ class LabHost:
                 ns = _mount_ns(entry)
                 if ns and ns != own:
                     by_ns.setdefault(ns, []).append(int(entry))
-        found = list(by_ns.get(rec.get("mount_ns"), [])) if rec.get("mount_ns") != own else []
         marker = f"upperdir={self.dir / 'upper'},"
+        found = []
+        recorded = by_ns.get(rec.get("mount_ns"), []) if rec.get("mount_ns") != own else []
+        # Namespace numbers are reused: the recorded one counts only if it shows no other host's overlay
+        # (it shows ours, or none at all once the overlay was detached).
+        if recorded and _overlay_of(recorded[0]) in (marker, None):
+            found = list(recorded)
         for members in by_ns.values():
             if set(members) & set(found):
                 continue
@@ -289,6 +294,16 @@ def listening_pids(address: str, port: int) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def _overlay_of(pid: int) -> str | None:
+    """The `upperdir=...,` of the overlay a process sees, None when it sees none."""
+    try:
+        info = Path(f"/proc/{pid}/mountinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    at = info.find("upperdir=")
+    return info[at:info.index(",", at) + 1] if at >= 0 else None
 
 
 def _mount_ns(pid: str) -> str | None:

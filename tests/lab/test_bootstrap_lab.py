@@ -75,9 +75,13 @@ def test_a_fresh_pod_ends_verified_and_written_once(bootstrapped, lab):
     known = (work / "home" / ".config" / "fleet" / "known_hosts").read_text()
     assert lab.inventory.hosts[POD].address in known
     # the inventory: every line kept, the pod added once, under hosts:
-    assert after_first.startswith(original[:original.index("# groups")])
+    lines = after_first.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"  {name}:")))
+    entry = lines[start:start + 5]
+    assert [line.strip().split(":")[0] for line in entry] == [name, "address", "port", "user", "key"]
+    assert lines[:start] + lines[start + 5:] == original.splitlines()
     assert after_first.count(f"address: {lab.inventory.hosts[POD].address}") == 1
-    assert after_first.index(f"  {name}:") < after_first.index("# groups come after the hosts")
+    assert start < lines.index("# groups come after the hosts")
     record = json.loads((work / "inventories" / "facts" / f"{name}.json").read_text())
     assert record["verify"]["passed"] is True and record["torch"]["cuda_available"] is True
 
@@ -104,3 +108,36 @@ def test_a_pod_that_cannot_be_provisioned_is_not_written(lab, tmp_path, extra, r
     assert "cannot be provisioned" in err and reason in err
     assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
     assert "not added" in out
+
+
+def test_a_changed_host_key_is_still_refused(lab, tmp_path, isolated_home):
+    """Bootstrap takes a NEW key on first use; a key that differs from the one on record is never accepted."""
+    import subprocess
+
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    known = isolated_home / ".config" / "fleet" / "known_hosts"
+    known.parent.mkdir(parents=True)
+    other = (tmp_path / "other.pub").read_text().split()
+    known.write_text(f"{lab.inventory.hosts['pod-580'].address} {other[0]} {other[1]}\n")
+    before = known.read_bytes()
+    original = pods_inventory(lab, tmp_path)
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--wait", "0")
+    assert code == 1
+    assert "HOST KEY CHANGED" in err and "refusing to connect" in err
+    assert known.read_bytes() == before
+    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+
+
+def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path):
+    """Written once the pod is known provisionable, before the first change (fleet/bootstrap.py says why)."""
+    lab.reset(["pod-580"])
+    pods_inventory(lab, tmp_path, cutlass_ref="v0.0.0-no-such-tag")
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--json")
+    doc = json.loads(out)
+    name = next(iter(doc["hosts"]))
+    assert code == 1
+    assert "cutlass: CUTLASS at v0.0.0-no-such-tag" in doc["hosts"][name]["bootstrap"]["error"]
+    assert "run the same bootstrap again" in doc["hosts"][name]["bootstrap"]["error"]
+    assert doc["hosts"][name]["bootstrap"]["added"] is True
+    text = (tmp_path / "inventories" / "pods.yaml").read_text()
+    assert text.count(f"address: {lab.inventory.hosts['pod-580'].address}") == 1

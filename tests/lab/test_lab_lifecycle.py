@@ -11,23 +11,29 @@ import yaml
 
 from fleet import lab as lab_api
 from fleet.lab import paths
-from fleet.lab.host import LabHost, answers_ssh
+from fleet.lab.host import LabHost, answers_ssh, listening_pids
 from helpers import ok, sh
 
 SCRATCH = {"scratch-pod": {"address": "127.0.2.31", "lab": "h100-pod", "lab_driver": "575.57.08"}}
 
 
-def lab_processes(root: Path) -> list[str]:
-    """Live (non-zombie) processes whose root directory lies inside the lab root."""
+def in_namespace(ns: str) -> list[int]:
+    """Live (non-zombie) processes in mount namespace `ns`."""
     found = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/root").startswith(str(root) + "/"):
-                    found.append(Path(f"/proc/{entry}/comm").read_text().strip())
-            except OSError:
-                continue
+        try:
+            if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/mnt") == ns:
+                found.append(int(entry))
+        except OSError:
+            continue
     return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_writes_stay_on_their_host(lab):
@@ -53,28 +59,41 @@ def test_reset_gives_a_fresh_host_with_the_same_host_key(lab):
 
 
 def test_up_again_keeps_running_hosts(lab):
+    lab_api.down(yaml_inventory(lab), root=lab.root)   # a scratch host of an earlier, failed run
     states = lab.up()
     assert {s.name: s.state for s in states} == dict.fromkeys(("thor", "spark", "pod-570", "pod-580"), "already up")
     assert {s.name: s.state for s in lab_api.status(lab.root)} == \
         dict.fromkeys(("thor", "spark", "pod-570", "pod-580"), "running")
 
 
+def yaml_inventory(lab) -> Path:
+    path = lab.inventory_path.with_name("scratch-cleanup.yaml")
+    path.write_text(yaml.safe_dump({"hosts": SCRATCH}))
+    return path
+
+
 def test_killed_run_is_cleaned_up_and_down_leaves_nothing(lab, tmp_path):
     inv = tmp_path / "scratch.yaml"
     inv.write_text(yaml.safe_dump({"hosts": SCRATCH}))
     root = lab.root
+    lab_api.down(inv, root=root)
     [state] = lab_api.up(inv, root=root)
     assert state.state == "started" and answers_ssh("127.0.2.31", 22)
     host = LabHost("scratch-pod", root)
+    old_ns = host.record()["mount_ns"]
+    [old_sshd] = listening_pids("127.0.2.31", 22)
     # A killed run: the lab's own process is gone and its record lost, sshd still serves the old overlay.
     os.kill(host.record()["pid"], signal.SIGKILL)
     (host.dir / "host.json").unlink()
-    assert answers_ssh("127.0.2.31", 22) and "sshd" in lab_processes(host.dir)
+    assert answers_ssh("127.0.2.31", 22) and alive(old_sshd)
     [state] = lab_api.up(inv, root=root)
-    assert state.state == "started" and lab_processes(host.dir) == ["sshd"]
+    assert state.state == "started" and not alive(old_sshd)
+    [new_sshd] = listening_pids("127.0.2.31", 22)
+    new_ns = host.record()["mount_ns"]   # the kernel may hand out old_ns's number again
+    assert new_sshd != old_sshd and new_sshd in in_namespace(new_ns)
+    assert set(in_namespace(old_ns)) <= set(in_namespace(new_ns))
     lab_api.down(inv, root=root)
-    assert lab_processes(host.dir) == [] and not host.dir.exists()
-    assert not answers_ssh("127.0.2.31", 22)
+    assert in_namespace(new_ns) == [] and listening_pids("127.0.2.31", 22) == [] and not host.dir.exists()
     mounts = subprocess.run(["sh", "-c", "cat /proc/*/mountinfo 2>/dev/null"], capture_output=True, text=True).stdout
     assert str(host.dir) not in mounts
     # the session's hosts are untouched by another inventory's down
@@ -89,9 +108,10 @@ def test_down_of_the_last_hosts_removes_the_state(tmp_path):
     inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": "127.0.2.32", "lab": "h100-pod"}}}))
     lab_api.up(inv, root=root)
     assert ok_host(root, "own-pod")
+    ns = LabHost("own-pod", root).record()["mount_ns"]
     lab_api.down(inv, root=root)
     assert sorted(p.name for p in root.iterdir()) == ["layers", "mirror"]
-    assert lab_processes(root) == [] and not answers_ssh("127.0.2.32", 22)
+    assert in_namespace(ns) == [] and not answers_ssh("127.0.2.32", 22)
     lab_api.down(inv, root=root, purge=True)
     assert not root.exists()
 
