@@ -94,7 +94,8 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
         out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
     out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
     providers = plan.decisions_json.get("missing_providers", {}) or {}
-    out += [_assert_call(i, t, providers, verify_path) for i, t in asserts]
+    sudo = "" if runner.is_root else "sudo -n "       # the engine writes verify.json with sudo too
+    out += [_assert_call(i, t, providers, verify_path, sudo) for i, t in asserts]
     out.append("fleet_end 0")
     return "\n".join(out) + "\n"
 
@@ -148,7 +149,7 @@ def _assert_function(i: int, task) -> str:
             f"fleet_check_{i}() ( set +u; {fresh}; export LC_ALL=C; :; {task.resource.check()}\n)")
 
 
-def _assert_call(i: int, task, providers: dict, verify_path: str) -> str:
+def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> str:
     label = _label(task)
     if not task.resource.p["json"]:
         return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
@@ -156,8 +157,8 @@ def _assert_call(i: int, task, providers: dict, verify_path: str) -> str:
     python = assert_.qpath(task.resource.p["python"])
     return (f'out=$(fleet_check_{i} 2>&1 </dev/null); rc=$?\n'
             f'py={python}; [ -x "$py" ] || py=python3\n'
-            f'summary=$(printf \'%s\\n\' "$out" | "$py" -c {shlex.quote(verify_record_program())} '
-            f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc") '
+            f'summary=$(printf \'%s\\n\' "$out" | {sudo}"$py" -c {shlex.quote(verify_record_program())} '
+            f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc" 2>&1) '
             f'|| fleet_fail {label} "${{summary:-$(fleet_tail "$out")}}"\n'
             f'printf \'verify  %s\\n\' "$summary"')
 
@@ -176,11 +177,16 @@ def verify_record_program() -> str:
         "    print('verify printed no result'); sys.exit(1)",
         "record = _verify_record(data, json.loads(sys.argv[2]))",
         "path = sys.argv[1]",
-        "os.makedirs(os.path.dirname(path), exist_ok=True)",
-        "fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.fleet-write.')",
-        "with os.fdopen(fd, 'w') as fh:",
-        "    fh.write(json.dumps(record, indent=1) + '\\n'); fh.flush(); os.fsync(fh.fileno())",
-        "os.chmod(tmp, 0o644); os.replace(tmp, path)",
+        "tmp = None",
+        "try:",
+        "    os.makedirs(os.path.dirname(path), exist_ok=True)",
+        "    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.fleet-write.')",
+        "    with os.fdopen(fd, 'w') as fh:",
+        "        fh.write(json.dumps(record, indent=1) + '\\n'); fh.flush(); os.fsync(fh.fileno())",
+        "    os.chmod(tmp, 0o644); os.replace(tmp, path)",
+        "except OSError as exc:",
+        "    if tmp and os.path.exists(tmp): os.unlink(tmp)",
+        "    print(f'{record[\"summary\"]}; but {path} could not be written: {exc}'); sys.exit(1)",
         "print(record['summary'])",
         "sys.exit(0 if record.get('passed') and sys.argv[3] == '0' else 1)",
     ])

@@ -176,3 +176,24 @@ def test_cli_writes_the_script_for_one_host(tmp_path):
     assert run(tmp_path / "here.sh", tmp_path).stdout.splitlines()[-1] == "changed=3"
     assert main(["script", str(inv), "--roles", "files"], env) == 2
     assert "exactly one host" in err.getvalue()
+
+
+def test_a_non_root_user_gets_sudo_for_root_applies_only(tmp_path):
+    host, roles, _ = setup(tmp_path, ["files", "check"])
+    plan = gather_plan(LocalConnection(host), host, roles)
+    text = render_script(plan, host, root=False)
+    checks = [block for block in text.split("\nfleet_check_")[1:]]
+    assert all("sudo" not in block.split("\n)\n")[0] for block in checks)          # checks read as the user
+    assert text.count("fleet_apply_0() ( set +u; :; sudo -n -H bash -c ") == 1    # /.../a.txt is not under ~
+    assert '| sudo -n "$py" -c ' in text                                          # verify.json, as the engine
+    assert "sudo" not in render_script(plan, host, root=True).split("# -- converge")[1]
+
+
+def test_a_refused_host_gets_no_script(tmp_path):
+    from fleet.errors import HostError
+
+    host, roles, _ = setup(tmp_path, ["files"])
+    plan = gather_plan(LocalConnection(host), host, roles)
+    plan.decisions.refuse = "NVIDIA GeForce on driver 535 cannot run CUDA 13.0"
+    with pytest.raises(HostError, match="here: refused: NVIDIA GeForce .*; no script written"):
+        render_script(plan, host)
