@@ -66,16 +66,24 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
 
 def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:
     table = Table(title="recap" + (" (check mode)" if check else ""), title_justify="left")
-    for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "seconds", "commands"):
+    for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "seconds",
+                "commands"):
         table.add_column(col, justify="left" if col == "host" else "right")
     for name, o in outcomes.items():
         if o.value is None:
-            table.add_row(name, "-", "-", "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]", "-",
+            table.add_row(name, "-", "-", "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]", "-", "-",
                           f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value
         failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
         table.add_row(name, str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
-                      f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")),
+                      f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
                       f"{o.seconds:.1f}", str(o.remote_commands))
     reporter.env.console.print(table)
+
+
+def _verify_cell(report: HostReport) -> str:
+    verify = (report.facts or {}).get("verify")
+    if not verify:
+        return "-"
+    return "[green]passed[/green]" if verify.get("passed") else "[red]failed[/red]"

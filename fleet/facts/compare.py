@@ -124,9 +124,10 @@ def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, s
 def render(comparison: Comparison, *, show_all: bool = False) -> Table:
     """The Rich table: differing rows highlighted, identical ones folded into a count unless show_all."""
     table = Table(title="facts", title_justify="left", show_lines=False)
-    table.add_column("fact", style="bold", no_wrap=True)  # values wrap; the fact's name never does
+    # On a narrow terminal the long fact names fold rather than squeezing every host's column to nothing.
+    table.add_column("fact", style="bold", overflow="fold", max_width=30)
     for column in comparison.columns:
-        table.add_column(_header(column), overflow="fold")
+        table.add_column(_header(column), overflow="fold", min_width=min(12, max(len(_header(column)), 6)))
     for row in comparison.differing:
         table.add_row(escape(row.path), *(_cell(row, column, "yellow") for column in comparison.columns))
     identical = comparison.identical
