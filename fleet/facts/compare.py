@@ -137,9 +137,8 @@ def render(comparison: Comparison, *, show_all: bool = False) -> Table:
         for row in identical:
             table.add_row(escape(row.path), *(_cell(row, column, "dim") for column in comparison.columns))
     elif identical:
-        table.add_section()
-        table.add_row(f"[dim]{len(identical)} identical facts folded (--all shows them)[/dim]",
-                      *("" for _ in comparison.columns))
+        table.caption = f"{len(identical)} identical facts folded (--all shows them)"
+        table.caption_justify = "left"
     return table
 
 
