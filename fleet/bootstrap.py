@@ -476,7 +476,7 @@ def _cannot_provision(engine, host: Host, preview) -> str | None:
     if free is None:
         return None
     changing = {t.id for t in preview.tasks if t.status == "changed"}
-    for task in engine._render(host, preview.facts).tasks:      # the tasks as the engine renders them
+    for task in engine.plan_for(host, preview.facts).tasks:      # the tasks as the engine renders them
         need = task.resource.p.get("min_free_gb") if task.enabled and task.id in changing else None
         if need and float(free) < float(need):
             return (f"only {float(free):g} GB free at {system.get('disk_path') or '/'}, and {task.spec.role} needs "

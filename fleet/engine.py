@@ -81,7 +81,7 @@ class Plan:
     tasks: list[Task]
 
     def check_sections(self, conn: Connection) -> list[str]:
-        return [sections.section(f"check.{t.id}", _maybe_sudo(t.resource.check(), t, conn, check=True))
+        return [sections.section(f"check.{t.id}", maybe_sudo(t.resource.check(), t, conn, check=True))
                 for t in self.tasks if t.enabled]
 
 
@@ -127,17 +127,17 @@ class Engine:
         from .facts import probe
 
         self.progress(host.name, "probe: facts and checks")
-        guess = self._render(host, facts_for_render) if facts_for_render else None
+        guess = self.plan_for(host, facts_for_render) if facts_for_render else None
         parts = [probe.script(host.vars)] + (guess.check_sections(conn) if guess else [])
-        found = self._run_sections(conn, "\n".join(parts), "probe")
+        found = self.run_sections(conn, "\n".join(parts), "probe")
         facts = probe.parse(found, host.name)
-        plan = self._render(host, facts)
+        plan = self.plan_for(host, facts)
         if guess is None or plan.check_sections(conn) != guess.check_sections(conn):
-            found.update(self._run_sections(conn, "\n".join(plan.check_sections(conn)), "checks"))
+            found.update(self.run_sections(conn, "\n".join(plan.check_sections(conn)), "checks"))
         checks = {t.id: _parse_check(t, found.get(f"check.{t.id}")) for t in plan.tasks if t.enabled}
         return plan, checks
 
-    def _render(self, host: Host, facts: dict) -> Plan:
+    def plan_for(self, host: Host, facts: dict) -> Plan:
         from .decide import FactsError, VariableError, decide
 
         try:
@@ -174,8 +174,8 @@ class Engine:
         by_id = {t.id: t for t in planned}
         parts = []
         for task in planned:
-            body = (f"if ( {_maybe_sudo(task.resource.check(), task, conn, check=True)}\n) >/dev/null 2>&1; "
-                    f"then echo {_ALREADY}; exit 0; fi\n{_maybe_sudo(task.resource.apply(), task, conn)}")
+            body = (f"if ( {maybe_sudo(task.resource.check(), task, conn, check=True)}\n) >/dev/null 2>&1; "
+                    f"then echo {_ALREADY}; exit 0; fi\n{maybe_sudo(task.resource.apply(), task, conn)}")
             parts.append(sections.section(f"apply.{task.id}", body, stop_on_failure=True))
         current = {"task": None}
 
@@ -233,7 +233,7 @@ class Engine:
             status = "ok" if result.in_state else "failed"
             reason = result.reason
             if result.data is not None:
-                verify = _verify_record(result.data, providers)
+                verify = verify_record(result.data, providers)
                 reason = verify["summary"]
             if self.check_mode and not result.in_state:
                 status, reason = "changed", f"would fail now: {reason}"
@@ -245,7 +245,7 @@ class Engine:
 
         store.write(self.facts_dir, host.name, facts)
 
-    def _run_sections(self, conn: Connection, script: str, what: str) -> dict[str, sections.Section]:
+    def run_sections(self, conn: Connection, script: str, what: str) -> dict[str, sections.Section]:
         result = conn.run(script)
         found = sections.split_sections(result.stdout)
         if not found:
@@ -254,7 +254,7 @@ class Engine:
         return found
 
 
-def _maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = False) -> str:
+def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = False) -> str:
     """Wrap in sudo only where this task needs root and the user is not root (checks read as the user)."""
     wants_root = task.spec.sudo if task.spec.sudo is not None else task.resource.root
     if check or not wants_root or conn.is_root:
@@ -284,7 +284,7 @@ def _tail(text: str, n: int = 8) -> str:
     return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
-def _verify_record(data: dict, providers: dict) -> dict:
+def verify_record(data: dict, providers: dict) -> dict:
     record = dict(data)
     missing = record.get("missing_libraries") or []
     record["missing_providers"] = {lib: providers.get(lib, "unknown") for lib in missing}

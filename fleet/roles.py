@@ -35,7 +35,7 @@ _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newl
                             autoescape=False)
 _JINJA.filters["dashed"] = lambda v: str(v).replace(".", "-")
 _JINJA.filters["shq"] = lambda v: shlex.quote(str(v))   # for values a template writes into shell code
-_LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}$", re.S)
+_LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
 
 
 @dataclass

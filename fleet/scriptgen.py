@@ -2,7 +2,7 @@
 
 For a pod template's start command, where no control machine is at hand. The host's facts are gathered
 once (one remote command) to freeze the decisions, which the script states in comments; the roles are
-rendered from them exactly as the Engine renders them (Engine._render), with the resources' own check and
+rendered from them exactly as the Engine renders them (Engine.plan_for), with the resources' own check and
 apply snippets. Then, on the host:
 
 - each enabled task: its check; its apply only when the check says "not in state" (exit 10); a check that
@@ -68,8 +68,8 @@ def gather_plan(conn, host: Host, roles) -> "engine_mod.Plan":
     from .facts import probe
 
     eng = engine_mod.Engine(roles, facts_dir=".")            # nothing recorded: facts_dir is never written
-    found = eng._run_sections(conn, probe.script(host.vars), "facts probe")
-    return eng._render(host, probe.parse(found, host.name))
+    found = eng.run_sections(conn, probe.script(host.vars), "facts probe")
+    return eng.plan_for(host, probe.parse(found, host.name))
 
 
 def render_script(plan, host: Host, *, root: bool | None = None, now: datetime | None = None,
@@ -135,8 +135,8 @@ def _label(task) -> str:
 
 
 def _task_functions(i: int, task, runner) -> str:
-    check = engine_mod._maybe_sudo(task.resource.check(), task, runner, check=True)
-    apply = engine_mod._maybe_sudo(task.resource.apply(), task, runner)
+    check = engine_mod.maybe_sudo(task.resource.check(), task, runner, check=True)
+    apply = engine_mod.maybe_sudo(task.resource.apply(), task, runner)
     return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name} ({task.resource.describe()})')}\n"
             f"fleet_check_{i}() ( set +u; export LC_ALL=C; :; {check}\n)\n"
             f"fleet_apply_{i}() ( set +u; :; {apply}\n)")
@@ -166,16 +166,16 @@ def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> 
 def verify_record_program() -> str:
     """Python run on the host: the assert's output on stdin -> the Engine's verify record, written atomically
     to argv[1]; prints its summary and exits 0 only if it passed. The record is made by the Engine's own
-    `_verify_record` (its source is shipped, not copied), so the script and `fleet apply` write the same."""
+    `verify_record` (its source is shipped, not copied), so the script and `fleet apply` write the same."""
     return "\n".join([
         "import json, os, sys, tempfile",
         "from datetime import datetime, timezone",
         inspect.getsource(assert_._last_json),
-        inspect.getsource(engine_mod._verify_record),
+        inspect.getsource(engine_mod.verify_record),
         "data = _last_json(sys.stdin.read())",
         "if data is None:",
         "    print('verify printed no result'); sys.exit(1)",
-        "record = _verify_record(data, json.loads(sys.argv[2]))",
+        "record = verify_record(data, json.loads(sys.argv[2]))",
         "path = sys.argv[1]",
         "tmp = None",
         "try:",

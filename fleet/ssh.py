@@ -40,6 +40,10 @@ def host_key_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
+class _AuthRefused(HostError):
+    """The server answered but refused our key (retried within --wait: a booting pod may not have it yet)."""
+
+
 class _Policy(paramiko.MissingHostKeyPolicy):
     """Unknown key: refuse, or (when the user said so) record it in fleet's known-hosts file."""
 
@@ -87,6 +91,13 @@ class SSHConnection(Connection):
                 # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 15)
+            except _AuthRefused:
+                # A booting pod may accept TCP before its authorized_keys is in place: within --wait, try again.
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 15)
             except OSError as exc:  # name resolution, no route: waiting will not help
                 raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}") from None
 
@@ -115,7 +126,7 @@ class SSHConnection(Connection):
         except paramiko.BadHostKeyException as exc:
             raise self._changed_key(exc) from None
         except paramiko.AuthenticationException as exc:
-            raise HostError(f"{host.name}: {host.target} refused our credentials ({exc}); check 'user:' and "
+            raise _AuthRefused(f"{host.name}: {host.target} refused our credentials ({exc}); check 'user:' and "
                             "'key:' in the inventory, or load the key into ssh-agent") from None
         except paramiko.SSHException as exc:
             raise HostError(f"{host.name}: SSH to {host.target} failed: {exc}") from None

@@ -66,6 +66,25 @@ class Param:
     types: tuple = (str,)
     required: bool = False
     default: Any = None
+    check: Any = None       # optional value -> problem text (None when fine), run on rendered values
+
+
+_MODE = re.compile(r"^(?:0o|0)?([0-7]{1,4})$")
+
+
+def mode_problem(value: Any) -> str | None:
+    """Why `value` is not a file mode such as "0644" (or 420, which is how YAML reads an unquoted 0644)."""
+    if isinstance(value, bool):
+        return "is not a mode"
+    if isinstance(value, int):
+        return None if 0 <= value <= 0o7777 else "is out of range"
+    return None if _MODE.match(str(value).strip()) else "is not an octal mode such as \"0644\""
+
+
+def mode_text(value: Any) -> str:
+    """The mode as `stat -c %a` prints it: 420 -> "644", "0644" -> "644", "0o755" -> "755"."""
+    number = value if isinstance(value, int) else int(_MODE.match(str(value).strip()).group(1), 8)
+    return format(number, "o")
 
 
 class Resource:
@@ -107,6 +126,9 @@ class Resource:
             if not isinstance(value, spec.types) or (isinstance(value, bool) and bool not in spec.types):
                 names = " or ".join(t.__name__ for t in spec.types)
                 raise InputError(f"{where}: '{key}' of {cls.type_name} must be {names}, not {type(value).__name__}")
+            problem = spec.check(value) if spec.check else None
+            if problem:
+                raise InputError(f"{where}: '{key}' of {cls.type_name} {problem}, not {value!r}")
             out[key] = value
         return out
 

@@ -7,10 +7,25 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
-from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, q, qpath
+from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
 
-# awk program: print the file without the block (markers included).
-_STRIP = 'BEGIN{skip=0} $0==b{skip=1; next} $0==e{skip=0; next} !skip{print}'
+# One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),
+# `strip` prints everything else, `replace` prints everything with the first complete block swapped for the
+# wanted one. Only a BEGIN that meets its END is a block: a lone BEGIN (a hand edit) and the lines after it
+# stay, never swallowed. Markers and text come through ENVIRON: `awk -v` would expand backslashes in them.
+_AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] }
+$0 == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
+on { buf = buf $0 ORS
+     if ($0 == e) { if (op == "keep") printf "%s", buf
+                    if (op == "replace" && !done) printf "%s", ENVIRON["want"]
+                    done = 1; on = 0; buf = "" }
+     next }
+op != "keep" { print }
+END { if (on && op != "keep") printf "%s", buf }"""
+
+
+def _awk(op: str, path: str) -> str:
+    return f"fleet_do={op} awk {q(_AWK)} {path}"
 
 
 class Block(Resource):
@@ -20,7 +35,7 @@ class Block(Resource):
         "block": Param((str,), required=True),
         "marker": Param((str,), default="fleet"),
         "position": Param((str,), default="bottom"),     # top | bottom
-        "mode": Param((str,), default="0644"),
+        "mode": Param((str, int), default="0644", check=mode_problem),   # for a file it creates
         "root": Param((bool,), default=None),
     }
 
@@ -43,14 +58,17 @@ class Block(Resource):
     def wanted_text(self) -> str:
         return self._wanted()
 
+    def _vars(self) -> str:
+        begin, end = self._markers()
+        return f"export b={q(begin)} e={q(end)} want={q(self._wanted())}\n"
+
     def check(self) -> str:
         path = qpath(self.p["path"])
-        begin, end = self._markers()
         where = "head -n 1" if self.p["position"] == "top" else "cat"
         return (
-            f"b={q(begin)}; e={q(end)}; want={q(self._wanted())}\n"
-            f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
-            f"have=$(awk -v b=\"$b\" -v e=\"$e\" '$0==b{{on=1}} on{{print}} $0==e{{on=0}}' {path}; echo x)\n"
+            self._vars()
+            + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
+            f"have=$({_awk('keep', path)}; echo x)\n"
             "have=${have%x}\n"
             f"if [ \"$have\" = \"$want\" ] && {where} {path} | grep -qxF -- \"$b\"; then "
             "echo 'block present and placed'; exit 0; fi\n"
@@ -60,20 +78,28 @@ class Block(Resource):
         )
 
     def apply(self) -> str:
-        path = qpath(self.p["path"])
-        begin, end = self._markers()
-        strip = "awk -v b=\"$b\" -v e=\"$e\" '" + _STRIP + "' \"$f\""
+        # Top: the block first, then the file without it. Bottom: an existing block is replaced where it
+        # stands, a new one is appended. A last line without a newline keeps lacking it when it stays last.
         if self.p["position"] == "top":
-            assemble = "{ printf '%s' \"$want\"; " + strip + "; }"
+            assemble = "printf '%s' \"$want\"; " + _awk("strip", '"$f"') + "; user_last=1"
         else:
-            assemble = "{ " + strip + "; printf '%s' \"$want\"; }"
+            assemble = ("if [ -n \"$(" + _awk("keep", '"$f"') + ")\" ]; then " + _awk("replace", '"$f"')
+                        + "; user_last=1; else " + _awk("strip", '"$f"') + "; printf '%s' \"$want\"; fi")
         return (
             "set -e\n"
-            f"b={q(begin)}; e={q(end)}; want={q(self._wanted())}\n"
-            f"f={path}; mkdir -p -- \"$(dirname -- \"$f\")\"; [ -f \"$f\" ] || : > \"$f\"\n"
+            + self._vars()
+            + f"f={qpath(self.p['path'])}\n"
+            # a dotfiles symlink stays a symlink: edit the file it points to
+            "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
+            "mkdir -p -- \"$(dirname -- \"$f\")\"\n"
+            "if [ -f \"$f\" ]; then new=''; else new=1; fi\n"
             "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); trap 'rm -f -- \"$tmp\"' EXIT\n"
-            f"{assemble} > \"$tmp\"\n"
-            "chmod --reference=\"$f\" \"$tmp\"; chown --reference=\"$f\" \"$tmp\" 2>/dev/null || true\n"
+            "user_last=''\n"
+            f"{{ if [ -n \"$new\" ]; then printf '%s' \"$want\"; else {assemble}; fi; }} > \"$tmp\"\n"
+            "if [ -z \"$new\" ] && [ -n \"$user_last\" ] && [ -n \"$(tail -c 1 -- \"$f\")\" ] "
+            "&& [ \"$(tail -n 1 -- \"$f\")\" != \"$e\" ]; then truncate -s -1 -- \"$tmp\"; fi\n"
+            "if [ -n \"$new\" ]; then chmod " + q(mode_text(self.p["mode"])) + " \"$tmp\"; else\n"
+            "  chmod --reference=\"$f\" \"$tmp\"; chown --reference=\"$f\" \"$tmp\" 2>/dev/null || true; fi\n"
             "sync -- \"$tmp\" 2>/dev/null || sync\n"
             "mv -f -- \"$tmp\" \"$f\"; trap - EXIT\n"
             f"echo {q('block written to ' + self.p['path'])}\n"

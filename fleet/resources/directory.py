@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+from .base import NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
 
 
 class Directory(Resource):
     type_name = "directory"
-    params = {"path": Param((str,), required=True), "mode": Param((str,), default="0755"),
+    params = {"path": Param((str,), required=True),
+              "mode": Param((str, int), default="0755", check=mode_problem),
               "owner": Param((str,)), "root": Param((bool,), default=None)}
 
     def describe(self) -> str:
@@ -18,7 +19,7 @@ class Directory(Resource):
         return self.p["root"] if self.p["root"] is not None else not str(self.p["path"]).startswith("~")
 
     def _mode(self) -> str:
-        return format(int(str(self.p["mode"]), 8), "o")
+        return mode_text(self.p["mode"])
 
     def check(self) -> str:
         path = qpath(self.p["path"])

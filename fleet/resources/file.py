@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from ..connection import write_file_script
-from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, q, qpath
+from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
 
 _DIFF_LIMIT = 65536
 
@@ -17,7 +17,7 @@ class File(Resource):
         "path": Param((str,), required=True),
         "content": Param((str,)),
         "template": Param((str,)),      # a file under the role's templates/, rendered by the role loader
-        "mode": Param((str, int), default="0644"),
+        "mode": Param((str, int), default="0644", check=mode_problem),
         "owner": Param((str,)),
         "root": Param((bool,), default=None),
     }
@@ -32,8 +32,7 @@ class File(Resource):
         return not str(self.p["path"]).startswith("~")
 
     def _mode(self) -> str:
-        mode = self.p["mode"]
-        return format(mode, "o") if isinstance(mode, int) else str(mode).lstrip("0o") or "0"
+        return mode_text(self.p["mode"])
 
     def _content(self) -> str:
         return self.p["content"] or ""
@@ -50,7 +49,7 @@ class File(Resource):
             f"if [ ! -f {path} ]; then echo 'absent'; exit {NEEDS_CHANGE}; fi\n"
             "why=''\n"
             f"[ \"$(sha256sum < {path} | cut -d' ' -f1)\" = {q(want)} ] || why=\"$why content\"\n"
-            f"[ \"$(stat -c %a {path})\" = {q(int(self._mode(), 8).__format__('o'))} ] || why=\"$why mode\"\n"
+            f"[ \"$(stat -c %a {path})\" = {q(self._mode())} ] || why=\"$why mode\"\n"
             f"{owner}"
             "if [ -z \"$why\" ]; then echo 'content, mode and owner match'; exit 0; fi\n"
             "echo \"differs:$why\"\n"

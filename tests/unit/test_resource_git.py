@@ -1,0 +1,93 @@
+"""git resource against a local bare repository with tags, made in tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from resource_shell import apply, check, converge, make, sh
+
+
+def git(*args, cwd=None) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """A bare repository with tags v1 and v2 (and a work tree to add more)."""
+    work, bare = tmp_path / "work", tmp_path / "cutlass.git"
+    git("init", "-q", "-b", "main", str(work))
+    shas = {}
+    for tag in ("v1", "v2"):
+        (work / "VERSION").write_text(tag + "\n")
+        git("add", "VERSION", cwd=work)
+        git("commit", "-q", "-m", tag, cwd=work)
+        git("tag", tag, cwd=work)
+        shas[tag] = git("rev-parse", "HEAD", cwd=work)
+    git("clone", "-q", "--bare", str(work), str(bare))
+    return {"work": work, "url": str(bare), "sha": shas}
+
+
+def head(dest) -> str:
+    return git("rev-parse", "HEAD", cwd=dest)
+
+
+def test_clone_at_a_tag_then_move_to_another(tmp_path, remote):
+    dest = tmp_path / "opt" / "cutlass"
+    res = make("git", repo=remote["url"], ref="v1", dest=str(dest))
+    assert converge(res).reason == "not cloned"
+    assert head(dest) == remote["sha"]["v1"] and (dest / "VERSION").read_text() == "v1\n"
+    assert check(res).reason == f"at v1 ({remote['sha']['v1']})"
+    apply(res)  # again: still v1, nothing else
+    assert head(dest) == remote["sha"]["v1"]
+
+    res2 = make("git", repo=remote["url"], ref="v2", dest=str(dest))
+    assert check(res2).reason == f"at {remote['sha']['v1']}, want v2"
+    apply(res2)
+    assert head(dest) == remote["sha"]["v2"] and check(res2).in_state
+
+
+def test_a_tag_published_after_the_clone_is_fetched(tmp_path, remote):
+    dest = tmp_path / "cutlass"
+    converge(make("git", repo=remote["url"], ref="v1", dest=str(dest)))
+    (remote["work"] / "VERSION").write_text("v3\n")
+    git("commit", "-q", "-am", "v3", cwd=remote["work"])
+    git("tag", "v3", cwd=remote["work"])
+    git("push", "-q", remote["url"], "v3", cwd=remote["work"])
+    res = make("git", repo=remote["url"], ref="v3", dest=str(dest))
+    assert check(res).reason == f"at {remote['sha']['v1']}, want v3"
+    apply(res)
+    assert (dest / "VERSION").read_text() == "v3\n" and check(res).in_state
+
+
+def test_a_checkout_of_another_origin_is_replaced(tmp_path, remote):
+    dest = tmp_path / "cutlass"
+    git("clone", "-q", str(remote["work"]), str(dest))  # same commits, other URL
+    res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
+    assert check(res).reason == f"origin is {remote['work']}"
+    apply(res)
+    assert git("config", "--get", "remote.origin.url", cwd=dest) == remote["url"] and check(res).in_state
+
+
+def test_a_ref_that_does_not_exist_fails_and_leaves_the_old_checkout(tmp_path, remote):
+    dest = tmp_path / "cutlass"
+    git("clone", "-q", str(remote["work"]), str(dest))
+    rc, out = sh(make("git", repo=remote["url"], ref="v9", dest=str(dest)).apply())
+    assert rc != 0 and "v9" in out
+    assert git("config", "--get", "remote.origin.url", cwd=dest) == str(remote["work"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cutlass", "cutlass.git", "work"]  # no temp clone
+
+
+def test_a_repo_url_starting_with_a_dash_is_not_an_option(tmp_path, remote):
+    marker = tmp_path / "pwned"
+    res = make("git", repo=f"--upload-pack=touch {marker}", ref="v1", dest=str(tmp_path / "d"))
+    rc, _ = sh(res.apply())
+    assert rc != 0 and not marker.exists()
+
+
+def test_a_home_relative_destination(isolated_home, remote):
+    res = make("git", repo=remote["url"], ref="v2", dest="~/src/cutlass")
+    converge(res)
+    assert head(isolated_home / "src" / "cutlass") == remote["sha"]["v2"] and res.root is False
