@@ -11,6 +11,7 @@ non-interactive shell as `ssh host cmd` gets it.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import sections
-from .connection import Connection, wrap_bash
+from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
 from .resources.base import CheckResult
@@ -259,7 +260,16 @@ def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = Fals
     wants_root = task.spec.sudo if task.spec.sudo is not None else task.resource.root
     if check or not wants_root or conn.is_root:
         return snippet
-    return wrap_bash(snippet, sudo=True)
+    if stdin_for(snippet) is None:  # fits in one argument
+        return wrap_bash(snippet, sudo=True)
+    # Too long for an argument (a big file's content), and this snippet is one section of a larger script,
+    # whose stdin is not ours to read: hand it to sudo as a private temp file. printf is a builtin, so no
+    # argument limit applies to it.
+    packed = base64.b64encode(snippet.encode()).decode()
+    return ("fleet_s=$(mktemp) || exit 1\n"
+            f"printf '%s' '{packed}' | base64 -d > \"$fleet_s\"\n"
+            "sudo -n -H bash \"$fleet_s\" </dev/null; fleet_s_rc=$?\n"
+            "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
 
 
 def _parse_check(task: Task, sec: sections.Section | None) -> CheckResult:

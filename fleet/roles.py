@@ -48,6 +48,8 @@ class TaskSpec:
     when: str | None
     sudo: bool | None
     where: str                    # file:line, for errors
+    lines: dict[str, str] = field(default_factory=dict)   # parameter -> its file:line
+    when_where: str = ""          # file:line of `when:`
 
     @property
     def id(self) -> str:
@@ -62,13 +64,13 @@ class Role:
     defaults: dict[str, Any]
     when: str | None
     tasks: list[TaskSpec] = field(default_factory=list)
+    when_where: str = ""
 
-    def template(self, name: str) -> str:
-        path = self.path.parent / "templates" / name
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError:
-            raise InputError(f"template {name!r} of role {self.name!r} not found at {path}") from None
+    def template_path(self, name: str) -> Path:
+        return self.path.parent / "templates" / name
+
+    def template(self, name: str, where: str = "") -> str:
+        return _template_source(self.template_path(name), where or str(self.path))
 
 
 @dataclass
@@ -125,7 +127,8 @@ def load_role(path: Path) -> Role:
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise InputError("'defaults' must be a mapping of NAME: VALUE", path=str(path), line=loc.line("defaults"))
-    role = Role(path.parent.name, path, str(doc.get("description", "")), defaults, _expr(doc.get("when"), loc, ("when",)))
+    role = Role(path.parent.name, path, str(doc.get("description", "")), defaults,
+                _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}")
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
@@ -149,12 +152,56 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
     kind = types[0]
     params = task[kind]
     where_params = f"{loc.path}:{loc.line('tasks', index, kind)}"
+    lines = ({k: f"{loc.path}:{loc.line('tasks', index, kind, k)}" for k in params}
+             if isinstance(params, dict) else {})
+    for key in lines:
+        if key not in TYPES[kind].params:  # named at its own line, before validate names the task's
+            raise InputError(f"{lines[key]}: unknown parameter {key!r} for {kind}"
+                             f"{yamlsrc.closest(key, TYPES[kind].params)}")
     TYPES[kind].validate(params, where_params, check_types=False)  # names now; types after rendering
+    for key, value in (params.items() if isinstance(params, dict) else ()):
+        _check_syntax(value, lines[key])
+    _check_template(kind, params, Path(loc.path).parent, lines)
     sudo = task.get("sudo")
     if sudo is not None and not isinstance(sudo, bool):
-        raise InputError(f"{where}: 'sudo' must be true or false")
+        raise InputError(f"{loc.path}:{loc.line('tasks', index, 'sudo')}: 'sudo' must be true or false")
     return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
-                    _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params)
+                    _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params, lines,
+                    f"{loc.path}:{loc.line('tasks', index, 'when')}")
+
+
+def _check_syntax(value: Any, where: str) -> None:
+    """Templated values must compile (syntax, unknown filters) at load, before any host is contacted."""
+    if isinstance(value, (list, dict)):
+        for item in (value.values() if isinstance(value, dict) else value):
+            _check_syntax(item, where)
+    elif isinstance(value, str) and ("{{" in value or "{%" in value):
+        try:
+            _JINJA.compile(value)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(f"{where}: template error in {value!r}: {exc.message}") from None
+
+
+def _check_template(kind: str, params: Any, role_dir: Path, lines: dict[str, str]) -> None:
+    """A task's template must exist and parse: found at load, not on the first host that renders it."""
+    name = params.get("template") if isinstance(params, dict) and TYPES[kind].template_target else None
+    if not isinstance(name, str) or "{" in name:
+        return
+    path = role_dir / "templates" / name
+    source = _template_source(path, lines["template"])
+    try:
+        _JINJA.parse(source, name=name, filename=str(path))
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(f"{path}:{exc.lineno}: template syntax error: {exc.message} "
+                         f"(used at {lines['template']})") from None
+
+
+def _template_source(path: Path, where: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        raise InputError(f"{where}: template {path.name!r} not found at {path}; "
+                         "put it in the role's templates/ folder") from None
 
 
 def _expr(value: Any, loc: yamlsrc.Located, keys: tuple) -> str | None:
@@ -184,31 +231,71 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
     merged.update(role.defaults)
     merged.update(variables)
     ctx = context(merged, facts, decisions, host)
-    role_on = _truth(role.when, ctx, f"{role.path}") if role.when else True
+    role_on = _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
     tasks = []
     for spec in role.tasks:
         enabled, why = role_on, None if role_on else f"role condition is false: {role.when}"
         if enabled and spec.when:
-            enabled = _truth(spec.when, ctx, spec.where)
+            enabled = _truth(spec.when, ctx, spec.when_where or spec.where)
             why = None if enabled else f"condition is false: {spec.when}"
         if not enabled:  # not rendered: its values may only make sense where it applies
             values = TYPES[spec.type].validate(spec.params, spec.where, check_types=False)
-            tasks.append(Task(spec, TYPES[spec.type](values), False, why))
+            tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, why))
             continue
-        params = _render(spec.params, ctx, spec.where)
+        params = _render_params(spec, ctx)
         target = TYPES[spec.type].template_target
         if target and isinstance(params, dict) and params.get("template"):
-            params[target] = _render(role.template(params.pop("template")), ctx, spec.where, whole=True)
+            where = spec.lines.get("template", spec.where)
+            params[target] = _render_template(role, params.pop("template"), ctx, where)
         spec = _named(spec, ctx)
         tasks.append(Task(spec, TYPES[spec.type](TYPES[spec.type].validate(params, spec.where)), True))
     return tasks
 
 
-def _named(spec: TaskSpec, ctx: dict) -> TaskSpec:
-    """A copy of the spec whose display name is rendered for this host."""
+def _named(spec: TaskSpec, ctx: dict, *, strict: bool = True) -> TaskSpec:
+    """A copy of the spec whose display name is rendered for this host (a skipped task's, where it can be)."""
     if "{" not in spec.name:
         return spec
-    return dataclasses.replace(spec, name=str(_render(spec.name, ctx, spec.where, whole=True)))
+    try:
+        return dataclasses.replace(spec, name=str(_render(spec.name, ctx, spec.where, whole=True)))
+    except InputError:
+        if strict:
+            raise
+        return spec
+
+
+def _render_params(spec: TaskSpec, ctx: dict) -> Any:
+    """Render a task's parameters; an error names the line of the parameter it is in."""
+    if not isinstance(spec.params, dict):
+        return _render(spec.params, ctx, spec.where)
+    return {k: _render(v, ctx, spec.lines.get(k, spec.where)) for k, v in spec.params.items()}
+
+
+def _render_template(role: Role, name: str, ctx: dict, where: str) -> str:
+    """Render templates/<name>; an undefined variable is named with the template's own file:line."""
+    path = role.template_path(name)
+    source = role.template(name, where)
+    try:
+        code = _JINJA.compile(source, name=name, filename=str(path))
+        return _JINJA.template_class.from_code(_JINJA, code, _JINJA.make_globals(None)).render(ctx)
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(f"{path}:{exc.lineno}: template syntax error: {exc.message} (used at {where})") from None
+    except jinja2.UndefinedError as exc:
+        line = _template_line(exc, str(path))
+        raise InputError(f"{path}{f':{line}' if line else ''}: {exc.message} (used at {where}); "
+                         "define it in the role's defaults or the inventory's vars") from None
+    except jinja2.TemplateError as exc:
+        raise InputError(f"{path}: template error: {exc} (used at {where})") from None
+
+
+def _template_line(exc: BaseException, filename: str) -> int | None:
+    """The template line an error came from: Jinja maps its frames back to the template's file and lines."""
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def _render(value: Any, ctx: dict, where: str, *, whole: bool = False) -> Any:
@@ -239,3 +326,5 @@ def _truth(expr: str, ctx: dict, where: str) -> bool:
         return bool(_JINJA.compile_expression(expr, undefined_to_none=False)(**ctx))
     except jinja2.UndefinedError as exc:
         raise InputError(f"{where}: 'when: {expr}' uses something undefined ({exc.message})") from None
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:  # e.g. comparing None < 3
+        raise InputError(f"{where}: 'when: {expr}' cannot be evaluated ({exc})") from None

@@ -81,6 +81,9 @@ def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
     done = layer.with_name(layer.name + ".complete")
     if done.exists():
         return layer
+    for old in layer.parent.glob("*") if layer.parent.is_dir() else []:
+        if not old.name.startswith((mirror_dir.name, ".")):   # built from older sources
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
     shutil.rmtree(layer, ignore_errors=True)
     building = layer.with_name(f".{layer.name}.{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
@@ -102,6 +105,8 @@ def up(inventory, names=None, root=None) -> list[HostState]:
     root.mkdir(parents=True, exist_ok=True)
     mirror_dir = mirror.ensure(root)
     pubkey = ensure_lab_key(root)
+    for spec in specs:   # hosts built from older stand-ins are rebuilt
+        spec.extra["mirror"] = mirror_dir.name
     stop_strays(root, keep={s.name for s in specs})
     layer_of = {s.name: profile_layer(s, mirror_dir, root) for s in specs}
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:

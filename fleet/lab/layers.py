@@ -102,6 +102,8 @@ def _masks(layer: Path) -> None:
     put(layer, "/etc/apt/sources.list", "# fleet lab: no distribution mirror; apt sees only what roles add\n")
     opaque_dir(layer, "/root", 0o700)
     opaque_dir(layer, "/home")
+    for scratch in ("/tmp", "/var/tmp"):   # a fresh host's are empty, not this machine's
+        os.chmod(opaque_dir(layer, scratch), 0o1777)
     conf_d = Path("/etc/ld.so.conf.d")
     for entry in sorted(conf_d.iterdir()) if conf_d.is_dir() else []:
         try:

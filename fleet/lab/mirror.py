@@ -42,7 +42,7 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py"}
+                 "profiles.py", "layers.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 

@@ -19,6 +19,11 @@ _NET = os.environ.get("FLEET_TEST_LAB_NET", "127.0.2")
 TEST_ADDRESSES = {"thor": f"{_NET}.11", "spark": f"{_NET}.12", "pod-570": f"{_NET}.13", "pod-580": f"{_NET}.14"}
 
 
+def test_net() -> str:
+    """The /24 (three parts) the test lab's hosts use."""
+    return _NET
+
+
 def test_root() -> Path:
     """A fixed place (not a fresh temp dir) so that a run killed half-way is cleaned up by the next."""
     suffix = "" if _NET == "127.0.2" else "-" + _NET.replace(".", "_")

@@ -6,7 +6,7 @@ makes apt wait. Pinned packages can be held so unattended-upgrades cannot swap l
 
 from __future__ import annotations
 
-from .base import FETCH, NEEDS_CHANGE, Param, Resource, q
+from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
 
 class Apt(Resource):
@@ -17,7 +17,7 @@ class Apt(Resource):
         "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
         "keyring_package": Param((str,), default="cuda-keyring"),
         "repo": Param((str,)),                  # a one-line apt source, written to sources.list.d/<repo_name>.list
-        "repo_name": Param((str,), default="fleet"),
+        "repo_name": Param((str,), default="fleet", check=plain_name_problem),
         "hold": Param((bool,), default=False),
         "lock_timeout": Param((int,), default=600),
     }
@@ -37,7 +37,7 @@ class Apt(Resource):
         lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
         if self.p["repo"]:
             lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] || "
-                         f"{{ echo 'apt source {self._source_file()} differs'; exit {NEEDS_CHANGE}; }}")
+                         f"{{ echo {q('apt source ' + self._source_file() + ' differs')}; exit {NEEDS_CHANGE}; }}")
         if self.p["hold"]:
             for pkg in self.p["packages"]:
                 lines.append(f"apt-mark showhold 2>/dev/null | grep -qxF {q(pkg)} || "
@@ -60,7 +60,7 @@ class Apt(Resource):
             lines += [f"printf '%s\\n' {q(self.p['repo'])} > {src}.fleet-tmp && mv -f {src}.fleet-tmp {src}"]
         pkgs = " ".join(q(p) for p in self.p["packages"])
         lines += ["echo 'apt-get update'", f"apt-get {opts} update -q",
-                  f"echo 'apt-get install {' '.join(self.p['packages'])}'",
+                  f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
                   f"apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
             lines.append(f"apt-mark hold {pkgs}")

@@ -8,17 +8,30 @@ from __future__ import annotations
 
 import json
 
+from ..errors import InputError
 from .base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
 
 
+def _interpreter_problem(value) -> str | None:
+    return None if value in _RUN else f"must be one of {', '.join(_RUN)}"
+
+
 class Assert(Resource):
     type_name = "assert"
     template_target = "script"
-    params = {"script": Param((str,)), "template": Param((str,)), "interpreter": Param((str,), default="bash"),
+    params = {"script": Param((str,)), "template": Param((str,)),
+              "interpreter": Param((str,), default="bash", check=_interpreter_problem),
               "python": Param((str,), default="python3"), "json": Param((bool,), default=False),
               "timeout": Param((int,), default=600), "msg": Param((str,), default="assertion failed")}
+
+    @classmethod
+    def validate(cls, values, where, *, check_types=True):
+        out = super().validate(values, where, check_types=check_types)
+        if not out["script"] and not out["template"]:
+            raise InputError(f"{where}: assert needs 'script' or 'template' (a file under the role's templates/)")
+        return out
 
     def describe(self) -> str:
         return self.p["msg"]

@@ -81,6 +81,25 @@ def mode_problem(value: Any) -> str | None:
     return None if _MODE.match(str(value).strip()) else "is not an octal mode such as \"0644\""
 
 
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def plain_name_problem(value: Any) -> str | None:
+    """Why `value` cannot be a file name under a system directory (no '/', no '..', no newline)."""
+    return None if _PLAIN_NAME.match(str(value)) else "must be a plain file name (letters, digits, . _ -)"
+
+
+def one_line_problem(value: Any) -> str | None:
+    return "must be one line" if "\n" in str(value) else None
+
+
+def one_of(*choices: str):
+    """A Param check accepting only `choices`."""
+    def problem(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return problem
+
+
 def mode_text(value: Any) -> str:
     """The mode as `stat -c %a` prints it: 420 -> "644", "0644" -> "644", "0o755" -> "755"."""
     number = value if isinstance(value, int) else int(_MODE.match(str(value).strip()).group(1), 8)

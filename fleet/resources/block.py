@@ -7,7 +7,8 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
-from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
+from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
+                   qpath)
 
 # One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),
 # `strip` prints everything else, `replace` prints everything with the first complete block swapped for the
@@ -33,8 +34,8 @@ class Block(Resource):
     params = {
         "path": Param((str,), required=True),
         "block": Param((str,), required=True),
-        "marker": Param((str,), default="fleet"),
-        "position": Param((str,), default="bottom"),     # top | bottom
+        "marker": Param((str,), default="fleet", check=one_line_problem),
+        "position": Param((str,), default="bottom", check=one_of("top", "bottom")),
         "mode": Param((str, int), default="0644", check=mode_problem),   # for a file it creates
         "root": Param((bool,), default=None),
     }

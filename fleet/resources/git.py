@@ -28,8 +28,8 @@ class Git(Resource):
             f"want=$(git -C {dest} rev-parse --verify -q {ref}^{{commit}} 2>/dev/null)\n"
             f"url=$(git -C {dest} config --get remote.origin.url)\n"
             f"if [ \"$url\" != {q(self.p['repo'])} ]; then echo \"origin is $url\"; exit {NEEDS_CHANGE}; fi\n"
-            f"if [ -n \"$want\" ] && [ \"$head\" = \"$want\" ]; then echo \"at {self.p['ref']} ($head)\"; exit 0; fi\n"
-            f"echo \"at ${{head:-nothing}}, want {self.p['ref']}\"; exit {NEEDS_CHANGE}\n"
+            f"if [ -n \"$want\" ] && [ \"$head\" = \"$want\" ]; then echo \"at \"{ref}\" ($head)\"; exit 0; fi\n"
+            f"echo \"at ${{head:-nothing}}, want \"{ref}; exit {NEEDS_CHANGE}\n"
         )
 
     def apply(self) -> str:
@@ -47,5 +47,5 @@ class Git(Resource):
             f"  git -C {dest} fetch -q --tags origin\n"
             f"  git -C {dest} -c advice.detachedHead=false checkout -q --force {ref}\n"
             "fi\n"
-            f"echo \"checked out {self.p['ref']}: $(git -C {dest} rev-parse HEAD)\"\n"
+            f"echo 'checked out '{ref}\": $(git -C {dest} rev-parse HEAD)\"\n"
         )

@@ -5,13 +5,14 @@ Never use this for cuda-compat: a registered compat libcuda breaks CUDA wherever
 
 from __future__ import annotations
 
-from .base import NEEDS_CHANGE, Param, Resource, q
+from .base import NEEDS_CHANGE, Param, Resource, one_line_problem, plain_name_problem, q
 
 
 class Ldconfig(Resource):
     type_name = "ldconfig"
     needs_root = True
-    params = {"path": Param((str,), required=True), "name": Param((str,), required=True)}
+    params = {"path": Param((str,), required=True, check=one_line_problem),  # ld.so.conf is line-based
+              "name": Param((str,), required=True, check=plain_name_problem)}
 
     def _conf(self) -> str:
         return f"/etc/ld.so.conf.d/{self.p['name']}.conf"

@@ -6,7 +6,14 @@ Big wheels (torch) stage in TMPDIR: `tmpdir` and `cache_dir` can point at a pers
 
 from __future__ import annotations
 
+import re
+
+from ..errors import InputError
 from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+
+# What the check can judge: a name, or a name pinned with ==. Anything else (>=, extras, a stray option)
+# would check "absent" forever and reinstall on every apply.
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:==[A-Za-z0-9][A-Za-z0-9.+!_-]*)?$")
 
 # Which requirements are unmet? `==X` is satisfied by X+local (2.11.0+cu130 satisfies ==2.11.0), as in PEP 440.
 _CHECK_PY = r"""
@@ -35,11 +42,22 @@ class Pip(Resource):
         "index_url": Param((str,)),
         "extra_index_url": Param((str,)),
         "find_links": Param((str,)),
+        "no_index": Param((bool,), default=False),   # only find_links: an offline mirror, no index at all
         "tmpdir": Param((str,)),
         "cache_dir": Param((str,)),
         "min_free_gb": Param((int, float), default=0),
         "root": Param((bool,), default=None),
     }
+
+    @classmethod
+    def validate(cls, values, where, *, check_types=True):
+        out = super().validate(values, where, check_types=check_types)
+        if check_types:  # rendered: the names are final
+            for req in out["packages"]:
+                if not isinstance(req, str) or not _REQUIREMENT.match(req):
+                    raise InputError(f"{where}: pip package {req!r} is not NAME or NAME==VERSION; "
+                                     "pin an exact version such as torch==2.11.0")
+        return out
 
     def describe(self) -> str:
         return f"pip install {' '.join(self.p['packages'])} into {self.p['venv']}"
@@ -61,6 +79,8 @@ class Pip(Resource):
                           ("--find-links", "find_links")):
             if self.p[key]:
                 args += [flag, q(self.p[key])]
+        if self.p["no_index"]:
+            args.append("--no-index")
         lines = ["set -e"]
         if self.p["tmpdir"]:
             lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
@@ -75,6 +95,6 @@ class Pip(Resource):
                       "exit 28; fi"]
         lines += [f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
                   f"{q(self.p['python'])} -m venv {venv}; fi",
-                  f"echo 'pip install {' '.join(self.p['packages'])}'",
+                  f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
                   f"{venv}/bin/python -m pip install {' '.join(args)} {' '.join(q(r) for r in self.p['packages'])}"]
         return "\n".join(lines)

@@ -4,12 +4,15 @@ fleet's own SSH connection. Needs root and openssh-server (CI runs as root).
 The `lab` fixture (session scope) starts a TEST lab once per test session and stops it at the end:
 
     def test_something(lab):
-        lab.inventory_path      # Path of the test inventory: inventories/lab.yaml with 127.0.2.x addresses
+        lab.inventory_path      # the test inventory: inventories/lab.yaml moved to 127.0.2.x (see below)
         lab.inventory           # that inventory, loaded (fleet.inventory.Inventory)
         lab.root                # the test lab's FLEET_LAB_ROOT (also set in os.environ for the session)
         lab.reset(["thor"])     # fresh hosts: forget everything they wrote (do this before applying roles)
         with lab.connect("thor") as conn:   # fleet.connection to one host
             conn.run("uname -m")
+
+Set FLEET_TEST_LAB_NET=127.0.8 (any 127.a.b) to run a second test session at the same time on another
+subnet with its own root; sessions on the same subnet take turns (a lock; the second one waits).
 
 Hosts start fresh for the session, not per test: a test that writes on a host and needs a clean one
 calls `lab.reset([...])` first (about 0.2 s a host). The test lab never touches a demo lab (127.0.1.x,

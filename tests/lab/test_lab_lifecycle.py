@@ -12,9 +12,12 @@ import yaml
 from fleet import lab as lab_api
 from fleet.lab import paths
 from fleet.lab.host import LabHost, answers_ssh, listening_pids
+from fleet.lab import testing as lab_testing
 from helpers import ok, sh
 
-SCRATCH = {"scratch-pod": {"address": "127.0.2.31", "lab": "h100-pod", "lab_driver": "575.57.08"}}
+SCRATCH_ADDRESS = f"{lab_testing.test_net()}.31"
+OWN_ADDRESS = f"{lab_testing.test_net()}.32"
+SCRATCH = {"scratch-pod": {"address": SCRATCH_ADDRESS, "lab": "h100-pod", "lab_driver": "575.57.08"}}
 
 
 def in_namespace(ns: str) -> list[int]:
@@ -78,40 +81,40 @@ def test_killed_run_is_cleaned_up_and_down_leaves_nothing(lab, tmp_path):
     root = lab.root
     lab_api.down(inv, root=root)
     [state] = lab_api.up(inv, root=root)
-    assert state.state == "started" and answers_ssh("127.0.2.31", 22)
+    assert state.state == "started" and answers_ssh(SCRATCH_ADDRESS, 22)
     host = LabHost("scratch-pod", root)
-    old_ns = host.record()["mount_ns"]
-    [old_sshd] = listening_pids("127.0.2.31", 22)
+    [old_sshd] = listening_pids(SCRATCH_ADDRESS, 22)
     # A killed run: the lab's own process is gone and its record lost, sshd still serves the old overlay.
     os.kill(host.record()["pid"], signal.SIGKILL)
     (host.dir / "host.json").unlink()
-    assert answers_ssh("127.0.2.31", 22) and alive(old_sshd)
+    assert answers_ssh(SCRATCH_ADDRESS, 22) and alive(old_sshd)
     [state] = lab_api.up(inv, root=root)
     assert state.state == "started" and not alive(old_sshd)
-    [new_sshd] = listening_pids("127.0.2.31", 22)
-    new_ns = host.record()["mount_ns"]   # the kernel may hand out old_ns's number again
+    [new_sshd] = listening_pids(SCRATCH_ADDRESS, 22)
+    new_ns = host.record()["mount_ns"]   # (the kernel may hand out old_ns's number again)
     assert new_sshd != old_sshd and new_sshd in in_namespace(new_ns)
-    assert set(in_namespace(old_ns)) <= set(in_namespace(new_ns))
+    members = in_namespace(new_ns)
     lab_api.down(inv, root=root)
-    assert in_namespace(new_ns) == [] and listening_pids("127.0.2.31", 22) == [] and not host.dir.exists()
+    assert not any(alive(pid) for pid in members)
+    assert listening_pids(SCRATCH_ADDRESS, 22) == [] and not host.dir.exists()
     mounts = subprocess.run(["sh", "-c", "cat /proc/*/mountinfo 2>/dev/null"], capture_output=True, text=True).stdout
     assert str(host.dir) not in mounts
     # the session's hosts are untouched by another inventory's down
     assert ok(lab, "thor", "uname -m").strip() == "aarch64"
-    assert "127.0.2.31" not in paths.lab_known_hosts(root).read_text()
+    assert SCRATCH_ADDRESS not in paths.lab_known_hosts(root).read_text()
 
 
 def test_down_of_the_last_hosts_removes_the_state(tmp_path):
     """A lab of its own (own root): after down only the build cache is left, after --purge nothing."""
     root = tmp_path / "own-lab"
     inv = tmp_path / "own.yaml"
-    inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": "127.0.2.32", "lab": "h100-pod"}}}))
+    inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": OWN_ADDRESS, "lab": "h100-pod"}}}))
     lab_api.up(inv, root=root)
     assert ok_host(root, "own-pod")
-    ns = LabHost("own-pod", root).record()["mount_ns"]
+    members = in_namespace(LabHost("own-pod", root).record()["mount_ns"])
     lab_api.down(inv, root=root)
     assert sorted(p.name for p in root.iterdir()) == ["layers", "mirror"]
-    assert in_namespace(ns) == [] and not answers_ssh("127.0.2.32", 22)
+    assert not any(alive(pid) for pid in members) and not answers_ssh(OWN_ADDRESS, 22)
     lab_api.down(inv, root=root, purge=True)
     assert not root.exists()
 

@@ -59,11 +59,12 @@ def syntax_ok(snippet: str) -> None:
     assert proc.returncode == 0, f"bash -n: {proc.stderr}\n{snippet}"
 
 
-def hostile(marker: Path) -> str:
-    """A value made of every way text can escape into shell code; running any of it touches `marker`."""
-    m = str(marker)
+def hostile(marker: str) -> str:
+    """A value made of every way text can escape into shell code; running any of it creates the file `marker`
+    in the working directory. It holds no '/', so it can be a file name too."""
+    m = marker
     return (f"x'y\"z $(touch {m}) `touch {m}`; touch {m} | touch {m} && touch {m}\n"
-            f"touch {m} # \\ $HOME ${{IFS}} *")
+            f"touch {m} # \\ $HOME ${{IFS}} * '\\''")
 
 
 def stubs(directory: Path, names: list[str], log: Path) -> Path:

@@ -1,0 +1,325 @@
+"""The engine without a remote host: the eight roles planned against hand-written facts records, the shell it
+would send, and the whole flow (probe, plan, apply, re-probe, record) through a local connection on roles
+that only touch tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fleet import sections
+from fleet.connection import Connection, LocalConnection, Result
+from fleet.engine import Engine, HostReport, TaskReport, maybe_sudo, verify_record
+from fleet.facts import store
+from fleet.inventory import Host
+from fleet.roles import load_role, load_roles, roles_dirs
+from resource_shell import make, syntax_ok
+
+RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
+COMPAT = "/usr/local/cuda-13.0/compat"
+X86_LIB = "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+SBSA_LIB = "/usr/local/cuda-13.0/targets/sbsa-linux/lib"
+SITE = "/opt/fleet/venv/lib/python3.12/site-packages"
+
+CASES = {  # id: (record, inventory vars)
+    "pod-570": ("h100-pod-570", {}),
+    "pod-580": ("h100-pod-580-compat", {}),
+    "thor-jetson": ("thor", {"torch_source": "jetson"}),
+    "thor": ("thor", {}),
+    "spark": ("spark", {}),
+    "cpu-only": ("cpu-only", {}),
+}
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_roles(None, roles_dirs(None))
+
+
+def plan_of(shipped, case: str, user: str = "root"):
+    record, variables = CASES[case]
+    facts = json.loads((RECORDS / f"{record}.json").read_text())
+    host = Host(case, address="192.0.2.1", user=user, vars=dict(variables))
+    return Engine(shipped, facts_dir=Path("unused")).plan_for(host, facts)
+
+
+def enabled(plan) -> dict[str, object]:
+    return {t.id: t for t in plan.tasks if t.enabled}
+
+
+def sourced(env_sh: str, tmp_path: Path, before: str = "/usr/lib/other") -> dict[str, str]:
+    """Source the rendered env.sh twice in bash, as a shell hook would: the variables it leaves."""
+    path = tmp_path / "env.sh"
+    path.write_text(env_sh)
+    out = subprocess.run(
+        ["bash", "-c", f". '{path}'; . '{path}'; printf '%s\\n' \"$LD_LIBRARY_PATH\" \"$CUDA_HOME\" "
+                       "\"$CUTLASS_HOME\" \"$PATH\""],
+        env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": before}, capture_output=True, text=True, check=True)
+    ld, cuda_home, cutlass, path_var = out.stdout.split("\n")[:4]
+    return {"LD_LIBRARY_PATH": ld, "CUDA_HOME": cuda_home, "CUTLASS_HOME": cutlass, "PATH": path_var}
+
+
+# -- the eight roles against the records ---------------------------------------------------------------
+
+def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
+    plan = plan_of(shipped, "pod-570")
+    tasks = enabled(plan)
+    assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "env_hooks.0", "env_hooks.1", "env_hooks.2",
+                          "cutlass.0", "torch.0", "verify.0"}
+    compat = tasks["cuda_compat.0"].resource.p
+    assert compat["packages"] == ["cuda-compat-13-0"] and compat["hold"] is True
+    assert tasks["cuda_toolkit.0"].resource.p["packages"] == ["cuda-toolkit-13-0"]
+    env = sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path)
+    assert env["LD_LIBRARY_PATH"] == f"{COMPAT}:{X86_LIB}:/usr/lib/other"  # once, though sourced twice
+    assert env["CUDA_HOME"] == "/usr/local/cuda-13.0" and env["CUTLASS_HOME"] == "/opt/cutlass"
+    assert env["PATH"] == "/opt/fleet/venv/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin"
+
+
+def test_pod_580_never_gets_compat(shipped, tmp_path):
+    plan = plan_of(shipped, "pod-580")
+    tasks = enabled(plan)
+    assert "cuda_compat.0" not in tasks and "cuda_toolkit.0" not in tasks
+    skipped = next(t for t in plan.tasks if t.id == "cuda_compat.0")
+    assert skipped.skip_reason == "role condition is false: decisions.compat.use"
+    content = tasks["env_hooks.0"].resource.p["content"]
+    assert sourced(content, tmp_path)["LD_LIBRARY_PATH"] == f"{X86_LIB}:/usr/lib/other"
+    assert not [line for line in content.splitlines() if COMPAT in line and not line.startswith("#")]
+
+
+def test_thor_with_the_jetson_index_gets_nvpl_and_cudss_wheels(shipped, tmp_path):
+    tasks = enabled(plan_of(shipped, "thor-jetson"))
+    assert set(tasks) == {"nvpl.0", "cudss.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "cutlass.0",
+                          "torch.0", "verify.0"}
+    for task_id, packages in (("nvpl.0", ["nvpl-blas", "nvpl-lapack"]), ("cudss.0", ["nvidia-cudss-cu13"])):
+        assert tasks[task_id].spec.type == "pip"
+        assert {k: tasks[task_id].resource.p[k] for k in ("packages", "venv", "index_url")} == {
+            "packages": packages, "venv": "/opt/fleet/venv", "index_url": "https://pypi.org/simple"}
+    assert tasks["torch.0"].resource.p["index_url"] == "https://pypi.jetson-ai-lab.io/sbsa/cu130"
+    env = sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path, before="")
+    assert env["LD_LIBRARY_PATH"] == f"{SBSA_LIB}:{SITE}/nvpl/lib:{SITE}/nvidia/cu13/lib"
+
+
+@pytest.mark.parametrize("case", ["thor", "spark"])
+def test_official_torch_on_arm_needs_neither_nvpl_nor_cudss_nor_compat(shipped, case, tmp_path):
+    tasks = enabled(plan_of(shipped, case))
+    assert not {t for t in tasks if t.split(".")[0] in ("nvpl", "cudss", "cuda_compat", "cuda_toolkit")}
+    assert tasks["torch.0"].resource.p["index_url"] == "https://download.pytorch.org/whl/cu130"
+    assert sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path, before="")["LD_LIBRARY_PATH"] == SBSA_LIB
+
+
+def test_a_host_without_a_gpu_gets_cpu_torch_and_nothing_else(shipped):
+    plan = plan_of(shipped, "cpu-only")
+    tasks = enabled(plan)
+    assert set(tasks) == {"torch.0", "verify.0"}
+    assert tasks["torch.0"].resource.p["index_url"] == "https://download.pytorch.org/whl/cpu"
+    cutlass = next(t for t in plan.tasks if t.id == "cutlass.0")
+    assert cutlass.spec.name == "CUTLASS at v4.3.0"  # a skipped task's name is rendered too
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("user", ["root", "ubuntu"])
+def test_every_snippet_and_both_remote_scripts_parse(shipped, case, user):
+    plan = plan_of(shipped, case, user)
+    conn = RecordingConnection(Host(case, address="192.0.2.1", user=user))
+    for task in enabled(plan).values():
+        syntax_ok(task.resource.check())
+        syntax_ok(task.resource.apply())
+    syntax_ok("\n".join(plan.check_sections(conn)))
+    report = HostReport(case, False)
+    planned = [t for t in enabled(plan).values() if t.spec.type != "assert"]
+    report.tasks = [TaskReport(t.spec.role, t.spec.name, "changed", "", id=t.id) for t in planned]
+    Engine(shipped, facts_dir=Path("unused"))._apply(conn, Host(case, user=user), planned, report)
+    (apply_script,) = conn.scripts
+    syntax_ok(apply_script)
+    assert [f"apply.{t.id}" in apply_script for t in planned] == [True] * len(planned)
+    assert ("sudo -n -H bash" in apply_script) == (user != "root")
+
+
+class RecordingConnection(Connection):
+    """Takes scripts and answers nothing: what the engine would send, to inspect."""
+
+    def __init__(self, host):
+        super().__init__(host)
+        self.scripts = []
+
+    def run(self, script, **kw):
+        self.scripts.append(script)
+        self.remote_commands += 1
+        return Result(0, "", "")
+
+
+# -- sudo: only for the tasks that need it ------------------------------------------------------------------
+
+def task_of(resource, sudo=None):
+    from fleet.roles import Task, TaskSpec
+    return Task(TaskSpec("r", 0, "t", resource.type_name, {}, None, sudo, "r.yaml:1"), resource, True)
+
+
+def test_sudo_only_where_a_task_needs_root_and_the_user_is_not_root():
+    spark = Connection(Host("spark", user="ubuntu"))
+    pod = Connection(Host("pod", user="root"))
+    system_file = task_of(make("file", path="/etc/fleet/env.sh", content="x"))
+    home_block = task_of(make("block", path="~/.bashrc", block="x"))
+    snippet = system_file.resource.apply()
+    assert maybe_sudo(snippet, system_file, spark).startswith("sudo -n -H bash -c ")
+    assert maybe_sudo(snippet, system_file, pod) == snippet
+    assert maybe_sudo(snippet, system_file, spark, check=True) == snippet  # checks read as the user
+    assert maybe_sudo(home_block.resource.apply(), home_block, spark) == home_block.resource.apply()
+    forced = task_of(make("directory", path="/srv/mine"), sudo=False)
+    assert maybe_sudo("x", forced, spark) == "x"
+
+
+def test_a_snippet_too_long_for_one_argument_still_runs_under_sudo(tmp_path):
+    """A big file (past the 100 KB argument limit) written on a non-root host: the section has no stdin of
+    its own to carry the script, so it must reach sudo another way."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sudo").write_text('#!/bin/bash\necho "sudo $*" >> "$SUDO_LOG"\n'
+                                  'while [[ "$1" == -* ]]; do shift; done\nexec "$@"\n')
+    (bin_dir / "sudo").chmod(0o755)
+    content = "0123456789abcdef\n" * 9000  # 153 KB
+    big = task_of(make("file", path=str(tmp_path / "big.txt"), content=content))
+    body = maybe_sudo(big.resource.apply(), big, Connection(Host("spark", user="ubuntu")))
+    script = sections.section("apply.r.0", body)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SUDO_LOG=str(tmp_path / "sudo.log"))
+    out = subprocess.run(["bash", "-s"], input=script, env=env, capture_output=True, text=True).stdout
+    assert sections.split_sections(out)["apply.r.0"].rc == 0, out
+    assert (tmp_path / "big.txt").read_text() == content
+    assert (tmp_path / "sudo.log").read_text().startswith("sudo -n -H bash /tmp/")
+
+
+# -- verify results ----------------------------------------------------------------------------------------
+
+def test_a_failed_verify_names_each_missing_library_and_its_role():
+    data = {"passed": False, "missing_libraries": ["libcudss.so.0", "libnvpl_lapack_lp64_gomp.so.0"],
+            "checks": [{"name": "libraries_resolve", "passed": False, "detail": "not found"},
+                       {"name": "torch_imports", "passed": False, "detail": "ImportError"}]}
+    providers = {"libcudss.so.0": "cudss", "libnvpl_lapack_lp64_gomp.so.0": "nvpl"}
+    record = verify_record(data, providers)
+    assert record["missing_providers"] == providers
+    assert record["summary"] == ("verify failed: libraries_resolve, torch_imports; missing libcudss.so.0 "
+                                 "(provided by role cudss); libnvpl_lapack_lp64_gomp.so.0 (provided by role nvpl)")
+    ok = verify_record({"passed": True, "checks": [{"name": "cuda_available", "passed": True}]}, {})
+    assert ok["summary"] == "verify passed: cuda_available" and ok["at"].endswith("+00:00")
+
+
+# -- the whole flow, locally, on roles that only touch tmp_path ----------------------------------------------
+
+DEMO_ROLE = """\
+    description: a role that writes only under {root}
+    defaults: {{demo_root: "{root}", greeting: hello}}
+    tasks:
+      - name: the directory
+        directory: {{path: "{{{{ demo_root }}}}/etc", mode: "0755"}}
+      - name: a file from a template
+        file: {{path: "{{{{ demo_root }}}}/etc/env.sh", template: env.sh.j2}}
+      - name: the hook at the top
+        block: {{path: "{{{{ demo_root }}}}/bashrc", block: ". {{{{ demo_root }}}}/etc/env.sh", position: top}}
+      - name: never here
+        directory: {{path: "{{{{ demo_root }}}}/never"}}
+        when: "decisions.compat.use"
+      - name: a guarded command
+        command: {{cmd: "touch {{{{ demo_root }}}}/made", creates: "{{{{ demo_root }}}}/made"}}
+      - name: the file is there
+        assert: {{script: "test -s {{{{ demo_root }}}}/etc/env.sh", msg: env.sh written}}
+"""
+
+
+@pytest.fixture
+def demo(tmp_path):
+    root = tmp_path / "host"
+    roles_dir = tmp_path / "roles" / "demo"
+    (roles_dir / "templates").mkdir(parents=True)
+    (roles_dir / "role.yaml").write_text(textwrap.dedent(DEMO_ROLE.format(root=root)))
+    (roles_dir / "templates" / "env.sh.j2").write_text("export GREETING={{ greeting | shq }}  # {{ host.name }}\n")
+    root.mkdir()
+    (root / "bashrc").write_text("case $- in *i*) ;; *) return;; esac\nalias ll='ls -l'\n")
+    host = Host("local", connection="local", vars={})
+    return root, load_role(roles_dir / "role.yaml"), host, tmp_path / "facts"
+
+
+def converge(role, host, facts_dir, *, check_mode=False, variables=None):
+    host.vars = dict(variables or {})
+    conn = LocalConnection(host)
+    report = Engine([role], facts_dir=facts_dir, check_mode=check_mode).converge(conn, host)
+    return report, conn.remote_commands
+
+
+def statuses(report) -> dict[str, str]:
+    return {t.task: t.status for t in report.tasks}
+
+
+def test_check_mode_lists_the_changes_and_makes_none(demo):
+    root, role, host, facts_dir = demo
+    before = sorted(p.name for p in root.iterdir())
+    report, _ = converge(role, host, facts_dir, check_mode=True)
+    assert statuses(report) == {"the directory": "changed", "a file from a template": "changed",
+                                "the hook at the top": "changed", "never here": "skipped",
+                                "a guarded command": "changed", "the file is there": "changed"}
+    diff = next(t.diff for t in report.tasks if t.task == "the hook at the top")
+    assert f"+. {root}/etc/env.sh" in diff
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_apply_converges_and_a_second_run_changes_nothing_in_one_command(demo):
+    root, role, host, facts_dir = demo
+    first, commands = converge(role, host, facts_dir)
+    assert statuses(first) == {"the directory": "changed", "a file from a template": "changed",
+                               "the hook at the top": "changed", "never here": "skipped",
+                               "a guarded command": "changed", "the file is there": "ok"}
+    assert commands == 4  # facts, checks (nothing recorded yet to render them from), apply, re-probe
+    assert (root / "etc" / "env.sh").read_text() == "export GREETING=hello  # local\n"
+    assert (root / "bashrc").read_text().startswith(f"# BEGIN fleet\n. {root}/etc/env.sh\n# END fleet\ncase")
+    assert not (root / "never").exists()
+    recorded = store.read(facts_dir, "local")
+    assert recorded["host"] == "local" and recorded["platform"]
+    snapshot = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    second, commands = converge(role, host, facts_dir)
+    assert set(statuses(second).values()) == {"ok", "skipped"} and commands == 1
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == snapshot
+    assert second.to_json()["changed"] == 0 and second.to_json()["failed"] == 0
+
+
+def test_a_changed_variable_changes_exactly_its_file(demo):
+    root, role, host, facts_dir = demo
+    converge(role, host, facts_dir)
+    report, _ = converge(role, host, facts_dir, variables={"greeting": "it's me"})
+    changed = [t for t in report.tasks if t.status == "changed"]
+    assert [t.task for t in changed] == ["a file from a template"]
+    assert "-export GREETING=hello" in changed[0].diff and "+export GREETING='it'\"'\"'s me'" in changed[0].diff
+    assert (root / "etc" / "env.sh").read_text() == "export GREETING='it'\"'\"'s me'  # local\n"
+
+
+def test_a_failing_apply_stops_the_host_and_names_what_did_not_run(demo, tmp_path):
+    root, _, host, facts_dir = demo
+    role_dir = tmp_path / "roles" / "broken"
+    role_dir.mkdir(parents=True)
+    (role_dir / "role.yaml").write_text(textwrap.dedent(f"""\
+        tasks:
+          - name: fails
+            command: {{cmd: "echo no space left >&2; exit 3", creates: "{root}/a"}}
+          - name: after it
+            directory: {{path: "{root}/b"}}
+          - name: claims success
+            command: {{cmd: "true", creates: "{root}/c"}}
+        """))
+    report, _ = converge(load_role(role_dir / "role.yaml"), host, facts_dir)
+    by_name = {t.task: t for t in report.tasks}
+    assert by_name["fails"].status == "failed" and by_name["fails"].reason == "apply failed (exit 3): no space left"
+    assert (by_name["after it"].status, by_name["after it"].reason) == ("failed", "not run: an earlier task failed")
+    assert not (root / "b").exists() and report.failed
+
+    (role_dir / "role.yaml").write_text(textwrap.dedent(f"""\
+        tasks:
+          - name: claims success
+            command: {{cmd: "true", creates: "{root}/c"}}
+        """))
+    report, _ = converge(load_role(role_dir / "role.yaml"), host, facts_dir)
+    (entry,) = report.tasks
+    assert (entry.status, entry.reason) == ("failed", f"applied, but the check still says: needs to run")
