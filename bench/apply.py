@@ -21,25 +21,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 NET = "127.0.4."
 
 
 def own_lab(workdir: Path):
-    import yaml
-    from fleet.lab import control, testing
+    from _lab import own_lab as start
 
-    doc = testing.test_inventory_doc()
-    for host in doc["hosts"].values():
-        host["address"] = NET + host["address"].rsplit(".", 1)[1]
-    root = Path(tempfile.gettempdir()) / f"fleet-lab-bench-apply-{os.getuid()}"
-    inventory = workdir / "lab.yaml"
-    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
-    os.environ["FLEET_LAB_ROOT"] = str(root)
-    started = time.monotonic()
-    control.up(inventory, None, root)
-    print(f"lab up: {time.monotonic() - started:.2f} s for {len(doc['hosts'])} hosts")
-    return inventory, lambda: control.down(inventory, root, purge=True)
+    return start(workdir, NET, "bench-apply")
 
 
 def fleet_json(*argv: str) -> tuple[float, dict]:

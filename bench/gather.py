@@ -21,26 +21,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 BENCH_NET = "127.0.3."  # neither the demo lab (127.0.1.x) nor the test lab (127.0.2.x)
 
 
 def own_lab(workdir: Path):
-    """A lab of the demo inventory's hosts on 127.0.3.x under its own root, so it disturbs no other lab."""
-    import yaml
-    from fleet.lab import control, testing
+    from _lab import own_lab as start
 
-    doc = testing.test_inventory_doc()
-    for host in doc["hosts"].values():
-        host["address"] = BENCH_NET + host["address"].rsplit(".", 1)[1]
-    root = Path(tempfile.gettempdir()) / f"fleet-lab-bench-{os.getuid()}"
-    inventory = workdir / "lab.yaml"
-    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
-    os.environ["FLEET_LAB_ROOT"] = str(root)
-    started = time.monotonic()
-    control.up(inventory, None, root)
-    print(f"lab up: {time.monotonic() - started:.2f} s ({len(doc['hosts'])} hosts, root {root})")
-    return inventory, lambda: control.down(inventory, root, purge=True)  # leave nothing behind
+    return start(workdir, BENCH_NET, "bench")
 
 
 def measure_host(host, rounds: int) -> dict:

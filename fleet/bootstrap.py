@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shlex
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Callable
 
 import yaml
 
+from .atomic import write_atomic
 from .errors import FleetError, InputError
 from .inventory import NAME_RE, Host, Inventory, load_inventory
 
@@ -313,20 +313,9 @@ def write_entry(path: Path, name: str, target: Target, *, commit: bool = True) -
     with _locked(path.parent):
         old_text = path.read_text(encoding="utf-8") if path.exists() else HEADER
         old = load_existing(path)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(insert_host(old_text, name, target, where=str(path)))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, (path.stat().st_mode & 0o777) if path.exists() else 0o644)
-            new = _validated(Path(temp), old, name, target, path)
-            if commit:
-                os.replace(temp, path)
-                _fsync_dir(path.parent)
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
+        text = insert_host(old_text, name, target, where=str(path))
+        new = write_atomic(path, text.encode("utf-8"), mode=(path.stat().st_mode & 0o777) if path.exists() else 0o644,
+                           validate=lambda temp: _validated(temp, old, name, target, path), commit=commit)
     new.path = path
     return new
 
@@ -344,14 +333,6 @@ def _validated(temp: Path, old: Inventory | None, name: str, target: Target, pat
     if not host or (host.address, host.port, host.user) != (target.address, target.port, target.user) or not kept:
         raise InputError(f"fleet could not add {name!r} to {path} as text without changing other entries; {manual}")
     return new
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- the phases ------------------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..atomic import write_atomic
 from ..errors import InputError
 from .scrub import scrub
 
@@ -40,33 +40,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o644)  # records hold no secrets; let other users read them
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        _unlink_quietly(temp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_atomic(path, data, mode=0o644)  # records hold no secrets; let other users read them
 
 
 def read(facts_dir: Path | str, host: str, *, previous: bool = False) -> dict | None:

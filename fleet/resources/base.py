@@ -113,6 +113,7 @@ class Resource:
     params: ClassVar[dict[str, Param]] = {}
     needs_root: ClassVar[bool] = False
     template_target: ClassVar[str | None] = None   # the parameter a role's `template:` fills
+    path_param: ClassVar[str | None] = None        # a ~/ path here means the user's own file: no sudo
 
     def __init__(self, values: dict[str, Any]):
         self.p = values
@@ -172,7 +173,12 @@ class Resource:
 
     @property
     def root(self) -> bool:
-        """Whether the apply needs root (sudo on a non-root host)."""
+        """Whether the apply needs root (sudo on a non-root host): the task's `root:` if it says, else a ~/ path
+        is the user's own, else the type's default."""
+        if self.p.get("root") is not None:
+            return bool(self.p["root"])
+        if self.path_param:
+            return not str(self.p[self.path_param]).startswith("~")
         return self.needs_root
 
 

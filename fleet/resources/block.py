@@ -31,6 +31,7 @@ def _awk(op: str, path: str) -> str:
 
 class Block(Resource):
     type_name = "block"
+    path_param = "path"
     params = {
         "path": Param((str,), required=True),
         "block": Param((str,), required=True),
@@ -43,11 +44,6 @@ class Block(Resource):
     def describe(self) -> str:
         return f"manage block '{self.p['marker']}' in {self.p['path']} ({self.p['position']})"
 
-    @property
-    def root(self) -> bool:
-        if self.p["root"] is not None:
-            return self.p["root"]
-        return not str(self.p["path"]).startswith("~")
 
     def _markers(self) -> tuple[str, str]:
         return f"# BEGIN {self.p['marker']}", f"# END {self.p['marker']}"

@@ -18,9 +18,6 @@ class Command(Resource):
             raise InputError(f"{where}: a command needs 'creates' or 'unless', or it would run on every apply")
         return out
 
-    @property
-    def root(self) -> bool:
-        return bool(self.p["root"])
 
     def describe(self) -> str:
         return f"run {self.p['cmd']}"

@@ -7,6 +7,7 @@ from .base import NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpa
 
 class Directory(Resource):
     type_name = "directory"
+    path_param = "path"
     params = {"path": Param((str,), required=True),
               "mode": Param((str, int), default="0755", check=mode_problem),
               "owner": Param((str,)), "root": Param((bool,), default=None)}
@@ -14,9 +15,6 @@ class Directory(Resource):
     def describe(self) -> str:
         return f"create directory {self.p['path']}"
 
-    @property
-    def root(self) -> bool:
-        return self.p["root"] if self.p["root"] is not None else not str(self.p["path"]).startswith("~")
 
     def _mode(self) -> str:
         return mode_text(self.p["mode"])

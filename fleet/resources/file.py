@@ -12,6 +12,7 @@ _DIFF_LIMIT = 65536
 
 class File(Resource):
     type_name = "file"
+    path_param = "path"
     template_target = "content"
     params = {
         "path": Param((str,), required=True),
@@ -25,11 +26,6 @@ class File(Resource):
     def describe(self) -> str:
         return f"write {self.p['path']}"
 
-    @property
-    def root(self) -> bool:
-        if self.p["root"] is not None:
-            return self.p["root"]
-        return not str(self.p["path"]).startswith("~")
 
     def _mode(self) -> str:
         return mode_text(self.p["mode"])

@@ -7,6 +7,7 @@ from .base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 class Git(Resource):
     type_name = "git"
+    path_param = "dest"
     needs_root = True
     params = {"repo": Param((str,), required=True), "ref": Param((str,), required=True),
               "dest": Param((str,), required=True), "root": Param((bool,), default=None)}
@@ -14,9 +15,6 @@ class Git(Resource):
     def describe(self) -> str:
         return f"check out {self.p['repo']} at {self.p['ref']} in {self.p['dest']}"
 
-    @property
-    def root(self) -> bool:
-        return self.p["root"] if self.p["root"] is not None else not str(self.p["dest"]).startswith("~")
 
     def check(self) -> str:
         dest, ref = qpath(self.p["dest"]), q(self.p["ref"])

@@ -35,6 +35,7 @@ sys.exit(10 if missing else 0)
 
 class Pip(Resource):
     type_name = "pip"
+    path_param = "venv"
     params = {
         "packages": Param((list,), required=True),
         "venv": Param((str,), required=True),
@@ -62,9 +63,6 @@ class Pip(Resource):
     def describe(self) -> str:
         return f"pip install {' '.join(self.p['packages'])} into {self.p['venv']}"
 
-    @property
-    def root(self) -> bool:
-        return self.p["root"] if self.p["root"] is not None else not str(self.p["venv"]).startswith("~")
 
     def check(self) -> str:
         py = f"{qpath(self.p['venv'])}/bin/python"

@@ -1,0 +1,44 @@
+"""Replace a local file atomically: temp file in the same directory, fsync, rename, fsync the directory.
+
+A crash at any instant leaves either the old file or the new one, never a truncated one (facts records,
+inventories that bootstrap edits).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644,
+                 validate: Callable[[Path], T] | None = None, commit: bool = True) -> T | None:
+    """Write `data` to `path`. `validate(temp_path)` may inspect (and refuse, by raising) the new file before it
+    replaces the old one; its answer is returned. With commit=False the temp file is only validated."""
+    path = Path(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        answer = validate(Path(temp)) if validate else None
+        if commit:
+            os.replace(temp, path)
+            fsync_dir(path.parent)
+        return answer
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
