@@ -128,15 +128,24 @@ class Engine:
         from .facts import probe
 
         self.progress(host.name, "probe: facts and checks")
-        guess = self.plan_for(host, facts_for_render) if facts_for_render else None
-        parts = [probe.script(host.vars)] + (guess.check_sections(conn) if guess else [])
-        found = self.run_sections(conn, "\n".join(parts), "probe")
+        guessed = self._guess_checks(conn, host, facts_for_render)
+        found = self.run_sections(conn, "\n".join([probe.script(host.vars)] + guessed), "probe")
         facts = probe.parse(found, host.name)
         plan = self.plan_for(host, facts)
-        if guess is None or plan.check_sections(conn) != guess.check_sections(conn):
-            found.update(self.run_sections(conn, "\n".join(plan.check_sections(conn)), "checks"))
+        wanted = plan.check_sections(conn)
+        if wanted != guessed:
+            found.update(self.run_sections(conn, "\n".join(wanted), "checks"))
         checks = {t.id: _parse_check(t, found.get(f"check.{t.id}")) for t in plan.tasks if t.enabled}
         return plan, checks
+
+    def _guess_checks(self, conn: Connection, host: Host, facts: dict | None) -> list[str]:
+        """The checks as the last record renders them; a record that no longer renders is simply not used."""
+        if not facts:
+            return []
+        try:
+            return self.plan_for(host, facts).check_sections(conn)
+        except FleetError:
+            return []
 
     def plan_for(self, host: Host, facts: dict) -> Plan:
         from .decide import FactsError, VariableError, decide
