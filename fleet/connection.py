@@ -13,8 +13,7 @@ import os
 import shlex
 import subprocess
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -213,11 +212,3 @@ def connect(host: Host, options: ConnectOptions | None = None) -> Connection:
     conn = SSHConnection(host, options)
     conn.open()
     return conn
-
-
-@dataclass
-class Timer:
-    started: float = field(default_factory=time.monotonic)
-
-    def seconds(self) -> float:
-        return round(time.monotonic() - self.started, 3)

@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
 from .env import Environment
 from .parallel import Outcome
@@ -47,15 +46,6 @@ class Reporter:
 
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
         self.env.console.print_json(json.dumps(json_document(hosts, outcomes, **extra), default=str))
-
-    def table(self, title: str, columns: list[str], rows: list[list[str]]) -> Table:
-        table = Table(title=title, title_justify="left")
-        for col in columns:
-            table.add_column(col)
-        for row in rows:
-            table.add_row(*row)
-        self.env.console.print(table)
-        return table
 
 
 def json_document(hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> dict:

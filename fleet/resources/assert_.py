@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-from ..errors import InputError
 from .base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
@@ -26,12 +25,7 @@ class Assert(Resource):
               "python": Param((str,), default="python3"), "json": Param((bool,), default=False),
               "timeout": Param((int,), default=600), "msg": Param((str,), default="assertion failed")}
 
-    @classmethod
-    def validate(cls, values, where, *, check_types=True):
-        out = super().validate(values, where, check_types=check_types)
-        if not out["script"] and not out["template"]:
-            raise InputError(f"{where}: assert needs 'script' or 'template' (a file under the role's templates/)")
-        return out
+    requires_one_of = (("script", "template"), " (a file under the role's templates/)")
 
     def describe(self) -> str:
         return self.p["msg"]

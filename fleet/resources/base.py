@@ -114,6 +114,7 @@ class Resource:
     needs_root: ClassVar[bool] = False
     template_target: ClassVar[str | None] = None   # the parameter a role's `template:` fills
     path_param: ClassVar[str | None] = None        # a ~/ path here means the user's own file: no sudo
+    requires_one_of: ClassVar[tuple[tuple[str, ...], str]] = ((), "")  # (params, why), e.g. creates/unless
 
     def __init__(self, values: dict[str, Any]):
         self.p = values
@@ -150,6 +151,10 @@ class Resource:
             if problem:
                 raise InputError(f"{where}: '{key}' of {cls.type_name} {problem}, not {value!r}")
             out[key] = value
+        names, why = cls.requires_one_of
+        if names and not any(out.get(n) for n in names):
+            article = "an" if cls.type_name[0] in "aeiou" else "a"
+            raise InputError(f"{where}: {article} {cls.type_name} needs {' or '.join(repr(n) for n in names)}{why}")
         return out
 
     # -- the contract ----------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
 from .base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 
@@ -11,12 +10,7 @@ class Command(Resource):
     params = {"cmd": Param((str,), required=True), "creates": Param((str,)), "unless": Param((str,)),
               "root": Param((bool,), default=False)}
 
-    @classmethod
-    def validate(cls, values, where, *, check_types=True):
-        out = super().validate(values, where, check_types=check_types)
-        if not out["creates"] and not out["unless"]:
-            raise InputError(f"{where}: a command needs 'creates' or 'unless', or it would run on every apply")
-        return out
+    requires_one_of = (("creates", "unless"), ", or it would run on every apply")
 
 
     def describe(self) -> str:

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Queue
@@ -187,3 +188,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def booting_later(port: int, allowed: str, delay: float = 0.3):
+    """A host that starts answering on `port` only after `delay` (still booting when fleet first knocks).
+
+    Yields an Event set once it is up; the server stops when the block ends."""
+    up, stop = threading.Event(), threading.Event()
+
+    def boot():
+        time.sleep(delay)
+        with serving(port=port) as booted:
+            booted.allow(allowed)
+            up.set()
+            stop.wait(30)
+
+    thread = threading.Thread(target=boot, daemon=True)
+    thread.start()
+    try:
+        yield up
+    finally:
+        stop.set()
+        thread.join(10)

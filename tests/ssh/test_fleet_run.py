@@ -2,11 +2,9 @@
 
 import io
 import json
-import threading
-import time
 
 import paramiko
-from mockserver import USER_KEY, fleet_known_hosts, free_port, record_known, serving
+from mockserver import USER_KEY, booting_later, fleet_known_hosts, free_port, record_known
 from mockssh.server import SERVER_KEY_PATH
 from rich.console import Console
 
@@ -82,23 +80,9 @@ def test_unknown_key_refused_then_accepted_with_the_flag(server, tmp_path):
 def test_wait_flag_retries_a_host_still_booting(tmp_path):
     port = free_port()
     record_known(port)
-    up, stop = threading.Event(), threading.Event()
-
-    def boot_later():
-        time.sleep(0.3)
-        with serving(port=port) as booted:
-            booted.allow("echo booted")
-            up.set()
-            stop.wait(30)
-
-    thread = threading.Thread(target=boot_later, daemon=True)
-    thread.start()
     env, out, _ = captured_env(tmp_path)
-    try:
+    with booting_later(port, "echo booted") as up:
         status = main(["run", inventory(tmp_path, port), "--json", "--wait", "20", "--", "echo booted"], env)
-    finally:
-        stop.set()
-        thread.join(10)
     doc = json.loads(out.getvalue())
     assert status == 0 and up.is_set()
     assert [h["stdout"] for h in doc["hosts"].values()] == ["booted\n", "booted\n"]

@@ -3,11 +3,10 @@
 import os
 import stat
 import threading
-import time
 
 import paramiko
 import pytest
-from mockserver import (SENTINEL_EXIT, SentinelHandler, fleet_known_hosts, free_port, host_key_line, record_known,
+from mockserver import (booting_later, SENTINEL_EXIT, SentinelHandler, fleet_known_hosts, free_port, host_key_line, record_known,
                         serving, ssh_host)
 from mockssh.server import SERVER_KEY_PATH
 
@@ -182,21 +181,7 @@ def test_connection_refused_is_a_host_error():
 def test_wait_retries_until_the_host_is_up():
     port = free_port()
     record_known(port)
-    up, stop = threading.Event(), threading.Event()
-
-    def boot_later():
-        time.sleep(0.3)  # the host is still booting when fleet first knocks
-        with serving(port=port) as booted:
-            booted.allow("echo up")
-            up.set()
-            stop.wait(30)
-
-    thread = threading.Thread(target=boot_later, daemon=True)
-    thread.start()
-    try:
+    with booting_later(port, "echo up") as up:
         with connect(ssh_host(port), ConnectOptions(wait=20, connect_timeout=5)) as conn:
             assert up.is_set()
             assert conn.run("echo up").stdout == "up\n"
-    finally:
-        stop.set()
-        thread.join(10)
