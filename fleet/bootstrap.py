@@ -387,7 +387,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
     if present and name and name != present.name:
         progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")
-    roles = load_roles(None, roles_dirs(inventory_path))           # bad roles stop here, before any host
+    roles = load_roles(None, roles_dirs(inventory.roles_path))   # bad roles stop here, before any host
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]

@@ -161,7 +161,6 @@ class Engine:
 
     def _plan(self, plan: Plan, checks: dict[str, CheckResult], report: HostReport) -> list[Task]:
         planned = []
-        reasons = plan.decisions_json.get("reasons", {})
         for task in plan.tasks:
             name, role = task.spec.name, task.spec.role
             if not task.enabled:
@@ -175,7 +174,7 @@ class Engine:
             elif result.in_state:
                 report.tasks.append(TaskReport(role, name, "ok", result.reason, id=task.id))
             else:
-                why = result.reason + (f" ({reasons[role]})" if reasons.get(role) else "")
+                why = result.reason + (f" ({task.why})" if task.why else "")
                 report.tasks.append(TaskReport(role, name, "changed", why, _diff(task, result), id=task.id))
                 planned.append(task)
         return planned

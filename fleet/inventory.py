@@ -1,6 +1,7 @@
 """Inventory: YAML -> hosts, groups and variables, every problem reported with file:line and a fix.
 
     facts_dir: facts
+    roles_path: [roles]                             # extra role directories, relative to this file
     vars: {cuda_version: "13.0"}                    # all hosts
     hosts:
       pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}}
@@ -22,7 +23,7 @@ from typing import Any
 from . import yamlsrc
 from .errors import InputError
 
-TOP_KEYS = {"facts_dir", "vars", "hosts", "groups"}
+TOP_KEYS = {"facts_dir", "roles_path", "vars", "hosts", "groups"}
 HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars"}
 GROUP_KEYS = {"hosts", "vars"}
 CONNECTIONS = ("ssh", "local")
@@ -61,6 +62,7 @@ class Inventory:
     groups: dict[str, list[str]]
     vars: dict[str, Any]
     facts_dir: Path
+    roles_path: list[Path] = field(default_factory=list)   # declared extra role directories
 
     def select(self, limit: list[str] | None = None) -> list[Host]:
         """Hosts named in `limit` (host or group names, comma lists allowed); all hosts when None."""
@@ -97,11 +99,31 @@ def load_inventory(path: str | Path) -> Inventory:
         loc.problem(("facts_dir",), f"facts_dir must be a directory path, not {yamlsrc.type_name(facts_dir)}; "
                                     "write e.g. 'facts_dir: facts'")
         facts_dir = "facts"
+    roles_path = _roles_path(loc, doc.get("roles_path"), base)
     if loc.problems:
         raise InputError("\n".join(loc.problems))
     _merge_vars(hosts, groups, doc.get("groups") or {}, all_vars)
     return Inventory(Path(path), hosts, {g: members for g, (members, _) in groups.items()}, all_vars,
-                     (base / os.path.expanduser(facts_dir)).resolve())
+                     (base / os.path.expanduser(facts_dir)).resolve(), roles_path)
+
+
+def _roles_path(loc, value, base: Path) -> list[Path]:
+    """Declared role directories: roles load from these and the package, never from wherever fleet runs."""
+    if value is None:
+        return []
+    entries = [value] if isinstance(value, str) else value
+    if not isinstance(entries, list) or not all(isinstance(e, str) and e for e in entries):
+        loc.problem(("roles_path",), "roles_path is a directory or a list of directories, relative to the "
+                                     "inventory; write e.g. 'roles_path: [roles]'")
+        return []
+    out = []
+    for i, entry in enumerate(entries):
+        path = (base / os.path.expanduser(entry)).resolve()
+        if not path.is_dir():
+            keys = ("roles_path",) if isinstance(value, str) else ("roles_path", i)
+            loc.problem(keys, f"roles_path {entry!r} is not a directory ({path}); create it or fix the path")
+        out.append(path)
+    return out
 
 
 def _check_keys(loc, keys, mapping, allowed, where) -> None:

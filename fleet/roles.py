@@ -1,8 +1,9 @@
-"""Roles as data: roles/<name>/role.yaml (+ templates/), loaded, validated and rendered with Jinja2.
+"""Roles as data: <name>/role.yaml (+ templates/), loaded, validated and rendered with Jinja2.
 
     description: what the role manages
     defaults: {cutlass_ref: v4.3.0}              # lowest precedence; inventory vars override
-    when: "decisions.compat.use"                 # optional: the whole role applies only if true
+    when: "decisions.compat.use"                 # optional: the whole role applies only if true (the ONLY gate)
+    why: "{{ decisions.compat.reason }}"         # optional: the reason shown beside a change it plans
     tasks:
       - name: clone CUTLASS
         git: {repo: "{{ cutlass_repo }}", ref: "{{ cutlass_ref }}", dest: "{{ cutlass_dir }}"}
@@ -27,9 +28,10 @@ from . import yamlsrc
 from .errors import InputError
 from .resources import TYPES, Resource
 
-ROLE_KEYS = {"description", "defaults", "when", "tasks"}
+ROLE_KEYS = {"description", "defaults", "when", "why", "tasks"}
 TASK_KEYS = {"name", "when", "sudo"}
 DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin_roles"   # shipped inside the package
 
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                             autoescape=False)
@@ -65,6 +67,12 @@ class Role:
     when: str | None
     tasks: list[TaskSpec] = field(default_factory=list)
     when_where: str = ""
+    why: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """Where the role came from: 'built-in' or its directory (shown by --check)."""
+        return "built-in" if self.path.parent.parent == BUILTIN_DIR else str(self.path.parent)
 
     def template_path(self, name: str) -> Path:
         return self.path.parent / "templates" / name
@@ -81,23 +89,20 @@ class Task:
     resource: Resource
     enabled: bool
     skip_reason: str | None = None
+    why: str | None = None        # the role's rendered `why:`
 
     @property
     def id(self) -> str:
         return self.spec.id
 
 
-def roles_dirs(inventory_path: Path | None) -> list[Path]:
-    """Where roles are looked up: beside the inventory, its parent, the working dir, then fleet's own."""
-    candidates = []
-    if inventory_path is not None:
-        base = Path(inventory_path).resolve().parent
-        candidates += [base / "roles", base.parent / "roles"]
-    candidates += [Path.cwd() / "roles", Path(__file__).resolve().parent.parent / "roles"]
-    seen, out = set(), []
-    for path in candidates:
-        if path not in seen and path.is_dir():
-            seen.add(path)
+def roles_dirs(extra: list[Path] | tuple = ()) -> list[Path]:
+    """Where roles are looked up: the declared extra directories (an inventory's roles_path), then the built-in
+    ones. Never the working directory or a folder that merely sits beside an inventory: a planted roles/ would
+    run as root on every host."""
+    out = []
+    for path in [*map(Path, extra), BUILTIN_DIR]:
+        if path not in out:
             out.append(path)
     return out
 
@@ -127,8 +132,12 @@ def load_role(path: Path) -> Role:
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise InputError("'defaults' must be a mapping of NAME: VALUE", path=str(path), line=loc.line("defaults"))
+    why = doc.get("why")
+    if why is not None:
+        _check_syntax(why, f"{path}:{loc.line('why')}")
     role = Role(path.parent.name, path, str(doc.get("description", "")), defaults,
-                _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}")
+                _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}",
+                why=None if why is None else str(why))
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
@@ -232,15 +241,16 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
     merged.update(variables)
     ctx = context(merged, facts, decisions, host)
     role_on = _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
+    why = str(_render(role.why, ctx, role.when_where or str(role.path), whole=True)) if role.why and role_on else None
     tasks = []
     for spec in role.tasks:
-        enabled, why = role_on, None if role_on else f"role condition is false: {role.when}"
+        enabled, skip = role_on, None if role_on else f"role condition is false: {role.when}"
         if enabled and spec.when:
             enabled = _truth(spec.when, ctx, spec.when_where or spec.where)
-            why = None if enabled else f"condition is false: {spec.when}"
+            skip = None if enabled else f"condition is false: {spec.when}"
         if not enabled:  # not rendered: its values may only make sense where it applies
             values = TYPES[spec.type].validate(spec.params, spec.where, check_types=False)
-            tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, why))
+            tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, skip))
             continue
         params = _render_params(spec, ctx)
         target = TYPES[spec.type].template_target
@@ -248,8 +258,16 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
             where = spec.lines.get("template", spec.where)
             params[target] = _render_template(role, params.pop("template"), ctx, where)
         spec = _named(spec, ctx)
-        tasks.append(Task(spec, TYPES[spec.type](TYPES[spec.type].validate(params, spec.where)), True))
+        tasks.append(Task(spec, TYPES[spec.type](TYPES[spec.type].validate(params, spec.where)), True, why=why))
     return tasks
+
+
+def role_applies(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> bool:
+    """The role's `when:` for one host (what `fleet decide` lists as acting)."""
+    from .decide import DEFAULTS
+
+    ctx = context({**DEFAULTS, **role.defaults, **variables}, facts, decisions, host)
+    return _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
 
 
 def _named(spec: TaskSpec, ctx: dict, *, strict: bool = True) -> TaskSpec:

@@ -113,10 +113,10 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
              "",
              f"host: {facts.get('platform')}, {gpus}, driver {driver}",
              "roles (tasks in this script) and the decisions' reasons:"]
-    reasons = d.get("reasons") or {}
     for role in dict.fromkeys([t.spec.role for t in plan.tasks]):
-        count = sum(1 for t in plan.tasks if t.spec.role == role and t.enabled)
-        lines.append(f"  {role:<13} {f'{count} task(s)' if count else 'skipped':<10} {reasons.get(role, '')}")
+        enabled = [t for t in plan.tasks if t.spec.role == role and t.enabled]
+        why = next((t.why for t in enabled if t.why), "")
+        lines.append(f"  {role:<13} {f'{len(enabled)} task(s)' if enabled else 'skipped':<10} {why}")
     if d.get("ld_library_path"):
         lines.append("LD_LIBRARY_PATH: " + ":".join(d["ld_library_path"]))
     for task in plan.tasks:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, env) -> int:
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
     names = [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
-    roles = load_roles(names, roles_dirs(inventory.path))  # bad roles stop here, before any host
+    roles = load_roles(names, roles_dirs(inventory.roles_path))  # bad roles stop here, before any host
     reporter = _common.reporter_for(args, env)
     engine = Engine(roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress)
     outcomes = on_hosts(hosts, engine.converge, options=_common.connect_options(args, reporter),

@@ -39,20 +39,25 @@ def run(args: argparse.Namespace, env) -> int:
     from ..parallel import Outcome
     from ..report import Reporter
 
+    from ..roles import load_roles, roles_dirs
+
     values = parse_assignments(args.assignments)
-    decided, outcomes = {}, {}
+    roles = load_roles(None, roles_dirs())
+    decided, acting, skipped, outcomes = {}, {}, {}, {}
     for path in args.facts:
         started = time.monotonic()
-        decisions = _decide_file(decide, path, values)
+        facts, decisions = _decide_file(decide, path, values)
         name = decisions.host if decisions.host not in decided else f"{decisions.host} ({path})"
         decided[name] = decisions
+        acting[name] = acting_roles(roles, facts, decisions, values)
+        skipped[name] = [r.name for r in roles if r.name not in acting[name]]
         outcomes[name] = Outcome(host=name, value=decisions, seconds=time.monotonic() - started)
     reporter = Reporter(env)
     if args.json:
-        reporter.json({name: d.to_json() for name, d in decided.items()}, outcomes)
+        reporter.json({name: {**d.to_json(), "roles": acting[name]} for name, d in decided.items()}, outcomes)
     else:
         for name, decisions in decided.items():
-            print_decisions(reporter, name, decisions)
+            print_decisions(reporter, name, decisions, acting[name], skipped[name])
     refused = [name for name, d in decided.items() if d.refuse]
     return ExitStatus.HOST_FAILED if refused else ExitStatus.OK
 
@@ -93,14 +98,25 @@ def _decide_file(decide, path: str, values: dict):
         raise InputError(f"not a JSON facts record ({reason}): re-gather it with `fleet facts`",
                          path=path, line=line) from None
     try:
-        return decide(facts, values)
+        return facts, decide(facts, values)
     except FactsError as exc:
         raise InputError(str(exc), path=path) from None
     except VariableError as exc:
         raise InputError(str(exc)) from None
 
 
-def print_decisions(reporter, name: str, d) -> None:
+def acting_roles(roles, facts: dict, d, values: dict) -> list[str]:
+    """The built-in roles whose `when:` holds for this host: no role list lives in the decisions."""
+    from ..roles import role_applies
+
+    if d.refuse:
+        return []
+    djson = d.to_json()
+    host = {"name": d.host, "user": "root", "root": True}
+    return [r.name for r in roles if role_applies(r, values, facts, djson, host)]
+
+
+def print_decisions(reporter, name: str, d, acting: list[str], skipped: list[str]) -> None:
     """One block per host: each decision, its value and its reason; then the roles that act."""
     from rich.markup import escape
     from rich.table import Table
@@ -111,18 +127,14 @@ def print_decisions(reporter, name: str, d) -> None:
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")  # URLs and paths must stay whole: a person copies them
-    for label, value, reason in _rows(d):
+    for label, value, reason in _rows(d, acting, skipped):
         grid.add_row(f"[bold]{label}[/bold]", escape(value), escape(reason))
     reporter.print(grid)
     if d.refuse:
         reporter.print(f"[bold red]refused:[/bold red] {escape(d.refuse)}")
 
 
-# Roles whose reason is already the reason of a decision row above.
-_SHOWN_ABOVE = {"cuda_toolkit", "cuda_compat", "nvpl", "cudss", "torch"}
-
-
-def _rows(d) -> list[tuple[str, str, str]]:
+def _rows(d, acting: list[str], skipped: list[str]) -> list[tuple[str, str, str]]:
     cuda = "none" if d.cuda.wanted is None else f"{d.cuda.wanted} {d.cuda.action}" + (
         f" ({d.cuda.source})" if d.cuda.source else "")
     torch = f"{d.torch.version} {d.torch.source}" + (f" cu{d.torch.cuda.replace('.', '')}" if d.torch.cuda else " cpu")
@@ -137,11 +149,8 @@ def _rows(d) -> list[tuple[str, str, str]]:
     ]
     if d.refuse:
         return rows + [("roles", "none", "the host is refused: no role runs")]
-    skipped = [role.name for role in d.role_decisions if not role.included]
-    acting = " ".join(d.roles) + (f" (skipped: {' '.join(skipped)})" if skipped else "")
-    rows.append(("roles", f"{len(d.roles)} act", acting))
-    return rows + [(role.name, "act", role.reason) for role in d.role_decisions
-                   if role.included and role.name not in _SHOWN_ABOVE]
+    rows.append(("roles", f"{len(acting)} act", " ".join(acting) + (f" (skipped: {' '.join(skipped)})" if skipped else "")))
+    return rows
 
 
 def _library(library) -> str:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, env) -> int:
                          f"(selected: {names})")
     host = hosts[0]
     names = [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
-    roles = load_roles(names, roles_dirs(inventory.path))
+    roles = load_roles(names, roles_dirs(inventory.roles_path))
     reporter = _common.reporter_for(args, env)
     reporter.progress(host.name, "gathering facts (one command) to freeze the decisions")
     with connect(host, _common.connect_options(args, reporter)) as conn:

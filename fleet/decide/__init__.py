@@ -10,12 +10,11 @@ from __future__ import annotations
 from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.host import FactsError, read_host
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
-from fleet.decide.model import ROLE_ORDER, Decisions
-from fleet.decide.roles import decide_roles
+from fleet.decide.model import Decisions
 from fleet.decide.torch_wheel import decide_torch
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
 
-__all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS", "ROLE_ORDER"]
+__all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS"]
 
 
 def decide(facts: dict, vars: dict | None = None) -> Decisions:
@@ -28,10 +27,19 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     nvpl, cudss = decide_nvpl(host, v, torch), decide_cudss(host, v, torch)
     # The first refusal is the root cause: compat before torch (a torch refusal may follow from it).
     refuse = next((d.refuse for d in (compat, cuda, torch, nvpl, cudss) if d.refuse), None)
-    decisions = Decisions(
+    path = ld_library_path(compat, cuda, nvpl, cudss)
+    return Decisions(
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,
-        ld_library_path=ld_library_path(compat, cuda, nvpl, cudss),
+        ld_library_path=path,
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
+        gpu=host.has_gpu, env_reason=env_reason(path, compat),
     )
-    decisions.role_decisions = decide_roles(host, decisions)
-    return decisions
+
+
+def env_reason(path: list[str], compat) -> str:
+    if not path:
+        return "nothing to put on LD_LIBRARY_PATH"
+    reason = "LD_LIBRARY_PATH for interactive shells and `ssh host cmd` alike: " + ":".join(path)
+    if compat.installed and not compat.use:
+        reason += f"; keeps {compat.path} off it (error 803)"
+    return reason

@@ -4,10 +4,7 @@ Every decision carries `reason`: one line a person can act on.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
-ROLE_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
-
+from dataclasses import asdict, dataclass
 
 @dataclass
 class CudaDecision:
@@ -67,13 +64,6 @@ class Provider:
 
 
 @dataclass
-class RoleDecision:
-    name: str
-    included: bool
-    reason: str
-
-
-@dataclass
 class Decisions:
     host: str
     refuse: str | None
@@ -84,19 +74,18 @@ class Decisions:
     cudss: LibraryDecision
     ld_library_path: list[str]
     missing_providers: dict[str, Provider]
-    role_decisions: list[RoleDecision] = field(default_factory=list)
-
-    @property
-    def roles(self) -> list[str]:
-        """The roles that act on this host, in ROLE_ORDER."""
-        return [role.name for role in self.role_decisions if role.included]
+    gpu: bool = False                  # the host has an NVIDIA GPU (roles gate CUDA-only work on it)
+    env_reason: str = ""               # why LD_LIBRARY_PATH is what it is
 
     @property
     def reasons(self) -> dict[str, str]:
-        return {role.name: role.reason for role in self.role_decisions}
+        """One line per decision, keyed by decision (roles quote them in their `why:`)."""
+        return {"cuda": self.cuda.reason, "compat": self.compat.reason, "torch": self.torch.reason,
+                "nvpl": self.nvpl.reason, "cudss": self.cudss.reason, "env": self.env_reason}
 
     def to_json(self) -> dict:
-        """A JSON-ready dict: refuse, compat, torch, roles, ld_library_path first, then the rest."""
+        """A JSON-ready dict: refuse, compat, torch, ld_library_path first, then the rest. No role names: which
+        roles act is each role's own `when:` over these decisions."""
         def strip(decision) -> dict:
             return {k: v for k, v in asdict(decision).items() if k != "refuse"}
         return {
@@ -104,12 +93,11 @@ class Decisions:
             "refuse": self.refuse,
             "compat": strip(self.compat),
             "torch": strip(self.torch),
-            "roles": self.roles,
+            "gpu": self.gpu,
             "ld_library_path": list(self.ld_library_path),
             "cuda": strip(self.cuda),
             "nvpl": strip(self.nvpl),
             "cudss": strip(self.cudss),
             "missing_providers": {soname: asdict(p) for soname, p in self.missing_providers.items()},
-            "skipped": [role.name for role in self.role_decisions if not role.included],
             "reasons": self.reasons,
         }

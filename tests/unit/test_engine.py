@@ -38,7 +38,7 @@ CASES = {  # id: (record, inventory vars)
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_roles(None, roles_dirs(None))
+    return load_roles(None, roles_dirs())
 
 
 def plan_of(shipped, case: str, user: str = "root"):

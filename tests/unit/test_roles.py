@@ -15,7 +15,7 @@ from fleet.roles import DEFAULT_ORDER, load_role, load_roles, render_role, roles
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BAD = DATA / "roles"
-SHIPPED = Path(__file__).resolve().parents[2] / "roles"
+SHIPPED = Path(__file__).resolve().parents[2] / "fleet" / "builtin_roles"
 HOST = {"name": "pod-570", "user": "root", "root": True}
 
 
@@ -41,7 +41,7 @@ def write_role(root: Path, name: str, text: str, templates: dict | None = None):
 # -- the shipped roles ---------------------------------------------------------------------------------
 
 def test_every_shipped_role_loads_in_the_default_order():
-    roles = load_roles(None, roles_dirs(None))
+    roles = load_roles(None, roles_dirs())
     assert [r.name for r in roles] == list(DEFAULT_ORDER) == [
         "cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
@@ -52,7 +52,7 @@ def test_every_shipped_role_loads_in_the_default_order():
 
 def test_an_unknown_role_name_suggests_the_closest():
     with pytest.raises(InputError, match=r"no role named 'cutlas'.*did you mean 'cutlass'\?"):
-        load_roles(["cuda_toolkit", "cutlas"], roles_dirs(None))
+        load_roles(["cuda_toolkit", "cutlas"], roles_dirs())
 
 
 # -- bad role files: one sentence naming file:line ----------------------------------------------------
@@ -245,3 +245,31 @@ def test_a_value_that_does_not_compile_is_refused_at_load_naming_its_line(tmp_pa
                   ref: "{value}"
             """)
     assert str(err.value).startswith(f"{tmp_path}/r/role.yaml:6: template error in ") and says in str(err.value)
+
+
+def test_roles_load_only_from_the_package_and_the_declared_roles_path(tmp_path, monkeypatch):
+    """A roles/ planted beside an inventory or in the working directory never runs (it would run as root)."""
+    from fleet.inventory import load_inventory
+
+    planted = tmp_path / "roles" / "cuda_toolkit"
+    planted.mkdir(parents=True)
+    (planted / "role.yaml").write_text("tasks:\n  - command: {cmd: touch /tmp/pwned, creates: /tmp/pwned}\n")
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("hosts:\n  here: {connection: local}\n")
+    monkeypatch.chdir(tmp_path)
+    role = load_roles(["cuda_toolkit"], roles_dirs(load_inventory(inv).roles_path))[0]
+    assert role.origin == "built-in" and role.tasks[0].type == "apt"
+    inv.write_text("roles_path: roles\nhosts:\n  here: {connection: local}\n")
+    declared = load_roles(["cuda_toolkit"], roles_dirs(load_inventory(inv).roles_path))[0]
+    assert declared.origin == str(planted) and declared.tasks[0].type == "command"
+
+
+def test_a_missing_roles_path_is_one_sentence_with_its_line(tmp_path):
+    from fleet.errors import InputError
+    from fleet.inventory import load_inventory
+
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("hosts:\n  here: {connection: local}\nroles_path: [my-roles]\n")
+    with pytest.raises(InputError) as err:
+        load_inventory(inv)
+    assert f"{inv}:3" in str(err.value) and "'my-roles' is not a directory" in str(err.value)

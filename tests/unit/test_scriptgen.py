@@ -88,7 +88,9 @@ def script_for(tmp_path, names):
     conn = LocalConnection(host)
     plan = gather_plan(conn, host, roles)
     assert conn.remote_commands == 1                       # the facts, in one command
-    plan.decisions_json["reasons"]["files"] = "line one\ntouch PWNED\n# still a comment"
+    for task in plan.tasks:   # a role's why: with newlines must stay inside its comment line
+        if task.spec.role == "files" and task.enabled:
+            task.why = "line one\ntouch PWNED\n# still a comment"
     path = tmp_path / "fleet.sh"
     path.write_text(render_script(plan, host, verify_path=str(tmp_path / "verify.json")))
     return path, work
@@ -168,7 +170,7 @@ def test_the_verify_program_is_the_engines_own_function(tmp_path):
 def test_cli_writes_the_script_for_one_host(tmp_path):
     host, _, _ = setup(tmp_path, ["files"])
     inv = tmp_path / "inv.yaml"
-    inv.write_text(f"hosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
+    inv.write_text(f"roles_path: roles\nhosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
                    f"hostile: x}}}}\n  there: {{connection: local}}\n")
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
