@@ -217,6 +217,8 @@ def main() -> int:
                 workdir = Path(tmp) / str(n)
                 workdir.mkdir()
                 results[n] = measure_size(n, args, workdir)
+                if len(sizes) > 1:   # each size's table as soon as it is done: a long run stopped later keeps it
+                    print_report({n: results[n]}, {})
         finally:
             if args.purge:
                 from fleet.lab import control
