@@ -117,7 +117,11 @@ class LabHost:
             f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n")
 
     # -- process -------------------------------------------------------------------------------
-    def start(self, spec: HostSpec, mirror: Path, timeout: float = 15.0) -> None:
+    # A bound for a start that hangs, not a speed expectation: a host answers in under a second on an idle
+    # machine, but four hosts starting at once (mounts, `ldconfig -r`, sshd) took more than the 15 s this
+    # used to be on a 2-core CI machine at load 26 (issue 17). A start that fails ends its process, and
+    # that is seen at once.
+    def start(self, spec: HostSpec, mirror: Path, timeout: float = 120.0) -> None:
         d = self.dir
         for sub in ("upper", "work", "m"):
             (d / sub).mkdir(parents=True, exist_ok=True)
@@ -166,6 +170,9 @@ class LabHost:
                 return
             time.sleep(0.02)
         log = (self.dir / "sshd.log").read_text(errors="replace").strip().splitlines()[-3:]
+        if proc.poll() is None:   # still starting: say what it was doing
+            doing = ", ".join(str(p) for p in map(procs.identify, self.pids()) if p)
+            log.append(f"still starting after {timeout:g} s: {doing}")
         self.stop()
         hint = ("another sshd already listens there (this machine's own sshd on 0.0.0.0:22?); "
                 "stop it or give the lab host another address") if any("in use" in line for line in log) else \
@@ -258,10 +265,12 @@ class LabHost:
             shutil.rmtree(self.dir / sub, ignore_errors=True)
 
 
-def answers_ssh(address: str, port: int) -> bool:
+def answers_ssh(address: str, port: int, timeout: float = 10.0) -> bool:
+    """Whether an SSH server greets on address:port. Nothing listening is refused at once on loopback; the
+    timeout only bounds a server that accepted, whose banner can take over a second on a loaded machine
+    (sshd forks a child per connection), and a slow banner is still a banner (issue 17)."""
     try:
-        with socket.create_connection((address, port), timeout=0.5) as sock:
-            sock.settimeout(1.0)
+        with socket.create_connection((address, port), timeout=timeout) as sock:
             return sock.recv(8).startswith(b"SSH-")
     except OSError:
         return False
