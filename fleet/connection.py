@@ -46,7 +46,7 @@ class ConnectOptions:
     on_new_host_key: OutputCallback | None = None
     # A host that answers neither output nor an SSH keep-alive for this long is given up (see DEAD_AFTER).
     dead_after: float = 0.0
-    on_command: OutputCallback | None = None   # -v: one line per remote command (exit status, seconds)
+    on_command: Callable[[str, str], None] | None = None   # -v: (host, line) per remote command
     ssh_config: Path | None = None    # default ~/.ssh/config
 
     def __post_init__(self):
@@ -83,7 +83,7 @@ class Connection:
     def __init__(self, host: Host):
         self.host = host
         self.remote_commands = 0
-        self.on_command: OutputCallback | None = None
+        self.on_command: Callable[[str, str], None] | None = None
 
     @property
     def is_root(self) -> bool:
@@ -98,7 +98,7 @@ class Connection:
         started = time.monotonic()
         result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
         if self.on_command:
-            self.on_command(f"remote command {self.remote_commands}: exit {result.exit} in "
+            self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
                             f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")
         return result
 

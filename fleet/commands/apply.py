@@ -36,7 +36,7 @@ def run(args: argparse.Namespace, env) -> int:
     from ..engine import Engine
     from ..errors import ExitStatus
     from ..inventory import load_inventory
-    from ..parallel import on_hosts
+    from ..parallel import interrupted, on_hosts
     from ..roles import load_roles, roles_dirs
     from ..report_apply import print_apply
 
@@ -49,4 +49,6 @@ def run(args: argparse.Namespace, env) -> int:
     outcomes = on_hosts(hosts, engine.converge, options=_common.connect_options(args, reporter),
                         forks=args.forks, debug=env.debug)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
+    if interrupted(outcomes):
+        return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK

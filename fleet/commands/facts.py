@@ -53,6 +53,8 @@ def run(args: argparse.Namespace, env) -> int:
         _print_json(reporter, records, outcomes, inventory.facts_dir, args.drift)
     else:
         _print_tables(reporter, outcomes, last, inventory.facts_dir, args)
+    if any(outcome.interrupted for outcome in outcomes.values()):
+        return ExitStatus.INTERRUPTED
     failed = any(outcome.error for outcome in outcomes.values())
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
 
