@@ -64,9 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # tests/test_cli.py insists every command is present
         module.register(subparsers)
+    _flags_everywhere(subparsers)
+    return parser
+
+
+def _flags_everywhere(subparsers) -> None:
     for sub in subparsers.choices.values():
         _add_output_flags(sub, top=False)
-    return parser
+        for action in sub._actions:   # nested commands (fleet lab up) too
+            if isinstance(action, argparse._SubParsersAction):
+                _flags_everywhere(action)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
@@ -114,7 +121,14 @@ def _inventory_from_env(args: argparse.Namespace) -> None:
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    if code == ExitStatus.INTERRUPTED:
+        # Ctrl-C: the recap is printed; hosts cut short may still sit in a library's blocking read (paramiko,
+        # invoke). Do not wait for them at exit: flush what we printed and go, within the promised 2 s.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ from .connection import Connection, ConnectOptions, open_connection
 from .errors import FleetError, HostError
 from .inventory import Host
 
-# After Ctrl-C, how long running hosts get to notice their closed connection and finish their outcome.
-# Well under the 2 s a person waits for Ctrl-C to take effect.
-INTERRUPT_GRACE = 0.5
+# After Ctrl-C, how long running hosts get to unwind once their connections are closed. Their outcome is
+# "interrupted" whatever they do now, so this only lets them close cleanly; the 2 s a person waits for Ctrl-C
+# to take effect must also cover the recap and the exit.
+INTERRUPT_GRACE = 0.1
 
 
 @dataclass

@@ -36,8 +36,10 @@ def wait_for(predicate, seconds: float, what: str) -> None:
 
 def start_fleet(*argv: str) -> tuple[subprocess.Popen, list[str]]:
     """fleet as a subprocess; its stderr lines collect in the returned list as they come."""
+    # SIGINT as a terminal leaves it: a test run in the background inherits it ignored, and Python keeps that.
     proc = subprocess.Popen([sys.executable, "-m", "fleet.cli", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True).start()
     return proc, lines
