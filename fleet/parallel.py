@@ -80,7 +80,7 @@ class _Run:
         self.lock = threading.Lock()
         self.stopped = False
         self.done: dict[str, Outcome] = {}
-        self.running: dict[str, tuple[float, Connection | None]] = {}
+        self.running: dict[str, tuple[float, Connection | None]] = {}   # started hosts (kept once done)
 
     def worker(self) -> None:
         while True:
@@ -94,7 +94,6 @@ class _Run:
                 self.running[host.name] = (time.monotonic(), None)
             outcome = self._one(host)
             with self.lock:
-                self.running.pop(host.name, None)
                 if not self.stopped:   # after Ctrl-C the host's outcome is "interrupted", whatever it says now
                     self.done[host.name] = outcome
 
@@ -109,7 +108,7 @@ class _Run:
     def interrupt(self) -> None:
         with self.lock:
             self.stopped = True
-            conns = [conn for _, conn in self.running.values() if conn is not None]
+            conns = [conn for name, (_, conn) in self.running.items() if conn is not None and name not in self.done]
         for conn in conns:
             try:
                 conn.abort()
