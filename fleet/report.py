@@ -60,8 +60,9 @@ class Reporter:
             self.env.console.print(*objects)
             return
         for obj in objects:
-            if isinstance(obj, Table):   # already plain text: its markup was resolved cell by cell
-                self.env.console.print(plain_table(obj), soft_wrap=True, markup=False)
+            if isinstance(obj, Table):   # raw: rich would expand the tabs into padding
+                self.env.console.file.write(plain_table(obj) + "\n")
+                self.env.console.file.flush()
             else:
                 self.env.console.print(obj, soft_wrap=True)
 
@@ -91,7 +92,7 @@ def plain_table(table: Table) -> str:
         lines.append("\t".join(_plain(cell) for cell in row))
     if table.caption:
         lines.append(_plain(table.caption))
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(line.rstrip(" ") for line in lines)   # an empty last cell keeps its tab
 
 
 def _plain(cell: Any) -> str:
