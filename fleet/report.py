@@ -40,7 +40,8 @@ class Reporter:
             return "not started: Ctrl-C came while it was queued"
         steps = list(self.steps.get(outcome.host, []))
         if not steps:
-            return "interrupted while connecting"
+            n = outcome.remote_commands
+            return f"interrupted during remote command {n}" if n else "interrupted while connecting"
         done = f"done: {'; '.join(steps[:-1])}; " if len(steps) > 1 else ""
         return f"interrupted; {done}cut short: {steps[-1]}"
 

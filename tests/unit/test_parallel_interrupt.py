@@ -44,3 +44,33 @@ def test_without_ctrl_c_nothing_is_interrupted():
     outcomes = on_hosts(hosts, lambda conn, host: conn.run("echo ok").stdout, forks=2)
     assert not interrupted(outcomes)
     assert [o.value for o in outcomes.values()] == ["ok\n"] * 3
+
+
+def test_fleet_run_interrupted_prints_what_each_host_did_and_exits_130(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from fleet.cli import main
+    from fleet.env import Environment
+
+    inv = tmp_path / "local.yaml"
+    inv.write_text("hosts:\n  a: {connection: local}\n  b: {connection: local}\n  c: {connection: local}\n")
+    marker = tmp_path / "started"
+
+    def press_ctrl_c():
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=100), err_console=Console(file=err, width=100))
+    code = main(["run", str(inv), "--forks", "1", "--", f"touch {marker}; sleep 60"], env)
+
+    assert code == 130
+    text = out.getvalue()
+    assert "== a INTERRUPTED\ninterrupted during remote command 1" in text
+    assert "== b NOT STARTED\nnot started: Ctrl-C came while it was queued" in text
+    assert "== c NOT STARTED" in text
