@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     from ..engine import Engine
     from ..errors import ExitStatus
     from ..inventory import load_inventory
-    from ..parallel import on_hosts
+    from ..parallel import interrupted, on_hosts
     from ..roles import load_roles, roles_dirs
     from ..report_apply import print_apply
 
@@ -55,4 +55,6 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     outcomes = on_hosts(hosts, engine.converge, options=_common.connect_options(args, reporter),
                         forks=args.forks, debug=env.debug)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
+    if interrupted(outcomes):
+        return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
