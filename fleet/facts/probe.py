@@ -15,7 +15,7 @@ from ..sections import Section, section
 from . import cuda, gpu, software, system
 from .record import assemble
 
-DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass", "facts_torch_timeout": 60}
+DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}
 
 
 def _settings(vars: dict | None) -> dict:
@@ -55,7 +55,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "python": software.python_command(str(settings["python_env"])),
         "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
         "verify": software.VERIFY,
-        "torch": software.torch_command(str(settings["python_env"]), int(settings["facts_torch_timeout"])),
+        "torch": software.torch_command(str(settings["python_env"])),
     }
 
 
