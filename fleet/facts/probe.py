@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from .. import __version__
 from ..sections import Section, section
-from . import cuda, gpu, software, system
+from . import cuda, gpu, shells, software, system
 from .record import assemble
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass", "facts_torch_timeout": 60}
@@ -52,6 +52,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "cuda_compat": cuda.COMPAT.strip(),
         "libraries": cuda.libraries_command(),
         "env": software.ENV,
+        "shells": shells.command(),
         "python": software.python_command(str(settings["python_env"])),
         "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
         "verify": software.VERIFY,

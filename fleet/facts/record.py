@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..cuda_table import compare_versions, cuda_max_for_driver
-from . import cuda, gpu, software, system
+from . import cuda, gpu, shells, software, system
 from .scrub import scrub_text
 
 RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
@@ -50,6 +50,13 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
                                    tegra is not None, driver["version"] is not None)
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
+    cuda_facts = _cuda(reader)
+    shell_facts = reader.read("shells", shells.parse)
+    env = reader.read("env", software.parse_env,
+                      {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []})
+    # every startup line (not fleet's) that puts cuda-compat on the path, with what it breaks
+    env["compat_lines"] = shells.compat_lines(shell_facts, driver["version"], cuda_facts.get("compat"), platform,
+                                              [g["name"] or "" for g in gpus])
     libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
                             arch=uname.get("arch"))
     return {
@@ -58,15 +65,15 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "gpus": gpus,
         "driver": driver,
         "jetson": _jetson(tegra, model, platform),
-        "cuda": _cuda(reader),
+        "cuda": cuda_facts,
         "libraries": libraries["libraries"],
         "library_sources": libraries["sources"],
         "python": reader.read("python", software.parse_python,
                               {"version": None, "executable": None, "env": None, "env_exists": False}),
         "torch": reader.read("torch", software.parse_torch),
         "cutlass": reader.read("cutlass", software.parse_cutlass),
-        "env": reader.read("env", software.parse_env,
-                           {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}),
+        "env": env,
+        "shells": shell_facts,
         "verify": reader.read("verify", software.parse_verify),
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
