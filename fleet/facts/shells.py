@@ -203,7 +203,9 @@ def compat_lines(shells: dict | None, driver: str | None, compat: dict | None, p
         entry = found.setdefault((change["file"], change["line"]), {
             "where": where, "origin": origin, "file": change["file"], "line": change["line"],
             "text": change["text"], "effect": what, "shells": [], "harm": harm,
-            "says": f"{where}{f' (via {origin})' if via else ''} {what}: {harm}"})
+            "says": f"{where}{f' (via {origin})' if via else ''} {what}: {harm}",
+            # without line numbers: fleet's own blocks shift the lines of the files it edits
+            "file_says": f"{where.rsplit(':', 1)[0]}{f' (via {origin})' if via else ''} {what}: {harm}"})
         name = "all (/etc/environment)" if kind == "etc" else kind
         if name not in entry["shells"]:
             entry["shells"].append(name)
