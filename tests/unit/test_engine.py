@@ -222,10 +222,21 @@ def test_a_failed_verify_names_each_missing_library_and_its_role():
     providers = {"libcudss.so.0": "cudss", "libnvpl_lapack_lp64_gomp.so.0": "nvpl"}
     record = verify_record(data, providers)
     assert record["missing_providers"] == providers
-    assert record["summary"] == ("verify failed: libraries_resolve, torch_imports; missing libcudss.so.0 "
-                                 "(provided by role cudss); libnvpl_lapack_lp64_gomp.so.0 (provided by role nvpl)")
+    assert record["summary"] == ("verify failed: libraries_resolve: not found; torch_imports: ImportError; missing "
+                                 "libcudss.so.0 (provided by role cudss); libnvpl_lapack_lp64_gomp.so.0 (provided "
+                                 "by role nvpl)")
     ok = verify_record({"passed": True, "checks": [{"name": "cuda_available", "passed": True}]}, {})
     assert ok["summary"] == "verify passed: cuda_available" and ok["at"].endswith("+00:00")
+
+
+def test_a_failed_cuda_check_says_its_cause_never_a_bare_name():
+    detail = ("in an interactive shell: CUDA error 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (...) from "
+              "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05: ...; fix: take /usr/local/cuda-13.0/compat off")
+    record = verify_record({"passed": False, "checks": [
+        {"name": "cuda_available", "passed": True, "detail": "up"},
+        {"name": "cuda_available_interactive", "passed": False, "detail": detail}],
+        "perf": {"skipped": "perf skipped: 1 process, 58 GB in use"}}, {})
+    assert record["summary"] == f"verify failed: cuda_available_interactive: {detail} (perf skipped: 1 process, 58 GB in use)"
 
 
 # -- the whole flow, locally, on roles that only touch tmp_path ----------------------------------------------
