@@ -44,6 +44,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "meminfo": system.MEMINFO,
         "df": system.df_command(disk_dirs(settings)),
         "driver": gpu.DRIVER,
+        "kernel_gpus": gpu.KERNEL_GPUS,
         "tegra": gpu.TEGRA,
         "dt_model": gpu.DT_MODEL,
         "nvidia_smi": gpu.NVIDIA_SMI,

@@ -44,8 +44,15 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     tegra = reader.read("tegra", gpu.parse_tegra_release)
     model = reader.read("dt_model", gpu.parse_dt_model)
 
+    kernel = reader.read("kernel_gpus", gpu.parse_kernel_gpus, {"gpus": [], "devices": []})
     gpus = [{key: g[key] for key in ("index", "name", "compute_cap", "memory_mb", "uuid")} for g in smi["gpus"]]
+    if not gpus and kernel["gpus"]:
+        # nvidia-smi missing or NVML failing: the kernel driver still proves the GPUs (issue 11)
+        gpus = [{"index": i, "name": g["name"], "compute_cap": None, "memory_mb": None, "uuid": g["uuid"],
+                 "source": "kernel"} for i, g in enumerate(kernel["gpus"])]
     driver = _driver(kernel_driver, smi["gpus"], header, tegra)
+    driver["nvml_error"] = smi.get("failure")
+    driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
                                    tegra is not None, driver["version"] is not None)
     if smi.get("rejected"):
