@@ -160,11 +160,14 @@ def effect(change: dict) -> str | None:
     """What one change did to cuda-compat on the path, in words; None where it left compat alone."""
     before, after = compat_dirs(change["before"]), compat_dirs(change["after"])
     first_after = (change["after"] or "").split(":")[0]
-    if after and first_after in after and (not before or (change["before"] or "").split(":")[0] != first_after):
+    # A line that prepends compat where it is first already still puts it first (a second copy): named too,
+    # so the list does not depend on what ran before the line (fleet's hook, after an apply).
+    grew = len(after) > len(before)
+    if first_after in after and (grew or (change["before"] or "").split(":")[0] != first_after):
         return f"puts {first_after} first"
     added = [d for d in after if d not in before]
-    if added:
-        return f"adds {added[0]}"
+    if added or grew:
+        return f"adds {(added or after)[0]}"
     removed = [d for d in before if d not in after]
     if removed:
         return f"takes {removed[0]} off"
