@@ -8,7 +8,7 @@ INV=$GPU_INV; FACTS=/tmp/gpu-inventory/facts/h100.json
 mkdir -p /tmp/issue11 && cp tests/data/h100-device/issue11/*.py tests/data/h100-device/issue11/*.sh /tmp/issue11/
 step() { printf '\n$ %s\n' "$*" >> "$T"; "$@" >> "$T" 2>&1; printf '[exit %s]\n' "$?" >> "$T"; }
 note() { printf '\n# %s\n' "$*" >> "$T"; }
-F() { python3 -m fleet "$@" --accept-new-host-keys; }
+F() { local sub=$1; shift; python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(head -1 /proc/driver/nvidia/version)"
 note "compat: $(ls /usr/local/cuda-13.0/compat/ | tr '\n' ' ')"
 python3 -c 'from fleet.facts import probe; print(probe.script({"python_env": "/opt/torch/.venv"}))' > /tmp/issue11/probe.sh
@@ -23,7 +23,8 @@ step F run "$INV" -- bash /tmp/issue11/shells.sh
 step F apply "$INV" --check
 step F apply "$INV"
 step F run "$INV" -- bash /tmp/issue11/shells.sh
-step F apply "$INV" --json
+note "a second apply (JSON in apply-noop.json)"
+F apply "$INV" --json > "$OUT/apply-noop.json" 2>> "$T"; printf '[exit %s]\n' "$?" >> "$T"
 cp "$FACTS" "$OUT/facts-after-apply.json"
 note "BUSY: a job holding 58 GB and running matmuls"
 setsid /opt/torch/.venv/bin/python /tmp/issue11/job.py > /tmp/issue11/job.log 2>&1 &
