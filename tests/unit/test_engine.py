@@ -354,3 +354,14 @@ def test_a_failing_apply_stops_the_host_and_names_what_did_not_run(demo, tmp_pat
     report, _ = converge(load_role(role_dir / "role.yaml"), host, facts_dir)
     (entry,) = report.tasks
     assert (entry.status, entry.reason) == ("failed", f"applied, but the check still says: needs to run")
+
+
+def test_env_sh_is_posix_sh_for_profile_d(shipped, tmp_path):
+    """/etc/profile.d is read by dash too (a login `sh`): same result, and an old hook's venv-first PATH is
+    put right (the venv's bin moves last: issue 16)."""
+    path = tmp_path / "env.sh"
+    path.write_text(enabled(plan_of(shipped, "pod-570"))["env_hooks.0"].resource.p["content"])
+    out = subprocess.run(["dash", "-c", f". '{path}'; . '{path}'; echo \"$LD_LIBRARY_PATH|$PATH\""],
+                         env={"PATH": "/opt/fleet/venv/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{COMPAT}/:/x"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"{COMPAT}:{X86_LIB}:/x|/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"
