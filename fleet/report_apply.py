@@ -73,6 +73,9 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
                 console.print(Syntax(task.diff, "diff", theme="ansi_dark", background_color="default"))
     if not any(t.status in ("changed", "failed") for t in report.tasks) and not report.failed:
         console.print("  [green]in state: nothing to change[/green]")
+    skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
+    if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
+        console.print(f"  [yellow]{escape(skipped['skipped'])}[/yellow]")
 
 
 def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from .. import __version__
 from ..sections import Section, section
-from . import cuda, gpu, software, system
+from . import cuda, gpu, shells, software, system
 from .record import assemble
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}
@@ -44,6 +44,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "meminfo": system.MEMINFO,
         "df": system.df_command(disk_dirs(settings)),
         "driver": gpu.DRIVER,
+        "kernel_gpus": gpu.KERNEL_GPUS,
         "tegra": gpu.TEGRA,
         "dt_model": gpu.DT_MODEL,
         "nvidia_smi": gpu.NVIDIA_SMI,
@@ -52,6 +53,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "cuda_compat": cuda.COMPAT.strip(),
         "libraries": cuda.libraries_command(),
         "env": software.ENV,
+        "shells": shells.command(),
         "python": software.python_command(str(settings["python_env"])),
         "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
         "verify": software.VERIFY,
