@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet.decide.gpu import Gpu, read_gpu
+from fleet.decide.jetson import JetPack, jetpack_of
 from fleet.decide.versions import major_minor, version_key
 
-PLATFORMS = ("jetson-thor", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
+PLATFORMS = ("jetson-thor", "jetson-orin", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
 
 # NVIDIA's apt repository names for (os_id, os_version).
 _DISTROS = {("ubuntu", "24.04"): "ubuntu2404", ("ubuntu", "22.04"): "ubuntu2204", ("debian", "12"): "debian12"}
@@ -36,6 +37,7 @@ class Host:
     python_version: str | None   # "3.12"
     torch: dict | None
     env_ld_library_path: str
+    jetson: JetPack | None = None   # the JetPack generation, on a Jetson
 
     @property
     def has_gpu(self) -> bool:
@@ -69,27 +71,70 @@ def read_host(facts) -> Host:
     arch = system.get("arch")
     if arch not in ("x86_64", "aarch64"):
         raise FactsError(f"system.arch is {arch!r}, not x86_64 or aarch64: re-gather the record with `fleet facts`.")
-    platform = facts.get("platform") or ("cpu-only" if not facts.get("gpus") else "")
+    gpu_entries = _list(facts, "gpus")
+    platform = facts.get("platform") or ("cpu-only" if not gpu_entries else "")
     if platform not in PLATFORMS:
         raise FactsError(f"platform is {platform!r}, not one of {', '.join(PLATFORMS)}: "
                          f"re-gather the record with `fleet facts`.")
-    cuda = facts.get("cuda") or {}
-    python = facts.get("python") or {}
+    cuda, python, jetson = _object(facts, "cuda"), _object(facts, "python"), _object(facts, "jetson")
+    names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
+    jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
+        if platform.startswith("jetson-") or jetson else None
+    if jetpack and jetpack.generation == "orin":
+        platform = "jetson-orin"  # records gathered before fleet told JetPack 6 from 7 say jetson-thor
+    gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
     return Host(
-        name=str(facts.get("host") or "host"),
+        name=_text(facts.get("host")) or "host",
         arch=arch,
-        os_id=str(system.get("os_id") or ""),
-        os_version=str(system.get("os_version") or ""),
+        os_id=_text(system.get("os_id")),
+        os_version=_text(system.get("os_version")),
         platform=platform,
-        gpus=tuple(read_gpu(entry, platform) for entry in facts.get("gpus") or [] if isinstance(entry, dict)),
+        gpus=gpus,
         driver=_driver_version(facts),
-        jetpack=(facts.get("jetson") or {}).get("jetpack"),
-        toolkits=tuple(t for t in cuda.get("toolkits") or [] if isinstance(t, dict)),
-        compat=cuda.get("compat"),
+        jetpack=_text(jetson.get("jetpack")) or None,
+        toolkits=tuple(t for t in _list(cuda, "toolkits", "cuda.toolkits") if isinstance(t, dict)),
+        compat=_object(cuda, "compat", "cuda.compat") or None,
         python_version=_python_xy(python.get("version")),
-        torch=facts.get("torch"),
-        env_ld_library_path=str((facts.get("env") or {}).get("LD_LIBRARY_PATH") or ""),
+        torch=_object(facts, "torch") or None,
+        env_ld_library_path=_text(_object(facts, "env").get("LD_LIBRARY_PATH")),
+        jetson=jetpack,
     )
+
+
+def _object(parent: dict, key: str, where: str | None = None) -> dict:
+    """An optional object: {} where it is absent or null; a damaged one (a list, a number) is an error."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FactsError(f"{where or key} is {type(value).__name__} {_short(value)}, not an object: "
+                         f"re-gather the record with `fleet facts`.")
+    return value
+
+
+def _list(parent: dict, key: str, where: str | None = None) -> list:
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FactsError(f"{where or key} is {type(value).__name__} {_short(value)}, not a list: "
+                         f"re-gather the record with `fleet facts`.")
+    return value
+
+
+def _text(value) -> str:
+    """A scalar as text; a nested value where text belongs is damage."""
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        raise FactsError(f"a {type(value).__name__} {_short(value)} stands where the record holds text: "
+                         f"re-gather the record with `fleet facts`.")
+    return str(value)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _section(facts: dict, name: str) -> dict:
@@ -100,7 +145,7 @@ def _section(facts: dict, name: str) -> dict:
 
 
 def _driver_version(facts: dict) -> str | None:
-    version = (facts.get("driver") or {}).get("version")
+    version = _object(facts, "driver").get("version")
     if version is None:
         return None
     try:
@@ -113,6 +158,6 @@ def _driver_version(facts: dict) -> str | None:
 
 def _python_xy(version) -> str | None:
     try:
-        return major_minor(str(version)) if version else None
+        return major_minor(_text(version)) if version else None
     except ValueError:
         return None

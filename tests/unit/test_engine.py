@@ -95,7 +95,7 @@ def test_thor_with_the_jetson_index_gets_nvpl_and_cudss_wheels(shipped, tmp_path
     tasks = enabled(plan_of(shipped, "thor-jetson"))
     assert set(tasks) == {"nvpl.0", "cudss.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "cutlass.0",
                           "torch.0", "verify.0"}
-    for task_id, packages in (("nvpl.0", ["nvpl-blas", "nvpl-lapack"]), ("cudss.0", ["nvidia-cudss-cu13"])):
+    for task_id, packages in (("nvpl.0", ["nvpl-blas", "nvpl-lapack"]), ("cudss.0", ["nvidia-cudss-cu13==0.7.1.4"])):
         assert tasks[task_id].spec.type == "pip"
         assert {k: tasks[task_id].resource.p[k] for k in ("packages", "venv", "index_url")} == {
             "packages": packages, "venv": "/opt/fleet/venv", "index_url": "https://pypi.org/simple"}
