@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet.decide.gpu import Gpu, read_gpu
-from fleet.decide.jetson import JetPack, jetpack_of
+from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu
 from fleet.decide.versions import major_minor, version_key
 
 PLATFORMS = ("jetson-thor", "jetson-orin", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
@@ -83,6 +83,8 @@ def read_host(facts) -> Host:
     if jetpack and jetpack.generation == "orin":
         platform = "jetson-orin"  # records gathered before fleet told JetPack 6 from 7 say jetson-thor
     gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
+    if jetpack and not gpus:  # Orin on JetPack 6 has no nvidia-smi: its integrated GPU is still there
+        gpus = (jetson_gpu(jetpack.generation),)
     return Host(
         name=_text(facts.get("host")) or "host",
         arch=arch,

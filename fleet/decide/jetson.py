@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.decide.gpu import Gpu
 from fleet.decide.versions import version_key
 
 
@@ -64,3 +65,11 @@ def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
 def is_jetson_index(url: str) -> bool:
     """The Jetson AI Lab index (or a mirror named after it): its wheels link NVPL and cuDSS."""
     return "jetson-ai-lab" in url or "/jetson-" in url or url.rstrip("/").split("/")[-1].startswith("jetson")
+
+
+def jetson_gpu(gen: str) -> Gpu:
+    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6): Orin is 8.7,
+    Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
+    if gen == "thor":
+        return Gpu("NVIDIA Thor", "11.0", "from the JetPack generation", "thor")
+    return Gpu("Orin (integrated GPU)", "8.7", "from the JetPack generation", "jetson")
