@@ -187,9 +187,19 @@ def test_tarballs_render_nvidias_layout_into_the_archive_tasks():
 
 def test_jetson_torch_gets_pypi_as_the_extra_index():
     tasks = rendered(load("orin-jp6"), {})
-    assert tasks["torch.0"]["index_url"] == "https://pypi.jetson-ai-lab.io/jp6/cu126"
-    assert tasks["torch.0"]["extra_index_url"] == "https://pypi.org/simple"
+    assert tasks["torch.1"]["index_url"] == "https://pypi.jetson-ai-lab.io/jp6/cu126"
+    assert tasks["torch.1"]["extra_index_url"] == "https://pypi.org/simple"
 
 
 def test_the_orin_record_is_in_the_schema():
     assert json.loads((RECORDS / "orin-jp6.json").read_text())["jetson"]["l4t"] == "36.4"
+
+
+@pytest.mark.parametrize("venv_module, env_exists, installs", [(False, False, True), (True, False, False),
+                                                               (None, False, False), (False, True, False)])
+def test_minimal_images_without_ensurepip_get_python3_venv(venv_module, env_exists, installs):
+    facts = patched(load("h100-pod-580-compat"), {"python.venv_module": venv_module, "python.env_exists": env_exists})
+    tasks = rendered(facts, {})
+    assert ("torch.0" in tasks) == installs
+    if installs:
+        assert tasks["torch.0"]["packages"] == ["python3-venv"]
