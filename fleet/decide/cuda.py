@@ -19,7 +19,7 @@ from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
 from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import cuda_max_for_driver, min_driver_for, version_key
+from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
 KEYRING = "cuda-keyring_1.1-1_all.deb"
 
@@ -107,7 +107,6 @@ def native_cuda(host: Host) -> str | None:
 
 def _branch_cuda(driver: str) -> str | None:
     """A Jetson driver reports only its branch ('580.00'): the newest CUDA of that branch."""
-    from fleet.decide.versions import MIN_DRIVER
     branch = version_key(driver)[0]
     fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
     return max(fitting, key=version_key) if fitting else None
@@ -177,7 +176,7 @@ def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
                    f"branch: Jetson drivers report the branch only), which runs CUDA {cuda}: no cuda-compat"
                    + (" (never on Thor: error 803)" if jp.generation == "thor" else "") + _keep_off_note(host, path))
     if jp.generation == "thor":
-        why = f"cuda-compat breaks CUDA on Jetson Thor (error 803)"
+        why = "cuda-compat breaks CUDA on Jetson Thor (error 803)"
         return off(f"{jp.label} ships CUDA {ships}, older than {cuda}, but {why}",
                    refuse=f"Thor on {jp.label} (driver {host.driver}) cannot run CUDA {cuda}: it ships CUDA {ships} "
                           f"and {why}; install a JetPack that ships CUDA {cuda}, or set cuda_version={ships}")

@@ -98,7 +98,7 @@ def resolve(values: dict) -> Vars:
         raise VariableError(f"python_env={merged['python_env']!r} is not an absolute path: "
                             f"set one like /opt/fleet/venv.")
     for name in ("cudss_version", "nvpl_blas_version", "nvpl_lapack_version"):
-        if not _TORCH_VERSION.match(merged[name]) and not re.fullmatch(r"\d+(\.\d+){1,3}", merged[name]):
+        if not re.fullmatch(r"\d+(\.\d+){1,3}", merged[name]):
             raise VariableError(f"{name}={merged[name]!r} is not a version like {DEFAULTS[name]}: set one.")
     return Vars(**merged, explicit=explicit)
 
