@@ -281,6 +281,7 @@ def test_yaml_typed_cuda_version_is_read_as_text():
     ({"cuda_version": "13.7"}, "12.0, 12.1"), ({"cuda_version": "thirteen"}, "like 13.0"),
     ({"torch_source": "conda"}, "official, jetson"), ({"nvpl_source": "brew"}, "pypi, apt, tarball"),
     ({"torch_version": "latest"}, "2.11.0"), ({"python_env": "venv"}, "absolute path"),
+    ({"cudss_version": "latest"}, "0.7.1.4"),
 ])
 def test_bad_variables_are_one_sentence_with_a_fix(bad_vars, phrase):
     with pytest.raises(VariableError) as caught:
