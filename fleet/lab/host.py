@@ -194,9 +194,13 @@ class LabHost:
         marker = f"upperdir={self.dir / 'upper'},"
         found = []
         recorded = by_ns.get(rec.get("mount_ns"), []) if rec.get("mount_ns") != own else []
-        # Namespace numbers are reused: the recorded one counts only if it shows no other host's overlay
-        # (it shows ours, or none at all once the overlay was detached).
-        if recorded and _overlay_of(recorded[0]) in (marker, None):
+        # Namespace numbers are reused: the recorded one counts only if it shows our overlay, or none at all
+        # while our own leader still lives in it (the overlay detached). A namespace that shows none and has
+        # no leader of ours may be another host's, freshly made by `unshare` and not yet mounted: a stop that
+        # took it for ours killed that host as it started (a lab start flake, issue 17).
+        leader = rec.get("pid")
+        if recorded and (_overlay_of(recorded[0]) == marker or (
+                _overlay_of(recorded[0]) is None and leader in recorded and self._is_ours(leader))):
             found = list(recorded)
         for members in by_ns.values():
             if set(members) & set(found):

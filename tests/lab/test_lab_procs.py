@@ -82,3 +82,31 @@ def test_bindable_sees_a_listener_and_its_end():
         with pytest.raises(LabError, match=f"127.0.0.1:{port} is still taken"):
             procs.wait_bindable("127.0.0.1", port, "lab host x", lambda: [], bound=0.05)
     procs.wait_bindable("127.0.0.1", port, "lab host x", lambda: [])
+
+
+def test_a_reused_namespace_number_of_a_fresh_host_is_not_taken_for_ours(tmp_path):
+    """Namespace inode numbers are reused. A host's record may name the number that another host's `unshare`
+    has just been given, before it mounts its overlay; a stop of the first host (leftovers of a killed run)
+    then killed the second one as it started: 'did not start sshd: no output', returncode -15."""
+    import json
+    import os
+
+    from fleet.lab.host import LabHost
+
+    other = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--fork", "sh", "-c",
+                              "echo ready; exec sleep 600"], stdout=subprocess.PIPE)
+    try:
+        assert other.stdout.readline() == b"ready\n"
+        host = LabHost("stale", tmp_path)
+        host.dir.mkdir(parents=True)
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        (host.dir / "host.json").write_text(json.dumps({
+            "name": "stale", "address": "127.0.250.1", "port": 22, "pid": dead.pid,
+            "mount_ns": os.readlink(f"/proc/{other.pid}/ns/mnt")}))
+        assert other.pid not in host.pids()
+        host.stop()
+        assert other.poll() is None          # the other host's processes live on
+    finally:
+        other.kill()
+        other.wait()
