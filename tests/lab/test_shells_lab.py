@@ -162,9 +162,11 @@ def test_a_busy_gpu_skips_perf_and_a_no_op_apply_exits_0(lab, trapped, perf_inve
 
 def test_check_mode_never_runs_the_perf_smoke(lab, trapped, perf_inventory):
     # idle GPU, verify_perf on: the stand-in torch cannot run the smoke, so a perf run would show
-    code, doc = fleet_json("apply", perf_inventory, "--limit", "pod-580", "--check")
+    # --verify: run verify now rather than reuse the last one (verify by fingerprint), in check mode
+    code, doc = fleet_json("apply", perf_inventory, "--limit", "pod-580", "--check", "--verify")
     assert code == 0, doc["hosts"]["pod-580"]
     verify = record(perf_inventory)["verify"]
+    assert verify["reused"] is False and verify["reason"] == "ran: asked for (--verify)"
     assert verify["perf"] is None and not [c for c in verify["checks"] if c["name"].startswith("perf")]
 
 

@@ -49,13 +49,15 @@ def test_a_no_op_apply_reuses_verify_in_one_command(converged):
 
 def test_a_change_elsewhere_does_not_rerun_verify(converged):
     lab = converged
-    ok(lab, HOST, "echo notes > ~/notes.txt; touch /etc/motd; echo '# a comment' >> ~/.bashrc")
+    # (a line appended to ~/.bashrc would move fleet's end guard back down: a change, and verify after it)
+    ok(lab, HOST, "echo notes > ~/notes.txt; touch /etc/motd; sed -i '1i # a comment' ~/.bashrc")
     apply(lab)
     assert recorded_verify(lab)["reused"] is True
 
 
 @pytest.mark.parametrize("change, undo, named", [
-    ("echo 'export LD_LIBRARY_PATH=/opt/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}' >> ~/.bashrc",
+    # at the top, where fleet's hooks leave it be (they run after it and keep what is not cuda-compat)
+    ("sed -i '1i export LD_LIBRARY_PATH=/opt/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}' ~/.bashrc",
      "sed -i '/\\/opt\\/extra/d' ~/.bashrc", "LD_LIBRARY_PATH of interactive shells"),
     ("f=$(ls -d /opt/fleet/venv/lib/python3*/site-packages/torch-*.dist-info/RECORD); cp $f /tmp/RECORD.bak; "
      "echo 'torch/extra.py,,' >> $f",
