@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
 from .engine import HostReport
 from .parallel import Outcome
-from .report import Reporter
+from .report import Reporter, markup_safe as _safe, terminal_safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -40,12 +39,12 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         state = "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
-    console.rule(f"[bold]{escape(name)}[/bold]" + (" [dim](check mode: nothing changed)[/dim]" if check else ""),
+    console.rule(f"[bold]{_safe(name)}[/bold]" + (" [dim](check mode: nothing changed)[/dim]" if check else ""),
                  align="left")
     if report.refuse:
-        console.print(f"[bold red]refused:[/bold red] {escape(report.refuse)}")
+        console.print(f"[bold red]refused:[/bold red] {_safe(report.refuse)}")
     elif report.error:
-        console.print(f"[bold red]error:[/bold red] {escape(report.error)}")
+        console.print(f"[bold red]error:[/bold red] {_safe(report.error)}")
     shown_skips = set()
     for task in report.tasks:
         if task.status == "ok" and not check:
@@ -56,10 +55,10 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             shown_skips.add(task.role)
             task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id)
         label = "would change" if check and task.status == "changed" else task.status
-        console.print(f"  [{_STYLE[task.status]}]{label:>12}[/] {escape(task.role)}: {escape(task.task)}"
-                      f" [dim]— {escape(task.reason)}[/dim]")
+        console.print(f"  [{_STYLE[task.status]}]{label:>12}[/] {_safe(task.role)}: {_safe(task.task)}"
+                      f" [dim]— {_safe(task.reason)}[/dim]")
         if show_diff and task.diff:
-            console.print(Syntax(task.diff, "diff", theme="ansi_dark", background_color="default"))
+            console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
     if not any(t.status in ("changed", "failed") for t in report.tasks) and not report.failed:
         console.print("  [green]in state: nothing to change[/green]")
 
@@ -71,12 +70,12 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
         table.add_column(col, justify="left" if col == "host" else "right")
     for name, o in outcomes.items():
         if o.value is None:
-            table.add_row(name, "-", "-", "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]", "-", "-",
+            table.add_row(_safe(name), "-", "-", "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]", "-", "-",
                           f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value
         failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
-        table.add_row(name, str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
+        table.add_row(_safe(name), str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
                       f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
                       f"{o.seconds:.1f}", str(o.remote_commands))
     reporter.env.console.print(table)

@@ -100,6 +100,9 @@ def _print_json(reporter, records, outcomes, facts_dir, with_drift: bool) -> Non
 
 def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
     from ..facts import compare, store
+    from ..report import safe_value
+
+    last = safe_value(last)  # remote text (OS name, GPU name, raw probe text): no secrets, no terminal escapes
 
     for name, outcome in outcomes.items():
         if outcome.error:
@@ -114,7 +117,7 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
         for name in outcomes:
             previous = store.read(facts_dir, name, previous=True)
             since = f"previous record {store.describe_age(store.age_seconds(previous))}" if previous else "no previous record"
-            reporter.print(compare.render_drift(name, _drift(facts_dir, name), since=since))
+            reporter.print(compare.render_drift(name, safe_value(_drift(facts_dir, name)), since=since))
     if not args.cached:
         written = sum(1 for o in outcomes.values() if not o.error)
         timing = ", ".join(f"{name} {o.seconds:.2f}s/{o.remote_commands} cmd" for name, o in outcomes.items())
@@ -123,11 +126,12 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
 
 def _column(name, outcome, record, *, cached: bool):
     from ..facts import compare, store
+    from ..report import safe_value
 
     age = store.describe_age(store.age_seconds(record)) if record else None
     if outcome.error:
         label = "not gathered" if cached or not outcome.unreachable else "unreachable"
-        return compare.Column(name, reachable=False, age=age, error=outcome.error, label=label)
+        return compare.Column(name, reachable=False, age=age, error=safe_value(outcome.error), label=label)
     return compare.Column(name, age=age if cached else None)
 
 
