@@ -43,6 +43,7 @@ class ConnectOptions:
     wait: float = 0.0                 # keep retrying a host that is still booting for this many seconds
     known_hosts: Path | None = None   # fleet's own known-hosts file (default ~/.config/fleet/known_hosts)
     on_new_host_key: OutputCallback | None = None
+    on_warning: OutputCallback | None = None   # e.g. an unusable known_hosts line, skipped
 
     def fleet_known_hosts(self) -> Path:
         if self.known_hosts:

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import sections
+from . import hostlock, sections
 from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
@@ -197,7 +197,11 @@ class Engine:
             elif line.strip() and not line.startswith("@@fleet:") and current["task"] is not None:
                 self.progress(host.name, f"  {line.strip()[:160]}")
 
-        result = conn.run("\n".join(parts), on_output=on_line)
+        result = conn.run(hostlock.wrap("\n".join(parts), conn), on_output=on_line)
+        held_by = hostlock.holder(result.stdout) if result.exit == hostlock.BUSY else None
+        if held_by:
+            raise HostError(f"{host.name}: another apply is running on this host ({held_by}); nothing was changed. "
+                            "Wait for it to finish, then run again")
         found = sections.split_sections(result.stdout)
         for entry in report.tasks:
             if entry.id not in by_id:

@@ -6,6 +6,9 @@
   fingerprint printed.
 - A changed key is always refused, with both fingerprints and how to accept a new one deliberately.
 - A host still booting (connection refused, timeout) is retried with backoff up to `wait` seconds.
+- known_hosts files are read line by line: a line fleet cannot use (`@cert-authority`, a line truncated by a
+  crash) is skipped with a warning naming file:line, never an error for every host; a key marked `@revoked`
+  is refused even where another line lists it (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT": @revoked wins).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import base64
 import hashlib
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +57,10 @@ class _Policy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client, hostname, key):
         opts, host = self.conn.options, self.conn.host
         fp = fingerprint(key)
+        revoked = self.conn.revoked.get(key.get_base64())
+        if revoked:
+            raise HostKeyError(f"{host.name}: the host key of {hostname} ({key.get_name()} {fp}) is marked @revoked "
+                               f"in {revoked}; refusing to connect. Find out why it was revoked before trusting it")
         if not opts.accept_new_host_keys:
             raise HostKeyError(
                 f"{host.name}: unknown host key for {hostname} ({key.get_name()} {fp}); check it and run again "
@@ -74,6 +82,7 @@ class SSHConnection(Connection):
         super().__init__(host)
         self.options = options
         self._fabric: FabricConnection | None = None
+        self.revoked: dict[str, str] = {}   # base64 key -> "file:line" of its @revoked line
 
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -150,12 +159,20 @@ class SSHConnection(Connection):
             from .lab import paths
 
             files.append(Path(paths.lab_known_hosts()))
+        files.append(self.options.fleet_known_hosts())
+        entries: list[paramiko.hostkeys.HostKeyEntry] = []
         for path in files:
-            if path.is_file():
-                client.load_system_host_keys(str(path))
-        fleet_file = self.options.fleet_known_hosts()
-        if fleet_file.is_file():
-            client.get_host_keys().load(str(fleet_file))
+            found, revoked, problems = read_known_hosts(path)
+            entries += found
+            self.revoked.update(revoked)
+            for problem in problems:
+                _warn_once(self.options, problem)
+        keys = client.get_host_keys()
+        for entry in entries:
+            if entry.key.get_base64() in self.revoked:
+                continue  # a revoked key is never a known one: the policy refuses it
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
 
     def _changed_key(self, exc: paramiko.BadHostKeyException) -> HostKeyError:
         name = host_key_name(self.host.address, self.host.port)
@@ -191,6 +208,56 @@ class SSHConnection(Connection):
         if self._fabric is not None:
             self._fabric.close()
             self._fabric = None
+
+
+def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
+    """(usable entries, {revoked base64 key: "file:line"}, warnings) of one known_hosts file; never raises for a
+    bad line. A missing or unreadable file is no keys (and, when unreadable, a warning)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
+    except OSError as exc:
+        return [], {}, [f"cannot read {path} ({exc}); its host keys are not used"]
+    entries, revoked, problems = [], {}, []
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        marker = line.split(None, 1)[0] if line.startswith("@") else None
+        if marker not in (None, "@revoked"):
+            problems.append(f"{where}: {marker} lines are not supported by fleet; skipped (host certificates "
+                            "are not checked: list the host's own key instead)")
+            continue
+        entry = _entry(line.split(None, 1)[1] if marker and " " in line else ("" if marker else line), number)
+        if entry is None:
+            problems.append(f"{where}: unreadable known_hosts line skipped (truncated?); remove or fix it with "
+                            f"ssh-keygen -R HOST -f {path}")
+        elif marker == "@revoked":
+            revoked[entry.key.get_base64()] = where
+        else:
+            entries.append(entry)
+    return entries, revoked, problems
+
+
+def _entry(line: str, number: int):
+    try:
+        return paramiko.hostkeys.HostKeyEntry.from_line(line, number)
+    except Exception:  # paramiko raises InvalidHostKey, SSHException, struct/index errors on damaged keys
+        return None
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(options: ConnectOptions, message: str) -> None:
+    """A bad line is the same for every host: say it once per run."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    if options.on_warning:
+        options.on_warning(message)
 
 
 class _Feed:

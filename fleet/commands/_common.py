@@ -39,7 +39,8 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOptions:
     return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
-                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg))
+                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg),
+                          on_warning=reporter.warn)
 
 
 def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:

@@ -24,6 +24,9 @@ def record_path(facts_dir: Path | str, host: str, *, previous: bool = False) -> 
     """facts/pod-570.json, or facts/pod-570.prev.json for the record before it."""
     if not _HOST_RE.match(host) or host.startswith("."):
         raise InputError(f"host name {host!r} cannot name a facts file; use letters, digits and . _ - in it")
+    if host.lower().endswith(".prev"):  # facts/pod.prev.json is pod's previous record
+        raise InputError(f"host name {host!r} ends in '.prev', which names another host's previous record; "
+                         "rename it")
     return Path(facts_dir) / (f"{host}.prev.json" if previous else f"{host}.json")
 
 
