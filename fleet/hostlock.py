@@ -6,13 +6,22 @@ shell holding it ends, however it ends, so a killed apply leaves no stale lock; 
 refused at once, naming the holder, never queued behind it. The file is in a directory only its user can
 write (root: /var/lib/fleet, else ~/.cache/fleet), so nobody else can plant a symlink there. On this machine
 (`connection: local`) it is the user's ~/.cache/fleet: local applies by one user exclude each other.
+
+`reserve` is the controller-side half for `fleet bootstrap`: a claim on the new host's name and on the pod.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import re
 import shlex
 import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
 MARK = "@@fleet:host-locked@@"
@@ -44,3 +53,49 @@ def holder(stdout: str) -> str | None:
         if line.startswith(MARK):
             return line[len(MARK):].strip() or "another fleet apply"
     return None
+
+
+def reserve(inventory_path: Path, name: str, pod: tuple[str, int]):
+    """Claim `name` in this inventory and the pod's address:port for this bootstrap's whole run, before any host
+    is contacted: two bootstraps of one pod, or of two pods deriving one name, would otherwise both connect and
+    one fail after changing things. flock(2) locks, dropped by the kernel when this process ends however it
+    ends (no stale claim); the files live in fleet's cache directory, never beside the inventory."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fleet" / "bootstrap"
+    base.mkdir(parents=True, exist_ok=True)
+    inv = hashlib.sha256(str(inventory_path.resolve()).encode()).hexdigest()[:16]
+    claims = []
+    try:
+        for what, key in ((f"name {name!r} in {inventory_path}", f"{inv}-name-{name.lower()}"),
+                          (f"pod {pod[0]}:{pod[1]}", f"pod-{pod[0]}-{pod[1]}")):
+            claims.append(_claim(base / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock"), what))
+    except BaseException:
+        for handle in claims:
+            handle.close()
+        raise
+    return _Claims(claims)
+
+
+def _claim(path: Path, what: str):
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read(200).strip() or "another process"
+        handle.close()
+        raise InputError(f"another fleet bootstrap is working on the {what} ({holder}); nothing was contacted. "
+                         "Wait for it to finish, or give this pod another --name") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} since {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+    handle.flush()
+    return handle
+
+
+class _Claims:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.close()   # closing drops the flock

@@ -1,12 +1,36 @@
 """apt packages, with NVIDIA-style keyring .deb and repository, waiting for a busy dpkg instead of failing.
 
-Fresh cloud VMs hold the dpkg lock for minutes (unattended-upgrades, cloud-init): `DPkg::Lock::Timeout`
-makes apt wait. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
+Fresh cloud VMs hold the dpkg lock for minutes (unattended-upgrades, cloud-init, apt-daily): `DPkg::Lock::Timeout`
+makes apt wait for the dpkg frontend lock (apt 1.9.11, commit de9762d5 "Add support for waiting on the dpkg
+lock"), but not for the lists lock `apt-get update` takes (/var/lib/apt/lists/lock: "Could not get lock
+/var/lib/apt/lists/lock ... Unable to lock directory"), so every apt command runs in a bounded retry loop that
+waits while the failure is a lock. A dpkg run cut short (a dropped connection mid-install) leaves journal files in
+/var/lib/dpkg/updates, and apt then refuses everything with "dpkg was interrupted, you must manually run 'dpkg
+--configure -a'" (apt-pkg/deb/debsystem.cc checks that directory for digit-named files): the apply repairs that
+first. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
 """
 
 from __future__ import annotations
 
 from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
+
+# `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
+# SECONDS in all. Any other failure ends it at once with CMD's status and output.
+APT_RETRY = r"""
+fleet_apt() {
+  fleet_deadline=$((SECONDS + $1)); shift
+  while :; do
+    fleet_rc=0; fleet_out=$("$@" 2>&1) || fleet_rc=$?
+    printf '%s\n' "$fleet_out"
+    [ "$fleet_rc" -eq 0 ] && return 0
+    case "$fleet_out" in *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg"*) ;; *) return "$fleet_rc" ;; esac
+    if [ "$SECONDS" -ge "$fleet_deadline" ]; then echo "fleet: gave up waiting for the apt/dpkg lock"; return "$fleet_rc"; fi
+    echo "fleet: apt/dpkg is busy (another apt run holds its lock); waiting"
+    sleep 3
+  done
+}
+fleet_dpkg_interrupted() { ls /var/lib/dpkg/updates 2>/dev/null | grep -q '^[0-9]'; }
+"""
 
 
 class Apt(Resource):
@@ -30,7 +54,9 @@ class Apt(Resource):
 
     def check(self) -> str:
         wanted = list(self.p["packages"]) + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
-        lines = ["missing=''"]
+        lines = [APT_RETRY, "missing=''",
+                 "if fleet_dpkg_interrupted; then echo 'dpkg was interrupted (dpkg --configure -a needed)'; "
+                 f"exit {NEEDS_CHANGE}; fi"]
         for pkg in wanted:
             lines.append(f"dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
                          f"|| missing=\"$missing \"{q(pkg)}")
@@ -46,22 +72,26 @@ class Apt(Resource):
         return "\n".join(lines)
 
     def apply(self) -> str:
-        opts = f"-o DPkg::Lock::Timeout={int(self.p['lock_timeout'])}"
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH]
+        wait = int(self.p["lock_timeout"])
+        opts = f"-o DPkg::Lock::Timeout={wait}"
+        retry = f"fleet_apt {wait}"
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH, APT_RETRY,
+                 "if fleet_dpkg_interrupted; then echo 'dpkg was interrupted: dpkg --configure -a'; "
+                 f"{retry} dpkg --force-confold --configure -a; fi"]
         if self.p["keyring_deb"]:
             pkg = q(self.p["keyring_package"])
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
                       "  d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT",
                       f"  fleet_fetch {q(self.p['keyring_deb'])} \"$d/keyring.deb\"",
-                      f"  apt-get {opts} install -y \"$d/keyring.deb\"",
+                      f"  {retry} apt-get {opts} install -y \"$d/keyring.deb\"",
                       "fi"]
         if self.p["repo"]:
             src = q(self._source_file())
             lines += [f"printf '%s\\n' {q(self.p['repo'])} > {src}.fleet-tmp && mv -f {src}.fleet-tmp {src}"]
         pkgs = " ".join(q(p) for p in self.p["packages"])
-        lines += ["echo 'apt-get update'", f"apt-get {opts} update -q",
+        lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
-                  f"apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
+                  f"{retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
             lines.append(f"apt-mark hold {pkgs}")
         return "\n".join(lines)
