@@ -7,6 +7,7 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
+from ..errors import InputError
 from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
                    qpath)
 
@@ -14,10 +15,13 @@ from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_
 # `strip` prints everything else, `replace` prints everything with the first complete block swapped for the
 # wanted one. Only a BEGIN that meets its END is a block: a lone BEGIN (a hand edit) and the lines after it
 # stay, never swallowed. Markers and text come through ENVIRON: `awk -v` would expand backslashes in them.
+# A file with CRLF line ends (edited on Windows) is compared without the CR: its block is recognised, not doubled;
+# `strip` and `replace` print the other lines as they were.
 _AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] }
-$0 == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
+{ l = $0; sub(/\r$/, "", l); if (op == "keep") $0 = l }
+l == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
 on { buf = buf $0 ORS
-     if ($0 == e) { if (op == "keep") printf "%s", buf
+     if (l == e) { if (op == "keep") printf "%s", buf
                     if (op == "replace" && !done) printf "%s", ENVIRON["want"]
                     done = 1; on = 0; buf = "" }
      next }
@@ -41,9 +45,21 @@ class Block(Resource):
         "root": Param((bool,), default=None),
     }
 
+    @classmethod
+    def validate(cls, values, where: str, *, check_types: bool = True):
+        out = super().validate(values, where, check_types=check_types)
+        text, marker = out.get("block"), out.get("marker")
+        if isinstance(text, str) and isinstance(marker, str) and "{{" not in text + marker:
+            markers = {f"# BEGIN {marker}", f"# END {marker}"}
+            inside = [line for line in text.replace("\r", "").split("\n") if line.strip() in markers]
+            if inside:
+                # The file would hold a block that ends early: it never converges and grows each apply.
+                raise InputError(f"{where}: the block's text contains its own marker line {inside[0].strip()!r}; "
+                                 "change 'marker:' or remove that line from the text")
+        return out
+
     def describe(self) -> str:
         return f"manage block '{self.p['marker']}' in {self.p['path']} ({self.p['position']})"
-
 
     def _markers(self) -> tuple[str, str]:
         return f"# BEGIN {self.p['marker']}", f"# END {self.p['marker']}"
@@ -67,7 +83,7 @@ class Block(Resource):
             + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
             f"have=$({_awk('keep', path)}; echo x)\n"
             "have=${have%x}\n"
-            f"if [ \"$have\" = \"$want\" ] && {where} {path} | grep -qxF -- \"$b\"; then "
+            f"if [ \"$have\" = \"$want\" ] && {where} {path} | tr -d '\\r' | grep -qxF -- \"$b\"; then "
             "echo 'block present and placed'; exit 0; fi\n"
             "if [ -z \"$have\" ]; then echo 'block absent'; else echo 'block differs or is misplaced'; fi\n"
             f"printf '\\n{DIFF_MARK}\\n'; printf '%s' \"$have\"\n"
