@@ -12,6 +12,7 @@ first. Pinned packages can be held so unattended-upgrades cannot swap libraries 
 
 from __future__ import annotations
 
+from .archive import sha256_problem, verify_sha256
 from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
 # `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
@@ -40,6 +41,7 @@ class Apt(Resource):
         "packages": Param((list,), required=True),
         "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
         "keyring_package": Param((str,), default="cuda-keyring"),
+        "keyring_sha256": Param((str,), check=sha256_problem),   # checked before the keyring is installed
         "repo": Param((str,)),                  # a one-line apt source, written to sources.list.d/<repo_name>.list
         "repo_name": Param((str,), default="fleet", check=plain_name_problem),
         "hold": Param((bool,), default=False),
@@ -83,6 +85,7 @@ class Apt(Resource):
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
                       "  d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT",
                       f"  fleet_fetch {q(self.p['keyring_deb'])} \"$d/keyring.deb\"",
+                      verify_sha256('"$d/keyring.deb"', self.p["keyring_sha256"], self.p["keyring_deb"]),
                       f"  {retry} apt-get {opts} install -y \"$d/keyring.deb\"",
                       "fi"]
         if self.p["repo"]:
