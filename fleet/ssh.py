@@ -24,9 +24,10 @@ from pathlib import Path
 import paramiko
 from fabric import Config
 from fabric import Connection as FabricConnection
+from fabric.runners import Remote
 from invoke.exceptions import CommandTimedOut
 
-from .connection import Connection, ConnectOptions, Result
+from .connection import Capture, Connection, ConnectOptions, Result
 from .errors import FleetError, HostError, HostKeyError
 from .inventory import Host
 
@@ -116,7 +117,8 @@ class SSHConnection(Connection):
         key = host.key or self._lab_key()
         if key:
             connect_kwargs.update(_key_kwargs(key))
-        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
+        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True},
+                                   "runners": {"remote": _BoundedRemote}})
         fab = FabricConnection(host.address, user=host.user, port=host.port, config=config,
                                connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs)
         client = fab.client
@@ -185,24 +187,20 @@ class SSHConnection(Connection):
     # -- running ---------------------------------------------------------------------------------
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
         assert self._fabric is not None, "open() first"
-        stream = _LineStream(on_output) if on_output else None
+        out, err = Capture(on_output), Capture()
         # Always a stdin that ends: a command that reads stdin gets end-of-file (as under `ssh -n`), not a hang.
-        kwargs = {"hide": True, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout}
-        if stream:
-            # invoke mirrors output to out_stream only for streams it does not hide.
-            kwargs.update(hide="stderr", out_stream=stream)
+        # Output reaches only our bounded sinks (see _BoundedRemote).
+        kwargs = {"hide": False, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout,
+                  "out_stream": out, "err_stream": err}
         try:
             res = self._fabric.run(command, **kwargs)
-        except CommandTimedOut as exc:
-            res = exc.result
-            return Result(124, res.stdout, res.stderr + f"\nfleet: timed out after {timeout:g}s\n")
+        except CommandTimedOut:
+            return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
-            if stream:
-                stream.finish()
-        return Result(res.exited if res.exited is not None else 255, stream.text() if stream else res.stdout,
-                      res.stderr)
+            out.finish()
+        return Result(res.exited if res.exited is not None else 255, out.text(), err.text())
 
     def close(self) -> None:
         if self._fabric is not None:
@@ -275,30 +273,14 @@ class _Feed:
         return chunk
 
 
-class _LineStream:
-    """A file-like sink for fabric that hands each complete line to a callback and keeps the text."""
+class _BoundedRemote(Remote):
+    """fabric's runner, minus two costs: invoke keeps every byte of output in a list and joins that whole list
+    again for each chunk that arrives (for its autoresponders, which fleet does not use): unbounded memory and
+    quadratic time on a host that floods. Output goes to our bounded Capture sinks instead."""
 
-    def __init__(self, on_line):
-        self.on_line, self.parts, self.partial = on_line, [], ""
-
-    def write(self, data: str) -> None:
-        self.parts.append(data)
-        self.partial += data
-        *lines, self.partial = self.partial.split("\n")
-        for line in lines:
-            self.on_line(line)
-
-    def flush(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        """Hand over a last line that had no newline (as the local connection does)."""
-        if self.partial:
-            self.on_line(self.partial)
-            self.partial = ""
-
-    def text(self) -> str:
-        return "".join(self.parts)
+    def _handle_output(self, buffer_, hide, output, reader) -> None:
+        for data in self.read_proc_output(reader):
+            output.write(data)
 
 
 def _key_kwargs(path: str) -> dict:
