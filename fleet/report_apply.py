@@ -39,8 +39,8 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         state = "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
-    console.rule(f"[bold]{_safe(name)}[/bold]" + (" [dim](check mode: nothing changed)[/dim]" if check else ""),
-                 align="left")
+    console.rule(f"[bold]{_safe(name)}[/bold]" + (" [red]UNREACHABLE[/red]" if report.unreachable else "")
+                 + (" [dim](check mode: nothing changed)[/dim]" if check else ""), align="left")
     if report.refuse:
         console.print(f"[bold red]refused:[/bold red] {_safe(report.refuse)}")
     elif report.error:
@@ -76,7 +76,7 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
         r: HostReport = o.value
         failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
         table.add_row(_safe(name), str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
-                      f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
+                      "[red]unreachable[/red]" if r.unreachable else f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
                       f"{o.seconds:.1f}", str(o.remote_commands))
     reporter.env.console.print(table)
 
