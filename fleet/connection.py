@@ -278,8 +278,11 @@ class Capture:
         self.line, self.line_len = [], 0
 
     def text(self) -> str:
-        middle = TRUNCATED.format(n=self.dropped) if self.dropped else ""
-        return "".join(self.head) + middle + "".join(self.tail)
+        tail = "".join(self.tail)
+        if not self.dropped:
+            return "".join(self.head) + tail
+        cut = max(0, len(tail) - self.tail_size)   # the tail holds up to one chunk more than it keeps
+        return "".join(self.head) + TRUNCATED.format(n=self.dropped + cut) + tail[cut:]
 
 
 def connect(host: Host, options: ConnectOptions | None = None) -> Connection:
