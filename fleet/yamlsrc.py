@@ -58,8 +58,12 @@ def load(path: str | Path, text: str | None = None) -> Located:
                    if opened and mark and opened.line != mark.line and exc.context else "")
         raise InputError(f"{where}: YAML syntax error: {exc.problem}{started}; fix the indentation or quoting "
                          "there") from None
+    except yaml.reader.ReaderError as exc:   # a control character or bad encoding: it knows only its offset
+        line = text[:exc.position].count("\n") + 1 if isinstance(exc.position, int) else 1
+        raise InputError(f"character {exc.character!r} is not allowed in YAML; remove it", path=path,
+                         line=line) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"YAML error: {exc}", path=path) from None
+        raise InputError(f"YAML error: {exc}", path=path, line=1) from None
     located = Located(path, None)
     located.data = _build(node, (), located, _Budget(), 1) if node is not None else {}
     if located.problems:

@@ -5,9 +5,9 @@ makes apt wait for the dpkg frontend lock (apt 1.9.11, commit de9762d5 "Add supp
 lock"), but not for the lists lock `apt-get update` takes (/var/lib/apt/lists/lock: "Could not get lock
 /var/lib/apt/lists/lock ... Unable to lock directory"), so every apt command runs in a bounded retry loop that
 waits while the failure is a lock. A dpkg run cut short (a dropped connection mid-install) leaves journal files in
-/var/lib/dpkg/updates, and apt then refuses everything with "dpkg was interrupted, you must manually run 'dpkg
---configure -a'" (apt-pkg/deb/debsystem.cc checks that directory for digit-named files): the apply repairs that
-first. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
+/var/lib/dpkg/updates, and apt then refuses to install with "dpkg was interrupted, you must manually run 'dpkg
+--configure -a'" (apt-pkg/deb/debsystem.cc checks that directory for digit-named files): the apply runs that
+repair once and goes on. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
 """
 
 from __future__ import annotations
@@ -16,21 +16,30 @@ from .archive import sha256_problem, verify_sha256
 from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
 # `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
-# SECONDS in all. Any other failure ends it at once with CMD's status and output.
+# SECONDS in all. When apt says dpkg was interrupted, repair that once (dpkg --configure -a) and retry. Any other
+# failure ends it at once with CMD's status and output. (Reacting to apt's own words, not reading
+# /var/lib/dpkg/updates: files there also mean a dpkg that is running right now.)
 APT_RETRY = r"""
 fleet_apt() {
-  fleet_deadline=$((SECONDS + $1)); shift
+  local fleet_deadline=$((SECONDS + $1)) fleet_repaired='' fleet_rc fleet_out; shift
   while :; do
     fleet_rc=0; fleet_out=$("$@" 2>&1) || fleet_rc=$?
     printf '%s\n' "$fleet_out"
     [ "$fleet_rc" -eq 0 ] && return 0
-    case "$fleet_out" in *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg"*) ;; *) return "$fleet_rc" ;; esac
+    case "$fleet_out" in
+      *"dpkg was interrupted"*)
+        [ -z "$fleet_repaired" ] || return "$fleet_rc"
+        fleet_repaired=1; echo "fleet: dpkg was interrupted earlier; running dpkg --configure -a"
+        fleet_apt $((fleet_deadline - SECONDS)) dpkg --force-confold --configure -a || return $?
+        continue ;;
+      *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg"*|*"dpkg status database is locked"*) ;;
+      *) return "$fleet_rc" ;;
+    esac
     if [ "$SECONDS" -ge "$fleet_deadline" ]; then echo "fleet: gave up waiting for the apt/dpkg lock"; return "$fleet_rc"; fi
     echo "fleet: apt/dpkg is busy (another apt run holds its lock); waiting"
     sleep 3
   done
 }
-fleet_dpkg_interrupted() { ls /var/lib/dpkg/updates 2>/dev/null | grep -q '^[0-9]'; }
 """
 
 
@@ -56,9 +65,7 @@ class Apt(Resource):
 
     def check(self) -> str:
         wanted = list(self.p["packages"]) + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
-        lines = [APT_RETRY, "missing=''",
-                 "if fleet_dpkg_interrupted; then echo 'dpkg was interrupted (dpkg --configure -a needed)'; "
-                 f"exit {NEEDS_CHANGE}; fi"]
+        lines = ["missing=''"]
         for pkg in wanted:
             lines.append(f"dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
                          f"|| missing=\"$missing \"{q(pkg)}")
@@ -77,9 +84,7 @@ class Apt(Resource):
         wait = int(self.p["lock_timeout"])
         opts = f"-o DPkg::Lock::Timeout={wait}"
         retry = f"fleet_apt {wait}"
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH, APT_RETRY,
-                 "if fleet_dpkg_interrupted; then echo 'dpkg was interrupted: dpkg --configure -a'; "
-                 f"{retry} dpkg --force-confold --configure -a; fi"]
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH, APT_RETRY]
         if self.p["keyring_deb"]:
             pkg = q(self.p["keyring_package"])
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
