@@ -328,7 +328,11 @@ def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = Fals
 def _parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
     if sec is None:
         return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
-    return task.resource.parse(sec.rc, sec.output)
+    try:
+        return task.resource.parse(sec.rc, sec.output)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a verify result of another shape
+        why = f"the answer has a shape fleet cannot read ({type(exc).__name__}: {exc})"
+        return CheckResult(False, why, error=why)
 
 
 def _diff(task: Task, result: CheckResult) -> str | None:
