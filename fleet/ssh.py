@@ -200,7 +200,14 @@ class SSHConnection(Connection):
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
             out.finish()
+        if res.exited in (None, -1) and not self._alive():
+            # paramiko answers -1 for a channel closed without an exit status: the host went away mid-command
+            raise HostError(f"{self.host.name}: connection lost while running a command (no exit status)")
         return Result(res.exited if res.exited is not None else 255, out.text(), err.text())
+
+    def _alive(self) -> bool:
+        transport = self._fabric.client.get_transport() if self._fabric else None
+        return bool(transport and transport.is_active())
 
     def close(self) -> None:
         if self._fabric is not None:
