@@ -14,7 +14,8 @@ from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_
 # One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),
 # `strip` prints everything else, `replace` prints everything with the first complete block swapped for the
 # wanted one. Only a BEGIN that meets its END is a block: a lone BEGIN (a hand edit) and the lines after it
-# stay, never swallowed. Markers and text come through ENVIRON: `awk -v` would expand backslashes in them.
+# stay, never swallowed. Markers come through ENVIRON (`awk -v` would expand backslashes in them), the wanted text
+# through a file: an environment string is capped at 128 KiB (MAX_ARG_STRLEN) and would fail every command.
 # A file with CRLF line ends (edited on Windows) is compared without the CR: its block is recognised, not doubled;
 # `strip` and `replace` print the other lines as they were.
 _AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] }
@@ -22,11 +23,12 @@ _AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] 
 l == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
 on { buf = buf $0 ORS
      if (l == e) { if (op == "keep") printf "%s", buf
-                    if (op == "replace" && !done) printf "%s", ENVIRON["want"]
+                    if (op == "replace" && !done) printf "%s", want()
                     done = 1; on = 0; buf = "" }
      next }
 op != "keep" { print }
-END { if (on && op != "keep") printf "%s", buf }"""
+END { if (on && op != "keep") printf "%s", buf }
+function want(  w, line) { while ((getline line < ENVIRON["wantf"]) > 0) w = w line ORS; return w }"""
 
 
 def _awk(op: str, path: str) -> str:
@@ -73,7 +75,7 @@ class Block(Resource):
 
     def _vars(self) -> str:
         begin, end = self._markers()
-        return f"export b={q(begin)} e={q(end)} want={q(self._wanted())}\n"
+        return f"b={q(begin)} e={q(end)} want={q(self._wanted())}; export b e\n"
 
     def check(self) -> str:
         path = qpath(self.p["path"])
@@ -106,7 +108,8 @@ class Block(Resource):
             "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
             "mkdir -p -- \"$(dirname -- \"$f\")\"\n"
             "if [ -f \"$f\" ]; then new=''; else new=1; fi\n"
-            "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); trap 'rm -f -- \"$tmp\"' EXIT\n"
+            "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); wantf=$(mktemp)\n"
+            "trap 'rm -f -- \"$tmp\" \"$wantf\"' EXIT; export wantf; printf '%s' \"$want\" > \"$wantf\"\n"
             "user_last=''\n"
             f"{{ if [ -n \"$new\" ]; then printf '%s' \"$want\"; else {assemble}; fi; }} > \"$tmp\"\n"
             "if [ -z \"$new\" ] && [ -n \"$user_last\" ] && [ -n \"$(tail -c 1 -- \"$f\")\" ] "
@@ -114,6 +117,6 @@ class Block(Resource):
             "if [ -n \"$new\" ]; then chmod " + q(mode_text(self.p["mode"])) + " \"$tmp\"; else\n"
             "  chmod --reference=\"$f\" \"$tmp\"; chown --reference=\"$f\" \"$tmp\" 2>/dev/null || true; fi\n"
             "sync -- \"$tmp\" 2>/dev/null || sync\n"
-            "mv -f -- \"$tmp\" \"$f\"; trap - EXIT\n"
+            "mv -f -- \"$tmp\" \"$f\"; rm -f -- \"$wantf\"; trap - EXIT\n"
             f"echo {q('block written to ' + self.p['path'])}\n"
         )

@@ -35,7 +35,7 @@ tasks:
   - name: big config
     file: {path: /srv/full/app.conf, content: "{{ 'y' * 200000 }}"}
   - name: block in a file on the full disk
-    block: {path: /srv/full/rc, block: "{{ 'z' * 60000 }}"}
+    block: {path: /srv/full/rc, block: "{{ 'z' * 200000 }}"}
 """
 APT_ROLE = """\
 description: one stand-in package from the lab's signed repository
@@ -129,7 +129,7 @@ def test_a_host_that_dies_mid_apply_is_unreachable_in_its_task_and_a_rerun_conve
 
 def test_a_disk_that_fills_during_a_write_keeps_the_old_file_and_leaves_no_temp(lab, tmp_path):
     lab.reset(["pod-580"])
-    ok(lab, "pod-580", "mkdir -p /srv/full && mount -t tmpfs -o size=512k tmpfs /srv/full && "
+    ok(lab, "pod-580", "mkdir -p /srv/full && mount -t tmpfs -o size=640k tmpfs /srv/full && "
                        "echo old > /srv/full/app.conf && printf 'old rc\\n' > /srv/full/rc && "
                        "{ head -c 2M /dev/zero > /srv/full/filler || true; }")
     inv = drill_inventory(lab, tmp_path, DISK_ROLE, {"pod-580": {}})

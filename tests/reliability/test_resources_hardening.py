@@ -134,3 +134,19 @@ def test_a_copy_cut_short_is_not_taken_for_done(tmp_path):
     assert converge(res).reason == f"an earlier unpack into {dest} did not finish"
     assert (dest / "lib" / "libx.so.0").read_bytes() == b"\x7fELF" and not (dest / INCOMPLETE).exists()
     assert (dest / "bin" / "tool").is_file()
+
+
+def test_a_block_bigger_than_one_environment_string_converges(tmp_path):
+    """The engine sends long scripts on stdin; the wanted text must not travel in the environment either
+    (one string there is capped at 128 KiB: every command of the snippet would fail with E2BIG)."""
+    import subprocess
+
+    target = tmp_path / "rc"
+    target.write_text("user line\n")
+    for letter in "zy":
+        res = make("block", path=str(target), block=letter * 300_000)
+        runs = [subprocess.run(["bash", "-s"], input=s, capture_output=True, text=True) for s in
+                (res.check(), res.apply(), res.check())]
+        assert [r.returncode for r in runs] == [10, 0, 0], runs[1].stderr[-500:]
+    assert target.read_text() == "user line\n# BEGIN fleet\n" + "y" * 300_000 + "\n# END fleet\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rc"]
