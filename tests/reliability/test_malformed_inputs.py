@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from helpers import run
+from reliability_helpers import run
 
 VALID = """\
 vars: {cuda_version: "13.0"}

@@ -17,7 +17,7 @@ from fleet.facts.scrub import scrub_text
 from fleet.parallel import Outcome
 from fleet.report import Reporter, terminal_safe
 from fleet.report_apply import print_apply
-from helpers import HOSTILE, TOKEN, assert_clean, run
+from reliability_helpers import HOSTILE, TOKEN, assert_clean, run
 
 
 @pytest.mark.parametrize("text, kept", [
