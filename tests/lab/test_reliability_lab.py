@@ -65,17 +65,13 @@ def upper(lab, name: str):
 
 
 def kill_host(lab, name: str) -> None:
-    """SIGKILL every process of the host (sshd, the apply's shell, its sleep), keeping its disk and lab record,
-    as a pod whose network or sshd died; `lab.up([name])` brings it back with what it had written."""
+    """SIGKILL every process of the host (sshd, the apply's shell, its sleep) at once, keeping its disk: a pod
+    whose sshd or network died. The lab's own stop does the killing and reaping; its record is put back so
+    that `lab.up([name])` restarts the host with what it had written instead of provisioning a fresh one."""
     host = LabHost(name, lab.root)
-    pids = host.pids()
-    assert pids
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    wait_for(lambda: not host.pids(), f"{name}'s processes to end")
+    record = (host.dir / "host.json").read_bytes()
+    host.stop()
+    (host.dir / "host.json").write_bytes(record)
 
 
 def end_sleep(lab, name: str) -> None:
