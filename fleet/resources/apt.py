@@ -84,7 +84,8 @@ class Apt(Resource):
         wait = int(self.p["lock_timeout"])
         opts = f"-o DPkg::Lock::Timeout={wait}"
         retry = f"fleet_apt {wait}"
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH, APT_RETRY]
+        # LC_ALL=C: fleet_apt reads apt's messages, which a pod's locale would translate.
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive LC_ALL=C", FETCH, APT_RETRY]
         if self.p["keyring_deb"]:
             pkg = q(self.p["keyring_package"])
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
