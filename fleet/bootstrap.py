@@ -33,6 +33,7 @@ from typing import Callable
 
 import yaml
 
+from . import hostlock
 from .atomic import write_atomic
 from .errors import FleetError, InputError
 from .inventory import NAME_RE, Host, Inventory, load_inventory
@@ -393,6 +394,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         result.host_key = message.split(": ", 1)[-1]
         progress(host.name, message.split(": ", 1)[-1])
 
+    # A second bootstrap of this pod, or of a pod deriving the same name, stops here: before contacting it.
+    claim = hostlock.reserve(inventory_path, host.name, (target.address, target.port))
     options = ConnectOptions(accept_new_host_keys=True, connect_timeout=connect_timeout, wait=wait,
                              known_hosts=known_hosts, on_new_host_key=on_key)
     started = time.monotonic()
@@ -410,6 +413,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         if conn is not None:
             result.remote_commands = conn.remote_commands
             conn.close()
+        claim.close()
         result.seconds = round(time.monotonic() - started, 3)
     return result
 

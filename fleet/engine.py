@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import sections, verify_gate
+from . import hostlock, sections, verify_gate
 from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
@@ -60,6 +60,7 @@ class HostReport:
     facts: dict | None = None
     error: str | None = None
     phases: dict[str, float] = field(default_factory=dict)
+    unreachable: bool = False      # the connection dropped mid-apply: `error` names the task it was in
 
     def count(self, status: str) -> int:
         return sum(1 for t in self.tasks if t.status == status)
@@ -71,7 +72,7 @@ class HostReport:
     def to_json(self) -> dict:
         return {"ok": self.count("ok"), "changed": self.count("changed"), "failed": self.count("failed") +
                 (1 if (self.error or self.refuse) and not self.count("failed") else 0),
-                "skipped": self.count("skipped"), "unreachable": False, "check": self.check_mode,
+                "skipped": self.count("skipped"), "unreachable": self.unreachable, "check": self.check_mode,
                 "refuse": self.refuse, "error": self.error, "tasks": [t.to_json() for t in self.tasks],
                 "reasons": (self.decisions or {}).get("reasons", {}), "phases": self.phases}
 
@@ -114,7 +115,7 @@ class Engine:
 
         report = HostReport(host.name, self.check_mode)
         clock = _Clock(report.phases)
-        cached = store.read(self.facts_dir, host.name)
+        cached = self._cached(host)
         with clock("probe"):
             plan, check_out = self._probe(conn, host, cached)
         report.facts, report.decisions = plan.facts, plan.decisions_json
@@ -129,6 +130,8 @@ class Engine:
             return report
         with clock("apply"):
             self._apply(conn, host, planned, report)
+        if report.unreachable:
+            return report   # nothing more can be asked of the host; its last record stays as it was
         with clock("verify"):
             changed = [t.task for t in report.tasks if t.status == "changed"]
             plan2, check_out2 = self._probe(conn, host, plan.facts, forced="after changes in this apply: "
@@ -187,13 +190,24 @@ class Engine:
                 "reused": False, "reason": "ran: " + verify_gate.run_reason(must, last, gate)})
         return result
 
+    def _cached(self, host: Host) -> dict | None:
+        """The host's last record, only to guess its checks: a damaged one is noted and ignored, never a failure
+        (it is replaced by this run's record)."""
+        from .facts import store
+
+        try:
+            return store.read(self.facts_dir, host.name)
+        except InputError as exc:
+            self.progress(host.name, f"note: ignoring the last facts record ({exc})")
+            return None
+
     def _guess_checks(self, conn: Connection, host: Host, facts: dict | None, expect: str | None) -> list[str]:
         """The checks as the last record renders them; a record that no longer renders is simply not used."""
         if not facts:
             return []
         try:
             return self.plan_for(host, facts).check_sections(conn, expect)
-        except FleetError:
+        except (FleetError, TypeError, ValueError, KeyError, AttributeError):  # a damaged or foreign record
             return []
 
     def plan_for(self, host: Host, facts: dict) -> Plan:
@@ -236,9 +250,11 @@ class Engine:
             body = (f"if ( {maybe_sudo(task.resource.check(), task, conn, check=True)}\n) >/dev/null 2>&1; "
                     f"then echo {_ALREADY}; exit 0; fi\n{maybe_sudo(task.resource.apply(), task, conn)}")
             parts.append(sections.section(f"apply.{task.id}", body, stop_on_failure=True))
-        current = {"task": None}
+        current = {"task": None, "done": set()}
 
         def on_line(line: str) -> None:
+            if line.startswith("@@fleet:end apply."):
+                current["done"].add(line[len("@@fleet:end apply."):].split(" ")[0])
             if line.startswith("@@fleet:begin apply."):
                 task = by_id.get(line[len("@@fleet:begin apply."):-2])
                 current["task"] = task
@@ -247,7 +263,15 @@ class Engine:
             elif line.strip() and not line.startswith("@@fleet:") and current["task"] is not None:
                 self.progress(host.name, f"  {line.strip()[:160]}")
 
-        result = conn.run("\n".join(parts), on_output=on_line)
+        try:
+            result = conn.run(hostlock.wrap("\n".join(parts), conn), on_output=on_line)
+        except HostError as exc:
+            _lost(report, by_id, current["task"], current["done"], exc)
+            return
+        held_by = hostlock.holder(result.stdout) if result.exit == hostlock.BUSY else None
+        if held_by:
+            raise HostError(f"{host.name}: another apply is running on this host ({held_by}); nothing was changed. "
+                            "Wait for it to finish, then run again")
         found = sections.split_sections(result.stdout)
         for entry in report.tasks:
             if entry.id not in by_id:
@@ -272,7 +296,13 @@ class Engine:
                 entry.reason = f"applied, but the check still says: {result.reason}"
 
     def _finish(self, conn, host, plan: Plan, checks, report: HostReport) -> None:
-        verify = self._judge_asserts(plan, checks, report)
+        # Whatever the verify step answers or the host does with its file, the report and the record survive.
+        try:
+            verify = self._judge_asserts(plan, checks, report)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            verify = None
+            report.error = (f"the verify result has a shape fleet cannot read ({type(exc).__name__}: {exc}); "
+                            "check the verify role's assert output")
         facts = dict(plan.facts)
         if verify is not None:
             from .facts.record import with_last_verify
@@ -282,7 +312,10 @@ class Engine:
             # Written whenever verify ran: the record carries the fingerprint and time the next probe compares.
             if self.verify_write and not self.check_mode:
                 sudo = host.user != "root"
-                conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=sudo)
+                try:
+                    conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=sudo)
+                except HostError as exc:
+                    report.error = f"could not record the verify result on the host: {exc}"
         report.facts = facts
         self._record(host, facts)
 
@@ -315,6 +348,18 @@ class Engine:
             raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "
                             f"{_tail(result.stderr or result.stdout)}")
         return found
+
+
+def _lost(report: HostReport, by_id: dict, task: Task | None, done: set, exc: HostError) -> None:
+    """The connection dropped mid-apply: the host is unreachable, in the task it was running."""
+    where = f"{task.spec.role}: {task.spec.name}" if task else "before its first task"
+    report.unreachable = True
+    report.error = f"unreachable: the connection was lost during {where} ({exc})"
+    for entry in report.tasks:
+        if entry.id in by_id and entry.id not in done:
+            entry.status = "failed"
+            entry.reason = ("connection lost during this task" if task is not None and entry.id == task.id
+                            else "not run: the connection was lost")
 
 
 def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = False) -> str:
@@ -350,7 +395,11 @@ def _now() -> str:
 def _parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
     if sec is None:
         return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
-    return task.resource.parse(sec.rc, sec.output)
+    try:
+        return task.resource.parse(sec.rc, sec.output)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a verify result of another shape
+        why = f"the answer has a shape fleet cannot read ({type(exc).__name__}: {exc})"
+        return CheckResult(False, why, error=why)
 
 
 def _diff(task: Task, result: CheckResult) -> str | None:

@@ -173,11 +173,30 @@ def _hosts(loc, section, base: Path) -> dict[str, Host]:
         loc.problem(("hosts",), f"'hosts' must be a mapping of NAME: SETTINGS, not {yamlsrc.type_name(section)}")
         return {}
     hosts = {}
+    folded: dict[str, str] = {}   # lower-cased name -> the name as written: facts files must not collide
     for name, spec in section.items():
         host = _host(loc, name, spec or {}, base)
+        if host and _name_collides(loc, name, host.name, folded):
+            continue
         if host:
             hosts[host.name] = host
     return hosts
+
+
+def _name_collides(loc, key, name: str, folded: dict[str, str]) -> bool:
+    """Two names whose facts files would be one file: `Pod` and `pod` on a case-insensitive filesystem (macOS,
+    a Windows share), or `pod.prev`, whose record is `pod`'s previous one (facts/pod.prev.json)."""
+    if name.lower().endswith(".prev"):
+        loc.problem(("hosts", key), f"host name {name!r} ends in '.prev', which names the previous facts record "
+                                    f"of host {name[:-5]!r}; rename it (e.g. {name[:-5] + '-prev'!r})")
+        return True
+    other = folded.setdefault(name.lower(), name)
+    if other != name:
+        loc.problem(("hosts", key), f"host name {name!r} differs from {other!r} (line {loc.line('hosts', other)}) "
+                                    "only in case: their facts files collide on a case-insensitive filesystem; "
+                                    "rename one of them")
+        return True
+    return False
 
 
 def _host(loc, key, spec, base: Path) -> Host | None:

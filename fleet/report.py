@@ -7,6 +7,7 @@ sees. Progress goes to stderr, so `--json` on stdout stays one clean document.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -15,7 +16,39 @@ from rich.table import Table
 from rich.text import Text
 
 from .env import Environment
+from .facts.scrub import scrub, scrub_text
 from .parallel import Outcome
+
+# What a hostile host could make the operator's terminal do: retitle the window, hide a HOST KEY CHANGED
+# line, write the clipboard (OSC 52). ECMA-48: CSI (ESC [ ... final byte), OSC/DCS/PM/APC/SOS strings (ESC ]
+# P ^ _ X ... ended by BEL or ESC \), single ESC sequences, the 8-bit C1 forms (U+0080-U+009F), and the other
+# C0 controls (CR overwrites a line, BS rubs characters out). Newlines and tabs are text and stay.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?"                    # CSI
+                      r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC
+                      r"|\x1b[ -/]*[0-~]?"                             # other ESC sequences (and a lone ESC)
+                      r"|\x9b[0-?]*[ -/]*[@-~]?"                      # 8-bit CSI
+                      r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x9c)?"  # 8-bit OSC, DCS, ...
+                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")               # any other control but \t and \n
+
+
+def terminal_safe(text: Any) -> str:
+    """Remote text made fit for a terminal: secrets masked, escape sequences and control characters dropped.
+
+    Every printer of remote text (progress, task reasons, --diff, host blocks, the facts table) goes through
+    this one function; newlines and tabs stay, a CRLF line end becomes a newline.
+    """
+    return _ESCAPES.sub("", scrub_text(str(text).replace("\r\n", "\n")))
+
+
+def safe_value(value: Any) -> Any:
+    """terminal_safe on every string inside a JSON-like value (a facts record for the table); keys too."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        return {terminal_safe(k) if isinstance(k, str) else k: safe_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [safe_value(item) for item in value]
+    return value
 
 
 class Reporter:
@@ -30,9 +63,9 @@ class Reporter:
         """One line of progress for a long step; safe from many host threads at once."""
         with self._lock:
             if not message.startswith(" "):   # indented lines are a step's own output, not a step
-                self.steps.setdefault(host, []).append(message)
+                self.steps.setdefault(host, []).append(terminal_safe(message))
             if not self.quiet:
-                self.env.err_console.print(f"[dim]{escape(host)}[/dim] {escape(message)}")
+                self.env.err_console.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
 
     def partial(self, outcome: Outcome) -> str:
         """What an interrupted host had done: 'not started', or its steps done and the one cut short."""
@@ -46,10 +79,10 @@ class Reporter:
         return f"interrupted; {done}cut short: {steps[-1]}"
 
     def error(self, message: str) -> None:
-        self.env.err_console.print(f"[bold red]error:[/bold red] {escape(message)}")
+        self.env.err_console.print(f"[bold red]error:[/bold red] {markup_safe(message)}")
 
     def warn(self, message: str) -> None:
-        self.env.err_console.print(f"[yellow]warning:[/yellow] {escape(message)}")
+        self.env.err_console.print(f"[yellow]warning:[/yellow] {markup_safe(message)}")
 
     @property
     def plain(self) -> bool:
@@ -76,12 +109,20 @@ class Reporter:
 
     def host_block(self, name: str, status: str, body: str, style: str = "green") -> None:
         """Output grouped per host, under a rule naming the host and how it ended."""
-        self.rule(f"[bold]{escape(name)}[/bold] [{style}]{escape(status)}[/{style}]")
+        self.rule(f"[bold]{markup_safe(name)}[/bold] [{style}]{markup_safe(status)}[/{style}]")
         if body:
-            self.env.console.print(escape(body.rstrip("\n")), soft_wrap=True)
+            self.env.console.print(markup_safe(body.rstrip("\n")), soft_wrap=True)
 
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
-        self.env.console.print_json(json.dumps(json_document(hosts, outcomes, **extra), default=str))
+        """One document, secrets masked (the records on disk are; what is printed must be too). JSON escapes
+        C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
+        doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
+        self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+
+
+def markup_safe(text: Any) -> str:
+    """terminal_safe, then rich markup escaped: what every Reporter line prints."""
+    return escape(terminal_safe(text))
 
 
 def plain_table(table: Table) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
 from .engine import HostReport
 from .parallel import Outcome
-from .report import Reporter
+from .report import Reporter, markup_safe as _safe, terminal_safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -48,11 +47,12 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         state = "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
-    reporter.rule(f"[bold]{escape(name)}[/bold]" + (" [dim](check mode: nothing changed)[/dim]" if check else ""))
+    reporter.rule(f"[bold]{_safe(name)}[/bold]" + (" [red]UNREACHABLE[/red]" if report.unreachable else "")
+                  + (" [dim](check mode: nothing changed)[/dim]" if check else ""))
     if report.refuse:
-        console.print(f"[bold red]refused:[/bold red] {escape(report.refuse)}")
+        console.print(f"[bold red]refused:[/bold red] {_safe(report.refuse)}")
     elif report.error:
-        console.print(f"[bold red]error:[/bold red] {escape(report.error)}")
+        console.print(f"[bold red]error:[/bold red] {_safe(report.error)}")
     shown_skips = set()
     for task in report.tasks:
         if task.status == "ok" and not check and not reporter.verbose:
@@ -64,18 +64,18 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id)
         label = "would change" if check and task.status == "changed" else task.status
         label = label if reporter.plain else f"{label:>12}"   # aligned on a terminal; unpadded in a pipe
-        console.print(f"  [{_STYLE[task.status]}]{label}[/] {escape(task.role)}: {escape(task.task)}"
-                      f" [dim]— {escape(task.reason)}[/dim]", soft_wrap=True)
+        console.print(f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)}"
+                      f" [dim]— {_safe(task.reason)}[/dim]", soft_wrap=True)
         if show_diff and task.diff:
             if reporter.plain:
-                console.print(task.diff.rstrip("\n"), markup=False, soft_wrap=True)
+                console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
             else:
-                console.print(Syntax(task.diff, "diff", theme="ansi_dark", background_color="default"))
+                console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
     if not any(t.status in ("changed", "failed") for t in report.tasks) and not report.failed:
         console.print("  [green]in state: nothing to change[/green]")
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
-        console.print(f"  [yellow]{escape(skipped['skipped'])}[/yellow]")
+        console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]")
 
 
 def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:
@@ -91,12 +91,12 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \
                 else "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]"
-            table.add_row(name, "-", "-", state, "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
+            table.add_row(_safe(name), "-", "-", state, "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value
         failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
-        table.add_row(name, str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
-                      f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
+        table.add_row(_safe(name), str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
+                      "[red]unreachable[/red]" if r.unreachable else f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
                       f"{o.seconds:.1f}", str(o.remote_commands))
     reporter.print(table)
 

@@ -9,6 +9,9 @@
 - Where the host is comes from ~/.ssh/config as ssh would read it (fleet/ssh_config.py: HostName, Port, User,
   IdentityFile, ProxyJump; the inventory's own values win). fabric's and invoke's config files are never read.
 - A host that stops answering (no output, no reply to keep-alives for `dead_after` seconds) is given up.
+- known_hosts files are read line by line: a line fleet cannot use (`@cert-authority`, a line truncated by a
+  crash) is skipped with a warning naming file:line, never an error for every host; a key marked `@revoked`
+  is refused even where another line lists it (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT": @revoked wins).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 import paramiko
 from fabric import Config
 from fabric import Connection as FabricConnection
+from fabric.runners import Remote
 from invoke.exceptions import CommandTimedOut
 
-from .connection import Connection, ConnectOptions, Result
+from .connection import Capture, Connection, ConnectOptions, Result
 from .errors import FleetError, HostError, HostKeyError
 from .inventory import Host
 from .ssh_config import Target, resolve
@@ -58,6 +62,10 @@ class _Policy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client, hostname, key):
         opts, host = self.conn.options, self.conn.host
         fp = fingerprint(key)
+        revoked = self.conn.revoked.get(key.get_base64())
+        if revoked:
+            raise HostKeyError(f"{host.name}: the host key of {hostname} ({key.get_name()} {fp}) is marked @revoked "
+                               f"in {revoked}; refusing to connect. Find out why it was revoked before trusting it")
         if not opts.accept_new_host_keys:
             raise HostKeyError(
                 f"{host.name}: unknown host key for {hostname} ({key.get_name()} {fp}); check it and run again "
@@ -82,6 +90,7 @@ class SSHConnection(Connection):
         self._jumps: list[FabricConnection] = []
         self._watchdog: _Watchdog | None = None
         self.ssh_target: Target = resolve(host, options.ssh_config)
+        self.revoked: dict[str, str] = {}   # base64 key -> "file:line" of its @revoked line
 
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -142,7 +151,9 @@ class SSHConnection(Connection):
             connect_kwargs["sock"] = sock
         # lazy=True: no ~/.fabric.yaml, /etc/fabric.yaml, invoke files nor ssh config read by fabric itself
         # (a user's fabric settings, such as agent forwarding, must not reach a rented pod by surprise).
-        config = Config(lazy=True, overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
+        # _BoundedRemote: output reaches only fleet's bounded sinks (no quadratic joins, no unbounded buffers).
+        config = Config(lazy=True, overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True},
+                                              "runners": {"remote": _BoundedRemote}})
         fab = FabricConnection(target.hostname, user=target.user, port=target.port, config=config,
                                connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs,
                                gateway=False, forward_agent=False)
@@ -201,12 +212,20 @@ class SSHConnection(Connection):
             from .lab import paths
 
             files.append(Path(paths.lab_known_hosts()))
+        files.append(self.options.fleet_known_hosts())
+        entries: list[paramiko.hostkeys.HostKeyEntry] = []
         for path in files:
-            if path.is_file():
-                client.load_system_host_keys(str(path))
-        fleet_file = self.options.fleet_known_hosts()
-        if fleet_file.is_file():
-            client.get_host_keys().load(str(fleet_file))
+            found, revoked, problems = read_known_hosts(path)
+            entries += found
+            self.revoked.update(revoked)
+            for problem in problems:
+                _warn_once(self.options, problem)
+        keys = client.get_host_keys()
+        for entry in entries:
+            if entry.key.get_base64() in self.revoked:
+                continue  # a revoked key is never a known one: the policy refuses it
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
 
     def _changed_key(self, exc: paramiko.BadHostKeyException, target: Target) -> HostKeyError:
         name = host_key_name(target.hostname, target.port)
@@ -219,26 +238,29 @@ class SSHConnection(Connection):
     # -- running ---------------------------------------------------------------------------------
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
         assert self._fabric is not None, "open() first"
-        stream = _LineStream(on_output) if on_output else None
+        out, err = Capture(on_output), Capture()
         # Always a stdin that ends: a command that reads stdin gets end-of-file (as under `ssh -n`), not a hang.
-        kwargs = {"hide": True, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout}
-        if stream:
-            # invoke mirrors output to out_stream only for streams it does not hide.
-            kwargs.update(hide="stderr", out_stream=stream)
+        # Output reaches only our bounded sinks (see _BoundedRemote).
+        kwargs = {"hide": False, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout,
+                  "out_stream": out, "err_stream": err}
         try:
             res = self._fabric.run(command, **kwargs)
-        except CommandTimedOut as exc:
-            res = exc.result
-            return Result(124, res.stdout, res.stderr + f"\nfleet: timed out after {timeout:g}s\n")
+        except CommandTimedOut:
+            return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self._raise_if_dead()
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
-            if stream:
-                stream.finish()
+            out.finish()
         self._raise_if_dead()
-        return Result(res.exited if res.exited is not None else 255, stream.text() if stream else res.stdout,
-                      res.stderr)
+        if res.exited in (None, -1) and not self._alive():
+            # paramiko answers -1 for a channel closed without an exit status: the host went away mid-command
+            raise HostError(f"{self.host.name}: connection lost while running a command (no exit status)")
+        return Result(res.exited if res.exited is not None else 255, out.text(), err.text())
+
+    def _alive(self) -> bool:
+        transport = self._fabric.client.get_transport() if self._fabric else None
+        return bool(transport and transport.is_active())
 
     def _raise_if_dead(self) -> None:
         if self._watchdog and self._watchdog.dead:
@@ -263,6 +285,56 @@ class SSHConnection(Connection):
         self._close_jumps()
 
 
+def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
+    """(usable entries, {revoked base64 key: "file:line"}, warnings) of one known_hosts file; never raises for a
+    bad line. A missing or unreadable file is no keys (and, when unreadable, a warning)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
+    except OSError as exc:
+        return [], {}, [f"cannot read {path} ({exc}); its host keys are not used"]
+    entries, revoked, problems = [], {}, []
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        marker = line.split(None, 1)[0] if line.startswith("@") else None
+        if marker not in (None, "@revoked"):
+            problems.append(f"{where}: {marker} lines are not supported by fleet; skipped (host certificates "
+                            "are not checked: list the host's own key instead)")
+            continue
+        entry = _entry(line.split(None, 1)[1] if marker and " " in line else ("" if marker else line), number)
+        if entry is None:
+            problems.append(f"{where}: unreadable known_hosts line skipped (truncated?); remove or fix it with "
+                            f"ssh-keygen -R HOST -f {path}")
+        elif marker == "@revoked":
+            revoked[entry.key.get_base64()] = where
+        else:
+            entries.append(entry)
+    return entries, revoked, problems
+
+
+def _entry(line: str, number: int):
+    try:
+        return paramiko.hostkeys.HostKeyEntry.from_line(line, number)
+    except Exception:  # paramiko raises InvalidHostKey, SSHException, struct/index errors on damaged keys
+        return None
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(options: ConnectOptions, message: str) -> None:
+    """A bad line is the same for every host: say it once per run."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    if options.on_warning:
+        options.on_warning(message)
+
+
 class _Feed:
     """stdin for invoke, which asks a file-like object for one byte per read and naps 10 ms between reads:
     hand it big chunks whatever it asks for, then "" (end-of-file, which invoke forwards to the remote)."""
@@ -278,30 +350,14 @@ class _Feed:
         return chunk
 
 
-class _LineStream:
-    """A file-like sink for fabric that hands each complete line to a callback and keeps the text."""
+class _BoundedRemote(Remote):
+    """fabric's runner, minus two costs: invoke keeps every byte of output in a list and joins that whole list
+    again for each chunk that arrives (for its autoresponders, which fleet does not use): unbounded memory and
+    quadratic time on a host that floods. Output goes to our bounded Capture sinks instead."""
 
-    def __init__(self, on_line):
-        self.on_line, self.parts, self.partial = on_line, [], ""
-
-    def write(self, data: str) -> None:
-        self.parts.append(data)
-        self.partial += data
-        *lines, self.partial = self.partial.split("\n")
-        for line in lines:
-            self.on_line(line)
-
-    def flush(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        """Hand over a last line that had no newline (as the local connection does)."""
-        if self.partial:
-            self.on_line(self.partial)
-            self.partial = ""
-
-    def text(self) -> str:
-        return "".join(self.parts)
+    def _handle_output(self, buffer_, hide, output, reader) -> None:
+        for data in self.read_proc_output(reader):
+            output.write(data)
 
 
 class _Watchdog(threading.Thread):

@@ -58,17 +58,50 @@ def load(path: str | Path, text: str | None = None) -> Located:
                    if opened and mark and opened.line != mark.line and exc.context else "")
         raise InputError(f"{where}: YAML syntax error: {exc.problem}{started}; fix the indentation or quoting "
                          "there") from None
+    except yaml.reader.ReaderError as exc:   # a control character or bad encoding: it knows only its offset
+        line = text[:exc.position].count("\n") + 1 if isinstance(exc.position, int) else 1
+        raise InputError(f"character {exc.character!r} is not allowed in YAML; remove it", path=path,
+                         line=line) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"YAML error: {exc}", path=path) from None
+        raise InputError(f"YAML error: {exc}", path=path, line=1) from None
     located = Located(path, None)
-    located.data = _build(node, (), located) if node is not None else {}
+    located.data = _build(node, (), located, _Budget(), 1) if node is not None else {}
     if located.problems:
         raise InputError("\n".join(located.problems))
     return located
 
 
-def _build(node: yaml.Node, keys: tuple, loc: Located) -> Any:
+# Aliases share nodes: `a: &x [*x]` is a cycle and nine aliases of nine aliases of ... ("billion laughs") build
+# 9**9 values from a few lines. A cycle is refused, and so is a document expanding past this many values.
+MAX_VALUES = 100_000
+
+
+class _Budget:
+    def __init__(self):
+        self.left = MAX_VALUES
+        self.open: set[int] = set()   # ids of the collection nodes being built: meeting one again is a cycle
+
+
+def _build(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at: int) -> Any:
+    """Plain data from `node`; `at` is the line of the key (or item) that holds it, where an alias was written."""
     loc.lines[keys] = node.start_mark.line + 1
+    budget.left -= 1
+    if budget.left < 0:
+        raise InputError(f"{loc.path}:{at}: the document expands to more than {MAX_VALUES} values "
+                         "through aliases (*name); write the values out or use fewer aliases")
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        if id(node) in budget.open:
+            raise InputError(f"{loc.path}:{at}: a recursive alias: this value contains itself (the alias refers to "
+                             "a value it is inside); an alias (*name) must refer to a value defined outside it")
+        budget.open.add(id(node))
+        try:
+            return _collection(node, keys, loc, budget, at)
+        finally:
+            budget.open.discard(id(node))
+    return _scalar(node)
+
+
+def _collection(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at: int) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict = {}
         for key_node, value_node in node.value:
@@ -85,12 +118,10 @@ def _build(node: yaml.Node, keys: tuple, loc: Located) -> Any:
                 )
                 continue
             loc.lines[keys + (key,)] = key_node.start_mark.line + 1
-            out[key] = _build(value_node, keys + (key,), loc)
+            out[key] = _build(value_node, keys + (key,), loc, budget, key_node.start_mark.line + 1)
             loc.lines[keys + (key,)] = key_node.start_mark.line + 1
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, keys + (i,), loc) for i, item in enumerate(node.value)]
-    return _scalar(node)
+    return [_build(item, keys + (i,), loc, budget, at) for i, item in enumerate(node.value)]
 
 
 def _scalar(node: yaml.Node) -> Any:

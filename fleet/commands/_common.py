@@ -49,7 +49,8 @@ def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOpti
     return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
                           wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg),
                           dead_after=getattr(args, "dead_after", None) or 0.0,
-                          on_command=reporter.progress if reporter.verbose else None)
+                          on_command=reporter.progress if reporter.verbose else None,
+                          on_warning=reporter.warn)
 
 
 def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:

@@ -65,7 +65,7 @@ def print_result(reporter, result, *, json_out: bool) -> None:
         _print_json(reporter, result)
         return
     console = reporter.env.console
-    from rich.markup import escape
+    from ..report import markup_safe as escape   # remote text: no secrets, no terminal escapes
 
     state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
     console.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}", align="left")

@@ -114,6 +114,9 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
     from rich.markup import escape
 
     from ..facts import compare, store
+    from ..report import safe_value
+
+    last = safe_value(last)  # remote text (OS name, GPU name, raw probe text): no secrets, no terminal escapes
 
     for name, outcome in outcomes.items():
         if outcome.error:
@@ -128,7 +131,7 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
         for name in outcomes:
             previous = store.read(facts_dir, name, previous=True)
             since = f"previous record {store.describe_age(store.age_seconds(previous))}" if previous else "no previous record"
-            changes = _drift(facts_dir, name)
+            changes = safe_value(_drift(facts_dir, name))
             if changes:
                 reporter.print(compare.render_drift(name, changes, since=since))
             else:   # one line, not a table with no rows
@@ -147,7 +150,9 @@ def _export(args, env, reporter, outcomes, last) -> None:
     from .. import __version__
     from ..atomic import write_atomic
     from ..facts import compare, export, html, store
+    from ..report import safe_value
 
+    last = safe_value(last)  # remote text: no secrets, no terminal escapes, in a report as on a terminal
     for outcome in outcomes.values():
         if outcome.error:
             reporter.error(outcome.error)
@@ -170,11 +175,12 @@ def _export(args, env, reporter, outcomes, last) -> None:
 
 def _column(name, outcome, record, *, cached: bool):
     from ..facts import compare, store
+    from ..report import safe_value
 
     age = store.describe_age(store.age_seconds(record)) if record else None
     if outcome.error:
         label = "not gathered" if cached or not outcome.unreachable else "unreachable"
-        return compare.Column(name, reachable=False, age=age, error=outcome.error, label=label)
+        return compare.Column(name, reachable=False, age=age, error=safe_value(outcome.error), label=label)
     return compare.Column(name, age=age if cached else None)
 
 

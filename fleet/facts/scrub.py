@@ -1,4 +1,5 @@
-"""Keep secrets out of facts records: raw probe text and error messages can echo anything a host printed."""
+"""Keep secrets out of facts records and output: raw probe text, progress lines and error messages can echo
+anything a host printed (an HF_TOKEN in an env dump, a token inside a repository URL)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ import re
 
 MASK = "***"
 
+# Names that say "secret": HF_TOKEN, RUNPOD_API_KEY, DB_PASSWORD, SMTP_PASS, SSH_PRIVATE_KEY, ...
+# `pass` alone only where it ends the name (DB_PASS), so "passed": true in a verify record survives.
+_NAME = (r"[\w.-]*(?:token|passw(?:or)?d|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key"
+         r"|credential|authorization)[\w.-]*|[\w.-]*[_.-]pass|pass")
+# A value: a quoted string (multi-word values included) or one unquoted word.
+_VALUE = r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;]+"
+
 _PATTERNS = [
     re.compile(r"(?i)(\bBearer\s+)([\w.~+/-]+=*)"),
     # NAME=value, "name": "value", name: value where the name says secret (HF_TOKEN=..., "password": ...);
     # a bare "name:value" is left alone so PATH-like lists (/opt/tokenizers/bin:/usr/bin) survive
-    re.compile(r"(?i)(\b[\w.-]*(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credential|authorization)"
-               r"[\w.-]*(?:[\"']?\s*=|[\"']\s*:|:\s)\s*[\"']?)([^\s\"',;]+)"),
-    # credentials inside a URL: https://user:pass@host/
+    re.compile(rf"(?i)(\b(?:{_NAME})(?:[\"']?\s*=|[\"']\s*:|:\s)\s*)({_VALUE})"),
+    # credentials inside a URL: https://user:pass@host/ ...
     re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(@)"),
+    # ... and a bare token as the user part of an http(s) URL: https://ghp_xxx@github.com/org/repo
+    re.compile(r"(?i)(\bhttps?://)([^/\s:@]+)(@)"),
     # well-known token shapes: GitHub, Hugging Face, OpenAI-style, Slack, AWS access keys, JWTs
     re.compile(r"()\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}"
                r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})"),
@@ -35,6 +44,9 @@ def _masker(pattern: re.Pattern):
     def mask(match: re.Match) -> str:
         if groups == 3:
             return match[1] + MASK + match[3]
+        value = match[2]
+        if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
+            return match[1] + value[0] + MASK + value[0]   # a quoted value stays quoted
         return match[1] + MASK
     return mask
 
@@ -45,6 +57,6 @@ def scrub(value):
         return scrub_text(value)
     if isinstance(value, dict):
         return {key: scrub(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [scrub(item) for item in value]
     return value

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..atomic import write_atomic
-from ..errors import InputError
+from ..errors import HostError, InputError
 from .scrub import scrub
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
@@ -24,6 +24,9 @@ def record_path(facts_dir: Path | str, host: str, *, previous: bool = False) -> 
     """facts/pod-570.json, or facts/pod-570.prev.json for the record before it."""
     if not _HOST_RE.match(host) or host.startswith("."):
         raise InputError(f"host name {host!r} cannot name a facts file; use letters, digits and . _ - in it")
+    if host.lower().endswith(".prev"):  # facts/pod.prev.json is pod's previous record
+        raise InputError(f"host name {host!r} ends in '.prev', which names another host's previous record; "
+                         "rename it")
     return Path(facts_dir) / (f"{host}.prev.json" if previous else f"{host}.json")
 
 
@@ -32,11 +35,26 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(scrub(record), indent=2) + "\n"
-    if path.exists():
-        # Copy, not rename: <host>.json must exist at every instant, even if we die right here.
-        _atomic_write(record_path(facts_dir, host, previous=True), path.read_bytes())
-    _atomic_write(path, text.encode())
+    old = _readable(path)
+    try:
+        if old is not None:
+            # Copy, not rename: <host>.json must exist at every instant, even if we die right here. A damaged
+            # record is not kept as the previous one: drift would fail on it forever.
+            _atomic_write(record_path(facts_dir, host, previous=True), old)
+        _atomic_write(path, text.encode())
+    except OSError as exc:   # a full disk, a read-only mount: the old record is intact, no temp file is left
+        raise HostError(f"{host}: could not write its facts record {path} ({exc.strerror or exc}); the previous "
+                        "record is left as it was") from None
     return path
+
+
+def _readable(path: Path) -> bytes | None:
+    """The record's bytes when it is a whole JSON object; None when absent or damaged."""
+    try:
+        data = path.read_bytes()
+        return data if isinstance(json.loads(data), dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -1,12 +1,46 @@
 """apt packages, with NVIDIA-style keyring .deb and repository, waiting for a busy dpkg instead of failing.
 
-Fresh cloud VMs hold the dpkg lock for minutes (unattended-upgrades, cloud-init): `DPkg::Lock::Timeout`
-makes apt wait. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
+Fresh cloud VMs hold the dpkg lock for minutes (unattended-upgrades, cloud-init, apt-daily): `DPkg::Lock::Timeout`
+makes apt wait for the dpkg frontend lock (apt 1.9.11, commit de9762d5 "Add support for waiting on the dpkg
+lock"), but not for the lists lock `apt-get update` takes (/var/lib/apt/lists/lock: "Could not get lock
+/var/lib/apt/lists/lock ... Unable to lock directory"), so every apt command runs in a bounded retry loop that
+waits while the failure is a lock. A dpkg run cut short (a dropped connection mid-install) leaves journal files in
+/var/lib/dpkg/updates, and apt then refuses to install with "dpkg was interrupted, you must manually run 'dpkg
+--configure -a'" (apt-pkg/deb/debsystem.cc checks that directory for digit-named files): the apply runs that
+repair once and goes on. Pinned packages can be held so unattended-upgrades cannot swap libraries under a driver.
 """
 
 from __future__ import annotations
 
+from .archive import sha256_problem, verify_sha256
 from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
+
+# `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
+# SECONDS in all. When apt says dpkg was interrupted, repair that once (dpkg --configure -a) and retry. Any other
+# failure ends it at once with CMD's status and output. (Reacting to apt's own words, not reading
+# /var/lib/dpkg/updates: files there also mean a dpkg that is running right now.)
+APT_RETRY = r"""
+fleet_apt() {
+  local fleet_deadline=$((SECONDS + $1)) fleet_repaired='' fleet_rc fleet_out; shift
+  while :; do
+    fleet_rc=0; fleet_out=$("$@" 2>&1) || fleet_rc=$?
+    printf '%s\n' "$fleet_out"
+    [ "$fleet_rc" -eq 0 ] && return 0
+    case "$fleet_out" in
+      *"dpkg was interrupted"*)
+        [ -z "$fleet_repaired" ] || return "$fleet_rc"
+        fleet_repaired=1; echo "fleet: dpkg was interrupted earlier; running dpkg --configure -a"
+        fleet_apt $((fleet_deadline - SECONDS)) dpkg --force-confold --configure -a || return $?
+        continue ;;
+      *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg"*|*"dpkg status database is locked"*) ;;
+      *) return "$fleet_rc" ;;
+    esac
+    if [ "$SECONDS" -ge "$fleet_deadline" ]; then echo "fleet: gave up waiting for the apt/dpkg lock"; return "$fleet_rc"; fi
+    echo "fleet: apt/dpkg is busy (another apt run holds its lock); waiting"
+    sleep 3
+  done
+}
+"""
 
 
 class Apt(Resource):
@@ -16,6 +50,7 @@ class Apt(Resource):
         "packages": Param((list,), required=True),
         "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
         "keyring_package": Param((str,), default="cuda-keyring"),
+        "keyring_sha256": Param((str,), check=sha256_problem),   # checked before the keyring is installed
         "repo": Param((str,)),                  # a one-line apt source, written to sources.list.d/<repo_name>.list
         "repo_name": Param((str,), default="fleet", check=plain_name_problem),
         "hold": Param((bool,), default=False),
@@ -46,22 +81,26 @@ class Apt(Resource):
         return "\n".join(lines)
 
     def apply(self) -> str:
-        opts = f"-o DPkg::Lock::Timeout={int(self.p['lock_timeout'])}"
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive", FETCH]
+        wait = int(self.p["lock_timeout"])
+        opts = f"-o DPkg::Lock::Timeout={wait}"
+        retry = f"fleet_apt {wait}"
+        # LC_ALL=C: fleet_apt reads apt's messages, which a pod's locale would translate.
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive LC_ALL=C", FETCH, APT_RETRY]
         if self.p["keyring_deb"]:
             pkg = q(self.p["keyring_package"])
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",
                       "  d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT",
                       f"  fleet_fetch {q(self.p['keyring_deb'])} \"$d/keyring.deb\"",
-                      f"  apt-get {opts} install -y \"$d/keyring.deb\"",
+                      verify_sha256('"$d/keyring.deb"', self.p["keyring_sha256"], self.p["keyring_deb"]),
+                      f"  {retry} apt-get {opts} install -y \"$d/keyring.deb\"",
                       "fi"]
         if self.p["repo"]:
             src = q(self._source_file())
             lines += [f"printf '%s\\n' {q(self.p['repo'])} > {src}.fleet-tmp && mv -f {src}.fleet-tmp {src}"]
         pkgs = " ".join(q(p) for p in self.p["packages"])
-        lines += ["echo 'apt-get update'", f"apt-get {opts} update -q",
+        lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
-                  f"apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
+                  f"{retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
             lines.append(f"apt-mark hold {pkgs}")
         return "\n".join(lines)

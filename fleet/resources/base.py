@@ -141,8 +141,8 @@ class Resource:
                 out[key] = spec.default
                 continue
             value = _coerce(values[key], spec.types)
-            if not check_types:
-                out[key] = value
+            if not check_types and _templated(value):
+                out[key] = value   # judged once rendered; a literal value is judged now, before any host
                 continue
             if not isinstance(value, spec.types) or (isinstance(value, bool) and bool not in spec.types):
                 names = " or ".join(t.__name__ for t in spec.types)
@@ -185,6 +185,17 @@ class Resource:
         if self.path_param:
             return not str(self.p[self.path_param]).startswith("~")
         return self.needs_root
+
+
+def _templated(value: Any) -> bool:
+    """Whether Jinja will still change this value (a string with {{ or {%, or a list/mapping holding one)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, (list, tuple)):
+        return any(_templated(v) for v in value)
+    if isinstance(value, dict):
+        return any(_templated(k) or _templated(v) for k, v in value.items())
+    return False
 
 
 def _coerce(value: Any, types: tuple) -> Any:

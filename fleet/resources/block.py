@@ -11,22 +11,28 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
+from ..errors import InputError
 from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
                    qpath)
 
 # One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),
 # `strip` prints everything else, `replace` prints everything with the first complete block swapped for the
 # wanted one. Only a BEGIN that meets its END is a block: a lone BEGIN (a hand edit) and the lines after it
-# stay, never swallowed. Markers and text come through ENVIRON: `awk -v` would expand backslashes in them.
+# stay, never swallowed. Markers come through ENVIRON (`awk -v` would expand backslashes in them), the wanted text
+# through a file: an environment string is capped at 128 KiB (MAX_ARG_STRLEN) and would fail every command.
+# A file with CRLF line ends (edited on Windows) is compared without the CR: its block is recognised, not doubled;
+# `strip` and `replace` print the other lines as they were.
 _AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] }
-$0 == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
+{ l = $0; sub(/\r$/, "", l); if (op == "keep") $0 = l }
+l == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
 on { buf = buf $0 ORS
-     if ($0 == e) { if (op == "keep") printf "%s", buf
-                    if (op == "replace" && !done) printf "%s", ENVIRON["want"]
+     if (l == e) { if (op == "keep") printf "%s", buf
+                    if (op == "replace" && !done) printf "%s", want()
                     done = 1; on = 0; buf = "" }
      next }
 op != "keep" { print }
-END { if (on && op != "keep") printf "%s", buf }"""
+END { if (on && op != "keep") printf "%s", buf }
+function want(  w, line) { while ((getline line < ENVIRON["wantf"]) > 0) w = w line ORS; return w }"""
 
 
 def _awk(op: str, path: str) -> str:
@@ -52,9 +58,21 @@ class Block(Resource):
         "root": Param((bool,), default=None),
     }
 
+    @classmethod
+    def validate(cls, values, where: str, *, check_types: bool = True):
+        out = super().validate(values, where, check_types=check_types)
+        text, marker = out.get("block"), out.get("marker")
+        if isinstance(text, str) and isinstance(marker, str) and "{{" not in text + marker:
+            markers = {f"# BEGIN {marker}", f"# END {marker}"}
+            inside = [line for line in text.replace("\r", "").split("\n") if line.strip() in markers]
+            if inside:
+                # The file would hold a block that ends early: it never converges and grows each apply.
+                raise InputError(f"{where}: the block's text contains its own marker line {inside[0].strip()!r}; "
+                                 "change 'marker:' or remove that line from the text")
+        return out
+
     def describe(self) -> str:
         return f"manage block '{self.p['marker']}' in {self.p['path']} ({self.p['position']})"
-
 
     def _markers(self) -> tuple[str, str]:
         return f"# BEGIN {self.p['marker']}", f"# END {self.p['marker']}"
@@ -68,20 +86,20 @@ class Block(Resource):
 
     def _vars(self) -> str:
         begin, end = self._markers()
-        return f"export b={q(begin)} e={q(end)} want={q(self._wanted())}\n"
+        return f"b={q(begin)} e={q(end)} want={q(self._wanted())}; export b e\n"
 
     def _placed(self, path: str) -> str:
-        """A test that is true when the block stands where its position wants it."""
+        """A test that is true when the block stands where its position wants it (CRLF files too)."""
         position = self.p["position"]
         if position == "top":
-            return f"head -n 1 {path} | grep -qxF -- \"$b\""
+            return f"head -n 1 {path} | tr -d '\\r' | grep -qxF -- \"$b\""
         if position == "last":  # the last non-blank line ends the block
-            return f"[ \"$(grep -v '^[[:space:]]*$' {path} | tail -n 1)\" = \"$e\" ]"
+            return f"[ \"$(tr -d '\\r' < {path} | grep -v '^[[:space:]]*$' | tail -n 1)\" = \"$e\" ]"
         if position == "before_return":  # just above the early return, or first where there is none
             return (f"{{ r=$(grep -nE -m1 {q(EARLY_RETURN)} {path} | cut -d: -f1); "
-                    f"if [ -n \"$r\" ]; then [ \"$r\" -gt 1 ] && [ \"$(sed -n \"$((r-1))p\" {path})\" = \"$e\" ]; "
-                    f"else head -n 1 {path} | grep -qxF -- \"$b\"; fi; }}")
-        return f"grep -qxF -- \"$b\" {path}"
+                    f"if [ -n \"$r\" ]; then [ \"$r\" -gt 1 ] && [ \"$(sed -n \"$((r-1))p\" {path} | tr -d '\\r')\" = \"$e\" ]; "
+                    f"else head -n 1 {path} | tr -d '\\r' | grep -qxF -- \"$b\"; fi; }}")
+        return f"tr -d '\\r' < {path} | grep -qxF -- \"$b\""
 
     def check(self) -> str:
         path = qpath(self.p["path"])
@@ -121,7 +139,8 @@ class Block(Resource):
             "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
             "mkdir -p -- \"$(dirname -- \"$f\")\"\n"
             "if [ -f \"$f\" ]; then new=''; else new=1; fi\n"
-            "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); trap 'rm -f -- \"$tmp\"' EXIT\n"
+            "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); wantf=$(mktemp)\n"
+            "trap 'rm -f -- \"$tmp\" \"$wantf\"' EXIT; export wantf; printf '%s' \"$want\" > \"$wantf\"\n"
             "user_last=''\n"
             f"{{ if [ -n \"$new\" ]; then printf '%s' \"$want\"; else {assemble}; fi; }} > \"$tmp\"\n"
             "if [ -z \"$new\" ] && [ -n \"$user_last\" ] && [ -n \"$(tail -c 1 -- \"$f\")\" ] "
@@ -129,6 +148,6 @@ class Block(Resource):
             "if [ -n \"$new\" ]; then chmod " + q(mode_text(self.p["mode"])) + " \"$tmp\"; else\n"
             "  chmod --reference=\"$f\" \"$tmp\"; chown --reference=\"$f\" \"$tmp\" 2>/dev/null || true; fi\n"
             "sync -- \"$tmp\" 2>/dev/null || sync\n"
-            "mv -f -- \"$tmp\" \"$f\"; trap - EXIT\n"
+            "mv -f -- \"$tmp\" \"$f\"; rm -f -- \"$wantf\"; trap - EXIT\n"
             f"echo {q('block written to ' + self.p['path'])}\n"
         )

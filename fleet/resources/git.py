@@ -1,4 +1,9 @@
-"""A git checkout pinned at a ref (tag, branch or commit), cloned through a temp dir so it is never half there."""
+"""A git checkout pinned at a ref (tag, branch or commit), cloned through a temp dir so it is never half there.
+
+A repair never destroys what a person may have made: a checkout of another origin, a directory that is not a
+checkout, or a checkout with uncommitted changes to tracked files is refused with its path and how to fix it,
+never deleted or overwritten (`checkout --force` would drop the changes without a word).
+"""
 
 from __future__ import annotations
 
@@ -34,16 +39,27 @@ class Git(Resource):
         dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(self.p["repo"])
         return (
             "set -e\n"
-            f"if [ ! -d {dest}/.git ] || [ \"$(git -C {dest} config --get remote.origin.url)\" != {repo} ]; then\n"
+            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
+            f"if [ -d {dest}/.git ]; then\n"
+            f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
+            f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "
+            f"not \"{repo}\"; move it away (mv \"{dest}\" \"{dest}.old\") or point the role at that origin\"; exit 3; fi\n"
+            f"  if [ -n \"$(git -C {dest} status --porcelain --untracked-files=no)\" ]; then echo \"refusing to check out \"{ref}\" "
+            f"in \"{dest}\": it has local changes (git -C \"{dest}\" status); commit or stash them, or move the checkout away\"; "
+            "exit 3; fi\n"
+            f"elif [ -e {dest} ] && [ -n \"$(ls -A -- {dest} 2>/dev/null)\" ]; then\n"
+            f"  echo \"refusing to replace \"{dest}\": it exists and is not a git checkout; move it away\"; exit 3\n"
+            "fi\n"
+            f"if [ ! -d {dest}/.git ]; then\n"
             f"  parent=$(dirname -- {dest}); mkdir -p -- \"$parent\"\n"
             "  tmp=$(mktemp -d \"$parent/.fleet-clone.XXXXXX\"); trap 'rm -rf -- \"$tmp\"' EXIT\n"
             f"  echo 'git clone '{repo}\n"
             f"  git clone -q --no-checkout {repo} \"$tmp/repo\"\n"
             f"  git -C \"$tmp/repo\" -c advice.detachedHead=false checkout -q {ref}\n"
-            f"  rm -rf -- {dest}; mv -- \"$tmp/repo\" {dest}\n"
+            f"  rmdir -- {dest} 2>/dev/null || true; mv -T -- \"$tmp/repo\" {dest}\n"
             "else\n"
             f"  git -C {dest} fetch -q --tags origin\n"
-            f"  git -C {dest} -c advice.detachedHead=false checkout -q --force {ref}\n"
+            f"  git -C {dest} -c advice.detachedHead=false checkout -q {ref}\n"
             "fi\n"
             f"echo 'checked out '{ref}\": $(git -C {dest} rev-parse HEAD)\"\n"
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.errors import InputError
+from fleet.errors import HostError, InputError
 from fleet.facts import store
 
 ROOT = Path(__file__).parents[2]
@@ -49,7 +49,8 @@ def test_failure_mid_write_leaves_old_record_whole_and_no_temp(tmp_path, monkeyp
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(HostError, match=r"could not write its facts record .*No space left on device.*previous "
+                                        "record is left as it was"):
         store.write(tmp_path, "pod", record("580.159.04"))
     assert (tmp_path / "pod.json").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

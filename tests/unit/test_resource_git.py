@@ -62,21 +62,26 @@ def test_a_tag_published_after_the_clone_is_fetched(tmp_path, remote):
     assert (dest / "VERSION").read_text() == "v3\n" and check(res).in_state
 
 
-def test_a_checkout_of_another_origin_is_replaced(tmp_path, remote):
+def test_a_checkout_of_another_origin_is_refused_not_replaced(tmp_path, remote):
     dest = tmp_path / "cutlass"
     git("clone", "-q", str(remote["work"]), str(dest))  # same commits, other URL
+    (dest / "mine.txt").write_text("a person's work\n")
     res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
     assert check(res).reason == f"origin is {remote['work']}"
-    apply(res)
-    assert git("config", "--get", "remote.origin.url", cwd=dest) == remote["url"] and check(res).in_state
+    rc, out = sh(res.apply())
+    assert rc != 0 and f"refusing to replace {dest}: it is a checkout of {remote['work']}" in out
+    assert f"mv {dest} {dest}.old" in out
+    assert git("config", "--get", "remote.origin.url", cwd=dest) == str(remote["work"])
+    assert (dest / "mine.txt").read_text() == "a person's work\n"
 
 
 def test_a_ref_that_does_not_exist_fails_and_leaves_the_old_checkout(tmp_path, remote):
     dest = tmp_path / "cutlass"
-    git("clone", "-q", str(remote["work"]), str(dest))
+    git("clone", "-q", remote["url"], str(dest))
     rc, out = sh(make("git", repo=remote["url"], ref="v9", dest=str(dest)).apply())
     assert rc != 0 and "v9" in out
-    assert git("config", "--get", "remote.origin.url", cwd=dest) == str(remote["work"])
+    assert git("config", "--get", "remote.origin.url", cwd=dest) == remote["url"]
+    assert head(dest) == remote["sha"]["v2"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cutlass", "cutlass.git", "work"]  # no temp clone
 
 
@@ -91,3 +96,21 @@ def test_a_home_relative_destination(isolated_home, remote):
     res = make("git", repo=remote["url"], ref="v2", dest="~/src/cutlass")
     converge(res)
     assert head(isolated_home / "src" / "cutlass") == remote["sha"]["v2"] and res.root is False
+
+
+def test_local_changes_are_refused_not_overwritten(tmp_path, remote):
+    dest = tmp_path / "cutlass"
+    converge(make("git", repo=remote["url"], ref="v1", dest=str(dest)))
+    (dest / "VERSION").write_text("patched by hand\n")
+    res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
+    rc, out = sh(res.apply())
+    assert rc != 0 and f"refusing to check out v2 in {dest}: it has local changes" in out
+    assert (dest / "VERSION").read_text() == "patched by hand\n" and head(dest) == remote["sha"]["v1"]
+
+
+def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path, remote):
+    dest = tmp_path / "cutlass"
+    dest.mkdir()
+    (dest / "notes").write_text("keep\n")
+    rc, out = sh(make("git", repo=remote["url"], ref="v1", dest=str(dest)).apply())
+    assert rc != 0 and "is not a git checkout" in out and (dest / "notes").read_text() == "keep\n"

@@ -1,0 +1,101 @@
+"""One apply at a time per host: a lock taken on the host itself, around the apply command.
+
+Two applies to one host would run pip into the same venv and git's replace at once. The apply script
+starts by taking `flock -n` on a file on the host (flock(1), util-linux): the kernel drops the lock when the
+shell holding it ends, however it ends, so a killed apply leaves no stale lock; -n means a second apply is
+refused at once, naming the holder, never queued behind it. The file is in a directory only its user can
+write (root: /var/lib/fleet, else ~/.cache/fleet), so nobody else can plant a symlink there. On this machine
+(`connection: local`) it is the user's ~/.cache/fleet: local applies by one user exclude each other.
+
+`reserve` is the controller-side half for `fleet bootstrap`: a claim on the new host's name and on the pod.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shlex
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import InputError
+
+BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
+MARK = "@@fleet:host-locked@@"
+
+
+def wrap(script: str, conn) -> str:
+    """`script` run under the host's apply lock; exit BUSY with MARK and the holder when another apply holds it."""
+    from .connection import LocalConnection
+
+    where = "/var/lib/fleet" if conn.is_root and not isinstance(conn, LocalConnection) else '"$HOME"/.cache/fleet'
+    holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"
+    return (
+        f"fleet_lock_dir={where}; mkdir -p -- \"$fleet_lock_dir\"; fleet_lock=\"$fleet_lock_dir/apply.lock\"\n"
+        "if command -v flock >/dev/null 2>&1; then\n"
+        "  exec 9>>\"$fleet_lock\"\n"
+        "  if ! flock -n 9; then\n"
+        f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lock\" 2>/dev/null)\"; exit {BUSY}\n"
+        "  fi\n"
+        f"  printf '%s, remote pid %s, since %s\\n' {shlex.quote(holder)} \"$$\" \"$(date -u +%FT%TZ)\" "
+        "> \"$fleet_lock\"\n"
+        "fi\n"
+        + script
+    )
+
+
+def holder(stdout: str) -> str | None:
+    """Who holds the lock, from the output of a refused wrap(); None when the script was not refused."""
+    for line in stdout.splitlines():
+        if line.startswith(MARK):
+            return line[len(MARK):].strip() or "another fleet apply"
+    return None
+
+
+def reserve(inventory_path: Path, name: str, pod: tuple[str, int]):
+    """Claim `name` in this inventory and the pod's address:port for this bootstrap's whole run, before any host
+    is contacted: two bootstraps of one pod, or of two pods deriving one name, would otherwise both connect and
+    one fail after changing things. flock(2) locks, dropped by the kernel when this process ends however it
+    ends (no stale claim); the files live in fleet's cache directory, never beside the inventory."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fleet" / "bootstrap"
+    base.mkdir(parents=True, exist_ok=True)
+    inv = hashlib.sha256(str(inventory_path.resolve()).encode()).hexdigest()[:16]
+    claims = []
+    try:
+        for what, key in ((f"name {name!r} in {inventory_path}", f"{inv}-name-{name.lower()}"),
+                          (f"pod {pod[0]}:{pod[1]}", f"pod-{pod[0]}-{pod[1]}")):
+            claims.append(_claim(base / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock"), what))
+    except BaseException:
+        for handle in claims:
+            handle.close()
+        raise
+    return _Claims(claims)
+
+
+def _claim(path: Path, what: str):
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read(200).strip() or "another process"
+        handle.close()
+        raise InputError(f"another fleet bootstrap is working on the {what} ({holder}); nothing was contacted. "
+                         "Wait for it to finish, or give this pod another --name") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} since {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+    handle.flush()
+    return handle
+
+
+class _Claims:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.close()   # closing drops the flock
