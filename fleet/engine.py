@@ -86,7 +86,7 @@ class Plan:
     decisions_json: dict
     tasks: list[Task]
 
-    def check_sections(self, conn: Connection, verify_expect: str | None = None) -> list[str]:
+    def check_sections(self, conn: Connection, verify_max_age: float | None = None) -> list[str]:
         """Every enabled task's check; a verify (JSON assert) behind its fingerprint gate."""
         out = []
         for t in self.tasks:
@@ -94,7 +94,7 @@ class Plan:
                 continue
             body = maybe_sudo(t.resource.check(), t, conn, check=True)
             if _is_verify(t):
-                body = verify_gate.gated(body, _venv_of(t), verify_expect)
+                body = verify_gate.gated(body, _venv_of(t), verify_max_age)
             out.append(sections.section(f"check.{t.id}", body))
         return out
 
@@ -146,48 +146,52 @@ class Engine:
         from .facts import probe
 
         self.progress(host.name, "probe: facts and checks")
-        expect, must = self._verify_expectation(host, facts_for_render, forced or self.force_verify)
-        guessed = self._guess_checks(conn, host, facts_for_render, expect)
+        forced = forced or self.force_verify
+        max_age = None if forced else self._verify_max_age(host)
+        guessed = self._guess_checks(conn, host, facts_for_render, max_age)
         found = self.run_sections(conn, "\n".join([probe.script(host.vars)] + guessed), "probe")
         facts = probe.parse(found, host.name)
         plan = self.plan_for(host, facts)
-        wanted = plan.check_sections(conn, expect)
+        wanted = plan.check_sections(conn, max_age)
         if wanted != guessed:
             found.update(self.run_sections(conn, "\n".join(wanted), "checks"))
         checks = {}
         for t in plan.tasks:
             if t.enabled:
-                checks[t.id] = (self._gated_check(t, found.get(f"check.{t.id}"), facts, must) if _is_verify(t)
+                checks[t.id] = (self._gated_check(t, found.get(f"check.{t.id}"), facts, max_age, forced) if _is_verify(t)
                                 else _parse_check(t, found.get(f"check.{t.id}")))
         return plan, checks
 
-    def _verify_expectation(self, host: Host, facts: dict | None, forced: str | None) -> tuple[str | None, str]:
-        last = (facts or {}).get("verify")
+    def _verify_max_age(self, host: Host) -> float:
         max_age = host.vars.get("verify_max_age") or next(
             (r.defaults.get("verify_max_age") for r in self.roles if r.defaults.get("verify_max_age")),
             verify_gate.DEFAULT_MAX_AGE)
         try:
-            seconds = verify_gate.parse_age(max_age)
+            return verify_gate.parse_age(max_age)
         except ValueError as exc:
             raise InputError(f"{host.name}: {exc}") from None
-        return verify_gate.expectation(last, seconds, datetime.now(timezone.utc), forced)
 
-    def _gated_check(self, task: Task, sec: sections.Section | None, facts: dict, must: str) -> CheckResult:
+    def _gated_check(self, task: Task, sec: sections.Section | None, facts: dict, max_age: float | None,
+                     forced: str | None) -> CheckResult:
         """A verify answered 'reused' stands on the last verify record (read back by this very probe)."""
         if sec is None:
             return _parse_check(task, sec)
         gate = verify_gate.read(sec.output)
         last = facts.get("verify") if isinstance(facts.get("verify"), dict) else None
-        if gate.reused and last is not None:
+        if gate.reused:
+            if last is None:   # the host vouched for a record this probe could not read back
+                why = "the host reports a current verify record, but it could not be read back; run fleet verify"
+                return CheckResult(False, why, error=why)
             result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
             facts["verify"] = {**last, "reused": True, "checked_at": _now(),
                                "reason": f"reused: nothing it proved has changed since {last.get('at')}"}
             return result
-        result = task.resource.parse(sec.rc, gate.output)
+        result = _parse_check(task, dataclasses.replace(sec, output=gate.output))
         if isinstance(result.data, dict):
             result = dataclasses.replace(result, data={
                 **result.data, "fingerprint": gate.fingerprint, "fingerprint_parts": gate.parts,
-                "reused": False, "reason": "ran: " + verify_gate.run_reason(must, last, gate)})
+                "reused": False,
+                "reason": "ran: " + verify_gate.run_reason(last, gate, max_age, datetime.now(timezone.utc), forced)})
         return result
 
     def _cached(self, host: Host) -> dict | None:
@@ -201,12 +205,12 @@ class Engine:
             self.progress(host.name, f"note: ignoring the last facts record ({exc})")
             return None
 
-    def _guess_checks(self, conn: Connection, host: Host, facts: dict | None, expect: str | None) -> list[str]:
+    def _guess_checks(self, conn: Connection, host: Host, facts: dict | None, max_age: float | None) -> list[str]:
         """The checks as the last record renders them; a record that no longer renders is simply not used."""
         if not facts:
             return []
         try:
-            return self.plan_for(host, facts).check_sections(conn, expect)
+            return self.plan_for(host, facts).check_sections(conn, max_age)
         except (FleetError, TypeError, ValueError, KeyError, AttributeError):  # a damaged or foreign record
             return []
 

@@ -5,12 +5,15 @@ The fingerprint is a few cheap reads taken inside the probe, in the same remote 
 GPU work: the kernel driver, the `libcuda.so.1` each kind of shell would load (path, size, mtime), the torch
 distribution (version and a digest of its RECORD), the venv's Python, fleet's env hook, and the effective
 LD_LIBRARY_PATH of a non-interactive, an interactive and a login shell. The verify check is wrapped so that the
-host itself compares the fingerprint with the one the last verify recorded and answers "reused" when they match;
-otherwise the check runs as before and its result records the new fingerprint.
+host itself compares the fingerprint with the one its own verify record (/var/lib/fleet/verify.json, which the
+same probe reads back) holds, and answers "reused" when they match and that record is younger than
+verify_max_age (its mtime: it is written whenever verify runs); otherwise the check runs as before and its
+result records the new fingerprint. The host's record decides, not the controller's cached copy: a record that
+is missing, unreadable or from another fleet means verify runs.
 
-    gated(check_snippet, python_env, expect)   # shell for the check section; expect=None always runs verify
-    read(output) -> Gate                        # the fingerprint parts, reused or not, and the check's own output
-    expectation(last, max_age_s, now, forced)   # (fingerprint to expect | None, why verify must run | "")
+    gated(check_snippet, python_env, max_age_s)  # shell for the check section; max_age_s=None always runs verify
+    read(output) -> Gate                          # the fingerprint parts, reused or not, and the check's own output
+    run_reason(last, gate, max_age_s, now, forced) # why verify ran, in words
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .facts.software import select_python
+from .facts.software import VERIFY_PATH, select_python
 
 DEFAULT_MAX_AGE = "24h"
 _FP = "@@fleet:fingerprint "
@@ -69,14 +72,21 @@ echo "libcuda.login $(fleet_libcuda "$fleet_l")"
 """
 
 
-def gated(check: str, python_env: str, expect: str | None) -> str:
-    """The verify check behind the fingerprint: the host answers 'reused' when it matches `expect`."""
-    want = shlex.quote(expect) if expect else "''"
+def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str = VERIFY_PATH) -> str:
+    """The verify check behind the fingerprint: the host answers 'reused' when its own verify record holds this
+    fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says."""
+    allow = "yes" if max_age_s is not None else ""
     return (f"fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\n"
             "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum | cut -c1-16)\n"
             f"printf '{_FP}%s@@\\n' \"$fleet_fp\"\n"
             f"printf '%s\\n' \"$fleet_fp_parts\" | sed 's/^/{_PART}/'\n"
-            f"if [ -n {want} ] && [ \"$fleet_fp\" = {want} ]; then echo '{_REUSED}'; exit 0; fi\n"
+            f"fleet_vf={shlex.quote(verify_path)}\n"
+            f"if [ -n '{allow}' ] && [ -r \"$fleet_vf\" ]; then\n"
+            "  fleet_last=$(sed -n 's/^ *\"fingerprint\": *\"\\([0-9a-f]*\\)\".*/\\1/p' \"$fleet_vf\" | head -n 1)\n"
+            "  fleet_age=$(( $(date +%s) - $(stat -c %Y \"$fleet_vf\") ))\n"
+            f"  if [ \"$fleet_last\" = \"$fleet_fp\" ] && [ \"$fleet_age\" -le {int(max_age_s or 0)} ]; then "
+            f"echo '{_REUSED}'; exit 0; fi\n"
+            "fi\n"
             f"{check}")
 
 
@@ -118,28 +128,21 @@ def parse_age(text) -> float:
     return float(found[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
 
 
-def expectation(last: dict | None, max_age_s: float, now: datetime, forced: str | None) -> tuple[str | None, str]:
-    """The fingerprint the host may match to reuse the last verify, or None and why verify must run."""
-    if forced:
-        return None, forced
+def run_reason(last: dict | None, gate: Gate, max_age_s: float | None, now: datetime, forced: str | None) -> str:
+    """Why verify ran this time, in words (the host decided; this says which of its reasons held)."""
+    if forced or max_age_s is None:
+        return forced or "asked for"
     if not isinstance(last, dict) or not last.get("fingerprint"):
-        return None, "no earlier verify with a fingerprint"
+        return "no earlier verify with a fingerprint on the host"
+    if last.get("fingerprint") != gate.fingerprint:
+        changed = changed_parts(last.get("fingerprint_parts"), gate.parts)
+        return "changed since the last verify: " + (", ".join(changed) if changed else "the fingerprint")
     try:
         at = datetime.fromisoformat(str(last.get("at")).replace("Z", "+00:00"))
         age = (now - (at if at.tzinfo else at.replace(tzinfo=timezone.utc))).total_seconds()
     except ValueError:
-        return None, "the last verify has no readable time"
-    if age > max_age_s:
-        return None, f"the last verify is {_human(age)} old (verify_max_age {_human(max_age_s)})"
-    return str(last["fingerprint"]), ""
-
-
-def run_reason(forced_or_stale: str, last: dict | None, gate: Gate) -> str:
-    """Why verify ran this time, in words."""
-    if forced_or_stale:
-        return forced_or_stale
-    changed = changed_parts((last or {}).get("fingerprint_parts"), gate.parts)
-    return "changed since the last verify: " + (", ".join(changed) if changed else "the fingerprint")
+        return "the last verify has no readable time"
+    return f"the last verify is {_human(age)} old (verify_max_age {_human(max_age_s)})"
 
 
 def _human(seconds: float) -> str:

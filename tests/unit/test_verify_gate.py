@@ -3,6 +3,8 @@ test tests/lab/test_verify_fingerprint.py runs them on a real host."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from datetime import datetime, timedelta, timezone
 
@@ -11,19 +13,24 @@ import pytest
 from fleet import verify_gate
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
-LAST = {"passed": True, "fingerprint": "abcd", "at": (NOW - timedelta(hours=2)).isoformat()}
+PARTS = {"driver": "580.95.05", "torch": "a", "ld.interactive": "/x"}
+LAST = {"passed": True, "fingerprint": "abcd", "fingerprint_parts": PARTS,
+        "at": (NOW - timedelta(hours=2)).isoformat()}
 
 
-@pytest.mark.parametrize("last, max_age, forced, expect, why", [
-    (LAST, 86400, None, "abcd", ""),
-    (LAST, 3600, None, None, "the last verify is 2h old (verify_max_age 1h)"),
-    (LAST, 86400, "asked for (--verify)", None, "asked for (--verify)"),
-    ({**LAST, "fingerprint": None}, 86400, None, None, "no earlier verify with a fingerprint"),
-    (None, 86400, None, None, "no earlier verify with a fingerprint"),
-    ({**LAST, "at": "yesterday"}, 86400, None, None, "the last verify has no readable time"),
+@pytest.mark.parametrize("last, gate, max_age, forced, why", [
+    (LAST, verify_gate.Gate("abcd", PARTS), 3600, None, "the last verify is 2h old (verify_max_age 1h)"),
+    (LAST, verify_gate.Gate("abcd", PARTS), None, "asked for (--verify)", "asked for (--verify)"),
+    ({**LAST, "fingerprint": None}, verify_gate.Gate("abcd"), 86400, None,
+     "no earlier verify with a fingerprint on the host"),
+    (None, verify_gate.Gate("abcd"), 86400, None, "no earlier verify with a fingerprint on the host"),
+    ({**LAST, "at": "yesterday"}, verify_gate.Gate("abcd", PARTS), 86400, None, "the last verify has no readable time"),
+    (LAST, verify_gate.Gate("ffff", {**PARTS, "driver": "580.159.04",
+                                     "ld.interactive": "/usr/local/cuda-13.0/compat:/x"}), 86400, None,
+     "changed since the last verify: kernel driver, LD_LIBRARY_PATH of interactive shells"),
 ])
-def test_when_verify_must_run(last, max_age, forced, expect, why):
-    assert verify_gate.expectation(last, max_age, NOW, forced) == (expect, why)
+def test_why_verify_ran(last, gate, max_age, forced, why):
+    assert verify_gate.run_reason(last, gate, max_age, NOW, forced) == why
 
 
 @pytest.mark.parametrize("text, seconds", [("24h", 86400), ("30m", 1800), ("2d", 172800), ("90", 90), (0, 0)])
@@ -37,30 +44,37 @@ def test_bad_max_age_is_one_sentence(bad):
         verify_gate.parse_age(bad)
 
 
-def test_changed_parts_are_named_for_a_person():
-    old = {"driver": "580.95.05", "torch": "a", "ld.interactive": "/x"}
-    new = {"driver": "580.159.04", "torch": "a", "ld.interactive": "/usr/local/cuda-13.0/compat:/x"}
-    assert verify_gate.changed_parts(old, new) == ["kernel driver", "LD_LIBRARY_PATH of interactive shells"]
-    gate = verify_gate.Gate("ffff", new)
-    assert verify_gate.run_reason("", {"fingerprint_parts": old}, gate) == (
-        "changed since the last verify: kernel driver, LD_LIBRARY_PATH of interactive shells")
-
-
-def run_gate(tmp_path, expect):
+def run_gate(tmp_path, max_age):
     check = "echo '{\"passed\": true}'; exit 0"
-    res = subprocess.run(["bash", "-c", verify_gate.gated(check, str(tmp_path / "venv"), expect)],
-                         capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
-                                                                          "HOME": str(tmp_path)})
+    script = verify_gate.gated(check, str(tmp_path / "venv"), max_age, str(tmp_path / "verify.json"))
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(tmp_path)})
     return verify_gate.read(res.stdout)
 
 
-def test_the_gate_runs_the_check_unless_the_host_matches_the_fingerprint(tmp_path):
-    first = run_gate(tmp_path, None)
+def record(tmp_path, gate, age_s=0):
+    """The host's verify record as the engine writes it (json indent=1), aged by its mtime."""
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps({"passed": True, "fingerprint": gate.fingerprint,
+                                "fingerprint_parts": gate.parts}, indent=1) + "\n")
+    when = path.stat().st_mtime - age_s
+    os.utime(path, (when, when))
+
+
+def test_the_host_reuses_verify_only_while_its_own_record_matches_and_is_young(tmp_path):
+    first = run_gate(tmp_path, 86400)
     assert not first.reused and first.output.strip() == '{"passed": true}' and len(first.fingerprint) == 16
     assert first.parts["ld.noninteractive"] == "" and first.parts["torch"].startswith("none")
-    again = run_gate(tmp_path, first.fingerprint)
+    record(tmp_path, first)
+    again = run_gate(tmp_path, 86400)
     assert again.reused and again.output.strip() == "" and again.fingerprint == first.fingerprint
+    assert not run_gate(tmp_path, None).reused                # asked for: it runs
+    record(tmp_path, first, age_s=7200)
+    assert not run_gate(tmp_path, 3600).reused                # older than verify_max_age: it runs
+    assert run_gate(tmp_path, 86400).reused
     (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/opt/extra\n")   # interactive shells change
-    changed = run_gate(tmp_path, first.fingerprint)
+    changed = run_gate(tmp_path, 86400)
     assert not changed.reused and changed.parts["ld.interactive"] == "/opt/extra"
     assert verify_gate.changed_parts(first.parts, changed.parts) == ["LD_LIBRARY_PATH of interactive shells"]
+    (tmp_path / "verify.json").unlink()                        # no record on the host: it runs
+    assert not run_gate(tmp_path, 86400).reused
