@@ -25,6 +25,14 @@ op != "keep" { print }
 END { if (on && op != "keep") printf "%s", buf }"""
 
 
+# The leading run of marked blocks (`# BEGIN X` ... `# END X`, one after another from line 1): a block there
+# is "at the top" for every purpose (before the early return), so two roles' top blocks (env_hooks and a
+# user's role) both stay placed instead of pushing each other down on every apply.
+_TOP_RUN = r"""inb { print; if ($0 == endm) inb = 0; next }
+/^# BEGIN / { inb = 1; endm = "# END " substr($0, 9); print; next }
+{ exit }"""
+
+
 def _awk(op: str, path: str) -> str:
     return f"fleet_do={op} awk {q(_AWK)} {path}"
 
@@ -61,7 +69,7 @@ class Block(Resource):
 
     def check(self) -> str:
         path = qpath(self.p["path"])
-        where = "head -n 1" if self.p["position"] == "top" else "cat"
+        where = f"awk {q(_TOP_RUN)}" if self.p["position"] == "top" else "cat"
         return (
             self._vars()
             + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
