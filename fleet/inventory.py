@@ -278,17 +278,17 @@ def _role_lists(loc, doc: dict, hosts: dict[str, Host], roles_path: list[Path]) 
     from .roles import available_roles   # jinja2 is needed only once roles are in play
 
     known = available_roles(roles_path)
-    top = _role_list(loc, ("roles",), doc.get("roles"), known)
+    top = _role_list(loc, ("roles",), doc.get("roles"), known, roles_path)
     for name, spec in _mapping(doc.get("groups")).items():
         if isinstance(spec, dict):
-            _role_list(loc, ("groups", name, "roles"), spec.get("roles"), known)
+            _role_list(loc, ("groups", name, "roles"), spec.get("roles"), known, roles_path)
     for name, spec in _mapping(doc.get("hosts")).items():
         if isinstance(spec, dict) and str(name) in hosts:
-            hosts[str(name)].roles = _role_list(loc, ("hosts", name, "roles"), spec.get("roles"), known)
+            hosts[str(name)].roles = _role_list(loc, ("hosts", name, "roles"), spec.get("roles"), known, roles_path)
     return top
 
 
-def _role_list(loc, keys: tuple, value, known: dict[str, str]) -> list[str] | None:
+def _role_list(loc, keys: tuple, value, known: dict[str, str], roles_path: list[Path]) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
@@ -299,7 +299,7 @@ def _role_list(loc, keys: tuple, value, known: dict[str, str]) -> list[str] | No
         if name not in known:
             hint = yamlsrc.closest(name, known).replace("valid keys", "roles")
             loc.problem(keys + (i,), f"no role named {name!r} (built-in, or in roles_path: "
-                                     f"{', '.join(sorted(set(known.values()) - {'built-in'})) or 'none declared'})"
+                                     f"{', '.join(map(str, roles_path)) or 'none declared'})"
                                      f"{hint}")
         elif name in value[:i]:
             loc.problem(keys + (i,), f"role {name!r} is named twice in this list; keep one")

@@ -108,13 +108,12 @@ def roles_dirs(extra: list[Path] | tuple = ()) -> list[Path]:
 
 
 def available_roles(extra: list[Path] | tuple = ()) -> dict[str, str]:
-    """Every role name that can be named -> where it comes from ('built-in' or its directory); the declared
+    """Every role name that can be named -> where it comes from (as Role.origin); the declared
     directories come first, so a role there shadows the built-in one of the same name (as load_roles does)."""
     found: dict[str, str] = {}
     for directory in roles_dirs(extra):
-        origin = "built-in" if directory == BUILTIN_DIR else str(directory)
         for path in sorted(directory.glob("*/role.yaml")):
-            found.setdefault(path.parent.name, origin)
+            found.setdefault(path.parent.name, "built-in" if directory == BUILTIN_DIR else str(path.parent))
     return found
 
 
