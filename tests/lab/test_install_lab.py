@@ -11,6 +11,7 @@ stays out, and the new venv's own site-packages comes first on sys.path: the tes
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,9 +28,14 @@ def run(*argv, **kw) -> subprocess.CompletedProcess:
 
 
 def build_and_install(tmp_path: Path) -> Path:
-    wheels = tmp_path / "wheels"
+    wheels, src = tmp_path / "wheels", tmp_path / "src"
+    # Built from a copy of what the wheel is made of: setuptools leaves build/ in the tree it builds, and a
+    # stale build/lib there could carry files the checkout no longer has.
+    shutil.copytree(ROOT / "fleet", src / "fleet", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     # pip's isolated build fetches setuptools and wheel from the configured index (a local one here)
-    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, ROOT, cwd=tmp_path)
+    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, src, cwd=tmp_path)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     wheel = next(wheels.glob("fleet-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
