@@ -24,15 +24,19 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     _common.add_inventory(parser)
     parser.add_argument("--roles", action="append", metavar="NAMES",
-                        help="only these of each host's roles, in this order (comma-separated; default: the inventory's roles:, else the built-in eight)")
+                        help="only these of each host's roles, in this order (comma-separated; default: the "
+                             "inventory's roles:, else the built-in eight)")
     parser.add_argument("--check", action="store_true", help="plan only: change nothing, list what apply would do")
     parser.add_argument("--diff", action="store_true", help="show the changes to files and managed blocks")
+    parser.add_argument("--verify", action="store_true",
+                        help="run verify even where nothing it proved has changed (by default it is reused while "
+                             "its fingerprint holds and it is younger than verify_max_age, 24h)")
     _common.add_json(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, env) -> int:
+def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
     from ..engine import Engine
     from ..errors import ExitStatus
     from ..inventory import load_inventory
@@ -46,10 +50,13 @@ def run(args: argparse.Namespace, env) -> int:
     by_host = roles_for_hosts(hosts, roles_dirs(inventory.roles_path), role_names(args))  # before any host
     check_hosts(hosts, inventory.roles_path, by_host)                # bad variables: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
+    if getattr(args, "verify", False):
+        force_verify = "asked for (--verify)"
     engines: dict[tuple, Engine] = {}
     for roles in by_host.values():
         engines.setdefault(tuple(r.name for r in roles), Engine(
-            roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress))
+            roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
+            force_verify=force_verify))
 
     def converge(conn, host):
         return engines[tuple(r.name for r in by_host[host.name])].converge(conn, host)

@@ -52,6 +52,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
                             arch=uname.get("arch"))
+    verify = reader.read("verify", software.parse_verify)
     return {
         "system": _system(reader, uname, os_release),
         "platform": platform,
@@ -63,13 +64,35 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "library_sources": libraries["sources"],
         "python": reader.read("python", software.parse_python,
                               {"version": None, "executable": None, "env": None, "env_exists": False}),
-        "torch": reader.read("torch", software.parse_torch),
+        "torch": with_last_verify(reader.read("torch", software.parse_torch), verify),
         "cutlass": reader.read("cutlass", software.parse_cutlass),
         "env": reader.read("env", software.parse_env,
                            {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}),
-        "verify": reader.read("verify", software.parse_verify),
+        "verify": verify,
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
+
+
+_FROM_IMPORT = ("cuda_available", "arch_list", "capability", "device_name", "missing_libraries", "from_verify_at")
+
+
+def with_last_verify(torch: dict | None, verify: dict | None) -> dict | None:
+    """What only importing torch can tell (CUDA available, the arch list, the device, missing libraries), taken
+    from the last verify when it ran on this very torch version; the probe itself never imports torch.
+    A record captured by an older fleet (which imported torch in the probe) keeps what it holds."""
+    if not torch or not isinstance(verify, dict) or "from_verify_at" not in torch and torch.get("cuda_available") is not None:
+        return torch
+    seen = verify.get("torch") if isinstance(verify.get("torch"), dict) else {}
+    base = {k: v for k, v in torch.items() if k not in _FROM_IMPORT}
+    if seen.get("version") != torch.get("version"):
+        return {**base, "cuda_available": None, "arch_list": [], "capability": None, "device_name": None}
+    checks = {c.get("name"): c for c in verify.get("checks") or [] if isinstance(c, dict)}
+    imported = checks.get("torch_imports", {})
+    return {**base, "cuda_available": checks.get("cuda_available", {}).get("passed") if imported.get("passed") else None,
+            "arch_list": seen.get("arch_list") or [], "capability": seen.get("capability"),
+            "device_name": seen.get("device"), "missing_libraries": verify.get("missing_libraries") or [],
+            "error": base.get("error") or (None if imported.get("passed", True) else imported.get("detail")),
+            "from_verify_at": verify.get("at")}
 
 
 def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
