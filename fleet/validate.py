@@ -77,6 +77,8 @@ def check_values(values: dict[str, Any], known: dict[str, Any], where: dict[str,
 def check_value(name: str, value: Any, default: Any) -> str | None:
     """One sentence when `value` cannot be right for `name` (its type follows its default), else None."""
     shown = f"{name}={value!r}"
+    if default is None:                  # read by a role that gives no default: only its shape can be judged
+        return _shape(name, value.strip(), shown, default) if isinstance(value, str) else None
     if isinstance(default, bool):
         if isinstance(value, bool) or str(value).strip().lower() in _BOOL_TEXT:
             return None

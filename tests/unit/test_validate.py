@@ -129,6 +129,8 @@ def test_a_bad_top_level_value_is_one_problem_however_many_hosts(tmp_path):
     ("cutlass_ref", ["v4.3.0"], "v4.3.0", False),
     ("verify_perf_table", [{"match": "H100"}], [], True),
     ("verify_perf_table", "H100", [], False),
+    ("my_list", ["a", "b"], None, True),           # a role reads it without a default: any type
+    ("my_mirror_url", "mirror.local/x", None, False),   # but a URL-named value still needs a scheme
 ])
 def test_value_rules(name, value, default, fine):
     assert (check_value(name, value, default) is None) is fine
