@@ -146,7 +146,7 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
         why = next((t.why for t in enabled if t.why), "")
         lines.append(f"  {role:<13} {f'{len(enabled)} task(s)' if enabled else 'skipped':<10} {why}")
     if d.get("ld_library_path"):
-        lines.append("LD_LIBRARY_PATH (for this facts' driver): " + ":".join(d["ld_library_path"]))
+        lines.append("LD_LIBRARY_PATH (for the facts' own driver): " + ":".join(d["ld_library_path"]))
     for task in plan.tasks:
         if not task.enabled and not (task.skip_reason or "").startswith("role condition"):
             lines.append(f"not run: {task.spec.role}: {task.spec.name} ({task.skip_reason})")
