@@ -31,8 +31,13 @@ def apply(inventory) -> dict:
 
 def facts_that_matter(inventory_dir) -> dict:
     record = json.loads((inventory_dir / "facts" / f"{POD}.json").read_text())
-    verify = {k: v for k, v in (record["verify"] or {}).items() if k != "at"}
-    return {"torch": record["torch"], "libraries": record["libraries"], "env": record["env"], "verify": verify,
+    # When and why verify last ran differ (the script's verify.json has no fingerprint, so apply runs it again),
+    # and so does its fingerprint: it holds file times, and lab.reset rewrites the stand-in libcuda. What verify
+    # found must not differ.
+    bookkeeping = ("at", "checked_at", "reused", "reason", "fingerprint", "fingerprint_parts")
+    verify = {k: v for k, v in (record["verify"] or {}).items() if k not in bookkeeping}
+    torch = {k: v for k, v in (record["torch"] or {}).items() if k != "from_verify_at"}
+    return {"torch": torch, "libraries": record["libraries"], "env": record["env"], "verify": verify,
             "cutlass": record["cutlass"], "compat": record["cuda"]["compat"]}
 
 
