@@ -31,7 +31,9 @@ def write_verify(workdir: Path, inventory: Path) -> Path:
     import jinja2
     import yaml
 
-    role = BENCH.parent / "roles" / "verify"
+    from fleet.roles import BUILTIN_DIR
+
+    role = BUILTIN_DIR / "verify"
     values = dict(yaml.safe_load((role / "role.yaml").read_text())["defaults"])
     values.update({k: v for k, v in yaml.safe_load(inventory.read_text()).get("vars", {}).items()
                    if k.startswith("verify_")})

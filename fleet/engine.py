@@ -204,7 +204,8 @@ class Engine:
         except (FactsError, VariableError) as exc:
             raise InputError(f"{host.name}: {exc}") from None
         djson = decisions.to_json()
-        info = {"name": host.name, "user": host.user, "root": host.user == "root"}
+        # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
+        info = {"name": host.name, "user": host.user, "root": host.user == "root", "check_mode": self.check_mode}
         tasks = [t for role in self.roles for t in render_role(role, host.vars, facts, djson, info)]
         return Plan(facts, decisions, djson, tasks)
 
@@ -376,8 +377,15 @@ def verify_record(data: dict, providers: dict) -> dict:
     if record.get("passed"):
         record["summary"] = "verify passed: " + ", ".join(c["name"] for c in record.get("checks", []))
     else:
+        # each failed check with its detail: "cuda_available_interactive: in an interactive shell: CUDA error 803
+        # ... from /usr/local/cuda-13.0/compat/libcuda.so.580.95.05: ...; fix: ...", never a bare name
         extra = "; ".join(f"{lib} (provided by role {role})" for lib, role in record["missing_providers"].items())
-        record["summary"] = "verify failed: " + ", ".join(failed) + (f"; missing {extra}" if extra else "")
+        details = [f"{c['name']}: {c['detail']}" if c.get("detail") else c["name"]
+                   for c in record.get("checks", []) if not c.get("passed")]
+        record["summary"] = "verify failed: " + "; ".join(details) + (f"; missing {extra}" if extra else "")
+    skipped = (record.get("perf") or {}).get("skipped")
+    if skipped:
+        record["summary"] += f" ({skipped})"
     record["at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
 

@@ -39,6 +39,7 @@ def fingerprint_script(python_env: str) -> str:
     """Bash printing `name value` lines: only file reads and two shell start-ups, no Python, no GPU."""
     return f"""{select_python(python_env)}
 fleet_ldc=$(command -v ldconfig || echo /sbin/ldconfig)
+fleet_cached=$("$fleet_ldc" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
 fleet_libcuda() {{  # the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH: the path first, then the cache
   fleet_IFS=$IFS; IFS=:
@@ -46,8 +47,7 @@ fleet_libcuda() {{  # the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH
     [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ] && {{ IFS=$fleet_IFS; fleet_stat "$(readlink -f "$fleet_d/libcuda.so.1")"; return; }}
   done
   IFS=$fleet_IFS
-  fleet_c=$("$fleet_ldc" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
-  [ -n "$fleet_c" ] && fleet_stat "$(readlink -f "$fleet_c")" || echo none
+  [ -n "$fleet_cached" ] && fleet_stat "$(readlink -f "$fleet_cached")" || echo none
 }}
 fleet_ld_of() {{  # the LD_LIBRARY_PATH a shell of this kind ends up with (its startup files' output is dropped)
   timeout 10 bash "$1" -c 'printf "@@ld=%s@@" "$LD_LIBRARY_PATH"' </dev/null 2>/dev/null | sed -n 's/.*@@ld=\\(.*\\)@@.*/\\1/p' | tail -n 1

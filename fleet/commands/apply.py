@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     from ..engine import Engine
     from ..errors import ExitStatus
     from ..inventory import load_inventory
-    from ..parallel import on_hosts
+    from ..parallel import interrupted, on_hosts
     from ..report_apply import print_apply
     from ..roles import roles_dirs, roles_for_hosts
     from ..validate import check_hosts
@@ -66,6 +66,8 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
                         forks=args.forks, debug=env.debug)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
+    if interrupted(outcomes):
+        return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
 
 

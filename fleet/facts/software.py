@@ -93,40 +93,33 @@ def parse_python(text: str) -> dict:
 
 # ---- torch ------------------------------------------------------------------------------------------
 
-# No `import torch` here: importing it costs seconds on a real GPU host (CUDA initialisation) on every
-# probe. The version comes from the distribution's metadata and the CUDA variant from torch/version.py, both
-# plain files; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
+# No `import torch` here, and no Python at all: importing torch costs seconds on a real GPU host (CUDA
+# initialisation) and takes GPU memory from whatever runs there. The version comes from the distribution's
+# METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
+# packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
 # last verify, which the engine re-runs only when its fingerprint changes (fleet/verify_gate.py).
-TORCH_PROGRAM = r'''
-import json, os, re
-from importlib import metadata
-try:
-    dist = metadata.distribution("torch")
-except metadata.PackageNotFoundError:
-    print(json.dumps({"installed": False}))
-    raise SystemExit(0)
-root = str(dist.locate_file("torch"))
-out = {"installed": True, "version": dist.version, "path": root, "cuda": None}
-try:
-    with open(os.path.join(root, "version.py"), encoding="utf-8") as handle:
-        found = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", handle.read(), re.M)
-    out["cuda"] = found.group(1) if found else None
-except OSError as error:
-    out["error"] = f"cannot read torch/version.py: {error.strerror}"
-print(json.dumps(out))
-'''
-
-
-def torch_command(python_env: str, timeout_s: int = 60) -> str:
-    """Run TORCH_PROGRAM with the roles' python, under a timeout so a hung mount cannot hang the gather."""
+def torch_command(python_env: str) -> str:
+    """Shell printing one JSON line about the torch distribution the roles' python would import."""
     return (
         f"{select_python(python_env)}\n"
         "[ -n \"$py\" ] || { echo '{\"installed\": false, \"error\": \"no python3\"}'; exit 0; }\n"
-        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout {int(timeout_s)}'\n"
-        # -B: read-only, even where importing torch could write __pycache__ into site-packages
-        f"$t \"$py\" -B -c {shlex.quote(TORCH_PROGRAM)}\n"
-        f"rc=$?; [ $rc = 124 ] && echo '{{\"timed_out\": {int(timeout_s)}}}'\n"
-        "exit $rc"
+        # The venv's own site-packages; without a venv, where Debian/Ubuntu's python3 and pip put packages.
+        "if [ \"$env_exists\" = yes ]; then set -- \"$env_dir\"/lib/python3*/site-packages\n"
+        "else set -- \"$HOME\"/.local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
+        "/usr/lib/python3/dist-packages /usr/local/lib/python3*/site-packages; fi\n"
+        "if [ -n \"${PYTHONPATH:-}\" ]; then ifs=$IFS; IFS=:; set -- $PYTHONPATH \"$@\"; IFS=$ifs; fi\n"
+        "meta=; for d in \"$@\"; do for m in \"$d\"/torch-*.dist-info/METADATA; do "
+        "[ -r \"$m\" ] && { meta=$m; site=$d; break 2; }; done; done\n"
+        "[ -n \"$meta\" ] || { echo '{\"installed\": false}'; exit 0; }\n"
+        "json() { printf '%s' \"$1\" | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g'; }\n"
+        "version=$(sed -n 's/^Version: *//p' \"$meta\" | head -n 1)\n"
+        "if [ -r \"$site/torch/version.py\" ]; then\n"
+        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
+        "  error=\nelse cuda=; error='cannot read torch/version.py'; fi\n"
+        "printf '{\"installed\": true, \"version\": \"%s\", \"path\": \"%s\", \"cuda\": %s, \"error\": %s}\\n' "
+        "\"$(json \"$version\")\" \"$(json \"$site/torch\")\" "
+        "\"$([ -n \"$cuda\" ] && printf '\"%s\"' \"$(json \"$cuda\")\" || echo null)\" "
+        "\"$([ -n \"$error\" ] && printf '\"%s\"' \"$error\" || echo null)\""
     )
 
 

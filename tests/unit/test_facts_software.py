@@ -150,3 +150,12 @@ def test_verify_result():
         software.parse_verify("{not json")
     with pytest.raises(ValueError):
         software.parse_verify("unreadable /var/lib/fleet/verify.json\n")
+
+
+def test_torch_facts_survive_a_path_that_needs_json_escaping(tmp_path):
+    odd = tmp_path / 'we"ird\\dir'
+    odd.mkdir()
+    site = installed_torch(odd, "", "cuda = '12.8'\n")
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
+                                     {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["path"] == str(site / "torch") and torch["cuda"] == "12.8"
