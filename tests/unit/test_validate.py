@@ -13,6 +13,7 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 from fleet.errors import InputError
+from fleet.facts.probe import DEFAULTS as PROBE_DEFAULTS
 from fleet.inventory import load_inventory
 from fleet.roles import load_roles, roles_dirs
 from fleet.validate import check_hosts, check_value, known_variables, parse_assignments
@@ -79,7 +80,7 @@ def test_known_names_come_from_the_one_table_the_probe_and_every_roles_defaults_
     (role_dir / "templates" / "env.j2").write_text("export HF_HOME={{ hf_home | shq }}\n")
     known = known_variables(load_roles(None, roles_dirs()) + load_roles(["hf_like"], [tmp_path / "roles"]))
     assert {"cuda_version", "torch_index_url"} <= set(known)           # fleet.decide DEFAULTS
-    assert {"facts_torch_timeout", "cutlass_dir"} <= set(known)         # the probe's settings
+    assert set(PROBE_DEFAULTS) <= set(known) and "cutlass_dir" in known   # the probe's settings
     assert known["cutlass_ref"] == "v4.3.0" and known["verify_perf"] is True   # built-in roles' defaults
     assert known["cache_size_gb"] == 5                                  # a user role's defaults
     assert {"cache_wanted", "cache_dir", "hf_home"} <= set(known)       # read by its when, values, template
