@@ -31,10 +31,9 @@ def apply(inventory) -> dict:
 
 def facts_that_matter(inventory_dir) -> dict:
     record = json.loads((inventory_dir / "facts" / f"{POD}.json").read_text())
-    # When and why verify last ran differ (the script's verify.json has no fingerprint, so apply runs it again),
-    # and so does its fingerprint: it holds file times, and lab.reset rewrites the stand-in libcuda. What verify
-    # found must not differ.
-    bookkeeping = ("at", "checked_at", "reused", "reason", "fingerprint", "fingerprint_parts")
+    # when and why verify ran, and the fingerprint of the files it proved (their mtimes), differ between two
+    # installs of the same stack: what it proved must not
+    bookkeeping = {"at", "checked_at", "reason", "reused", "fingerprint", "fingerprint_parts"}
     verify = {k: v for k, v in (record["verify"] or {}).items() if k not in bookkeeping}
     torch = {k: v for k, v in (record["torch"] or {}).items() if k != "from_verify_at"}
     return {"torch": torch, "libraries": record["libraries"], "env": record["env"], "verify": verify,
