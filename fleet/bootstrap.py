@@ -100,6 +100,7 @@ def parse_target(line: str, *, port: int | None = None, key: str | None = None, 
         raise InputError(f"the SSH line runs a command ({' '.join(dests[1:])!r}) after the host; paste only the "
                          "connection part, e.g. 'ssh root@203.0.113.10 -p 17322'")
     user, address, dest_port = _destination(dests[0])
+    _refuse_proxied(address)
     user = _agree_all("user", [("the SSH line's -l", found.get("user")), ("user@host", user)]) or "root"
     ports = [("the SSH line's -p", found.get("port")), ("host:port", dest_port),
              ("-p", None if port is None else str(port))]
@@ -108,6 +109,16 @@ def parse_target(line: str, *, port: int | None = None, key: str | None = None, 
     if not _USER_RE.match(user):
         raise InputError(f"user {user!r} in the SSH line is not a user name; write e.g. root@203.0.113.10")
     return Target(user, address, _port("22" if port_text is None else port_text), _key(key, cwd) if key else None, notes)
+
+
+def _refuse_proxied(address: str) -> None:
+    """RunPod's basic SSH goes through its proxy (POD-ID@ssh.runpod.io): an interactive shell only, no SCP/SFTP
+    and no `ssh host cmd`, which is how fleet runs everything (docs.runpod.io/pods/configuration/use-ssh:
+    "Basic SSH ... SCP/SFTP support: No"; "Full SSH (public IP) ... Yes")."""
+    if address.lower().rstrip(".") == "ssh.runpod.io" or address.lower().endswith(".ssh.runpod.io"):
+        raise InputError("this is RunPod's proxied SSH line (...@ssh.runpod.io), which gives an interactive shell "
+                         "only: fleet needs to run commands. Use the pod's 'SSH over exposed TCP' line instead "
+                         "(ssh root@IP -p PORT -i KEY; expose TCP port 22 in the pod's settings if it is missing)")
 
 
 def _flag(words: list[str], i: int, found: dict, notes: list[str]) -> int:
@@ -373,7 +384,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence)."""
     from .connection import ConnectOptions, connect
-    from .roles import load_roles, roles_dirs
+    from .roles import roles_dirs, roles_for_hosts
+    from .validate import check_hosts
 
     progress = progress or (lambda host, msg: None)
     old = load_existing(inventory_path)
@@ -388,7 +400,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
     if present and name and name != present.name:
         progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")
-    roles = load_roles(None, roles_dirs(inventory.roles_path))   # bad roles stop here, before any host
+    roles = roles_for_hosts([host], roles_dirs(inventory.roles_path))[host.name]   # bad roles stop here,
+    check_hosts([host], inventory.roles_path, {host.name: roles})                 # bad variables too
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]

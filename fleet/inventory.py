@@ -2,14 +2,16 @@
 
     facts_dir: facts
     roles_path: [roles]                             # extra role directories, relative to this file
+    roles: [cuda_toolkit, ..., verify]              # the roles every host runs, in order (default: built-in eight)
     vars: {cuda_version: "13.0"}                    # all hosts
     hosts:
-      pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}}
+      pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}, roles: [...]}
       desk:  {connection: local}
     groups:
-      pods: {hosts: [pod-1], vars: {...}}
+      pods: {hosts: [pod-1], vars: {...}, roles: [...]}
 
-Variables merge with precedence host > group > all. Nothing here touches the network.
+Variables merge with precedence host > group > all; so do role lists (the most specific list wins whole).
+Nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from typing import Any
 from . import yamlsrc
 from .errors import InputError
 
-TOP_KEYS = {"facts_dir", "roles_path", "vars", "hosts", "groups"}
-HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars"}
-GROUP_KEYS = {"hosts", "vars"}
+TOP_KEYS = {"facts_dir", "roles_path", "roles", "vars", "hosts", "groups"}
+HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars", "roles"}
+GROUP_KEYS = {"hosts", "vars", "roles"}
 CONNECTIONS = ("ssh", "local")
 LAB_PROFILES = ("thor", "spark", "h100-pod")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_ROLES_FROM = "the built-in default"
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Host:
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     line: int = 0
+    roles: list[str] | None = None                          # None: the built-in eight
+    roles_from: str = DEFAULT_ROLES_FROM                    # which level named them (for --check)
+    var_where: dict[str, str] = field(default_factory=dict)  # variable -> file:line of the value that won
     # Connection keys the inventory states (address, port, user, key); they win over ~/.ssh/config.
     # None (a Host built in code): all of them count as stated.
     given: frozenset[str] | None = None
@@ -67,6 +73,7 @@ class Inventory:
     vars: dict[str, Any]
     facts_dir: Path
     roles_path: list[Path] = field(default_factory=list)   # declared extra role directories
+    roles: list[str] | None = None                         # top-level `roles:` (None: the built-in eight)
 
     def select(self, limit: list[str] | None = None) -> list[Host]:
         """Hosts named in `limit`, in inventory order; all hosts when None.
@@ -120,11 +127,13 @@ def load_inventory(path: str | Path) -> Inventory:
                                     "write e.g. 'facts_dir: facts'")
         facts_dir = "facts"
     roles_path = _roles_path(loc, doc.get("roles_path"), base)
+    top_roles = _role_lists(loc, doc, hosts, roles_path)
     if loc.problems:
         raise InputError("\n".join(loc.problems))
-    _merge_vars(hosts, groups, doc.get("groups") or {}, all_vars)
+    _merge_vars(loc, hosts, groups, all_vars)
+    _merge_roles(loc, hosts, groups, top_roles)
     return Inventory(Path(path), hosts, {g: members for g, (members, _) in groups.items()}, all_vars,
-                     (base / os.path.expanduser(facts_dir)).resolve(), roles_path)
+                     (base / os.path.expanduser(facts_dir)).resolve(), roles_path, top_roles)
 
 
 def _roles_path(loc, value, base: Path) -> list[Path]:
@@ -286,12 +295,78 @@ def _groups(loc, section, hosts) -> dict[str, tuple[list[str], dict]]:
     return groups
 
 
-def _merge_vars(hosts: dict[str, Host], groups, raw_groups, all_vars: dict) -> None:
+def _merge_vars(loc, hosts: dict[str, Host], groups, all_vars: dict) -> None:
+    """host > group > all; each host remembers the file:line of every value that won (validation names it)."""
+    where = lambda *keys: f"{loc.path}:{loc.line(*keys)}"  # noqa: E731
     for host in hosts.values():
         merged = dict(all_vars)
+        host.var_where = {name: where("vars", name) for name in all_vars}
         for gname, (members, gvars) in groups.items():
             if host.name in members:
                 host.groups.append(gname)
                 merged.update(gvars)
+                host.var_where.update({name: where("groups", gname, "vars", name) for name in gvars})
         merged.update(host.vars)
+        host.var_where.update({name: where("hosts", host.name, "vars", name) for name in host.vars})
         host.vars = merged
+
+
+# -- roles: which roles each host runs ---------------------------------------------------------------
+
+def _role_lists(loc, doc: dict, hosts: dict[str, Host], roles_path: list[Path]) -> list[str] | None:
+    """Check every `roles:` list (top, group, host) names roles that exist; returns the top-level one."""
+    from .roles import available_roles   # jinja2 is needed only once roles are in play
+
+    known = available_roles(roles_path)
+    top = _role_list(loc, ("roles",), doc.get("roles"), known, roles_path)
+    for name, spec in _mapping(doc.get("groups")).items():
+        if isinstance(spec, dict):
+            _role_list(loc, ("groups", name, "roles"), spec.get("roles"), known, roles_path)
+    for name, spec in _mapping(doc.get("hosts")).items():
+        if isinstance(spec, dict) and str(name) in hosts:
+            hosts[str(name)].roles = _role_list(loc, ("hosts", name, "roles"), spec.get("roles"), known, roles_path)
+    return top
+
+
+def _role_list(loc, keys: tuple, value, known: dict[str, str], roles_path: list[Path]) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        loc.problem(keys, f"'roles' must be a non-empty list of role names, not {yamlsrc.type_name(value)}; "
+                          "write e.g. 'roles: [cuda_toolkit, torch, verify]'")
+        return None
+    for i, name in enumerate(value):
+        if name not in known:
+            hint = yamlsrc.closest(name, known).replace("valid keys", "roles")
+            loc.problem(keys + (i,), f"no role named {name!r} (built-in, or in roles_path: "
+                                     f"{', '.join(map(str, roles_path)) or 'none declared'})"
+                                     f"{hint}")
+        elif name in value[:i]:
+            loc.problem(keys + (i,), f"role {name!r} is named twice in this list; keep one")
+    return list(value)
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _merge_roles(loc, hosts: dict[str, Host], groups, top: list[str] | None) -> None:
+    """host > group > top: the most specific list wins whole. Two groups of one host disagreeing is an error."""
+    raw = _mapping(loc.data.get("groups"))
+    for host in hosts.values():
+        if host.roles is not None:
+            host.roles_from = f"host {host.name} ({loc.path}:{loc.line('hosts', host.name, 'roles')})"
+            continue
+        named = [(g, raw[g]["roles"]) for g in host.groups
+                 if isinstance(raw.get(g), dict) and raw[g].get("roles") is not None]
+        if len({tuple(r) for _, r in named}) > 1:
+            (g1, _), (g2, _) = named[0], next(n for n in named if n[1] != named[0][1])
+            loc.problem(("hosts", host.name), f"host {host.name!r} is in groups {g1!r} and {g2!r}, which name "
+                                              "different roles; give the host its own 'roles:'")
+        elif named:
+            host.roles = list(named[0][1])
+            host.roles_from = f"group {named[0][0]} ({loc.path}:{loc.line('groups', named[0][0], 'roles')})"
+        elif top is not None:
+            host.roles, host.roles_from = list(top), f"the inventory ({loc.path}:{loc.line('roles')})"
+    if loc.problems:
+        raise InputError("\n".join(loc.problems))

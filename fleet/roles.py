@@ -107,6 +107,35 @@ def roles_dirs(extra: list[Path] | tuple = ()) -> list[Path]:
     return out
 
 
+def available_roles(extra: list[Path] | tuple = ()) -> dict[str, str]:
+    """Every role name that can be named -> where it comes from (as Role.origin); the declared
+    directories come first, so a role there shadows the built-in one of the same name (as load_roles does)."""
+    found: dict[str, str] = {}
+    for directory in roles_dirs(extra):
+        for path in sorted(directory.glob("*/role.yaml")):
+            found.setdefault(path.parent.name, "built-in" if directory == BUILTIN_DIR else str(path.parent))
+    return found
+
+
+def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> dict[str, list[Role]]:
+    """Each host's roles, in its order (Host.roles, else the built-in eight); `only` (--roles) narrows every
+    host's list to those names, in the order given. Each role file is loaded once, before any host is touched."""
+    cache: dict[str, Role] = {r.name: r for r in load_roles(only, dirs)} if only else {}  # a misspelt name fails
+    out = {}
+    for host in hosts:
+        names = list(host.roles or DEFAULT_ORDER)
+        if only:
+            names = [n for n in only if n in names]
+        for name in names:
+            if name not in cache:
+                cache[name] = load_roles([name], dirs)[0]
+        out[host.name] = [cache[n] for n in names]
+    if only and not any(out.values()):
+        raise InputError(f"--roles {','.join(only)}: none of these is among the roles of the selected hosts; "
+                         "see 'roles:' in the inventory")
+    return out
+
+
 def load_roles(names: list[str] | None, dirs: list[Path]) -> list[Role]:
     names = list(names or DEFAULT_ORDER)
     roles = []

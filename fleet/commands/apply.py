@@ -24,7 +24,8 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     _common.add_inventory(parser)
     parser.add_argument("--roles", action="append", metavar="NAMES",
-                        help="only these roles, in this order (comma-separated; default: all eight)")
+                        help="only these of each host's roles, in this order (comma-separated; default: the "
+                             "inventory's roles:, else the built-in eight)")
     parser.add_argument("--check", action="store_true", help="plan only: change nothing, list what apply would do")
     parser.add_argument("--diff", action="store_true", help="show the changes to files and managed blocks")
     parser.add_argument("--verify", action="store_true",
@@ -40,21 +41,63 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     from ..errors import ExitStatus
     from ..inventory import load_inventory
     from ..parallel import interrupted, on_hosts
-    from ..roles import load_roles, roles_dirs
     from ..report_apply import print_apply
+    from ..roles import roles_dirs, roles_for_hosts
+    from ..validate import check_hosts
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    names = [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
-    roles = load_roles(names, roles_dirs(inventory.roles_path))  # bad roles stop here, before any host
+    by_host = roles_for_hosts(hosts, roles_dirs(inventory.roles_path), role_names(args))  # before any host
+    check_hosts(hosts, inventory.roles_path, by_host)                # bad variables: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):
         force_verify = "asked for (--verify)"
-    engine = Engine(roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
-                    force_verify=force_verify)
-    outcomes = on_hosts(hosts, engine.converge, options=_common.connect_options(args, reporter),
+    engines: dict[tuple, Engine] = {}
+    for roles in by_host.values():
+        engines.setdefault(tuple(r.name for r in roles), Engine(
+            roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
+            force_verify=force_verify))
+
+    def converge(conn, host):
+        return engines[tuple(r.name for r in by_host[host.name])].converge(conn, host)
+
+    if args.check and not args.json:
+        print_role_origins(reporter, hosts, by_host)
+    outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
                         forks=args.forks, debug=env.debug)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def role_names(args: argparse.Namespace) -> list[str] | None:
+    """--roles a,b --roles c -> ['a', 'b', 'c'] (None: each host's own list)."""
+    return [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
+
+
+def print_role_origins(reporter, hosts, by_host) -> None:
+    """One line per distinct role list: which hosts, the roles in order, and where each came from."""
+    from rich.markup import escape
+
+    from ..inventory import DEFAULT_ROLES_FROM
+
+    groups: dict[tuple, list[str]] = {}
+    for host in hosts:
+        groups.setdefault((tuple(r.name for r in by_host[host.name]), host.roles_from), []).append(host.name)
+    for (_names, named_by), names in groups.items():
+        roles = by_host[names[0]]
+        parts, run = [], []
+        for role in roles:          # consecutive roles of one origin share its label
+            if run and run[-1].origin != role.origin:
+                parts.append(_origin_part(run))
+                run = []
+            run.append(role)
+        parts.append(_origin_part(run))
+        by = "" if named_by == DEFAULT_ROLES_FROM else f" [dim](named by {escape(named_by)})[/dim]"
+        reporter.print(f"[bold]roles[/bold] {escape(', '.join(names))}: {escape('; '.join(parts))}{by}")
+
+
+
+def _origin_part(roles) -> str:
+    return f"{' '.join(r.name for r in roles)} ({roles[0].origin})" if roles else "none"

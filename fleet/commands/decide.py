@@ -41,8 +41,8 @@ def run(args: argparse.Namespace, env) -> int:
 
     from ..roles import load_roles, roles_dirs
 
-    values = parse_assignments(args.assignments)
     roles = load_roles(None, roles_dirs())
+    values = parse_assignments(args.assignments, roles)
     decided, acting, skipped, outcomes = {}, {}, {}, {}
     for path in args.facts:
         started = time.monotonic()
@@ -62,22 +62,11 @@ def run(args: argparse.Namespace, env) -> int:
     return ExitStatus.HOST_FAILED if refused else ExitStatus.OK
 
 
-def parse_assignments(assignments: list[str]) -> dict[str, str]:
-    """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; a typo in a name is an error, not ignored."""
-    from ..decide import DEFAULTS
-    from ..errors import InputError
+def parse_assignments(assignments: list[str], roles) -> dict[str, str]:
+    """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; names and values checked as the inventory's are."""
+    from ..validate import known_variables, parse_assignments as checked
 
-    values = {}
-    for text in assignments:
-        name, sep, value = text.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise InputError(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
-        if name not in DEFAULTS:
-            raise InputError(f"--set {name}: fleet decide reads no variable of that name; "
-                             f"use one of {', '.join(sorted(DEFAULTS))}")
-        values[name] = value.strip()
-    return values
+    return checked(assignments, known_variables(roles))
 
 
 def _decide_file(decide, path: str, values: dict):

@@ -134,6 +134,7 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
         "uid": identity.get("uid"),
         "systemd": identity.get("systemd"),
         "container": identity.get("container"),
+        "workspace": identity.get("workspace"),      # a /workspace volume (RunPod): user roles gate on it
     }
 
 

@@ -94,12 +94,15 @@ def parse_meminfo(text: str) -> dict:
 IDENTITY = (
     "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"$(id -u)\"\n"
     "if [ -d /run/systemd/system ]; then echo 'systemd yes'; else echo 'systemd no'; fi\n"
-    "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi"
+    "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi\n"
+    # RunPod's persistent volume (docs.runpod.io/pods/storage): what a role gates on with `when:`
+    "if [ -d /workspace ]; then echo 'workspace yes'; else echo 'workspace no'; fi"
 )
 
 
 def parse_identity(text: str) -> dict:
-    """`id`, systemd and container markers -> {"user": "root", "uid": 0, "systemd": False, "container": True}.
+    """`id`, systemd and container markers, /workspace -> {"user": "root", "uid": 0, "systemd": False,
+    "container": True, "workspace": True}.
 
     Cloud pods are containers with no systemd: roles must not call systemctl there.
     """
@@ -111,6 +114,7 @@ def parse_identity(text: str) -> dict:
         "uid": int(pairs["uid"]),
         "systemd": pairs.get("systemd", "").strip() == "yes",
         "container": pairs.get("container", "").strip() == "yes",
+        "workspace": pairs.get("workspace", "").strip() == "yes",
     }
 
 

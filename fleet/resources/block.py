@@ -35,6 +35,14 @@ END { if (on && op != "keep") printf "%s", buf }
 function want(  w, line) { while ((getline line < ENVIRON["wantf"]) > 0) w = w line ORS; return w }"""
 
 
+# The leading run of marked blocks (`# BEGIN X` ... `# END X`, one after another from line 1): a block there
+# is "at the top" for every purpose (before the early return), so two roles' top blocks (env_hooks and a
+# user's role) both stay placed instead of pushing each other down on every apply.
+_TOP_RUN = r"""inb { print; if ($0 == endm) inb = 0; next }
+/^# BEGIN / { inb = 1; endm = "# END " substr($0, 9); print; next }
+{ exit }"""
+
+
 def _awk(op: str, path: str) -> str:
     return f"fleet_do={op} awk {q(_AWK)} {path}"
 
@@ -91,8 +99,8 @@ class Block(Resource):
     def _placed(self, path: str) -> str:
         """A test that is true when the block stands where its position wants it (CRLF files too)."""
         position = self.p["position"]
-        if position == "top":
-            return f"head -n 1 {path} | tr -d '\\r' | grep -qxF -- \"$b\""
+        if position == "top":       # anywhere in the leading run of marked blocks (two roles' top blocks)
+            return f"tr -d '\\r' < {path} | awk {q(_TOP_RUN)} | grep -qxF -- \"$b\""
         if position == "last":  # the last non-blank line ends the block
             return f"[ \"$(tr -d '\\r' < {path} | grep -v '^[[:space:]]*$' | tail -n 1)\" = \"$e\" ]"
         if position == "before_return":  # just above the early return, or first where there is none

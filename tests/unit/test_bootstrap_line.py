@@ -73,6 +73,10 @@ BAD = [
     ("ssh 'ro ot'@203.0.113.10", "not a user name"),
     ("ssh root@203.0.113.10 -p 1 -p 2", "two ports"),
     ("ssh root@203.0.113.10 -i /nonexistent/key", "key file '/nonexistent/key' does not exist"),
+    # RunPod's basic (proxied) SSH: no SCP/SFTP, a shell only (docs.runpod.io/pods/configuration/use-ssh)
+    ("ssh 8yyqbbs9xz8xbc-64410f8e@ssh.runpod.io -i ~/.ssh/id_ed25519", r"RunPod's proxied SSH line .*exposed TCP.*"
+                                                                       r"ssh root@IP -p PORT"),
+    ("ssh abc-123@SSH.RunPod.io", "RunPod's proxied SSH line"),
 ]
 
 

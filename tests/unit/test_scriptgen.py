@@ -170,7 +170,7 @@ def test_the_verify_program_is_the_engines_own_function(tmp_path):
 def test_cli_writes_the_script_for_one_host(tmp_path):
     host, _, _ = setup(tmp_path, ["files"])
     inv = tmp_path / "inv.yaml"
-    inv.write_text(f"roles_path: roles\nhosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
+    inv.write_text(f"roles_path: roles\nroles: [files, verify]\nhosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
                    f"hostile: x}}}}\n  there: {{connection: local}}\n")
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)

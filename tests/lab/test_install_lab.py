@@ -1,0 +1,78 @@
+"""Installed as a user installs it: the wheel built from this checkout, installed into a fresh virtual
+environment, runs `fleet apply --check` on a lab host from a directory outside the checkout. The built-in roles
+come from the installed package (package data), not from the checkout.
+
+Fast: the wheel is built with pip's isolated build (setuptools and wheel from the configured index), and the
+fresh venv has no pip of its own (this venv's pip installs into it with --python), and
+it reaches the runtime dependencies (fabric, PyYAML, Jinja2, rich) through one .pth line naming this venv's
+site-packages. A .pth inside that directory is not processed from there, so this checkout's editable install
+stays out, and the new venv's own site-packages comes first on sys.path: the test proves which fleet ran."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*argv, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kw)
+
+
+def build_and_install(tmp_path: Path) -> Path:
+    wheels, src = tmp_path / "wheels", tmp_path / "src"
+    # Built from a copy of what the wheel is made of: setuptools leaves build/ in the tree it builds, and a
+    # stale build/lib there could carry files the checkout no longer has.
+    shutil.copytree(ROOT / "fleet", src / "fleet", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    # pip's isolated build fetches setuptools and wheel from the configured index (a local one here)
+    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, src, cwd=tmp_path)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    wheel = next(wheels.glob("fleet-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "fleet/builtin_roles/verify/role.yaml" in names and "fleet/builtin_roles/env_hooks/templates/env.sh.j2" \
+        in names
+    assert not any(n.startswith(("tests/", "examples/", "inventories/")) for n in names)
+    venv = tmp_path / "venv"
+    made = run(sys.executable, "-m", "venv", "--without-pip", venv)
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    installed = run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", wheel)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
+    site = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    (Path(site) / "fleet-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def test_the_installed_wheel_runs_apply_check_on_a_lab_host_from_outside_the_checkout(lab, tmp_path):
+    venv = build_and_install(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    doc["hosts"] = {"pod-580": doc["hosts"]["pod-580"]}
+    doc["groups"] = {}
+    (elsewhere / "pods.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    where = run(venv / "bin" / "python", "-c", "import fleet.roles as r; print(r.__file__); print(r.BUILTIN_DIR)",
+                cwd=elsewhere, env=env)
+    assert where.returncode == 0, where.stderr
+    assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
+
+    lab.reset(["pod-580"])
+    result = run(venv / "bin" / "fleet", "apply", "pods.yaml", "--check", cwd=elsewhere, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert ("roles pod-580: cuda_toolkit cuda_compat nvpl cudss env_hooks cutlass torch verify (built-in)"
+            in result.stdout)
+    assert "pod-580 (check mode: nothing changed)" in result.stdout
+    assert "torch: torch 2.11.0" in result.stdout                    # the built-in roles rendered for this pod
+    assert (elsewhere / "facts" / "pod-580.json").is_file()          # facts beside the inventory, not the checkout
