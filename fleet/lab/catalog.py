@@ -87,7 +87,8 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             {"nvidia/cu13/lib/libcudss.so.0": lib("libcudss.so.0")}, "fleet lab stand-in for cuDSS (CUDA 13)")
             for m in ("x86_64", "aarch64")],
     }
-    wheels.write_index(out / "pypi", pypi)
+    # PyPI's simple pages link the files on files.pythonhosted.org (fleet/lab/serve.py serves both names)
+    wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")
 
 
 NVCC = """#!/bin/sh
@@ -112,7 +113,8 @@ def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
     multiarch, target = MULTIARCH[arch], TARGETS[arch]
     lib = lambda name: libs / name  # noqa: E731
     cuda = "/usr/local/cuda-13.0"
-    source = f"file:///srv/fleet-lab-mirror/apt/ubuntu2404/{arch}/"
+    # NVIDIA's cuda-keyring writes this very line (the lab's hosts resolve the name to its mirror)
+    source = f"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/{arch}/"
     packages = [
         Deb("cuda-keyring", "1.1-1", "CUDA archive keyring and repository entry",
             files={"/usr/share/keyrings/cuda-archive-keyring.gpg": keyring,

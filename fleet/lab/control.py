@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, LabError
-from . import layers, mirror, paths
+from . import layers, mirror, paths, serve
 from .host import SSHD, LabHost
 from .profiles import HostSpec, spec_for
 
@@ -105,8 +105,11 @@ def up(inventory, names=None, root=None) -> list[HostState]:
     root.mkdir(parents=True, exist_ok=True)
     mirror_dir = mirror.ensure(root)
     pubkey = ensure_lab_key(root)
+    mirror_address = serve.address_for(root, mirror_dir, lab_specs(inventory)[0].address)
     for spec in specs:   # hosts built from older stand-ins are rebuilt
         spec.extra["mirror"] = mirror_dir.name
+        spec.extra["mirror_address"] = mirror_address
+    serve.ensure(root, mirror_dir, mirror_address)
     stop_strays(root, keep={s.name for s in specs})
     layer_of = {s.name: profile_layer(s, mirror_dir, root) for s in specs}
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
@@ -189,6 +192,7 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
     if hosts.is_dir() and not any(hosts.iterdir()):
         hosts.rmdir()
     if not hosts.exists():
+        serve.stop(root)
         for path in (paths.lab_key(root), paths.lab_key(root).with_name("id_ed25519.pub"), paths.lab_known_hosts(root)):
             path.unlink(missing_ok=True)
         if purge:

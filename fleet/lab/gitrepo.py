@@ -62,3 +62,5 @@ def build_cutlass(out: Path) -> None:
         _git(work, "checkout", "-q", "main")
         out.parent.mkdir(parents=True, exist_ok=True)
         _git(work, "clone", "-q", "--bare", str(work), str(out))
+        # served over dumb HTTP (static files, as github.com/NVIDIA/cutlass.git is cloned in the lab)
+        _git(out, "update-server-info")

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from ..errors import LabError
-from . import layers
-from .paths import MIRROR_IN_HOST, host_dir
+from . import layers, serve
+from .paths import host_dir
 from .profiles import HostSpec
 
 SSHD = "/usr/sbin/sshd"
@@ -78,7 +78,10 @@ class LabHost:
         prof = spec.prof
         layers.put(layer, "/etc/hostname", spec.name + "\n")
         hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1\tlocalhost\n"
-        layers.put(layer, "/etc/hosts", hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n")
+        hosts = hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n"
+        if spec.extra.get("mirror_address"):   # the real source hostnames -> the lab's HTTPS mirror
+            hosts += serve.hosts_line(spec.extra["mirror_address"])
+        layers.put(layer, "/etc/hosts", hosts)
         key = self.host_key()
         layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key", key.read_bytes(), 0o600)
         layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key.pub", key.with_suffix(".pub").read_bytes())
@@ -139,7 +142,6 @@ class LabHost:
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
-            f"mount --bind -o ro {mirror} {m}{MIRROR_IN_HOST}",
             f"ldconfig -r {m}",
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])

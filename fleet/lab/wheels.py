@@ -56,9 +56,10 @@ def write_wheel(out_dir: Path, name: str, version: str, tag: str, files: dict[st
     return path
 
 
-def write_index(index_dir: Path, wheels: dict[str, list[Path]]) -> None:
+def write_index(index_dir: Path, wheels: dict[str, list[Path]], files_url: str = "") -> None:
     """A PEP 503 index: index.html listing projects, <project>/index.html linking its wheels with sha256.
-    The wheels already sit in index_dir/<project>/."""
+    The wheels already sit in index_dir/<project>/. `files_url` makes the links absolute, as PyPI's
+    simple pages link https://files.pythonhosted.org/packages/..."""
     links = []
     for project, paths in sorted(wheels.items()):
         norm = normalize(project)
@@ -66,7 +67,8 @@ def write_index(index_dir: Path, wheels: dict[str, list[Path]]) -> None:
         rows = []
         for path in sorted(paths):
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            rows.append(f'<a href="{html.escape(path.name)}#sha256={digest}">{html.escape(path.name)}</a><br/>')
+            href = f"{files_url}{norm}/{path.name}" if files_url else path.name
+            rows.append(f'<a href="{html.escape(href)}#sha256={digest}">{html.escape(path.name)}</a><br/>')
         (index_dir / norm / "index.html").write_text(_page(f"Links for {norm}", rows))
     (index_dir / "index.html").write_text(_page("fleet lab stand-in simple index", links))
 
