@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import LabError
-from . import layers, serve
+from . import layers
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -80,6 +80,7 @@ class LabHost:
         hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1\tlocalhost\n"
         hosts = hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n"
         if spec.extra.get("mirror_address"):   # the real source hostnames -> the lab's HTTPS mirror
+            from . import serve
             hosts += serve.hosts_line(spec.extra["mirror_address"])
         layers.put(layer, "/etc/hosts", hosts)
         key = self.host_key()

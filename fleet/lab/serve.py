@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..errors import LabError
 from . import tls
+from .host import listening_pids
 
 # (hostname, URL path prefix) -> directory of the built mirror (fleet/lab/mirror.py). The prefixes are the
 # real ones the default variables produce (fleet/decide/variables.py and the roles' defaults).
@@ -43,12 +44,16 @@ RECORD = "mirror.json"
 
 
 def address_for(root: Path, mirror: Path, first_host: str) -> str:
-    """One server per lab root: the running one's address, else .254 of the /24 of the inventory's first
-    lab host (lab hosts take the low numbers)."""
+    """One server per lab root: the running one's address, else the highest free one of .254-.200 in the
+    /24 of the inventory's first lab host (lab hosts take the low numbers)."""
     rec = record(root)
     if _alive(rec) and rec["mirror"] == str(mirror):
         return rec["address"]
-    return first_host.rsplit(".", 1)[0] + ".254"
+    net = first_host.rsplit(".", 1)[0]
+    for last in range(254, 199, -1):   # another lab (its own root) may serve this /24 already
+        if not _answers(f"{net}.{last}"):
+            return f"{net}.{last}"
+    raise LabError(f"no free address for the lab's mirror server in {net}.200-254 (port {PORT})")
 
 
 def hosts_line(address: str) -> str:
@@ -121,7 +126,7 @@ def ensure(root: Path, mirror: Path, address: str) -> dict:
     log.close()
     rec = {"pid": proc.pid, "mirror": str(mirror), "address": address, "port": PORT}
     deadline = time.monotonic() + 10
-    while not _answers(address):
+    while proc.pid not in listening_pids(address, PORT):   # ours, not another lab's server
         if proc.poll() is not None or time.monotonic() > deadline:
             stop(root)
             out = (root / "mirror.log").read_text(errors="replace").strip().splitlines()[-2:]
@@ -147,6 +152,7 @@ def stop(root: Path) -> None:
                 pass
             time.sleep(0.01)
     (root / RECORD).unlink(missing_ok=True)
+    (root / "mirror.log").unlink(missing_ok=True)
 
 
 def _answers(address: str) -> bool:
