@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import sections
+from .decide import storage
 from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
@@ -129,8 +130,12 @@ class Engine:
 
         self.progress(host.name, "probe: facts and checks")
         guessed = self._guess_checks(conn, host, facts_for_render)
-        found = self.run_sections(conn, "\n".join([probe.script(host.vars)] + guessed), "probe")
+        probed_with = storage.host_vars(facts_for_render, host.vars)
+        found = self.run_sections(conn, "\n".join([probe.script(probed_with)] + guessed), "probe")
         facts = probe.parse(found, host.name)
+        if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
+            found.update(self.run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
+            facts = probe.parse(found, host.name)
         plan = self.plan_for(host, facts)
         wanted = plan.check_sections(conn)
         if wanted != guessed:
@@ -150,13 +155,14 @@ class Engine:
     def plan_for(self, host: Host, facts: dict) -> Plan:
         from .decide import FactsError, VariableError, decide
 
+        host_vars = storage.host_vars(facts, host.vars)   # venv and pip's files on a pod's volume
         try:
-            decisions = decide(facts, host.vars)
+            decisions = decide(facts, host_vars)
         except (FactsError, VariableError) as exc:
             raise InputError(f"{host.name}: {exc}") from None
         djson = decisions.to_json()
         info = {"name": host.name, "user": host.user, "root": host.user == "root"}
-        tasks = [t for role in self.roles for t in render_role(role, host.vars, facts, djson, info)]
+        tasks = [t for role in self.roles for t in render_role(role, host_vars, facts, djson, info)]
         return Plan(facts, decisions, djson, tasks)
 
     def _plan(self, plan: Plan, checks: dict[str, CheckResult], report: HostReport) -> list[Task]:

@@ -27,7 +27,7 @@ TOP_KEYS = {"facts_dir", "roles_path", "vars", "hosts", "groups"}
 HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars"}
 GROUP_KEYS = {"hosts", "vars"}
 CONNECTIONS = ("ssh", "local")
-LAB_PROFILES = ("thor", "spark", "h100-pod")
+LAB_PROFILES = ("thor", "spark", "h100-pod", "runpod-pytorch", "no-smi", "orin-jp6", "geforce-pod", "minimal", "fresh-vm")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import LabError
-from . import layers
+from . import breakage, layers
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -143,6 +143,7 @@ class LabHost:
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
+            *breakage.boot_lines(spec.prof, d, m),
             f"ldconfig -r {m}",
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])

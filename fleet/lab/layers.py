@@ -85,6 +85,8 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
         put(layer, "/etc/ld.so.preload", "/usr/lib/fleet-lab/libfleet_uname.so\n")
     root_home(layer, profile)
     trust_lab_ca(layer, mirror)
+    from . import breakage   # how real hosts come broken: no nvidia-smi, missing packages, held locks, ...
+    breakage.to_layer(layer, profile, mirror)
     packages = []
     if profile.toolkit:
         packages.append("cuda-toolkit-13-0_13.0.2-1_all.deb")

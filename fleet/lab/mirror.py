@@ -45,7 +45,7 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py", "layers.py", "tls.py"}   # layers.py: the profile layers are cached under the same hash
+                 "profiles.py", "layers.py", "tls.py", "breakage.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 
