@@ -1,7 +1,7 @@
 """SSH connections over fabric/paramiko, with host keys checked the way a careful person checks them.
 
-- Known keys come from the user's ~/.ssh/known_hosts and fleet's own known-hosts file (plus the lab's
-  file for lab hosts, whose keys the lab generated itself).
+- Known keys come from the user's ~/.ssh/known_hosts, fleet's own known-hosts file, and the host's
+  `known_hosts:` file from the inventory (the lab writes its own there: it generated its hosts' keys).
 - An unknown key is refused unless --accept-new-host-keys; then it is recorded in fleet's file and its
   fingerprint printed.
 - A changed key is always refused, with both fingerprints and how to accept a new one deliberately.
@@ -104,7 +104,7 @@ class SSHConnection(Connection):
     def _open_once(self) -> None:
         host, opts = self.host, self.options
         connect_kwargs = {"banner_timeout": opts.connect_timeout, "auth_timeout": opts.connect_timeout}
-        key = host.key or self._lab_key()
+        key = host.key
         if key:
             connect_kwargs.update(_key_kwargs(key))
         config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
@@ -136,20 +136,10 @@ class SSHConnection(Connection):
         transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._fabric = fab
 
-    def _lab_key(self) -> str | None:
-        if not self.host.lab:
-            return None
-        from .lab import paths
-
-        key = paths.lab_key()
-        return str(key) if Path(key).exists() else None
-
     def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
         files = [Path(os.path.expanduser("~/.ssh/known_hosts"))]
-        if self.host.lab:
-            from .lab import paths
-
-            files.append(Path(paths.lab_known_hosts()))
+        if self.host.known_hosts:   # e.g. the lab's, which generated its hosts' keys and vouches for them
+            files.append(Path(self.host.known_hosts))
         for path in files:
             if path.is_file():
                 client.load_system_host_keys(str(path))

@@ -87,7 +87,7 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             {"nvidia/cu13/lib/libcudss.so.0": lib("libcudss.so.0")}, "fleet lab stand-in for cuDSS (CUDA 13)")
             for m in ("x86_64", "aarch64")],
     }
-    # PyPI's simple pages link the files on files.pythonhosted.org (fleet/lab/serve.py serves both names)
+    # PyPI's simple pages link the files on files.pythonhosted.org (fleet_lab/serve.py serves both names)
     wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")
 
 

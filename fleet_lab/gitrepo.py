@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 
 # (tag, commit date): v4.2.1 is a backport published after v4.3.0, as CUTLASS's are.
 RELEASES = [("4.3.0", "2025-11-20T12:00:00Z"), ("4.7.0", "2026-08-14T12:00:00Z"), ("4.2.1", "2026-08-20T12:00:00Z")]

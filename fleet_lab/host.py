@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 from . import breakage, layers
 from .paths import host_dir
 from .profiles import HostSpec

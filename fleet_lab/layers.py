@@ -18,7 +18,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 from . import mirror as mirror_mod
 from . import tls
 from .paths import MIRROR_IN_HOST

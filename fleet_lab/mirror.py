@@ -6,9 +6,9 @@
     git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
     native/                         per-host objects: libcuda.so.<driver>, the uname() override
 
-    tls/                            the lab CA and the server certificate (fleet/lab/tls.py)
+    tls/                            the lab CA and the server certificate (fleet_lab/tls.py)
 
-Hosts reach it over HTTPS under the real source hostnames (fleet/lab/serve.py). README.md beside this
+Hosts reach it over HTTPS under the real source hostnames (fleet_lab/serve.py). README.md beside this
 file lists each stand-in.
 """
 
@@ -110,7 +110,7 @@ def build(out: Path) -> None:
 
 
 def driver_lib(mirror: Path, version: str, compat: bool = False) -> Path:
-    """libcuda.so.<version> answering `version` (built on first use; hosts may set any lab_driver)."""
+    """libcuda.so.<version> answering `version` (built on first use; hosts may set any lab driver)."""
     kind = "compat" if compat else "driver"
     out = mirror / "native" / kind / f"libcuda.so.{version}"
     if not out.exists():

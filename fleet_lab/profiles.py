@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import InputError
+from fleet.errors import InputError
 
 UBUNTU_2404 = """PRETTY_NAME="Ubuntu 24.04.3 LTS"
 NAME="Ubuntu"
@@ -47,13 +47,13 @@ class Profile:
     machine: str                # uname -m
     kernel_release: str | None  # None: this machine's own (a pod is a container on the host's kernel)
     gpu: Gpu
-    driver: str                 # default kernel driver; inventory `lab_driver` overrides
+    driver: str                 # default kernel driver; the inventory's `lab: {driver: ...}` overrides
     toolkit: bool               # CUDA 13.0 toolkit preinstalled (JetPack, DGX OS)
     driver_libdir: str          # where the driver's libcuda.so.1 lives
     tegra_release: str | None = None
     device_tree_model: str | None = None
     runpod: bool = False        # /etc/rp_environment sourced from root's .bashrc
-    # How real hosts come broken (fleet/lab/breakage.py):
+    # How real hosts come broken (fleet_lab/breakage.py):
     nvidia_smi: bool = True     # False: a container started without the utility capability has none
     system_torch: bool = False  # the template's torch in the system Python (RunPod PyTorch templates)
     volume: str | None = None   # a volume mounted there, kept across restarts and resets (/workspace)
@@ -145,20 +145,32 @@ class HostSpec:
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
+LAB_KEYS = ("profile", "driver", "compat")
+
+
 def spec_for(host) -> HostSpec:
-    """Resolve an inventory Host with `lab:` into a HostSpec; bad lab_* values are input errors."""
-    profile = PROFILES[host.lab]
-    raw = host.lab_params.get("lab_driver", profile.driver)
+    """Resolve an inventory Host with a `lab:` mapping ({profile, driver, compat}) into a HostSpec; bad
+    values are input errors naming the host's line."""
+    lab = host.lab or {}
+    unknown = sorted(set(lab) - set(LAB_KEYS))
+    if unknown:
+        raise InputError(f"lab settings of host {host.name!r} have unknown key {unknown[0]!r}; "
+                         f"use {', '.join(LAB_KEYS)}", line=host.line)
+    if lab.get("profile") not in PROFILES:
+        raise InputError(f"lab profile of host {host.name!r} is {lab.get('profile')!r}; write 'profile:' as one of "
+                         f"{', '.join(PROFILES)}", line=host.line)
+    profile = PROFILES[lab["profile"]]
+    raw = lab.get("driver", profile.driver)
     if isinstance(raw, float):   # YAML reads 580.00 as the number 580.0
-        raise InputError(f"lab_driver of host {host.name!r} reads as the number {raw!r}; quote it, "
-                         f"e.g. lab_driver: \"{raw:.2f}\"", line=host.line)
+        raise InputError(f"lab driver of host {host.name!r} reads as the number {raw!r}; quote it, "
+                         f"e.g. driver: \"{raw:.2f}\"", line=host.line)
     driver = str(raw)
     if not all(part.isdigit() for part in driver.split(".")) or int(driver.split(".")[0]) < 400:
-        raise InputError(f"lab_driver of host {host.name!r} is {driver!r}; write a Linux driver version "
+        raise InputError(f"lab driver of host {host.name!r} is {driver!r}; write a Linux driver version "
                          "such as 570.133.20", line=host.line)
-    compat = host.lab_params.get("lab_compat")
+    compat = lab.get("compat")
     if compat not in (None, "installed", "absent"):
-        raise InputError(f"lab_compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
+        raise InputError(f"lab compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
                          line=host.line)
     if host.address is None or not host.address.startswith("127."):
         raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "

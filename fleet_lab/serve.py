@@ -7,7 +7,7 @@ maps the real URL paths onto the built mirror (SITES). Anything else is a 404, a
     ensure(root, mirror, address)   start it (or keep the one running with the same mirror and address)
     stop(root)                      stop it (lab down, once no host is left)
 
-Run as `python -m fleet.lab.serve MIRROR ADDRESS PORT` in its own session; its pid is in <root>/mirror.json.
+Run as `python -m fleet_lab.serve MIRROR ADDRESS PORT` in its own session; its pid is in <root>/mirror.json.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 from . import tls
 from .host import listening_pids
 
-# (hostname, URL path prefix) -> directory of the built mirror (fleet/lab/mirror.py). The prefixes are the
+# (hostname, URL path prefix) -> directory of the built mirror (fleet_lab/mirror.py). The prefixes are the
 # real ones the default variables produce (fleet/decide/variables.py and the roles' defaults).
 SITES = {
     "developer.download.nvidia.com": [("/compute/cuda/repos/ubuntu2404/", "apt/ubuntu2404/"),

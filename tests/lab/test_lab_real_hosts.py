@@ -1,6 +1,6 @@
 """Hosts as real ones come (inventories/lab-profiles.yaml): what fleet decides, changes and verifies on each.
 
-Each profile fails through the real mechanism (fleet/lab/breakage.py). Where fleet's behaviour there is
+Each profile fails through the real mechanism (fleet_lab/breakage.py). Where fleet's behaviour there is
 still another issue's to fix, the test pins what fleet does today and says so (NOW:), so the fix shows up
 as a deliberate change of this test.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fleet.lab import control, testing
+from fleet_lab import control, testing
 from test_apply_lab import fleet_json
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-profiles.yaml"
