@@ -15,7 +15,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fleet import lab  # noqa: E402
+import fleet_lab as lab  # noqa: E402
 from fleet_lab import control, mirror  # noqa: E402
 
 HOSTS = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from fleet import lab as lab_api
+import fleet_lab as lab_api
 from fleet_lab import paths
 from fleet_lab.host import LabHost, answers_ssh, listening_pids
 from fleet_lab import testing as lab_testing
