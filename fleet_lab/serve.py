@@ -165,7 +165,7 @@ def _answers(address: str) -> bool:
 
 def _import_root() -> str:
     """The directory holding the lab's package, so `python -m` finds it without an installed copy."""
-    return str(Path(__file__).resolve().parents[2])
+    return str(Path(__file__).resolve().parents[1])
 
 
 if __name__ == "__main__":

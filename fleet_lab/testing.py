@@ -32,7 +32,7 @@ def test_root() -> Path:
 
 def test_inventory_doc(demo: Path | None = None) -> dict:
     """inventories/lab.yaml with every address moved to 127.0.2.x and facts kept beside the copy."""
-    demo = demo or Path(__file__).resolve().parents[2] / "inventories" / "lab.yaml"
+    demo = demo or Path(__file__).resolve().parents[1] / "inventories" / "lab.yaml"
     doc = yaml.safe_load(demo.read_text())
     for name, host in doc["hosts"].items():
         host["address"] = TEST_ADDRESSES.get(name, host["address"].replace("127.0.1.", _NET + ".", 1))
