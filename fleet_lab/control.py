@@ -105,11 +105,11 @@ def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
 def up(inventory, names=None, root=None) -> list[HostState]:
     check_machine()
     root = paths.lab_root(root)
+    specs = lab_specs(inventory, names)   # bad input: nothing written, no host touched
     root.mkdir(parents=True, exist_ok=True)
     pubkey = ensure_lab_key(root)
     if isinstance(inventory, (str, Path)):   # fleet finds the key and host keys there, as for any host
         served.write_connection(Path(inventory), root)
-    specs = lab_specs(inventory, names)
     mirror_dir = mirror.ensure(root)
     mirror_address = serve.address_for(root, mirror_dir, lab_specs(inventory)[0].address)
     for spec in specs:   # hosts built from older stand-ins are rebuilt
