@@ -33,7 +33,7 @@ SITES = {
     "developer.download.nvidia.com": [("/compute/cuda/repos/ubuntu2404/", "apt/ubuntu2404/"),
                                       ("/compute/nvpl/redist/", "redist/nvpl/"),
                                       ("/compute/cudss/redist/", "redist/cudss/")],
-    "download.pytorch.org": [("/whl/cu130/", "whl/cu130/")],
+    "download.pytorch.org": [("/whl/cu130/", "whl/cu130/"), ("/whl/cpu/", "whl/cpu/")],
     "pypi.jetson-ai-lab.io": [("/sbsa/cu130/", "whl/jetson-cu130/")],
     "pypi.org": [("/simple/", "whl/pypi/")],
     "files.pythonhosted.org": [("/packages/", "whl/pypi/")],

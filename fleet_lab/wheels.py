@@ -19,7 +19,15 @@ ARCH_FLAGS = {
     ("cu130", "x86_64"): "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
     ("cu130", "aarch64"): "sm_80 sm_90 sm_100 sm_110 sm_120",
     ("jetson-cu130", "aarch64"): "sm_87 sm_110 sm_121",
+    # download.pytorch.org/whl/cpu: what fleet installs where it sees no GPU (no CUDA kernels at all)
+    ("cpu", "x86_64"): "",
+    ("cpu", "aarch64"): "",
 }
+
+
+def torch_version(index: str) -> str:
+    """The local version label names the index, as PyTorch's wheels do (2.11.0+cu130, 2.11.0+cpu)."""
+    return TORCH_VERSION.replace("+cu130", "+cpu") if index == "cpu" else TORCH_VERSION
 
 
 def normalize(name: str) -> str:
@@ -84,7 +92,8 @@ def torch_files(libs: dict[str, bytes], arch_flags: str, index: str) -> dict[str
     for src in sorted(TORCH_SOURCES.rglob("*.py")):
         files["torch/" + src.relative_to(TORCH_SOURCES).as_posix()] = src.read_bytes()
     files["torch/version.py"] = (
-        f'"""fleet lab stand-in torch ({index} index)."""\n__version__ = "{TORCH_VERSION}"\ncuda = "13.0"\n'
+        f'"""fleet lab stand-in torch ({index} index)."""\n__version__ = "{torch_version(index)}"\n'
+        f'cuda = {None if index == "cpu" else repr("13.0")}\n'
         f'git_version = "fleet-lab-standin"\nhip = None\ndebug = False\narch_flags = "{arch_flags}"\n').encode()
     files.update(libs)
     return files
