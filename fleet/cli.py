@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 
@@ -12,7 +13,7 @@ from rich.markup import escape
 from . import __version__
 from .commands import NAMES
 from .env import Environment
-from .errors import ExitStatus, FleetError
+from .errors import ExitStatus, FleetError, InputError
 
 DESCRIPTION = """\
 Converge a small, mixed fleet of GPU hosts (Jetson Thor, DGX Spark, rented H100 pods) over SSH with
@@ -28,15 +29,32 @@ examples:
   fleet bootstrap "ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519"
   fleet run inventories/fleet.yaml -- nvidia-smi
 
-exit status: 0 ok, 1 a host failed or was unreachable, 2 bad input (nothing was touched), 3 internal error.
+-v, -q and --debug go anywhere on the line (before a remote command's --).
+FLEET_INVENTORY names the inventory when a command is given none.
+exit status: 0 ok, 1 a host failed or was unreachable, 2 bad input (nothing was touched), 3 internal error,
+130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done).
 """
+
+
+def _add_output_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """-v/-q/--debug on the main parser and on every subcommand, so they work anywhere on the line.
+    On subcommands the default is SUPPRESS: a flag given before the subcommand is not reset after it."""
+    keep = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors",
+                        **({"default": False} if top else keep))
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="count", help="more detail: one line per remote command "
+                       "(exit status, seconds), and tasks already in state", **({"default": 0} if top else keep))
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr: results and "
+                       "errors only", **({"default": False} if top else keep))
+
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fleet", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"fleet {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    _add_output_flags(parser, top=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in NAMES:
         try:
@@ -46,7 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # tests/test_cli.py insists every command is present
         module.register(subparsers)
+    _flags_everywhere(subparsers)
     return parser
+
+
+def _flags_everywhere(subparsers) -> None:
+    for sub in subparsers.choices.values():
+        _add_output_flags(sub, top=False)
+        for action in sub._actions:   # nested commands (fleet lab up) too
+            if isinstance(action, argparse._SubParsersAction):
+                _flags_everywhere(action)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
@@ -66,6 +93,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
         parser.print_help()
         return ExitStatus.BAD_INPUT
     try:
+        _inventory_from_env(args)
         return int(args.func(args, env))
     except FleetError as exc:
         env.err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
@@ -82,8 +110,25 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
         return ExitStatus.INTERNAL
 
 
+def _inventory_from_env(args: argparse.Namespace) -> None:
+    """A command's INVENTORY, when omitted, comes from FLEET_INVENTORY."""
+    if not getattr(args, "needs_inventory", False) or args.inventory:
+        return
+    args.inventory = os.environ.get("FLEET_INVENTORY") or None
+    if not args.inventory:
+        raise InputError(f"fleet {args.command} needs an inventory: name it (e.g. fleet {args.command} "
+                         "inventories/pods.yaml) or set FLEET_INVENTORY")
+
+
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    if code == ExitStatus.INTERRUPTED:
+        # Ctrl-C: the recap is printed; hosts cut short may still sit in a library's blocking read (paramiko,
+        # invoke). Do not wait for them at exit: flush what we printed and go, within the promised 2 s.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

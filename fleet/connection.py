@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -43,6 +44,14 @@ class ConnectOptions:
     wait: float = 0.0                 # keep retrying a host that is still booting for this many seconds
     known_hosts: Path | None = None   # fleet's own known-hosts file (default ~/.config/fleet/known_hosts)
     on_new_host_key: OutputCallback | None = None
+    # A host that answers neither output nor an SSH keep-alive for this long is given up (see DEAD_AFTER).
+    dead_after: float = 0.0
+    on_command: Callable[[str, str], None] | None = None   # -v: (host, line) per remote command
+    ssh_config: Path | None = None    # default ~/.ssh/config
+
+    def __post_init__(self):
+        if not self.dead_after:
+            self.dead_after = dead_after_default()
 
     def fleet_known_hosts(self) -> Path:
         if self.known_hosts:
@@ -51,12 +60,30 @@ class ConnectOptions:
         return Path(base) / "fleet" / "known_hosts"
 
 
+# Why a "no answer" deadline rather than a total one: a first apply runs commands that take many minutes
+# and print nothing for long stretches (pip downloading a 900 MB torch wheel); a vanished pod (container
+# stopped, network gone) leaves the TCP connection open with nobody behind it. The SSH server answers
+# keep-alives while its command is busy, so "no answer to keep-alives for N seconds" tells the two apart,
+# as OpenSSH's ServerAliveInterval x ServerAliveCountMax does.
+DEAD_AFTER = 60.0
+
+
+def dead_after_default() -> float:
+    """FLEET_DEAD_AFTER (seconds) when set to a positive number, else DEAD_AFTER."""
+    try:
+        value = float(os.environ.get("FLEET_DEAD_AFTER", ""))
+    except ValueError:
+        return DEAD_AFTER
+    return value if value > 0 else DEAD_AFTER
+
+
 class Connection:
     """The interface. Subclasses implement `_exec`."""
 
     def __init__(self, host: Host):
         self.host = host
         self.remote_commands = 0
+        self.on_command: Callable[[str, str], None] | None = None
 
     @property
     def is_root(self) -> bool:
@@ -68,7 +95,12 @@ class Connection:
         body = _exports(env) + script
         command = wrap_bash(body, sudo=sudo and not self.is_root)
         self.remote_commands += 1
-        return self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
+        started = time.monotonic()
+        result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
+        if self.on_command:
+            self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
+                            f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")
+        return result
 
     def write_file(self, path: str, content: str | bytes, *, mode: int = 0o644, sudo: bool = False,
                    owner: str | None = None) -> Result:
@@ -80,6 +112,10 @@ class Connection:
 
     def close(self) -> None:
         pass
+
+    def abort(self) -> None:
+        """Ctrl-C, from another thread: end whatever runs now, close the session. Default: close()."""
+        self.close()
 
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
         """Run `command`; `stdin` (when not None) is fed to it, then end-of-file."""
@@ -158,8 +194,18 @@ class LocalConnection(Connection):
     def is_root(self) -> bool:
         return os.geteuid() == 0
 
+    _proc: subprocess.Popen | None = None
+
+    def abort(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, 9)   # its own session (start_new_session): the whole command goes
+            except ProcessLookupError:
+                pass
+
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
-        proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        self._proc = proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                                 start_new_session=True)
         out: list[str] = []
@@ -204,11 +250,22 @@ def _pump(stream, sink: list[str], on_output: OutputCallback | None) -> None:
 
 def connect(host: Host, options: ConnectOptions | None = None) -> Connection:
     """Open a connection to `host` (SSH connections are verified and ready when this returns)."""
+    return open_connection(host, options)
+
+
+def open_connection(host: Host, options: ConnectOptions | None = None,
+                    before_open: Callable[[Connection], None] | None = None) -> Connection:
+    """connect(), handing the connection to `before_open` first (so that Ctrl-C can abort the handshake)."""
     options = options or ConnectOptions()
     if host.connection == "local":
-        return LocalConnection(host)
-    from .ssh import SSHConnection  # fabric/paramiko only when needed
+        conn: Connection = LocalConnection(host)
+    else:
+        from .ssh import SSHConnection  # fabric/paramiko only when needed
 
-    conn = SSHConnection(host, options)
-    conn.open()
+        conn = SSHConnection(host, options)
+    conn.on_command = options.on_command
+    if before_open:
+        before_open(conn)
+    if host.connection != "local":
+        conn.open()
     return conn

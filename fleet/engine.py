@@ -6,21 +6,25 @@ changed host), one more command runs the checks again. Applies are one command t
 acts only if needed, and the script stops at the first failure. A converged host costs one command.
 
 Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
-non-interactive shell as `ssh host cmd` gets it.
+non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
+(fleet/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
+`verify_max_age`, after any change in this apply, or when asked (`fleet verify`, `fleet apply --verify`).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import difflib
 import json
+import posixpath
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import sections
+from . import sections, verify_gate
 from .decide import storage
 from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
@@ -82,19 +86,28 @@ class Plan:
     decisions_json: dict
     tasks: list[Task]
 
-    def check_sections(self, conn: Connection) -> list[str]:
-        return [sections.section(f"check.{t.id}", maybe_sudo(t.resource.check(), t, conn, check=True))
-                for t in self.tasks if t.enabled]
+    def check_sections(self, conn: Connection, verify_expect: str | None = None) -> list[str]:
+        """Every enabled task's check; a verify (JSON assert) behind its fingerprint gate."""
+        out = []
+        for t in self.tasks:
+            if not t.enabled:
+                continue
+            body = maybe_sudo(t.resource.check(), t, conn, check=True)
+            if _is_verify(t):
+                body = verify_gate.gated(body, _venv_of(t), verify_expect)
+            out.append(sections.section(f"check.{t.id}", body))
+        return out
 
 
 class Engine:
     def __init__(self, roles: list[Role], *, facts_dir: Path, check_mode: bool = False,
-                 progress: Progress | None = None, verify_write: bool = True):
+                 progress: Progress | None = None, verify_write: bool = True, force_verify: str | None = None):
         self.roles = roles
         self.facts_dir = Path(facts_dir)
         self.check_mode = check_mode
         self.progress = progress or (lambda host, msg: None)
         self.verify_write = verify_write
+        self.force_verify = force_verify   # why verify must run whatever its fingerprint says (None: it may not)
 
     # -- the flow ----------------------------------------------------------------------------------
     def converge(self, conn: Connection, host: Host) -> HostReport:
@@ -118,18 +131,21 @@ class Engine:
         with clock("apply"):
             self._apply(conn, host, planned, report)
         with clock("verify"):
-            plan2, check_out2 = self._probe(conn, host, plan.facts)
+            changed = [t.task for t in report.tasks if t.status == "changed"]
+            plan2, check_out2 = self._probe(conn, host, plan.facts, forced="after changes in this apply: "
+                                            + ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else ""))
         report.facts, report.decisions = plan2.facts, plan2.decisions_json
         self._confirm(check_out2, report)
         self._finish(conn, host, plan2, check_out2, report)
         return report
 
-    def _probe(self, conn: Connection, host: Host, facts_for_render: dict | None):
+    def _probe(self, conn: Connection, host: Host, facts_for_render: dict | None, forced: str | None = None):
         """Facts + every check in one command (two when the live facts render the checks differently)."""
         from .facts import probe
 
         self.progress(host.name, "probe: facts and checks")
-        guessed = self._guess_checks(conn, host, facts_for_render)
+        expect, must = self._verify_expectation(host, facts_for_render, forced or self.force_verify)
+        guessed = self._guess_checks(conn, host, facts_for_render, expect)
         probed_with = storage.host_vars(facts_for_render, host.vars)
         found = self.run_sections(conn, "\n".join([probe.script(probed_with)] + guessed), "probe")
         facts = probe.parse(found, host.name)
@@ -137,18 +153,51 @@ class Engine:
             found.update(self.run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
             facts = probe.parse(found, host.name)
         plan = self.plan_for(host, facts)
-        wanted = plan.check_sections(conn)
+        wanted = plan.check_sections(conn, expect)
         if wanted != guessed:
             found.update(self.run_sections(conn, "\n".join(wanted), "checks"))
-        checks = {t.id: _parse_check(t, found.get(f"check.{t.id}")) for t in plan.tasks if t.enabled}
+        checks = {}
+        for t in plan.tasks:
+            if t.enabled:
+                checks[t.id] = (self._gated_check(t, found.get(f"check.{t.id}"), facts, must) if _is_verify(t)
+                                else _parse_check(t, found.get(f"check.{t.id}")))
         return plan, checks
 
-    def _guess_checks(self, conn: Connection, host: Host, facts: dict | None) -> list[str]:
+    def _verify_expectation(self, host: Host, facts: dict | None, forced: str | None) -> tuple[str | None, str]:
+        last = (facts or {}).get("verify")
+        max_age = host.vars.get("verify_max_age") or next(
+            (r.defaults.get("verify_max_age") for r in self.roles if r.defaults.get("verify_max_age")),
+            verify_gate.DEFAULT_MAX_AGE)
+        try:
+            seconds = verify_gate.parse_age(max_age)
+        except ValueError as exc:
+            raise InputError(f"{host.name}: {exc}") from None
+        return verify_gate.expectation(last, seconds, datetime.now(timezone.utc), forced)
+
+    def _gated_check(self, task: Task, sec: sections.Section | None, facts: dict, must: str) -> CheckResult:
+        """A verify answered 'reused' stands on the last verify record (read back by this very probe)."""
+        if sec is None:
+            return _parse_check(task, sec)
+        gate = verify_gate.read(sec.output)
+        last = facts.get("verify") if isinstance(facts.get("verify"), dict) else None
+        if gate.reused and last is not None:
+            result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
+            facts["verify"] = {**last, "reused": True, "checked_at": _now(),
+                               "reason": f"reused: nothing it proved has changed since {last.get('at')}"}
+            return result
+        result = task.resource.parse(sec.rc, gate.output)
+        if isinstance(result.data, dict):
+            result = dataclasses.replace(result, data={
+                **result.data, "fingerprint": gate.fingerprint, "fingerprint_parts": gate.parts,
+                "reused": False, "reason": "ran: " + verify_gate.run_reason(must, last, gate)})
+        return result
+
+    def _guess_checks(self, conn: Connection, host: Host, facts: dict | None, expect: str | None) -> list[str]:
         """The checks as the last record renders them; a record that no longer renders is simply not used."""
         if not facts:
             return []
         try:
-            return self.plan_for(host, facts).check_sections(conn)
+            return self.plan_for(host, facts).check_sections(conn, expect)
         except FleetError:
             return []
 
@@ -161,7 +210,8 @@ class Engine:
         except (FactsError, VariableError) as exc:
             raise InputError(f"{host.name}: {exc}") from None
         djson = decisions.to_json()
-        info = {"name": host.name, "user": host.user, "root": host.user == "root"}
+        # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
+        info = {"name": host.name, "user": host.user, "root": host.user == "root", "check_mode": self.check_mode}
         tasks = [t for role in self.roles for t in render_role(role, host_vars, facts, djson, info)]
         return Plan(facts, decisions, djson, tasks)
 
@@ -231,8 +281,12 @@ class Engine:
         verify = self._judge_asserts(plan, checks, report)
         facts = dict(plan.facts)
         if verify is not None:
+            from .facts.record import with_last_verify
+
             facts["verify"] = verify
-            if self.verify_write and not self.check_mode and _verify_changed(plan.facts.get("verify"), verify):
+            facts["torch"] = with_last_verify(facts.get("torch"), verify)
+            # Written whenever verify ran: the record carries the fingerprint and time the next probe compares.
+            if self.verify_write and not self.check_mode:
                 sudo = host.user != "root"
                 conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=sudo)
         report.facts = facts
@@ -286,6 +340,19 @@ def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = Fals
             "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
 
 
+def _venv_of(task: Task) -> str:
+    """The environment verify's python lives in (its bin/python's grandparent)."""
+    return posixpath.dirname(posixpath.dirname(str(task.resource.p.get("python") or "/opt/fleet/venv/bin/python")))
+
+
+def _is_verify(task: Task) -> bool:
+    return task.spec.type == "assert" and bool(task.resource.p.get("json"))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def _parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
     if sec is None:
         return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
@@ -316,19 +383,17 @@ def verify_record(data: dict, providers: dict) -> dict:
     if record.get("passed"):
         record["summary"] = "verify passed: " + ", ".join(c["name"] for c in record.get("checks", []))
     else:
+        # each failed check with its detail: "cuda_available_interactive: in an interactive shell: CUDA error 803
+        # ... from /usr/local/cuda-13.0/compat/libcuda.so.580.95.05: ...; fix: ...", never a bare name
         extra = "; ".join(f"{lib} (provided by role {role})" for lib, role in record["missing_providers"].items())
-        record["summary"] = "verify failed: " + ", ".join(failed) + (f"; missing {extra}" if extra else "")
+        details = [f"{c['name']}: {c['detail']}" if c.get("detail") else c["name"]
+                   for c in record.get("checks", []) if not c.get("passed")]
+        record["summary"] = "verify failed: " + "; ".join(details) + (f"; missing {extra}" if extra else "")
+    skipped = (record.get("perf") or {}).get("skipped")
+    if skipped:
+        record["summary"] += f" ({skipped})"
     record["at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
-
-
-def _verify_changed(old: dict | None, new: dict) -> bool:
-    def core(rec):
-        if not rec:
-            return None
-        return {k: v for k, v in rec.items() if k not in ("at", "perf", "summary")} | {
-            "checks": [{k: v for k, v in c.items() if k != "detail"} for c in rec.get("checks", [])]}
-    return core(old) != core(new)
 
 
 class _Clock:

@@ -14,6 +14,7 @@ Variables merge with precedence host > group > all. Nothing here touches the net
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,6 +45,9 @@ class Host:
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     line: int = 0
+    # Connection keys the inventory states (address, port, user, key); they win over ~/.ssh/config.
+    # None (a Host built in code): all of them count as stated.
+    given: frozenset[str] | None = None
 
     @property
     def target(self) -> str:
@@ -64,21 +68,37 @@ class Inventory:
     roles_path: list[Path] = field(default_factory=list)   # declared extra role directories
 
     def select(self, limit: list[str] | None = None) -> list[Host]:
-        """Hosts named in `limit` (host or group names, comma lists allowed); all hosts when None."""
-        if not limit:
-            return list(self.hosts.values())
-        chosen: dict[str, Host] = {}
-        for item in (n.strip() for entry in limit for n in entry.split(",")):
-            if not item:
-                continue
-            if item in self.hosts:
-                chosen[item] = self.hosts[item]
-            elif item in self.groups:
-                chosen.update((n, self.hosts[n]) for n in self.groups[item])
-            else:
-                hint = yamlsrc.closest(item, list(self.hosts) + list(self.groups)).replace("valid keys", "hosts and groups")
-                raise InputError(f"--limit names {item!r}, which is neither a host nor a group of {self.path}{hint}")
+        """Hosts named in `limit`, in inventory order; all hosts when None.
+
+        Items (comma lists allowed): host or group names, shell globs over both ('pod-*'), and exclusions
+        ('!pod-570', '!thor*'). Only exclusions: from all hosts. A name or glob that matches nothing is an
+        error (a typo would otherwise quietly select fewer hosts).
+        """
+        items = [n.strip() for entry in (limit or []) for n in entry.split(",") if n.strip()]
+        wanted = [item for item in items if not item.startswith("!")]
+        unwanted = [item[1:] for item in items if item.startswith("!")]
+        chosen = set(self.hosts) if not wanted else set()
+        for item in wanted:
+            chosen |= self._matching(item)
+        for item in unwanted:
+            chosen -= self._matching(item)
         return [h for n, h in self.hosts.items() if n in chosen]
+
+    def _matching(self, pattern: str) -> set[str]:
+        names = list(self.hosts) + list(self.groups)
+        matched = fnmatch.filter(names, pattern) if _is_glob(pattern) else [n for n in names if n == pattern]
+        if not matched:
+            hint = yamlsrc.closest(pattern, names).replace("valid keys", "hosts and groups")
+            what = "glob {!r} matches" if _is_glob(pattern) else "names {!r}, which is"
+            raise InputError(f"--limit {what.format(pattern)} neither a host nor a group of {self.path}{hint}")
+        found: set[str] = set()
+        for name in matched:
+            found.update(self.groups.get(name, [name]) if name not in self.hosts else [name])
+        return found
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -129,6 +149,8 @@ def _connection_defaults(loc, doc: dict, hosts: dict[str, Host], base: Path) -> 
         for host in hosts.values():
             if getattr(host, name) is None:
                 setattr(host, name, path)
+                if name == "key":   # given in the inventory: it wins over ~/.ssh/config's IdentityFile
+                    host.given = (host.given or frozenset()) | {"key"}
 
 
 def _roles_path(loc, value, base: Path) -> list[Path]:
@@ -217,6 +239,7 @@ def _host(loc, key, spec, base: Path) -> Host | None:
     if host.known_hosts:
         host.known_hosts = str((base / os.path.expanduser(host.known_hosts)).resolve())
     host.vars = _vars(loc, keys + ("vars",), spec.get("vars"))
+    host.given = frozenset(k for k in ("address", "port", "user", "key") if k in spec)
     return host
 
 

@@ -11,23 +11,39 @@ import threading
 from typing import Any
 
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 from .env import Environment
 from .parallel import Outcome
 
 
 class Reporter:
-    def __init__(self, env: Environment, *, quiet: bool = False):
+    def __init__(self, env: Environment, *, quiet: bool = False, verbose: int = 0):
         self.env = env
         self.quiet = quiet
+        self.verbose = 0 if quiet else verbose
         self._lock = threading.Lock()
+        self.steps: dict[str, list[str]] = {}   # per host, the steps announced so far (the partial recap)
 
     def progress(self, host: str, message: str) -> None:
         """One line of progress for a long step; safe from many host threads at once."""
-        if self.quiet:
-            return
         with self._lock:
-            self.env.err_console.print(f"[dim]{escape(host)}[/dim] {escape(message)}")
+            if not message.startswith(" "):   # indented lines are a step's own output, not a step
+                self.steps.setdefault(host, []).append(message)
+            if not self.quiet:
+                self.env.err_console.print(f"[dim]{escape(host)}[/dim] {escape(message)}")
+
+    def partial(self, outcome: Outcome) -> str:
+        """What an interrupted host had done: 'not started', or its steps done and the one cut short."""
+        if not outcome.started:
+            return "not started: Ctrl-C came while it was queued"
+        steps = list(self.steps.get(outcome.host, []))
+        if not steps:
+            n = outcome.remote_commands
+            return f"interrupted during remote command {n}" if n else "interrupted while connecting"
+        done = f"done: {'; '.join(steps[:-1])}; " if len(steps) > 1 else ""
+        return f"interrupted; {done}cut short: {steps[-1]}"
 
     def error(self, message: str) -> None:
         self.env.err_console.print(f"[bold red]error:[/bold red] {escape(message)}")
@@ -35,17 +51,54 @@ class Reporter:
     def warn(self, message: str) -> None:
         self.env.err_console.print(f"[yellow]warning:[/yellow] {escape(message)}")
 
+    @property
+    def plain(self) -> bool:
+        """stdout is a pipe or a file: no tables drawn to a width, no rules, no padding (see plain_table)."""
+        return not self.env.console.is_terminal
+
     def print(self, *objects: Any) -> None:
-        self.env.console.print(*objects)
+        if not self.plain:
+            self.env.console.print(*objects)
+            return
+        for obj in objects:
+            if isinstance(obj, Table):   # raw: rich would expand the tabs into padding
+                self.env.console.file.write(plain_table(obj) + "\n")
+                self.env.console.file.flush()
+            else:
+                self.env.console.print(obj, soft_wrap=True)
+
+    def rule(self, title: str) -> None:
+        """A heading line: a full-width rule on a terminal, '== title' elsewhere."""
+        if self.plain:
+            self.env.console.print(f"== {title}", soft_wrap=True)
+        else:
+            self.env.console.rule(title, align="left")
 
     def host_block(self, name: str, status: str, body: str, style: str = "green") -> None:
         """Output grouped per host, under a rule naming the host and how it ended."""
-        self.env.console.rule(f"[bold]{escape(name)}[/bold] [{style}]{escape(status)}[/{style}]", align="left")
+        self.rule(f"[bold]{escape(name)}[/bold] [{style}]{escape(status)}[/{style}]")
         if body:
-            self.env.console.print(escape(body.rstrip("\n")))
+            self.env.console.print(escape(body.rstrip("\n")), soft_wrap=True)
 
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
         self.env.console.print_json(json.dumps(json_document(hosts, outcomes, **extra), default=str))
+
+
+def plain_table(table: Table) -> str:
+    """A table for a pipe or a file: title, then one line per row with cells separated by a tab; no
+    padding, no borders, no wrapping (a URL, a path or a fact name stays whole, and awk/cut read it)."""
+    lines = [_plain(table.title)] if table.title else []
+    lines.append("\t".join(_plain(column.header) for column in table.columns))
+    for row in zip(*(list(column.cells) for column in table.columns)):
+        lines.append("\t".join(_plain(cell) for cell in row))
+    if table.caption:
+        lines.append(_plain(table.caption))
+    return "\n".join(line.rstrip(" ") for line in lines)   # an empty last cell keeps its tab
+
+
+def _plain(cell: Any) -> str:
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+    return " ".join(text.replace("\t", " ").split("\n")).strip()
 
 
 def json_document(hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> dict:

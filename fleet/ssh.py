@@ -6,6 +6,9 @@
   fingerprint printed.
 - A changed key is always refused, with both fingerprints and how to accept a new one deliberately.
 - A host still booting (connection refused, timeout) is retried with backoff up to `wait` seconds.
+- Where the host is comes from ~/.ssh/config as ssh would read it (fleet/ssh_config.py: HostName, Port, User,
+  IdentityFile, ProxyJump; the inventory's own values win). fabric's and invoke's config files are never read.
+- A host that stops answering (no output, no reply to keep-alives for `dead_after` seconds) is given up.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import base64
 import hashlib
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +29,7 @@ from invoke.exceptions import CommandTimedOut
 from .connection import Connection, ConnectOptions, Result
 from .errors import FleetError, HostError, HostKeyError
 from .inventory import Host
+from .ssh_config import Target, resolve
 
 KEEPALIVE_SECONDS = 15
 _RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.timeout, TimeoutError,
@@ -74,6 +79,9 @@ class SSHConnection(Connection):
         super().__init__(host)
         self.options = options
         self._fabric: FabricConnection | None = None
+        self._jumps: list[FabricConnection] = []
+        self._watchdog: _Watchdog | None = None
+        self.ssh_target: Target = resolve(host, options.ssh_config)
 
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -102,17 +110,46 @@ class SSHConnection(Connection):
                 raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}") from None
 
     def _open_once(self) -> None:
+        target = self.ssh_target
+        try:
+            sock = None
+            hops = target.jumps + [target]
+            for jump, following in zip(hops, hops[1:]):
+                self._jumps.append(self._open_fabric(jump, sock))
+                sock = self._through(self._jumps[-1], jump, following)
+            fab = self._open_fabric(target, sock)
+        except BaseException:
+            self._close_jumps()
+            raise
+        transport = fab.client.get_transport()
+        transport.set_keepalive(KEEPALIVE_SECONDS)
+        # Each exec costs a round trip of small packets; Nagle's algorithm adds delay to every one.
+        if not target.jumps:
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._fabric = fab
+        self._watchdog = _Watchdog([transport] + [j.client.get_transport() for j in self._jumps],
+                                   self.options.dead_after)
+        self._watchdog.start()
+
+    def _open_fabric(self, target: Target, sock) -> FabricConnection:
+        """One verified, authenticated SSH hop (over `sock`, a channel through the previous hop, if given)."""
         host, opts = self.host, self.options
         connect_kwargs = {"banner_timeout": opts.connect_timeout, "auth_timeout": opts.connect_timeout}
-        key = host.key
-        if key:
-            connect_kwargs.update(_key_kwargs(key))
-        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
-        fab = FabricConnection(host.address, user=host.user, port=host.port, config=config,
-                               connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs)
+        keys = target.key_files
+        if keys:
+            connect_kwargs.update(_key_kwargs(keys))
+        if sock is not None:
+            connect_kwargs["sock"] = sock
+        # lazy=True: no ~/.fabric.yaml, /etc/fabric.yaml, invoke files nor ssh config read by fabric itself
+        # (a user's fabric settings, such as agent forwarding, must not reach a rented pod by surprise).
+        config = Config(lazy=True, overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}})
+        fab = FabricConnection(target.hostname, user=target.user, port=target.port, config=config,
+                               connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs,
+                               gateway=False, forward_agent=False)
         client = fab.client
         self._load_known_hosts(client)
         client.set_missing_host_key_policy(_Policy(self))
+        where = f"{target.user}@{target.hostname}:{target.port}{target.via}"
         try:
             try:
                 fab.open()
@@ -124,17 +161,31 @@ class SSHConnection(Connection):
         except FleetError:
             raise
         except paramiko.BadHostKeyException as exc:
-            raise self._changed_key(exc) from None
+            raise self._changed_key(exc, target) from None
         except paramiko.AuthenticationException as exc:
-            raise _AuthRefused(f"{host.name}: {host.target} refused our credentials ({exc}); check 'user:' and "
-                            "'key:' in the inventory, or load the key into ssh-agent") from None
+            raise _AuthRefused(f"{host.name}: {where} refused our credentials ({exc}); check 'user:' and "
+                               "'key:' in the inventory (or User/IdentityFile in ~/.ssh/config), or load the key "
+                               "into ssh-agent") from None
         except paramiko.SSHException as exc:
-            raise HostError(f"{host.name}: SSH to {host.target} failed: {exc}") from None
-        transport = client.get_transport()
-        transport.set_keepalive(KEEPALIVE_SECONDS)
-        # Each exec costs a round trip of small packets; Nagle's algorithm adds delay to every one.
-        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._fabric = fab
+            raise HostError(f"{host.name}: SSH to {where} failed: {exc}") from None
+        return fab
+
+    def _through(self, jump_fab: FabricConnection, jump: Target, dest: Target):
+        """A direct-tcpip channel from the jump host to the next hop (ssh -J does the same)."""
+        try:
+            return jump_fab.client.get_transport().open_channel(
+                "direct-tcpip", (dest.hostname, dest.port), ("", 0), timeout=self.options.connect_timeout)
+        except paramiko.ChannelException as exc:
+            raise HostError(f"{self.host.name}: jump host {jump.alias} could not reach {dest.hostname}:{dest.port} "
+                            f"({exc.text}); check HostName and ProxyJump in ~/.ssh/config") from None
+        except paramiko.SSHException as exc:
+            raise HostError(f"{self.host.name}: jump host {jump.alias} failed to open a channel to "
+                            f"{dest.hostname}:{dest.port}: {exc}") from None
+
+    def _close_jumps(self) -> None:
+        for fab in reversed(self._jumps):
+            fab.close()
+        self._jumps = []
 
     def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
         files = [Path(os.path.expanduser("~/.ssh/known_hosts"))]
@@ -147,8 +198,8 @@ class SSHConnection(Connection):
         if fleet_file.is_file():
             client.get_host_keys().load(str(fleet_file))
 
-    def _changed_key(self, exc: paramiko.BadHostKeyException) -> HostKeyError:
-        name = host_key_name(self.host.address, self.host.port)
+    def _changed_key(self, exc: paramiko.BadHostKeyException, target: Target) -> HostKeyError:
+        name = host_key_name(target.hostname, target.port)
         return HostKeyError(
             f"{self.host.name}: HOST KEY CHANGED for {name}: expected {fingerprint(exc.expected_key)}, got "
             f"{fingerprint(exc.key)}; refusing to connect. A restarted cloud pod regenerates its key; if you know "
@@ -170,17 +221,36 @@ class SSHConnection(Connection):
             res = exc.result
             return Result(124, res.stdout, res.stderr + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._raise_if_dead()
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
             if stream:
                 stream.finish()
+        self._raise_if_dead()
         return Result(res.exited if res.exited is not None else 255, stream.text() if stream else res.stdout,
                       res.stderr)
 
+    def _raise_if_dead(self) -> None:
+        if self._watchdog and self._watchdog.dead:
+            raise HostError(f"{self.host.name}: stopped answering: no reply to SSH keep-alives for "
+                            f"{self.options.dead_after:g}s (the host, or the network to it, is gone or frozen); "
+                            "raise --dead-after if it is only slow")
+
+    def abort(self) -> None:
+        """Ctrl-C from another thread: close the transports; the running command returns at once."""
+        for fab in [self._fabric, *self._jumps]:
+            transport = fab.client.get_transport() if fab is not None else None
+            if transport is not None:
+                transport.close()
+
     def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stop()
+            self._watchdog = None
         if self._fabric is not None:
             self._fabric.close()
             self._fabric = None
+        self._close_jumps()
 
 
 class _Feed:
@@ -224,15 +294,52 @@ class _LineStream:
         return "".join(self.parts)
 
 
-def _key_kwargs(path: str) -> dict:
+class _Watchdog(threading.Thread):
+    """Asks the server for an answer (an SSH global request it must reply to, as OpenSSH's
+    ServerAliveInterval does) every `interval`; no answer within `dead_after`: close the connection, so the
+    running command returns and the host fails, while the other hosts carry on. A busy server still answers,
+    so a long quiet command (pip downloading torch) is never cut off."""
+
+    def __init__(self, transports: list, dead_after: float):
+        super().__init__(name="fleet-alive", daemon=True)
+        self.transports, self.dead_after = transports, dead_after
+        self.interval = min(max(dead_after / 4, 0.5), 15.0)
+        self._stop, self.dead = threading.Event(), False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        main = self.transports[0]
+        while not self._stop.wait(self.interval) and main.is_active():
+            answered = threading.Event()
+            threading.Thread(target=self._ask, args=(main, answered), daemon=True).start()
+            if not answered.wait(self.dead_after) and not self._stop.is_set():
+                self.dead = True
+                for transport in self.transports:
+                    transport.close()
+                return
+
+    @staticmethod
+    def _ask(transport, answered: threading.Event) -> None:
+        try:
+            # OpenSSH answers an unknown request with a failure message: any answer proves it is alive.
+            transport.global_request("keepalive@openssh.com", wait=True)
+        except Exception:  # the transport closed meanwhile: the loop sees that
+            pass
+        answered.set()
+
+
+def _key_kwargs(paths: list[str]) -> dict:
     """The key as a loaded key where we can: given only a file name, paramiko tries it as each key type in turn
     and, when the server refuses it, reports the last type's parse error ("encountered RSA key, expected OPENSSH
-    key") instead of the refusal."""
-    try:
-        return {"pkey": paramiko.PKey.from_path(path)}
-    except (paramiko.SSHException, OSError, ValueError):
-        # A passphrase (the agent may hold the key) or a format from_path does not know: let paramiko try.
-        return {"key_filename": [path]}
+    key") instead of the refusal. Several keys (IdentityFile lines): paramiko tries each in turn."""
+    if len(paths) == 1:
+        try:
+            return {"pkey": paramiko.PKey.from_path(paths[0])}
+        except (paramiko.SSHException, OSError, ValueError):
+            pass  # a passphrase (the agent may hold the key) or a format from_path does not know: let paramiko try
+    return {"key_filename": list(paths)}
 
 
 def _describe(exc: BaseException) -> str:

@@ -185,13 +185,17 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
     hosts = paths.hosts_dir(root)
     names = [s.name for s in lab_specs(inventory)] if inventory is not None else \
         ([e.name for e in hosts.iterdir()] if hosts.is_dir() else [])
-    stopped = []
+    stopped, failed = [], []
     for name in names:
         host = LabHost(name, root)
         rec = host.record() or {}
         if not host.dir.exists():
             continue
-        host.stop()
+        try:
+            host.stop()   # returns once every process of the host has ended and its address is free
+        except LabError as err:   # keep its files (the overlay may still be in use); stop the others
+            failed.append(str(err))
+            continue
         shutil.rmtree(host.dir, ignore_errors=True)
         stopped.append(HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
                                  rec.get("driver", "?"), "stopped"))
@@ -207,6 +211,8 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
             shutil.rmtree(root, ignore_errors=True)
     elif root.exists():
         write_known_hosts(root)
+    if failed:
+        raise LabError("; ".join(failed))
     return stopped
 
 

@@ -8,8 +8,9 @@
     sshd.log      sshd's own log (-e)
 
 The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
-chrooted into the overlay. Stopping kills that session and every process whose root is the overlay
-(each ssh login's sshd calls setsid(), so killing the process group alone would leave them running).
+chrooted into the overlay. Stopping ends every process of the host's mount namespace (each ssh login's
+sshd calls setsid(), so killing the process group alone would leave them running), waits until each has
+ended and the address is free (fleet_lab/procs.py), and says which pids did not end.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 from fleet.errors import LabError
-from . import breakage, layers
+from . import breakage, layers, procs
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -121,14 +121,17 @@ class LabHost:
             f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n")
 
     # -- process -------------------------------------------------------------------------------
-    def start(self, spec: HostSpec, mirror: Path, timeout: float = 15.0) -> None:
+    # A bound for a start that hangs, not a speed expectation: a host answers in under a second on an idle
+    # machine, but four hosts starting at once (mounts, `ldconfig -r`, sshd) took more than the 15 s this
+    # used to be on a 2-core CI machine at load 26 (issue 17). A start that fails ends its process, and
+    # that is seen at once.
+    def start(self, spec: HostSpec, mirror: Path, timeout: float = 120.0) -> None:
         d = self.dir
         for sub in ("upper", "work", "m"):
             (d / sub).mkdir(parents=True, exist_ok=True)
         m = d / "m"
         if answers_ssh(spec.address, spec.port):
-            self.stop_listener(spec.address, spec.port)
-            time.sleep(0.05)
+            self.stop_listener(spec.address, spec.port)   # returns once the address is free again
         if answers_ssh(spec.address, spec.port):
             raise LabError(f"{spec.address}:{spec.port} already answers SSH, so lab host {spec.name} cannot listen "
                            "there (a lab of another FLEET_LAB_ROOT, or this machine's sshd on 0.0.0.0?); stop that "
@@ -171,6 +174,9 @@ class LabHost:
                 return
             time.sleep(0.02)
         log = (self.dir / "sshd.log").read_text(errors="replace").strip().splitlines()[-3:]
+        if proc.poll() is None:   # still starting: say what it was doing
+            doing = ", ".join(str(p) for p in map(procs.identify, self.pids()) if p)
+            log.append(f"still starting after {timeout:g} s: {doing}")
         self.stop()
         hint = ("another sshd already listens there (this machine's own sshd on 0.0.0.0:22?); "
                 "stop it or give the lab host another address") if any("in use" in line for line in log) else \
@@ -215,7 +221,8 @@ class LabHost:
         return found
 
     def stop_listener(self, address: str, port: int) -> None:
-        """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address."""
+        """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address.
+        Ends every process of its namespace and returns once the address is free."""
         own = _mount_ns("self")
         for pid in listening_pids(address, port):
             ns = _mount_ns(str(pid))
@@ -224,9 +231,10 @@ class LabHost:
             except OSError:
                 continue
             if ns and ns != own and SSHD_CONFIG in cmd:
-                for entry in os.listdir("/proc"):
-                    if entry.isdigit() and _mount_ns(entry) == ns:
-                        _kill(int(entry), signal.SIGKILL)
+                what = f"lab host {self.name} (leftover sshd on {address}:{port})"
+                procs.end_all(lambda: [int(e) for e in os.listdir("/proc") if e.isdigit() and _mount_ns(e) == ns],
+                              what)
+                procs.wait_bindable(address, port, what, lambda: listening_pids(address, port))
 
     def _is_ours(self, pid: int) -> bool:
         try:
@@ -239,23 +247,20 @@ class LabHost:
         return bool(rec) and self._is_ours(rec["pid"])
 
     def stop(self) -> None:
+        """End every process of this host (SIGTERM, then SIGKILL; LabError naming any that outlive the
+        bound) and return only once they have ended and the host's address:port is free again."""
         rec = self.record() or {}
-        leader = rec.get("pid")
-        if leader and self._is_ours(leader):
-            _signal_group(leader, signal.SIGKILL)
-        killed: set[int] = set()
-        for _ in range(100):
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                _kill(pid, signal.SIGKILL)
-            killed.update(pids)
-            time.sleep(0.01)
+        leader, address, port = rec.get("pid"), rec.get("address"), rec.get("port")
+        # The host's listener, seen before anything ends (an ended process's socket no longer shows).
+        listened = bool(address and port) and bool(set(listening_pids(address, port)) & set(self.pids()))
+        what = f"lab host {self.name}"
+        procs.end_all(self.pids, what)
         child = _CHILDREN.pop(leader, None) if leader else None
-        if child:
+        if child and child.poll() is None:   # normally ended above (a zombie), and poll() reaped it
+            procs.end_all(lambda: [child.pid], what)
             child.wait()
-        _wait_reaped(killed)
+        if listened:
+            procs.wait_bindable(address, port, what, lambda: listening_pids(address, port))
         (self.dir / "host.json").unlink(missing_ok=True)
 
     def wipe(self) -> None:
@@ -264,10 +269,12 @@ class LabHost:
             shutil.rmtree(self.dir / sub, ignore_errors=True)
 
 
-def answers_ssh(address: str, port: int) -> bool:
+def answers_ssh(address: str, port: int, timeout: float = 10.0) -> bool:
+    """Whether an SSH server greets on address:port. Nothing listening is refused at once on loopback; the
+    timeout only bounds a server that accepted, whose banner can take over a second on a loaded machine
+    (sshd forks a child per connection), and a slow banner is still a banner (issue 17)."""
     try:
-        with socket.create_connection((address, port), timeout=0.5) as sock:
-            sock.settimeout(1.0)
+        with socket.create_connection((address, port), timeout=timeout) as sock:
             return sock.recv(8).startswith(b"SSH-")
     except OSError:
         return False
@@ -315,29 +322,6 @@ def _mount_ns(pid: str) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/mnt")
     except OSError:
         return None
-
-
-def _wait_reaped(pids: set[int], seconds: float = 2.0) -> None:
-    """Killed sshd sessions linger as zombies until init reaps them; `down` returns once they are gone."""
-    deadline = time.monotonic() + seconds
-    while pids and time.monotonic() < deadline:
-        pids = {pid for pid in pids if os.path.exists(f"/proc/{pid}")}
-        if pids:
-            time.sleep(0.01)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except OSError:
-        pass
 
 
 def _run(cmd: list[str], what: str) -> None:

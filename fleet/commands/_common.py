@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..connection import ConnectOptions
+from ..connection import DEAD_AFTER, ConnectOptions
 from ..env import Environment
 from ..report import Reporter
 
@@ -14,9 +14,12 @@ def add_inventory(parser: argparse.ArgumentParser, *, default: str | None = None
         parser.add_argument("inventory", nargs="?", default=default, metavar="INVENTORY",
                             help=f"inventory YAML file (default: {default})")
     else:
-        parser.add_argument("inventory", metavar="INVENTORY", help="inventory YAML file, e.g. inventories/pods.yaml")
-    parser.add_argument("--limit", "-l", action="append", metavar="NAMES",
-                        help="only these hosts or groups (comma-separated; may repeat)")
+        parser.add_argument("inventory", nargs="?", default=None, metavar="INVENTORY",
+                            help="inventory YAML file, e.g. inventories/pods.yaml (default: $FLEET_INVENTORY)")
+        parser.set_defaults(needs_inventory=True)   # fleet.cli fills it from FLEET_INVENTORY
+    parser.add_argument("--limit", "-l", action="append", metavar="PATTERNS",
+                        help="only these hosts or groups: names or globs, '!' excludes "
+                             "(e.g. 'pod-*,!pod-570'; comma-separated; may repeat)")
 
 
 def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
@@ -28,6 +31,11 @@ def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
                        help="give up one connection attempt after this long (default: 10)")
     group.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                        help="keep retrying hosts that refuse connections (still booting) for this long (default: 0)")
+    group.add_argument("--dead-after", type=_positive_float, default=None, metavar="SECONDS",
+                       help="give a host up when it has answered neither output nor an SSH keep-alive for this "
+                            "long (a pod that vanished, a frozen machine); a long quiet command such as pip "
+                            "installing torch is not cut off, since a live host answers keep-alives "
+                            f"(default: $FLEET_DEAD_AFTER or {DEAD_AFTER:g})")
     if forks:
         group.add_argument("--forks", type=_positive, default=None, metavar="N",
                            help="hosts to work on at once (default: all of them)")
@@ -39,11 +47,23 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOptions:
     return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
-                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg))
+                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg),
+                          dead_after=getattr(args, "dead_after", None) or 0.0,
+                          on_command=reporter.progress if reporter.verbose else None)
 
 
 def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
-    return Reporter(env, quiet=getattr(args, "quiet", False))
+    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
 
 
 def _positive(text: str) -> int:

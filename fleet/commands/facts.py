@@ -15,6 +15,10 @@ and one row per fact: rows where hosts differ first and highlighted, identical r
   fleet facts inventories/fleet.yaml
   fleet facts inventories/lab.yaml --limit pods --json
   fleet facts inventories/fleet.yaml --cached --drift     what changed since the record before, no SSH
+  fleet facts inventories/fleet.yaml --cached --format html -o facts.html   a page to open in a browser
+
+--format md|csv|html prints every fact (differing rows first) as Markdown, CSV or one self-contained HTML
+page (verify and its perf figures per host, each record's age; no external assets).
 
 Exit status is 1 if any host was unreachable (its column shows the age of its last record).
 """
@@ -31,6 +35,10 @@ def register(subparsers) -> None:
                         help="show identical rows too instead of folding them")
     parser.add_argument("--drift", action="store_true",
                         help="show, per host, what changed since the previous record")
+    parser.add_argument("--format", choices=("table", "md", "csv", "html"), default="table",
+                        help="table (default: drawn on a terminal, tab-separated in a pipe), md, csv or html")
+    parser.add_argument("-o", "--output", metavar="FILE", default=None,
+                        help="write the md/csv/html report to FILE (atomically) instead of stdout")
     _common.add_connect(parser)
     parser.set_defaults(func=run)
 
@@ -51,8 +59,12 @@ def run(args: argparse.Namespace, env) -> int:
     last = {name: record or store.read(inventory.facts_dir, name) for name, record in records.items()}
     if args.json:
         _print_json(reporter, records, outcomes, inventory.facts_dir, args.drift)
+    elif args.format != "table":
+        _export(args, env, reporter, outcomes, last)
     else:
         _print_tables(reporter, outcomes, last, inventory.facts_dir, args)
+    if any(outcome.interrupted for outcome in outcomes.values()):
+        return ExitStatus.INTERRUPTED
     failed = any(outcome.error for outcome in outcomes.values())
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
 
@@ -102,6 +114,8 @@ def _print_json(reporter, records, outcomes, facts_dir, with_drift: bool) -> Non
 
 
 def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
+    from rich.markup import escape
+
     from ..facts import compare, store
 
     for name, outcome in outcomes.items():
@@ -117,11 +131,44 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
         for name in outcomes:
             previous = store.read(facts_dir, name, previous=True)
             since = f"previous record {store.describe_age(store.age_seconds(previous))}" if previous else "no previous record"
-            reporter.print(compare.render_drift(name, _drift(facts_dir, name), since=since))
+            changes = _drift(facts_dir, name)
+            if changes:
+                reporter.print(compare.render_drift(name, changes, since=since))
+            else:   # one line, not a table with no rows
+                reporter.print(f"{escape(name)}: no change since the {'previous record' if previous else 'first record'}"
+                               f" [dim]({escape(since)})[/dim]")
     if not args.cached:
         written = sum(1 for o in outcomes.values() if not o.error)
         timing = ", ".join(f"{name} {o.seconds:.2f}s/{o.remote_commands} cmd" for name, o in outcomes.items())
         reporter.print(f"[dim]{written} record(s) written to {facts_dir} ({timing})[/dim]")
+
+
+def _export(args, env, reporter, outcomes, last) -> None:
+    """md, csv or html: every row (differing first), each host's record age."""
+    from datetime import datetime, timezone
+
+    from .. import __version__
+    from ..atomic import write_atomic
+    from ..facts import compare, export, html, store
+
+    for outcome in outcomes.values():
+        if outcome.error:
+            reporter.error(outcome.error)
+    columns = [_column(name, outcome, last[name], cached=args.cached) for name, outcome in outcomes.items()]
+    comparison = compare.compare(last, columns)
+    ages = {name: store.describe_age(store.age_seconds(record)) if record else None for name, record in last.items()}
+    if args.format == "html":
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        text = html.render(comparison, last, ages, generated=now, version=__version__)
+    else:
+        text = (export.markdown if args.format == "md" else export.csv_text)(comparison, ages)
+    if args.output:
+        path = env.cwd / args.output
+        write_atomic(path, text.encode(), mode=0o644)
+        reporter.progress("facts", f"{args.format} report written to {path}")
+    else:
+        env.console.file.write(text)
+        env.console.file.flush()
 
 
 def _column(name, outcome, record, *, cached: bool):

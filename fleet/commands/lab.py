@@ -95,4 +95,6 @@ def _table(env, title: str, states) -> None:
     for s in states:
         port = "" if s.port == 22 else f":{s.port}"
         table.add_row(s.name, f"{s.address}{port}", s.profile, s.driver, s.state, f"{s.seconds:.2f}" if s.seconds else "")
-    env.console.print(table)
+    from ..report import Reporter
+
+    Reporter(env).print(table)   # drawn on a terminal, tab-separated in a pipe

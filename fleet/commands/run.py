@@ -35,7 +35,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, env) -> int:
     from ..errors import ExitStatus, InputError
     from ..inventory import load_inventory
-    from ..parallel import on_hosts
+    from ..parallel import interrupted, on_hosts
 
     words = list(args.command) + list(args.rest)
     if not words:
@@ -55,16 +55,24 @@ def run(args: argparse.Namespace, env) -> int:
         failed |= outcome.error is not None or res.exit != 0
         results[name] = {"exit": res.exit if res else None, "stdout": res.stdout if res else "",
                          "stderr": res.stderr if res else "", "error": outcome.error}
+        if outcome.interrupted:
+            results[name].update(interrupted=True, started=outcome.started)
     if args.json:
         reporter.json(results, outcomes)
     else:
         _print_grouped(reporter, results, outcomes)
+    if interrupted(outcomes):
+        return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
 
 
 def _print_grouped(reporter, results, outcomes) -> None:
     for name, res in results.items():
         seconds = outcomes[name].seconds
+        if outcomes[name].interrupted:
+            reporter.host_block(name, "INTERRUPTED" if outcomes[name].started else "NOT STARTED",
+                                reporter.partial(outcomes[name]), "yellow")
+            continue
         if res["error"]:
             reporter.host_block(name, "UNREACHABLE" if outcomes[name].unreachable else "FAILED", res["error"], "red")
             continue

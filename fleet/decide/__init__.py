@@ -8,7 +8,7 @@ host needs, each with a one-line reason (the knowledge in shared/DOMAIN.md). No 
 from __future__ import annotations
 
 from fleet.decide.cuda import decide_compat, decide_cuda
-from fleet.decide.host import FactsError, read_host
+from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.decide.model import Decisions
 from fleet.decide.torch_wheel import decide_torch
@@ -26,7 +26,8 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     torch = decide_torch(host, v, compat)
     nvpl, cudss = decide_nvpl(host, v, torch), decide_cudss(host, v, torch)
     # The first refusal is the root cause: compat before torch (a torch refusal may follow from it).
-    refuse = next((d.refuse for d in (compat, cuda, torch, nvpl, cudss) if d.refuse), None)
+    # A GPU that NVML cannot reach is refused before anything is planned for it (host_refusal).
+    refuse = host_refusal(host) or next((d.refuse for d in (compat, cuda, torch, nvpl, cudss) if d.refuse), None)
     path = ld_library_path(compat, cuda, nvpl, cudss)
     return Decisions(
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,

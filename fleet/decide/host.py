@@ -36,6 +36,7 @@ class Host:
     python_version: str | None   # "3.12"
     torch: dict | None
     env_ld_library_path: str
+    nvml_error: dict | None = None   # nvidia-smi's NVML failure: {message, mismatch, library_version}
 
     @property
     def has_gpu(self) -> bool:
@@ -89,7 +90,29 @@ def read_host(facts) -> Host:
         python_version=_python_xy(python.get("version")),
         torch=facts.get("torch"),
         env_ld_library_path=str((facts.get("env") or {}).get("LD_LIBRARY_PATH") or ""),
+        nvml_error=(facts.get("driver") or {}).get("nvml_error"),
     )
+
+
+def host_refusal(host: Host) -> str | None:
+    """A GPU host fleet must not plan for: NVML out of step with the kernel module, or a kernel driver whose
+    GPUs cannot be read. Either way never CPU torch on a machine whose kernel has an NVIDIA driver (issue 11).
+
+    The mismatch is what a user-space driver upgrade under a loaded kernel module leaves; a reboot or a
+    module reload fixes it (tinygrad/open-gpu-kernel-modules#47, oddmario/NVIDIA-Ubuntu-Driver-Guide#4).
+    """
+    nvml = host.nvml_error or {}
+    if nvml.get("mismatch"):
+        library = f" (NVML {nvml['library_version']})" if nvml.get("library_version") else ""
+        return (f"nvidia-smi fails with \"{nvml.get('message')}\": the user-space NVIDIA driver{library} no longer "
+                f"matches the loaded kernel module {host.driver or '(unknown)'}, as an unattended driver upgrade "
+                "leaves it, and CUDA fails the same way; reboot the host, or reload the nvidia kernel modules "
+                "(rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), then run fleet again")
+    if host.driver and not host.gpus and host.platform != "jetson-thor":
+        why = f" (nvidia-smi: {nvml['message']})" if nvml.get("message") else ""
+        return (f"the kernel has NVIDIA driver {host.driver} but no GPU could be read{why}; fleet will not plan "
+                "CPU torch on a GPU host: check /proc/driver/nvidia/gpus and nvidia-smi, then run fleet again")
+    return None
 
 
 def _section(facts: dict, name: str) -> dict:

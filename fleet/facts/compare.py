@@ -13,7 +13,8 @@ from rich.table import Table
 
 # Bookkeeping that always differs, or detail already summarised elsewhere in the table.
 SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "library_sources", "system.disks",
-        "torch.warnings", "cuda.compat.all", "system.mem_available_mb"}
+        "torch.warnings", "cuda.compat.all", "system.mem_available_mb", "shells.home", "verify.cuda",
+        "verify.perf.look"}
 # Figures that move a little between any two gathers: not drift.
 DRIFT_SKIP = {"system.disk_free_gb"}
 # Unique per host by nature: they would always "differ" in the table (they stay in records and drift).
@@ -82,6 +83,14 @@ def _walk(value, prefix: str, rows: dict[str, str]) -> None:
         for check in value:
             if isinstance(check, dict) and not check.get("passed"):
                 rows[f"verify.failed.{check.get('name')}"] = show(check.get("detail"))
+        return
+    if prefix == "env.compat_lines" and isinstance(value, list):   # one sentence per neutralized line
+        rows[prefix] = str(len(value)) if value else "none"
+        for i, line in enumerate(value):
+            rows[f"{prefix}.{i}"] = show(line.get("says") if isinstance(line, dict) else line)
+        return
+    if re.fullmatch(r"shells\.\w+\.ld_changes", prefix) and isinstance(value, list):   # file:line of each change
+        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}" for c in value if isinstance(c, dict)) or "none"
         return
     if isinstance(value, dict):
         if not value and prefix:

@@ -30,6 +30,14 @@ DRIVER = (
     "else echo 'source none'; fi"
 )
 
+# The kernel driver proves a GPU even where nvidia-smi is missing or NVML fails: one information file per GPU,
+# and the device nodes (NVIDIA driver README, "Kernel Modules" and "procfs" chapters).
+KERNEL_GPUS = (
+    "for f in /proc/driver/nvidia/gpus/*/information; do [ -r \"$f\" ] && { printf '@@gpu %s\\n' \"$f\"; cat \"$f\"; }; done\n"
+    "for d in /dev/nvidia[0-9]* /dev/nvidiactl /dev/nvidia-uvm; do [ -e \"$d\" ] && printf '@@dev %s\\n' \"$d\"; done\n"
+    "true"
+)
+
 TEGRA = "if [ -r /etc/nv_tegra_release ]; then cat /etc/nv_tegra_release; fi"
 DT_MODEL = "if [ -r /proc/device-tree/model ]; then tr -d '\\000' < /proc/device-tree/model; echo; fi"
 
@@ -78,6 +86,9 @@ def parse_nvidia_smi(text: str) -> dict:
     """
     if "nvidia-smi: not installed" in text:
         return {"gpus": [], "rejected": None, "installed": False}
+    failure = nvml_failure(text)
+    if failure:
+        return {"gpus": [], "rejected": None, "installed": True, "failure": failure}
     rejected = re.search(r"^rejected (.*)$", text, re.M)
     query = None
     gpus, other = [], []
@@ -95,13 +106,61 @@ def parse_nvidia_smi(text: str) -> dict:
     return {"gpus": gpus, "rejected": rejected[1].strip() if rejected else None, "installed": True}
 
 
+# NVML failures that leave the GPU in place: nvidia-smi prints one of these and exits non-zero (18 is
+# NVML_ERROR_LIB_RM_VERSION_MISMATCH in the NVML API reference). The mismatch is what a driver upgrade under a
+# loaded kernel module leaves (tinygrad/open-gpu-kernel-modules#47 shows the output; a reboot or a module
+# reload fixes it: oddmario/NVIDIA-Ubuntu-Driver-Guide#4).
+_NVML_FAILURES = (r"Failed to initialize NVML: [^\n]*", r"NVIDIA-SMI has failed because it couldn't communicate[^\n]*")
+
+
+def nvml_failure(text: str) -> dict | None:
+    """-> {"message": "Failed to initialize NVML: Driver/library version mismatch", "mismatch": True,
+    "library_version": "580.159"} for a failing nvidia-smi, else None."""
+    plain = "\n".join(line for line in text.splitlines() if not line.startswith("rejected ")) or text
+    for pattern in _NVML_FAILURES:
+        found = re.search(pattern, plain)
+        if found:
+            library = re.search(r"NVML library version:\s*(\S+)", text)
+            return {"message": found[0].strip(), "mismatch": "version mismatch" in found[0].lower(),
+                    "library_version": library[1] if library else None}
+    return None
+
+
+def parse_kernel_gpus(text: str) -> dict:
+    """The kernel_gpus section -> {"gpus": [{name, uuid, bus}], "devices": ["/dev/nvidia0", ...]}.
+
+        @@gpu /proc/driver/nvidia/gpus/0000:00:07.0/information
+        Model: 		 NVIDIA H100 80GB HBM3
+        GPU UUID: 	 GPU-270f419f-...
+        Bus Location: 	 0000:00:07.0
+        @@dev /dev/nvidia0
+    """
+    gpus, devices = [], []
+    if text.strip() and not text.lstrip().startswith("@@"):
+        raise ValueError("not the kernel driver's GPU listing: " + text.strip()[:100])
+    for line in text.splitlines():
+        if line.startswith("@@gpu "):
+            bus = line[6:].rstrip("/").split("/")[-2] if "/gpus/" in line else None
+            gpus.append({"name": None, "uuid": None, "bus": bus})
+        elif line.startswith("@@dev "):
+            devices.append(line[6:].strip())
+        elif gpus and ":" in line:
+            key, _, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "Model":
+                gpus[-1]["name"] = value or None
+            elif key == "GPU UUID":
+                gpus[-1]["uuid"] = value if value and "?" not in value else None
+    return {"gpus": gpus, "devices": devices}
+
+
 def parse_smi_header(text: str) -> dict:
     """`nvidia-smi` table header -> {"driver_version": "580.159.04", "cuda_version": "13.0"}.
 
         | NVIDIA-SMI 580.159.04   Driver Version: 580.159.04     CUDA Version: 13.0     |
     "CUDA Version" follows whichever libcuda is loaded (compat changes it): informative, never decisive.
     """
-    if "nvidia-smi: not installed" in text:
+    if "nvidia-smi: not installed" in text or nvml_failure(text):
         return {"driver_version": None, "cuda_version": None}
     driver = re.search(rf"Driver Version:\s*({_VERSION})", text)
     cuda = re.search(r"CUDA Version:\s*(\d+\.\d+)", text)

@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 
 from .. import __version__
 from ..sections import Section, section
-from . import cuda, gpu, software, system
+from . import cuda, gpu, shells, software, system
 from .record import assemble
 
-DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass", "facts_torch_timeout": 60}
+DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}
 
 
 def _settings(vars: dict | None) -> dict:
@@ -45,6 +45,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "meminfo": system.MEMINFO,
         "df": system.df_command(disk_dirs(settings)),
         "driver": gpu.DRIVER,
+        "kernel_gpus": gpu.KERNEL_GPUS,
         "tegra": gpu.TEGRA,
         "dt_model": gpu.DT_MODEL,
         "nvidia_smi": gpu.NVIDIA_SMI,
@@ -53,10 +54,11 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "cuda_compat": cuda.COMPAT.strip(),
         "libraries": cuda.libraries_command(),
         "env": software.ENV,
+        "shells": shells.command(),
         "python": software.python_command(str(settings["python_env"])),
         "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
         "verify": software.VERIFY,
-        "torch": software.torch_command(str(settings["python_env"]), int(settings["facts_torch_timeout"])),
+        "torch": software.torch_command(str(settings["python_env"])),
     }
 
 

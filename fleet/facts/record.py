@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..cuda_table import compare_versions, cuda_max_for_driver
-from . import cuda, gpu, software, system
+from . import cuda, gpu, shells, software, system
 from .scrub import scrub_text
 
 RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
@@ -44,32 +44,69 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     tegra = reader.read("tegra", gpu.parse_tegra_release)
     model = reader.read("dt_model", gpu.parse_dt_model)
 
+    kernel = reader.read("kernel_gpus", gpu.parse_kernel_gpus, {"gpus": [], "devices": []})
     gpus = [{key: g[key] for key in ("index", "name", "compute_cap", "memory_mb", "uuid")} for g in smi["gpus"]]
+    if not gpus and kernel["gpus"]:
+        # nvidia-smi missing or NVML failing: the kernel driver still proves the GPUs (issue 11)
+        gpus = [{"index": i, "name": g["name"], "compute_cap": None, "memory_mb": None, "uuid": g["uuid"],
+                 "source": "kernel"} for i, g in enumerate(kernel["gpus"])]
     driver = _driver(kernel_driver, smi["gpus"], header, tegra)
+    driver["nvml_error"] = smi.get("failure")
+    driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
                                    tegra is not None, driver["version"] is not None)
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
+    cuda_facts = _cuda(reader)
+    shell_facts = reader.read("shells", shells.parse)
+    env = reader.read("env", software.parse_env,
+                      {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []})
+    # every startup line (not fleet's) that puts cuda-compat on the path, with what it breaks
+    env["compat_lines"] = shells.compat_lines(shell_facts, driver["version"], cuda_facts.get("compat"), platform,
+                                              [g["name"] or "" for g in gpus])
     libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
                             arch=uname.get("arch"))
+    verify = reader.read("verify", software.parse_verify)
     return {
         "system": _system(reader, uname, os_release),
         "platform": platform,
         "gpus": gpus,
         "driver": driver,
         "jetson": _jetson(tegra, model, platform),
-        "cuda": _cuda(reader),
+        "cuda": cuda_facts,
         "libraries": libraries["libraries"],
         "library_sources": libraries["sources"],
         "python": reader.read("python", software.parse_python,
                               {"version": None, "executable": None, "env": None, "env_exists": False}),
-        "torch": reader.read("torch", software.parse_torch),
+        "torch": with_last_verify(reader.read("torch", software.parse_torch), verify),
         "cutlass": reader.read("cutlass", software.parse_cutlass),
-        "env": reader.read("env", software.parse_env,
-                           {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}),
-        "verify": reader.read("verify", software.parse_verify),
+        "env": env,
+        "shells": shell_facts,
+        "verify": verify,
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
+
+
+_FROM_IMPORT = ("cuda_available", "arch_list", "capability", "device_name", "missing_libraries", "from_verify_at")
+
+
+def with_last_verify(torch: dict | None, verify: dict | None) -> dict | None:
+    """What only importing torch can tell (CUDA available, the arch list, the device, missing libraries), taken
+    from the last verify when it ran on this very torch version; the probe itself never imports torch.
+    A record captured by an older fleet (which imported torch in the probe) keeps what it holds."""
+    if not torch or not isinstance(verify, dict) or "from_verify_at" not in torch and torch.get("cuda_available") is not None:
+        return torch
+    seen = verify.get("torch") if isinstance(verify.get("torch"), dict) else {}
+    base = {k: v for k, v in torch.items() if k not in _FROM_IMPORT}
+    if seen.get("version") != torch.get("version"):
+        return {**base, "cuda_available": None, "arch_list": [], "capability": None, "device_name": None}
+    checks = {c.get("name"): c for c in verify.get("checks") or [] if isinstance(c, dict)}
+    imported = checks.get("torch_imports", {})
+    return {**base, "cuda_available": checks.get("cuda_available", {}).get("passed") if imported.get("passed") else None,
+            "arch_list": seen.get("arch_list") or [], "capability": seen.get("capability"),
+            "device_name": seen.get("device"), "missing_libraries": verify.get("missing_libraries") or [],
+            "error": base.get("error") or (None if imported.get("passed", True) else imported.get("detail")),
+            "from_verify_at": verify.get("at")}
 
 
 def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:

@@ -93,68 +93,42 @@ def parse_python(text: str) -> dict:
 
 # ---- torch ------------------------------------------------------------------------------------------
 
-TORCH_PROGRAM = r'''
-import glob, importlib.util, json, os, re, subprocess, warnings
-out = {}
-spec = importlib.util.find_spec("torch")
-if spec is None:
-    print(json.dumps({"installed": False}))
-    raise SystemExit(0)
-out["installed"] = True
-where = list(spec.submodule_search_locations or [""])[0]
-out["path"] = where
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    try:
-        import torch
-    except BaseException as error:  # ImportError, or OSError straight from the dynamic loader
-        out["error"] = f"{type(error).__name__}: {error}"
-        named = re.findall(r"(lib[\w.+-]+?\.so[\w.]*): cannot open shared object", str(error))
-        objects = glob.glob(os.path.join(where, "lib", "*.so*")) + glob.glob(os.path.join(where, "_C*.so"))
-        try:  # ldd names every missing library at once, not one failed import at a time
-            text = subprocess.run(["ldd", *objects], capture_output=True, text=True, timeout=20).stdout if objects else ""
-        except Exception:
-            text = ""
-        found = re.findall(r"^\s*(\S+) => not found", text, re.M)
-        out["missing_libraries"] = list(dict.fromkeys(named + found))
-    else:
-        out["version"] = getattr(torch, "__version__", None)
-        out["cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
-        try:
-            out["cuda_available"] = bool(torch.cuda.is_available())
-            if out["cuda_available"]:
-                out["arch_list"] = list(torch.cuda.get_arch_list())
-                out["capability"] = "%d.%d" % tuple(torch.cuda.get_device_capability(0))
-                out["device_name"] = torch.cuda.get_device_name(0)
-            else:
-                flags = getattr(torch._C, "_cuda_getArchFlags", lambda: "")() or ""
-                out["arch_list"] = flags.split()
-        except Exception as error:
-            out["cuda_error"] = f"{type(error).__name__}: {error}"
-out["warnings"] = [str(w.message)[:300] for w in caught][:5]
-print(json.dumps(out))
-'''
-
-
-def torch_command(python_env: str, timeout_s: int = 60) -> str:
-    """Run TORCH_PROGRAM with the roles' python, under a timeout so a wedged GPU cannot hang the gather."""
+# No `import torch` here, and no Python at all: importing torch costs seconds on a real GPU host (CUDA
+# initialisation) and takes GPU memory from whatever runs there. The version comes from the distribution's
+# METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
+# packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
+# last verify, which the engine re-runs only when its fingerprint changes (fleet/verify_gate.py).
+def torch_command(python_env: str) -> str:
+    """Shell printing one JSON line about the torch distribution the roles' python would import."""
     return (
         f"{select_python(python_env)}\n"
         "[ -n \"$py\" ] || { echo '{\"installed\": false, \"error\": \"no python3\"}'; exit 0; }\n"
-        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout {int(timeout_s)}'\n"
-        # -B: read-only, even where importing torch could write __pycache__ into site-packages
-        f"$t \"$py\" -B -c {shlex.quote(TORCH_PROGRAM)}\n"
-        f"rc=$?; [ $rc = 124 ] && echo '{{\"timed_out\": {int(timeout_s)}}}'\n"
-        "exit $rc"
+        # The venv's own site-packages; without a venv, where Debian/Ubuntu's python3 and pip put packages.
+        "if [ \"$env_exists\" = yes ]; then set -- \"$env_dir\"/lib/python3*/site-packages\n"
+        "else set -- \"$HOME\"/.local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
+        "/usr/lib/python3/dist-packages /usr/local/lib/python3*/site-packages; fi\n"
+        "if [ -n \"${PYTHONPATH:-}\" ]; then ifs=$IFS; IFS=:; set -- $PYTHONPATH \"$@\"; IFS=$ifs; fi\n"
+        "meta=; for d in \"$@\"; do for m in \"$d\"/torch-*.dist-info/METADATA; do "
+        "[ -r \"$m\" ] && { meta=$m; site=$d; break 2; }; done; done\n"
+        "[ -n \"$meta\" ] || { echo '{\"installed\": false}'; exit 0; }\n"
+        "json() { printf '%s' \"$1\" | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g'; }\n"
+        "version=$(sed -n 's/^Version: *//p' \"$meta\" | head -n 1)\n"
+        "if [ -r \"$site/torch/version.py\" ]; then\n"
+        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
+        "  error=\nelse cuda=; error='cannot read torch/version.py'; fi\n"
+        "printf '{\"installed\": true, \"version\": \"%s\", \"path\": \"%s\", \"cuda\": %s, \"error\": %s}\\n' "
+        "\"$(json \"$version\")\" \"$(json \"$site/torch\")\" "
+        "\"$([ -n \"$cuda\" ] && printf '\"%s\"' \"$(json \"$cuda\")\" || echo null)\" "
+        "\"$([ -n \"$error\" ] && printf '\"%s\"' \"$error\" || echo null)\""
     )
 
 
 def parse_torch(text: str) -> dict | None:
-    """The torch section (last JSON line; anything before it is warnings torch printed) -> dict | None.
+    """The torch section (last JSON line) -> dict | None.
 
-        {"version": "2.11.0+cu130", "cuda": "13.0", "cuda_available": true, "arch_list": ["sm_90", ...],
-         "capability": "9.0", "device_name": "NVIDIA H100 80GB HBM3"}
-    Not installed -> None; an import that fails -> version None with the error and the missing libraries.
+        {"version": "2.11.0+cu130", "cuda": "13.0", "path": ".../site-packages/torch"}
+    Not installed -> None. Older records (and captures) hold what an import told: cuda_available, arch_list,
+    capability, device_name; those keys are kept when present, and otherwise filled from the last verify.
     """
     lines = [line for line in text.splitlines() if line.strip()]
     data = None
@@ -165,7 +139,7 @@ def parse_torch(text: str) -> dict | None:
     if not isinstance(data, dict):
         raise ValueError("no JSON line from the torch program")
     if "timed_out" in data:
-        raise ValueError(f"torch did not answer within {data['timed_out']} s (a wedged GPU or driver?)")
+        raise ValueError(f"reading torch's metadata did not finish within {data['timed_out']} s (a hung filesystem?)")
     if not data.get("installed"):
         return None
     return {

@@ -2,6 +2,10 @@
 
 Placement matters: Ubuntu's ~/.bashrc returns early for non-interactive shells, and `ssh host cmd` runs one,
 so a hook appended at the end never reaches it. `position: top` puts the block first, before that return.
+`position: before_return` puts it just above that return (at the top where there is none), so it runs LAST
+in a non-interactive shell: after every line above it, which would otherwise get the final word. `position:
+last` keeps it the file's last block, moving it back down when someone appends below it (it runs last in an
+interactive shell). Both exist for env_hooks (issue 11: a compat export above or below the hook won).
 The file is rewritten through a temp file and a rename, so a dropped connection never leaves half a .bashrc.
 """
 
@@ -29,6 +33,13 @@ def _awk(op: str, path: str) -> str:
     return f"fleet_do={op} awk {q(_AWK)} {path}"
 
 
+# The non-interactive early return of a ~/.bashrc: Ubuntu's `case $- in ... *) return;; esac`, Debian's and
+# others' `[ -z "$PS1" ] && return`, `[[ $- != *i* ]] && return`, `if [[ $- != *i* ]]; then return; fi`.
+EARLY_RETURN = (r'^[[:space:]]*(case[[:space:]]+"?\$-"?[[:space:]]+in'
+                r'|\[\[?[[:space:]].*(\$-|PS1).*\]\]?[[:space:]]*(&&|\|\|)[[:space:]]*return'
+                r'|if[[:space:]].*(\$-|PS1).*then[[:space:]]*return)')
+
+
 class Block(Resource):
     type_name = "block"
     path_param = "path"
@@ -36,7 +47,7 @@ class Block(Resource):
         "path": Param((str,), required=True),
         "block": Param((str,), required=True),
         "marker": Param((str,), default="fleet", check=one_line_problem),
-        "position": Param((str,), default="bottom", check=one_of("top", "bottom")),
+        "position": Param((str,), default="bottom", check=one_of("top", "bottom", "before_return", "last")),
         "mode": Param((str, int), default="0644", check=mode_problem),   # for a file it creates
         "root": Param((bool,), default=None),
     }
@@ -59,15 +70,27 @@ class Block(Resource):
         begin, end = self._markers()
         return f"export b={q(begin)} e={q(end)} want={q(self._wanted())}\n"
 
+    def _placed(self, path: str) -> str:
+        """A test that is true when the block stands where its position wants it."""
+        position = self.p["position"]
+        if position == "top":
+            return f"head -n 1 {path} | grep -qxF -- \"$b\""
+        if position == "last":  # the last non-blank line ends the block
+            return f"[ \"$(grep -v '^[[:space:]]*$' {path} | tail -n 1)\" = \"$e\" ]"
+        if position == "before_return":  # just above the early return, or first where there is none
+            return (f"{{ r=$(grep -nE -m1 {q(EARLY_RETURN)} {path} | cut -d: -f1); "
+                    f"if [ -n \"$r\" ]; then [ \"$r\" -gt 1 ] && [ \"$(sed -n \"$((r-1))p\" {path})\" = \"$e\" ]; "
+                    f"else head -n 1 {path} | grep -qxF -- \"$b\"; fi; }}")
+        return f"grep -qxF -- \"$b\" {path}"
+
     def check(self) -> str:
         path = qpath(self.p["path"])
-        where = "head -n 1" if self.p["position"] == "top" else "cat"
         return (
             self._vars()
             + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
             f"have=$({_awk('keep', path)}; echo x)\n"
             "have=${have%x}\n"
-            f"if [ \"$have\" = \"$want\" ] && {where} {path} | grep -qxF -- \"$b\"; then "
+            f"if [ \"$have\" = \"$want\" ] && {self._placed(path)}; then "
             "echo 'block present and placed'; exit 0; fi\n"
             "if [ -z \"$have\" ]; then echo 'block absent'; else echo 'block differs or is misplaced'; fi\n"
             f"printf '\\n{DIFF_MARK}\\n'; printf '%s' \"$have\"\n"
@@ -77,8 +100,16 @@ class Block(Resource):
     def apply(self) -> str:
         # Top: the block first, then the file without it. Bottom: an existing block is replaced where it
         # stands, a new one is appended. A last line without a newline keeps lacking it when it stays last.
-        if self.p["position"] == "top":
+        position = self.p["position"]
+        if position == "top":
             assemble = "printf '%s' \"$want\"; " + _awk("strip", '"$f"') + "; user_last=1"
+        elif position == "last":
+            assemble = _awk("strip", '"$f"') + "; printf '%s' \"$want\""
+        elif position == "before_return":
+            assemble = ("s=$(mktemp); " + _awk("strip", '"$f"') + " > \"$s\"; "
+                        f"r=$(grep -nE -m1 {q(EARLY_RETURN)} \"$s\" | cut -d: -f1); "
+                        "if [ -n \"$r\" ]; then head -n \"$((r-1))\" \"$s\"; printf '%s' \"$want\"; tail -n +\"$r\" \"$s\"; "
+                        "else printf '%s' \"$want\"; cat \"$s\"; fi; rm -f -- \"$s\"; user_last=1")
         else:
             assemble = ("if [ -n \"$(" + _awk("keep", '"$f"') + ")\" ]; then " + _awk("replace", '"$f"')
                         + "; user_last=1; else " + _awk("strip", '"$f"') + "; printf '%s' \"$want\"; fi")

@@ -121,3 +121,29 @@ def test_down_of_the_last_hosts_removes_the_state(tmp_path):
 
 def ok_host(root: Path, name: str) -> bool:
     return LabHost(name, root).running() and answers_ssh(LabHost(name, root).record()["address"], 22)
+
+
+def test_down_waits_for_a_busy_host_and_up_follows_at_once(lab, tmp_path):
+    """A login still running a command that ignores SIGTERM: down escalates to SIGKILL and returns only when
+    every process of the host has ended and its address is free; up right after finds no half-dead host."""
+    from fleet.connection import ConnectOptions, connect
+    from fleet.inventory import load_inventory
+    from fleet_lab import procs
+    inv = tmp_path / "scratch.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": SCRATCH}))
+    lab_api.down(inv, root=lab.root)
+    lab_api.up(inv, root=lab.root)
+    ns = LabHost("scratch-pod", lab.root).record()["mount_ns"]
+    with connect(load_inventory(inv).hosts["scratch-pod"], ConnectOptions(known_hosts=lab.root / "fleet_known_hosts")) as conn:
+        res = conn.run("setsid sh -c \"trap '' TERM; echo ready > /tmp/busy; exec sleep 600\" "
+                       "</dev/null >/dev/null 2>&1 & until test -s /tmp/busy; do sleep 0.01; done; echo ok")
+        assert res.exit == 0 and res.stdout.strip() == "ok"
+        members = in_namespace(ns)
+        assert any(Path(f"/proc/{pid}/comm").read_text().strip() == "sleep" for pid in members)
+        lab_api.down(inv, root=lab.root)
+    assert not any(alive(pid) for pid in members)
+    assert procs.bindable(SCRATCH_ADDRESS, 22) and listening_pids(SCRATCH_ADDRESS, 22) == []
+    [state] = lab_api.up(inv, root=lab.root)
+    assert state.state == "started" and answers_ssh(SCRATCH_ADDRESS, 22)
+    lab_api.down(inv, root=lab.root)
+    assert not LabHost("scratch-pod", lab.root).dir.exists()

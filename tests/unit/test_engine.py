@@ -69,7 +69,7 @@ def sourced(env_sh: str, tmp_path: Path, before: str = "/usr/lib/other") -> dict
 def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
     plan = plan_of(shipped, "pod-570")
     tasks = enabled(plan)
-    assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "env_hooks.0", "env_hooks.1", "env_hooks.2",
+    assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "env_hooks.3", "env_hooks.4",
                           "cutlass.0", "torch.0", "verify.0"}
     compat = tasks["cuda_compat.0"].resource.p
     assert compat["packages"] == ["cuda-compat-13-0"] and compat["hold"] is True
@@ -77,7 +77,27 @@ def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
     env = sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path)
     assert env["LD_LIBRARY_PATH"] == f"{COMPAT}:{X86_LIB}:/usr/lib/other"  # once, though sourced twice
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0" and env["CUTLASS_HOME"] == "/opt/cutlass"
-    assert env["PATH"] == "/opt/fleet/venv/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin"
+    # the venv's bin goes last, never ahead of the system's python3 (issue 16)
+    assert env["PATH"] == "/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"
+
+
+@pytest.mark.parametrize("case, first", [("pod-570", f"{COMPAT}:{X86_LIB}"), ("pod-580", X86_LIB)])
+@pytest.mark.parametrize("before", [f"{COMPAT}:/usr/lib/other", f"/usr/lib/other:{COMPAT}/",
+                                    f"/usr/local/cuda/compat/lib:/usr/lib/other:{X86_LIB}"])
+def test_env_sh_takes_every_other_compat_directory_off(shipped, tmp_path, case, first, before):
+    """Whoever put compat on the path (container env, a line above the hook), env.sh takes it off; compat
+    comes back first only where the decisions use it (pod-570)."""
+    content = enabled(plan_of(shipped, case))["env_hooks.0"].resource.p["content"]
+    assert sourced(content, tmp_path, before=before)["LD_LIBRARY_PATH"] == f"{first}:/usr/lib/other"
+
+
+def test_env_sh_and_the_facts_agree_on_what_a_compat_directory_is(shipped, tmp_path):
+    from fleet.facts.shells import COMPAT_DIR
+    content = enabled(plan_of(shipped, "pod-580"))["env_hooks.0"].resource.p["content"]
+    for d in (COMPAT, COMPAT + "/", "/usr/local/cuda/compat/lib", "/usr/local/cuda/compat/lib.real",
+              "/usr/local/cuda-12.8/compat", "/opt/compat", "/usr/local/cuda-13.0/lib64", "/srv/compatibility"):
+        kept = sourced(content, tmp_path, before=d)["LD_LIBRARY_PATH"] != X86_LIB
+        assert kept == (COMPAT_DIR.search(d) is None), d
 
 
 def test_pod_580_never_gets_compat(shipped, tmp_path):
@@ -93,7 +113,7 @@ def test_pod_580_never_gets_compat(shipped, tmp_path):
 
 def test_thor_with_the_jetson_index_gets_nvpl_and_cudss_wheels(shipped, tmp_path):
     tasks = enabled(plan_of(shipped, "thor-jetson"))
-    assert set(tasks) == {"nvpl.0", "cudss.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "cutlass.0",
+    assert set(tasks) == {"nvpl.0", "cudss.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "env_hooks.3", "env_hooks.4", "cutlass.0",
                           "torch.0", "verify.0"}
     for task_id, packages in (("nvpl.0", ["nvpl-blas", "nvpl-lapack"]), ("cudss.0", ["nvidia-cudss-cu13"])):
         assert tasks[task_id].spec.type == "pip"
@@ -202,10 +222,21 @@ def test_a_failed_verify_names_each_missing_library_and_its_role():
     providers = {"libcudss.so.0": "cudss", "libnvpl_lapack_lp64_gomp.so.0": "nvpl"}
     record = verify_record(data, providers)
     assert record["missing_providers"] == providers
-    assert record["summary"] == ("verify failed: libraries_resolve, torch_imports; missing libcudss.so.0 "
-                                 "(provided by role cudss); libnvpl_lapack_lp64_gomp.so.0 (provided by role nvpl)")
+    assert record["summary"] == ("verify failed: libraries_resolve: not found; torch_imports: ImportError; missing "
+                                 "libcudss.so.0 (provided by role cudss); libnvpl_lapack_lp64_gomp.so.0 (provided "
+                                 "by role nvpl)")
     ok = verify_record({"passed": True, "checks": [{"name": "cuda_available", "passed": True}]}, {})
     assert ok["summary"] == "verify passed: cuda_available" and ok["at"].endswith("+00:00")
+
+
+def test_a_failed_cuda_check_says_its_cause_never_a_bare_name():
+    detail = ("in an interactive shell: CUDA error 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (...) from "
+              "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05: ...; fix: take /usr/local/cuda-13.0/compat off")
+    record = verify_record({"passed": False, "checks": [
+        {"name": "cuda_available", "passed": True, "detail": "up"},
+        {"name": "cuda_available_interactive", "passed": False, "detail": detail}],
+        "perf": {"skipped": "perf skipped: 1 process, 58 GB in use"}}, {})
+    assert record["summary"] == f"verify failed: cuda_available_interactive: {detail} (perf skipped: 1 process, 58 GB in use)"
 
 
 # -- the whole flow, locally, on roles that only touch tmp_path ----------------------------------------------
@@ -323,3 +354,14 @@ def test_a_failing_apply_stops_the_host_and_names_what_did_not_run(demo, tmp_pat
     report, _ = converge(load_role(role_dir / "role.yaml"), host, facts_dir)
     (entry,) = report.tasks
     assert (entry.status, entry.reason) == ("failed", f"applied, but the check still says: needs to run")
+
+
+def test_env_sh_is_posix_sh_for_profile_d(shipped, tmp_path):
+    """/etc/profile.d is read by dash too (a login `sh`): same result, and an old hook's venv-first PATH is
+    put right (the venv's bin moves last: issue 16)."""
+    path = tmp_path / "env.sh"
+    path.write_text(enabled(plan_of(shipped, "pod-570"))["env_hooks.0"].resource.p["content"])
+    out = subprocess.run(["dash", "-c", f". '{path}'; . '{path}'; echo \"$LD_LIBRARY_PATH|$PATH\""],
+                         env={"PATH": "/opt/fleet/venv/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{COMPAT}/:/x"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"{COMPAT}:{X86_LIB}:/x|/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"

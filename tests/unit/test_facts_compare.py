@@ -97,3 +97,17 @@ def test_verify_checks_summarised():
     flat = compare.flatten(record)
     assert flat["verify.checks"] == "1/2 passed"
     assert flat["verify.failed.cuda"] == "error 803"
+
+
+def test_shell_traces_and_neutralized_lines_read_as_one_row_each():
+    """The real H100's record after issue 11's traps: one sentence per neutralized line, file:line per shell."""
+    import json
+    from pathlib import Path
+    record = json.loads((Path(__file__).resolve().parents[1] / "data" / "h100-device" / "issue11" /
+                         "facts-after-apply.json").read_text())
+    rows = compare.flatten(record)
+    assert rows["env.compat_lines"] == "2"
+    assert rows["env.compat_lines.1"].startswith("~/.bashrc:104 (via ~/pod_setup.sh:1) puts /usr/local/cuda-13.0/compat")
+    assert rows["shells.interactive.ld_changes"] == ("/etc/rp_environment:1 /etc/fleet/env.sh:38 /root/pod_setup.sh:1 "
+                                                     "/etc/fleet/env.sh:38")
+    assert not [k for k in rows if k.startswith(("verify.cuda", "shells.home", "shells.interactive.ld_changes."))]

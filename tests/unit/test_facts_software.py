@@ -77,69 +77,42 @@ def test_torch_absent_here_is_none(tmp_path):
     assert software.parse_torch(run(software.torch_command(str(tmp_path / "none")))) is None
 
 
-def cc() -> str:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.fail("a C compiler is needed (apt-get install gcc)")
-    return compiler
-
-
-def broken_torch(tmp_path: Path) -> Path:
-    """A torch package whose native extension needs two libraries that are not there (as Jetson wheels do)."""
+def installed_torch(tmp_path: Path, init: str, version_py: str | None) -> Path:
+    """A torch distribution as pip leaves it: the package and its .dist-info with METADATA."""
     site = tmp_path / "site"
     pkg = site / "torch"
-    (pkg / "lib").mkdir(parents=True)
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    for soname in ("libnvpl_lapack_lp64_gomp.so.0", "libcudss.so.0"):
-        src = stubs / "s.c"
-        src.write_text(f"int f_{soname.split('.')[0]}(void) {{ return 0; }}\n")
-        subprocess.run([cc(), "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", stubs / soname, src], check=True)
-    # the probe runs python3 from PATH: build the extension for that interpreter
-    suffix = subprocess.run(["python3", "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    ext = pkg / f"_C{suffix}"
-    src = tmp_path / "c.c"
-    src.write_text("int PyInit__C(void) { return 0; }\n")
-    subprocess.run([cc(), "-shared", "-fPIC", "-o", ext, src, "-Wl,--no-as-needed",
-                    stubs / "libnvpl_lapack_lp64_gomp.so.0", stubs / "libcudss.so.0"], check=True)
-    shutil.rmtree(stubs)  # now the loader cannot find either, as on a fresh Thor
-    (pkg / "__init__.py").write_text("from torch import _C\n__version__ = '2.11.0'\n")
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(init)
+    if version_py is not None:
+        (pkg / "version.py").write_text(version_py)
+    info = site / "torch-2.11.0+cu130.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n")
+    (info / "RECORD").write_text("torch/__init__.py,,\n")
     return site
 
 
-def test_torch_program_names_every_missing_library(tmp_path):
-    site = broken_torch(tmp_path)
+def test_torch_facts_come_from_files_never_from_an_import(tmp_path):
+    """An import would initialise CUDA (seconds on a real GPU, and GPU memory taken from a training job)."""
+    sentinel = tmp_path / "imported"
+    site = installed_torch(tmp_path, f"open({str(sentinel)!r}, 'w').close()\nimport time\ntime.sleep(30)\n",
+                           "__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n")
     out = run(software.torch_command(str(tmp_path / "none")), {**os.environ, "PYTHONPATH": str(site)})
     torch = software.parse_torch(out)
-    assert torch["version"] is None
-    assert "libnvpl_lapack_lp64_gomp.so.0: cannot open shared object file" in torch["error"]
-    assert torch["missing_libraries"] == ["libnvpl_lapack_lp64_gomp.so.0", "libcudss.so.0"]
+    assert (torch["version"], torch["cuda"], torch["path"]) == ("2.11.0+cu130", "13.0", str(site / "torch"))
+    assert torch["cuda_available"] is None and torch["error"] is None
+    assert not sentinel.exists() and not (site / "torch" / "__pycache__").exists()
 
 
-def test_torch_program_reads_a_working_torch(tmp_path):
-    pkg = tmp_path / "site" / "torch"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(
-        "import types, warnings\n__version__ = '2.11.0+cu130'\nversion = types.SimpleNamespace(cuda='13.0')\n"
-        "class _C:\n    @staticmethod\n    def _cuda_getArchFlags(): return 'sm_90 sm_100'\n"
-        "def _avail():\n    warnings.warn('The NVIDIA driver on your system is too old (found version 12080)')\n"
-        "    return False\ncuda = types.SimpleNamespace(is_available=_avail)\n")
-    out = run(software.torch_command(str(tmp_path / "none")), {**os.environ, "PYTHONPATH": str(tmp_path / "site")})
-    torch = software.parse_torch(out)
-    assert (torch["version"], torch["cuda"], torch["cuda_available"]) == ("2.11.0+cu130", "13.0", False)
-    assert torch["arch_list"] == ["sm_90", "sm_100"]
-    assert "found version 12080" in torch["warnings"][0]
-    assert not (pkg / "__pycache__").exists()  # the probe is read-only: importing torch wrote nothing
-
-
-def test_torch_timeout_is_recorded_not_hung(tmp_path):
-    pkg = tmp_path / "site" / "torch"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("import time\ntime.sleep(30)\n")
-    out = run(software.torch_command(str(tmp_path / "none"), timeout_s=1), {**os.environ, "PYTHONPATH": str(tmp_path / "site")})
-    with pytest.raises(ValueError, match="did not answer within 1 s"):
-        software.parse_torch(out)
+def test_a_cpu_torch_has_no_cuda_and_a_broken_one_still_reports_its_version(tmp_path):
+    site = installed_torch(tmp_path, "from torch import _C\n", "__version__ = '2.11.0+cpu'\ncuda = None\n")
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
+                                     {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["version"] == "2.11.0+cu130" and torch["cuda"] is None
+    (site / "torch" / "version.py").unlink()
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
+                                     {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["cuda"] is None and "cannot read torch/version.py" in torch["error"]
 
 
 def test_torch_garbage_raises():
@@ -177,3 +150,12 @@ def test_verify_result():
         software.parse_verify("{not json")
     with pytest.raises(ValueError):
         software.parse_verify("unreadable /var/lib/fleet/verify.json\n")
+
+
+def test_torch_facts_survive_a_path_that_needs_json_escaping(tmp_path):
+    odd = tmp_path / 'we"ird\\dir'
+    odd.mkdir()
+    site = installed_torch(odd, "", "cuda = '12.8'\n")
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
+                                     {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["path"] == str(site / "torch") and torch["cuda"] == "12.8"

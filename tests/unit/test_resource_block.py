@@ -91,13 +91,13 @@ AWKWARD = (b"x='a\\tb\\n%s %d'\r\n\ttabbed  \n\n# BEGIN other\nexport OTHER=1\n#
            b"echo \"\\\\server\\share\" 100%\nno newline at the end")
 
 
-@pytest.mark.parametrize("position", ["top", "bottom"])
+@pytest.mark.parametrize("position", ["top", "bottom", "before_return", "last"])
 def test_text_outside_the_markers_is_kept_byte_for_byte(tmp_path, position):
     target = tmp_path / "rc"
     target.write_bytes(AWKWARD)
     res = block(target, "v1", position=position)
     converge(res)
-    if position == "top":
+    if position in ("top", "before_return"):  # AWKWARD has no early return
         assert target.read_bytes() == wanted("v1") + AWKWARD
     else:  # the block starts on a line of its own
         assert target.read_bytes() == AWKWARD + b"\n" + wanted("v1")
@@ -174,3 +174,60 @@ def test_check_reads_only(tmp_path):
     stubs(tmp_path / "bin", ["mv", "cp", "tee", "truncate", "chmod", "mktemp"], tmp_path / "calls")
     rc, _ = sh(block(target, position="top").check(), path_prefix=tmp_path / "bin")
     assert rc == 10 and target.read_bytes() == b"x\n" and not (tmp_path / "calls").exists()
+
+
+# -- before_return and last: the two halves of env_hooks' "fleet's hook runs last in every shell" ----------
+
+def interactive_command(home: Path, command: str) -> str:
+    """What an interactive shell runs (`bash -i`): all of ~/.bashrc."""
+    env = {k: v for k, v in os.environ.items() if k != "SHLVL"}
+    env.update(HOME=str(home))
+    return subprocess.run(["bash", "-i", "-c", command], env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, start_new_session=True).stdout
+
+
+def test_before_return_sits_just_above_the_early_return_after_lines_above_it(bashrc, isolated_home):
+    original = bashrc.read_bytes()
+    above = b"export FLEET_HOOK=container-line-above\n"
+    bashrc.write_bytes(above + original)
+    res = make("block", path="~/.bashrc", block=HOOK, position="before_return")
+    assert converge(res).reason == "block absent"
+    text = bashrc.read_bytes()
+    head, _, rest = text.partition(wanted())
+    assert head.startswith(above) and rest.startswith(b"case $- in") and b"# If not running" in head
+    assert ssh_command(isolated_home, 'echo "[$FLEET_HOOK]"') == "[reached]\n"   # the hook had the last word
+    apply(res)
+    assert bashrc.read_bytes() == text
+
+
+def test_before_return_goes_first_in_a_file_without_early_return(tmp_path):
+    target = tmp_path / "rc"
+    target.write_text("export A=1\n")
+    converge(block(target, position="before_return"))
+    assert target.read_bytes() == wanted() + b"export A=1\n"
+
+
+@pytest.mark.parametrize("guard", ['[ -z "$PS1" ] && return', "[[ $- != *i* ]] && return",
+                                   "if [[ $- != *i* ]]; then return; fi"])
+def test_before_return_knows_the_usual_early_returns(tmp_path, guard):
+    target = tmp_path / "rc"
+    target.write_text(f"A=1\n{guard}\nB=2\n")
+    converge(block(target, position="before_return"))
+    assert target.read_bytes() == b"A=1\n" + wanted() + f"{guard}\nB=2\n".encode()
+
+
+def test_last_block_moves_back_down_when_a_line_is_appended_below_it(bashrc, isolated_home):
+    res = make("block", path="~/.bashrc", block=HOOK, position="last", marker="fleet end")
+    converge(res)
+    assert bashrc.read_bytes().endswith(wanted(marker="fleet end"))
+    with bashrc.open("a") as fh:   # what a pod's setup script does after fleet ran
+        fh.write("export FLEET_HOOK=appended-later\n")
+    assert interactive_command(isolated_home, 'echo "[$FLEET_HOOK]"').endswith("[appended-later]\n")
+    after = check(res)
+    assert not after.in_state and after.reason == "block differs or is misplaced"
+    apply(res)
+    text = bashrc.read_bytes()
+    assert text.endswith(b"export FLEET_HOOK=appended-later\n" + wanted(marker="fleet end"))
+    assert text.count(b"# BEGIN fleet end") == 1
+    assert interactive_command(isolated_home, 'echo "[$FLEET_HOOK]"').endswith("[reached]\n")
+    assert check(res).in_state

@@ -46,7 +46,7 @@ def test_every_shipped_role_loads_in_the_default_order():
         "cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
-    assert kinds["env_hooks"] == ["file", "block", "file"] and kinds["verify"] == ["assert"]
+    assert kinds["env_hooks"] == ["file", "block", "block", "file", "block"] and kinds["verify"] == ["assert"]
     assert kinds["cutlass"] == ["git"] and kinds["torch"] == ["pip"]
 
 

@@ -1,0 +1,128 @@
+"""What the peers need beside their playbook/deploy: an inventory in their own format written from fleet's
+lab inventory (same addresses, users, key, known hosts and source variables), fleet's verify script rendered
+as fleet renders it, and how to run each one with its remote commands counted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+PEERS = BENCH / "peers"
+VENV = BENCH / ".venv-peers"
+# The variables the peers read: the sources (every one points at the lab mirror) and the torch choice.
+SOURCE_VARS = ("cuda_keyring_url", "torch_index_url", "jetson_torch_index_url", "pip_index_url", "cutlass_repo",
+               "torch_source")
+
+
+def hosts_of(inventory: Path) -> list:
+    from fleet.inventory import load_inventory
+    return load_inventory(inventory).select(None)
+
+
+def host_vars(host) -> dict:
+    out = {k: host.vars[k] for k in SOURCE_VARS if k in host.vars}
+    out["needs_sudo"] = host.user != "root"
+    return out
+
+
+def write_verify(workdir: Path, inventory: Path) -> Path:
+    import jinja2
+    import yaml
+
+    from fleet.roles import BUILTIN_DIR
+
+    role = BUILTIN_DIR / "verify"
+    values = dict(yaml.safe_load((role / "role.yaml").read_text())["defaults"])
+    values.update({k: v for k, v in yaml.safe_load(inventory.read_text()).get("vars", {}).items()
+                   if k.startswith("verify_")})
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(role / "templates")), keep_trailing_newline=True)
+    out = workdir / "verify.py"
+    out.write_text(env.get_template("verify.py.j2").render(**values))
+    return out
+
+
+def write_ansible(workdir: Path, inventory: Path, lab_root: Path, verify: Path) -> Path:
+    import yaml
+
+    hosts = {}
+    for h in hosts_of(inventory):
+        hosts[h.name] = dict(host_vars(h), ansible_host=h.address, ansible_port=h.port, ansible_user=h.user)
+    doc = {"all": {"hosts": hosts, "vars": {
+        "ansible_ssh_private_key_file": str(lab_root / "id_ed25519"),
+        "ansible_ssh_common_args": f"-o UserKnownHostsFile={lab_root / 'known_hosts'} -o StrictHostKeyChecking=yes",
+        "ansible_ssh_executable": str(_counting_wrapper(workdir, "ssh")),
+        "ansible_sftp_executable": str(_counting_wrapper(workdir, "sftp")),
+        "ansible_scp_executable": str(_counting_wrapper(workdir, "scp")),
+        "peers_common": str(PEERS / "common"), "verify_py": str(verify)}}}
+    path = workdir / "ansible-hosts.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _counting_wrapper(workdir: Path, tool: str) -> Path:
+    """Each ssh/sftp/scp Ansible starts is one remote command (a session on the host): log its arguments."""
+    path = workdir / f"count-{tool}"
+    path.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$BENCH_COUNT_LOG\"\nexec {tool} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def write_pyinfra(workdir: Path, inventory: Path, lab_root: Path, verify: Path) -> Path:
+    rows = []
+    for h in hosts_of(inventory):
+        data = dict(host_vars(h), ssh_hostname=h.address, ssh_port=h.port, ssh_user=h.user,
+                    ssh_key=str(lab_root / "id_ed25519"), ssh_known_hosts_file=str(lab_root / "known_hosts"),
+                    ssh_strict_host_key_checking="yes", peers_common=str(PEERS / "common"), verify_py=str(verify))
+        rows.append((h.name, data))
+    path = workdir / "pyinfra_inventory.py"
+    path.write_text(f"hosts = {rows!r}\n")
+    return path
+
+
+def ansible_command(hosts_file: Path, forks: int) -> list[str]:
+    return [str(VENV / "bin" / "ansible-playbook"), "-i", str(hosts_file), "-f", str(forks),
+            str(PEERS / "ansible" / "site.yml")]
+
+
+def ansible_env(log: Path) -> dict:
+    return dict(os.environ, ANSIBLE_CONFIG=str(PEERS / "ansible" / "ansible.cfg"), BENCH_COUNT_LOG=str(log),
+                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+
+
+def pyinfra_command(inventory_file: Path) -> list[str]:
+    return [str(VENV / "bin" / "python"), str(PEERS / "pyinfra" / "run.py"), "-y", "--no-wait",
+            str(inventory_file), str(PEERS / "pyinfra" / "deploy.py")]
+
+
+def pyinfra_env(log: Path) -> dict:
+    return dict(os.environ, BENCH_COUNT_LOG=str(log))
+
+
+def count_by_address(log: Path, addresses: dict[str, str]) -> dict[str, int]:
+    """Remote commands per host name from a count log (one line per session: its arguments, or an address)."""
+    import re
+    counts = dict.fromkeys(addresses.values(), 0)
+    if not log.exists():
+        return counts
+    for line in log.read_text().splitlines():
+        m = re.search(r"(?<![\d.])(\d+\.\d+\.\d+\.\d+)(?![\d.])", line)
+        if m and m.group(1) in addresses:
+            counts[addresses[m.group(1)]] += 1
+    return counts
+
+
+def versions() -> dict[str, str]:
+    import subprocess
+    out = subprocess.run([str(VENV / "bin" / "python"), "-c",
+                          "import json; from importlib.metadata import version as v; "
+                          "print(json.dumps({p: v(p) for p in ('ansible-core', 'pyinfra', 'paramiko')}))"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def ensure_venv() -> None:
+    if not (VENV / "bin" / "ansible-playbook").exists() or not (VENV / "bin" / "pyinfra").exists():
+        raise SystemExit(f"the peers are not installed: python3 -m venv {VENV} && "
+                         f"{VENV}/bin/pip install -r {PEERS / 'requirements.txt'}")

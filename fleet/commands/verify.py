@@ -1,0 +1,33 @@
+"""`fleet verify INVENTORY`: run verify now on every selected host, whatever its fingerprint says."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import _common
+
+HELP = "run verify now (torch, CUDA, a matmul, the perf smoke) and record it"
+DESCRIPTION = """\
+Run the verify role now on every selected host and record the result, even where nothing it proved has
+changed. `fleet apply` re-runs verify by itself only when its fingerprint changes (driver, libcuda, torch,
+the venv's Python, the env hook, LD_LIBRARY_PATH of each kind of shell), after a change in that apply, or
+when the last run is older than verify_max_age (default 24h). Nothing else is applied.
+
+  fleet verify inventories/pods.yaml --limit pod-1
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("verify", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common.add_inventory(parser)
+    _common.add_json(parser)
+    _common.add_connect(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env) -> int:
+    from . import apply
+
+    args.roles, args.check, args.diff, args.verify = ["verify"], False, False, False
+    return apply.run(args, env, force_verify="asked for (fleet verify)")

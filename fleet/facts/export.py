@@ -1,0 +1,45 @@
+"""`fleet facts --format md|csv`: the side-by-side comparison as Markdown or CSV (every row, differing first).
+
+Pure: a Comparison (fleet.facts.compare) in, text out. Markdown escapes `|` and line breaks in values so a
+cell never splits the table; CSV quotes as RFC 4180 (the csv module) and says which rows differ.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from .compare import Comparison
+
+
+def markdown(comparison: Comparison, ages: dict[str, str | None]) -> str:
+    hosts = [column.host for column in comparison.columns]
+    lines = ["| fact | " + " | ".join(_md(h) for h in hosts) + " |", "|---" * (len(hosts) + 1) + "|",
+             "| *record* | " + " | ".join(_md(_age(c, ages.get(c.host))) for c in comparison.columns) + " |"]
+    for row in comparison.differing:
+        lines.append(f"| **{_md(row.path)}** | " + " | ".join(f"**{_md(row.values.get(h, '-'))}**" for h in hosts)
+                     + " |")
+    for row in comparison.identical:
+        lines.append(f"| {_md(row.path)} | " + " | ".join(_md(row.values.get(h, "-")) for h in hosts) + " |")
+    note = f"{len(comparison.differing)} facts differ (bold, first), {len(comparison.identical)} identical."
+    return "\n".join(lines) + "\n\n" + note + "\n"
+
+
+def csv_text(comparison: Comparison, ages: dict[str, str | None]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    hosts = [column.host for column in comparison.columns]
+    writer.writerow(["fact", "differs", *hosts])
+    writer.writerow(["record", "", *(_age(c, ages.get(c.host)) for c in comparison.columns)])
+    for row in comparison.differing + comparison.identical:
+        writer.writerow([row.path, "yes" if row.differs else "no", *(row.values.get(h, "-") for h in hosts)])
+    return out.getvalue()
+
+
+def _age(column, age: str | None) -> str:
+    when = age or "no record"
+    return when if column.reachable else f"{column.label} (last record {when})"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")

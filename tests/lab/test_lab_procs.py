@@ -1,0 +1,84 @@
+"""fleet_lab/procs.py on real processes: a process is followed until it has ended (zombie or gone), not
+only while the finder still names it; SIGTERM is escalated to SIGKILL; a host that never ends is named."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import pytest
+
+from fleet.errors import LabError
+from fleet_lab import procs
+
+
+def ignoring_term() -> subprocess.Popen:
+    # An ignored signal stays ignored across exec: sleep ignores SIGTERM, as a busy login shell may.
+    # `ready` is printed once the trap is set, so no SIGTERM can come before it.
+    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; echo ready; exec sleep 600"], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+def test_a_process_the_finder_forgets_is_still_waited_for():
+    """The cause of issue 17's flake: a SIGKILLed process loses /proc/PID/ns/mnt while it is still exiting,
+    so the namespace scan stops naming it; end_all must wait for it to be a zombie all the same."""
+    proc = ignoring_term()
+    calls = []
+
+    def find_once():
+        calls.append(1)
+        return [proc.pid] if len(calls) == 1 else []
+
+    [ended] = procs.end_all(find_once, "test host", term_grace=0.2)
+    assert ended.pid == proc.pid and procs.ended(ended)
+    assert proc.wait(timeout=0) == -signal.SIGKILL   # escalated: SIGTERM was ignored
+    assert len(calls) > 1
+
+
+def test_sigterm_is_enough_for_a_process_that_honours_it():
+    proc = subprocess.Popen(["sleep", "600"])
+    procs.end_all(lambda: [proc.pid] if proc.poll() is None else [], "test host", term_grace=30.0)
+    assert proc.wait(timeout=0) == -signal.SIGTERM
+
+
+def test_a_host_that_keeps_forking_is_named_not_waited_on_forever():
+    spawned: list[subprocess.Popen] = []
+
+    def find_new():
+        spawned.append(subprocess.Popen(["sleep", "600"]))
+        return [p.pid for p in spawned if p.poll() is None]
+
+    try:
+        with pytest.raises(LabError) as err:
+            procs.end_all(find_new, "lab host busy", term_grace=0.1, kill_bound=0.2)
+        assert "lab host busy: processes " in str(err.value) and "still alive" in str(err.value)
+        assert str(spawned[-1].pid) in str(err.value)
+    finally:
+        for p in spawned:
+            p.kill()
+            p.wait()
+
+
+def test_a_reused_pid_is_not_signalled():
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        other = procs.Proc(proc.pid, procs.identify(proc.pid).start - 1)   # same pid, another process
+        procs.send(other, signal.SIGKILL)
+        assert proc.poll() is None and procs.ended(other) and not procs.ended(procs.identify(proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_bindable_sees_a_listener_and_its_end():
+    import socket
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert not procs.bindable("127.0.0.1", port)
+        with pytest.raises(LabError, match=f"127.0.0.1:{port} is still taken"):
+            procs.wait_bindable("127.0.0.1", port, "lab host x", lambda: [], bound=0.05)
+    procs.wait_bindable("127.0.0.1", port, "lab host x", lambda: [])

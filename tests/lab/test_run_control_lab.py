@@ -1,0 +1,110 @@
+"""Run control on real sshd hosts: Ctrl-C mid-apply, and a host that stops answering mid-command.
+
+`fleet` runs as a real subprocess (a real SIGINT, real pipes); a vanished pod is simulated by freezing
+every process of one lab host (SIGSTOP): its TCP connection stays open, its sshd answers nothing, exactly
+what a stopped container behind a NAT looks like.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fleet_lab.host import LabHost
+from fleet_lab.paths import host_dir
+
+HOSTS = ("thor", "spark", "pod-570", "pod-580")
+
+
+def wait_for(predicate, seconds: float, what: str) -> None:
+    """Poll `predicate` until it holds; fail after `seconds` (a deadline, not a measurement)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"not within {seconds:g}s: {what}")
+
+
+def start_fleet(*argv: str) -> tuple[subprocess.Popen, list[str]]:
+    """fleet as a subprocess; its stderr lines collect in the returned list as they come."""
+    # SIGINT as a terminal leaves it: a test run in the background inherits it ignored, and Python keeps that.
+    proc = subprocess.Popen([sys.executable, "-m", "fleet.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True).start()
+    return proc, lines
+
+
+@pytest.fixture
+def fresh(lab):
+    lab.reset(list(HOSTS))
+    yield lab
+    lab.reset(list(HOSTS))   # leave no half-applied host to the next test
+
+
+def test_ctrl_c_mid_apply_stops_with_a_partial_recap_and_exit_130(fresh):
+    inv = str(fresh.inventory_path)
+    # Two at a time: two hosts work, two wait in the queue (and must never start).
+    proc, err = start_fleet("apply", inv, "--forks", "2")
+    step = re.compile(r"^(\S+) (?!probe:)[a-z_]+: ")   # a role's task began: we are mid-apply
+    try:
+        wait_for(lambda: any(step.match(line) for line in err) or proc.poll() is not None, 300,
+                 "a host to start applying a task")
+        assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: proc.poll() is not None, 2.0, "fleet to stop after Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    out = proc.stdout.read()
+    assert proc.returncode == 130, out + "".join(err)
+    assert "interrupted: " in out and "did not finish" in out, out          # the recap's title
+    recap = out[out.index("recap"):]
+    rows = {line.split()[0]: line for line in recap.splitlines()[1:] if line.split() and line.split()[0] in HOSTS}
+    assert set(rows) == set(HOSTS), recap
+    assert sum("not started" in row for row in rows.values()) >= 1, recap   # queued hosts never started
+    assert any(re.search(r"\binterrupted\b", row) for row in rows.values()), recap
+    # What the interrupted host had done: its steps, the last one cut short.
+    assert re.search(r"interrupted; (done: probe: facts and checks; .*)?cut short: \S+", out), out
+    assert "Traceback" not in out + "".join(err)
+
+
+def test_a_host_that_stops_answering_fails_in_bounded_time_while_others_finish(fresh):
+    inv = str(fresh.inventory_path)
+    marker = host_dir("pod-570", fresh.root) / "upper" / "root" / "fleet-started"
+    proc, err = start_fleet("run", inv, "--limit", "pod-*", "--dead-after", "2", "--json", "--",
+                            "touch /root/fleet-started; sleep 6; echo finished")
+    frozen: list[int] = []
+    try:
+        wait_for(marker.exists, 60, "the command to start on pod-570")
+        frozen = LabHost("pod-570", fresh.root).pids()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        # Without a deadline fleet would wait forever: the frozen host's TCP connection stays open.
+        wait_for(lambda: proc.poll() is not None, 60, "fleet to give the frozen host up")
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    out = proc.stdout.read()
+    doc = json.loads(out)
+    assert proc.returncode == 1, out
+    assert doc["hosts"]["pod-580"]["exit"] == 0 and doc["hosts"]["pod-580"]["stdout"] == "finished\n", doc
+    lost = doc["hosts"]["pod-570"]
+    assert lost["exit"] is None and "stopped answering" in lost["error"] and "--dead-after" in lost["error"], lost

@@ -1,0 +1,83 @@
+"""-v/-q/--debug anywhere on the line, FLEET_INVENTORY, and --limit globs with exclusions, through main()."""
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+
+
+@pytest.fixture
+def inventory(tmp_path):
+    path = tmp_path / "local.yaml"
+    path.write_text("hosts:\n  desk-1: {connection: local}\n  desk-2: {connection: local}\n"
+                    "  lab-1: {connection: local}\ngroups:\n  desks: {hosts: [desk-1, desk-2]}\n")
+    return str(path)
+
+
+def fleet(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=120), err_console=Console(file=err, width=120))
+    code = main(list(argv), env)
+    return code, out.getvalue(), err.getvalue(), env
+
+
+@pytest.mark.parametrize("argv", [
+    ("--debug", "-v", "run", "{inv}", "--", "true"),
+    ("run", "{inv}", "--debug", "-v", "--", "true"),
+    ("run", "--debug", "{inv}", "-v", "--", "true"),
+    ("-v", "run", "{inv}", "--debug", "--", "true"),
+])
+def test_debug_and_verbose_anywhere_before_the_remote_command(inventory, argv):
+    code, out, err, env = fleet(*(a.format(inv=inventory) for a in argv))
+    assert code == 0, out + err
+    assert env.debug is True
+    assert "desk-1 remote command 1: exit 0" in err      # -v: one line per remote command
+
+
+def test_flags_after_the_double_dash_belong_to_the_remote_command(inventory):
+    code, out, err, env = fleet("run", inventory, "--json", "--", "echo", "-v", "--debug")
+    assert code == 0 and env.debug is False
+    assert json.loads(out)["hosts"]["desk-1"]["stdout"] == "-v --debug\n"
+    assert "remote command" not in err
+
+
+def test_quiet_and_verbose_exclude_each_other(inventory, capsys):
+    code, _, _, _ = fleet("run", inventory, "-q", "-v", "--", "true")
+    assert code == 2 and "not allowed with argument" in capsys.readouterr().err   # argparse's own usage line
+
+
+def test_fleet_inventory_is_the_default_inventory(inventory, monkeypatch):
+    monkeypatch.setenv("FLEET_INVENTORY", inventory)
+    code, out, _, _ = fleet("run", "--json", "--limit", "lab-1", "--", "echo", "hi")
+    assert code == 0
+    assert json.loads(out)["hosts"] == {"lab-1": {"exit": 0, "stdout": "hi\n", "stderr": "", "error": None}}
+
+
+def test_no_inventory_and_no_fleet_inventory_is_bad_input(monkeypatch):
+    monkeypatch.delenv("FLEET_INVENTORY", raising=False)
+    code, _, err, _ = fleet("facts")
+    assert code == 2
+    assert "fleet facts needs an inventory" in err and "FLEET_INVENTORY" in err
+
+
+@pytest.mark.parametrize("limit, hosts", [
+    ("desk-*", ["desk-1", "desk-2"]),
+    ("*,!desk-2", ["desk-1", "lab-1"]),
+    ("!desks", ["lab-1"]),                   # only exclusions: from all hosts
+    ("desk?", ["desk-1", "desk-2"]),         # a glob over group names too ("desks")
+    ("lab-1,desk-1", ["desk-1", "lab-1"]),   # inventory order
+])
+def test_limit_globs_and_exclusions(inventory, limit, hosts):
+    code, out, err, _ = fleet("run", inventory, "--json", "--limit", limit, "--", "true")
+    assert code == 0, err
+    assert list(json.loads(out)["hosts"]) == hosts
+
+
+def test_a_glob_that_matches_nothing_is_bad_input(inventory):
+    code, _, err, _ = fleet("run", inventory, "--limit", "pod-*", "--", "true")
+    assert code == 2
+    assert "--limit glob 'pod-*' matches neither a host nor a group" in err

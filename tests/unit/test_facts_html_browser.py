@@ -1,0 +1,124 @@
+"""The HTML facts report as a person sees it: rendered by headless Chromium (Debian's `chromium`, installed by
+scripts/setup.sh), a screenshot that shows something, and the DOM the browser built from the page."""
+
+import json
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from fleet.facts import compare, html, store
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "chromium is not installed: run scripts/setup.sh (it installs Debian's chromium package)"
+    return path
+
+
+def browse(page: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
+    # --no-sandbox: CI runs as root, where Chromium refuses its sandbox; the page is our own, with no script.
+    return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           f"--user-data-dir={tmp / 'chromium-profile'}", *args, page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> tuple[Path, compare.Comparison]:
+    h100 = json.loads((DATA / "h100-device" / "h100-device.json").read_text())
+    h100["system"]["hostname"] = HOSTILE
+    records = {"h100-device": h100, "a100-470": json.loads((DATA / "records" / "a100-470.json").read_text())}
+    comparison = compare.compare(records)
+    ages = {name: store.describe_age(store.age_seconds(record)) for name, record in records.items()}
+    path = tmp_path_factory.mktemp("report") / "facts.html"
+    path.write_text(html.render(comparison, records, ages, generated="2026-11-22T12:00:00+00:00", version="test"))
+    return path, comparison
+
+
+def png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the raw (filtered) scanlines of a PNG, read with the standard library."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+def test_chromium_renders_a_screenshot_with_content(page, tmp_path):
+    path, _ = page
+    shot = tmp_path / "facts.png"
+    result = browse(path, "--window-size=1280,1400", f"--screenshot={shot}", tmp=tmp_path)
+    assert shot.is_file(), result.stderr[-2000:]
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert (width, height) == (1280, 1400)
+    # Text, table lines and highlighted rows: many distinct byte values, not a blank or single-colour page.
+    assert len(set(raw)) > 64 and shot.stat().st_size > 20_000
+
+
+class _Rows(HTMLParser):
+    """The rows of one table (by id) in the browser's DOM: [(tr class, [cell texts])]."""
+
+    def __init__(self, table_id: str):
+        super().__init__()
+        self.table_id, self.inside, self.rows, self.headers = table_id, False, [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.inside = attrs.get("id") == self.table_id
+        elif self.inside and tag == "tr":
+            self.rows.append((attrs.get("class"), []))
+        elif self.inside and tag in ("td", "th"):
+            self.rows[-1][1].append("")
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+
+    def handle_data(self, data):
+        if self.inside and self.rows and self.rows[-1][1]:
+            self.rows[-1][1][-1] += data
+
+
+def dom(page_path: Path, tmp: Path) -> str:
+    result = browse(page_path, "--dump-dom", tmp=tmp)
+    assert result.returncode == 0 and "<html" in result.stdout, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_the_dom_has_hosts_side_by_side_differing_rows_first(page, tmp_path):
+    path, comparison = page
+    parser = _Rows("facts")
+    parser.feed(dom(path, tmp_path))
+    header, *rows = parser.rows
+    assert header[1] == ["fact", "h100-device", "a100-470"]
+    kinds = [css for css, _ in rows if css in ("differs", "same")]
+    assert kinds == ["differs"] * len(comparison.differing) + ["same"] * len(comparison.identical)
+    assert [cells[0] for css, cells in rows if css == "differs"] == [row.path for row in comparison.differing]
+    # The hostile value is text in a cell, not an element the browser built.
+    assert any(cells[1] == HOSTILE for _, cells in rows if cells and cells[0] == "system.hostname")
+
+
+def test_the_dom_shows_verify_perf_and_record_age_per_host(page, tmp_path):
+    path, _ = page
+    text = dom(path, tmp_path)
+    assert "<img" not in text.lower()
+    parser = _Rows("verify")
+    parser.feed(text)
+    rows = {cells[0]: cells[1:] for _, cells in parser.rows[1:]}
+    assert rows["verify"] == ["passed", "not run"]
+    assert rows["matmul bf16 TFLOP/s"] == ["783.4", "-"] and rows["attention TFLOP/s"] == ["522.7", "-"]
+    assert all(age.endswith("ago") for age in rows["record"])
