@@ -88,3 +88,70 @@ def driver_supports(driver: str | None, cuda: str) -> bool:
         return compare_versions(driver, needed) >= 0
     except ValueError:
         return False
+
+
+# ---------------------------------------------------------------- minor-version compatibility
+
+# Minor-version compatibility: a build of any 12.x runs on a driver >= 525.60.13, of any 13.x on a
+# driver >= 580 (SASS only: PTX JIT and some features need the release's own minimum above).
+# Sources: CUDA Toolkit release notes, table 2 ("CUDA Toolkit and Minimum Required Driver Version for
+# CUDA Minor Version Compatibility"); astral-sh/uv crates/uv-torch/src/backend.rs LINUX_CUDA_DRIVERS,
+# which picks PyTorch's cu12x/cu13x index by exactly these family minimums.
+FAMILY_MIN_DRIVER: dict[str, str] = {"12": "525.60.13", "13": "580"}
+
+
+def family_min_driver(cuda: str) -> str | None:
+    """"12.8" -> "525.60.13", "13.2" -> "580"; None for a family the table does not know."""
+    return FAMILY_MIN_DRIVER.get(str(cuda).split(".")[0])
+
+
+def minor_compat_runs(driver: str | None, cuda: str) -> bool:
+    """True when `driver` runs a CUDA `cuda` build by minor-version compatibility (same family)."""
+    need = family_min_driver(cuda)
+    if not driver or need is None:
+        return False
+    try:
+        return compare_versions(driver, need) >= 0
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------- forward compatibility (cuda-compat)
+
+# cuda-compat supports an upgrade only from the kernel driver branches NVIDIA lists for each CUDA
+# release: production (PB) and long-term (LTSB) branches until their end of life, never a new-feature
+# branch. Branch -> (first release of the branch that qualifies, newest CUDA it can be upgraded to).
+# Sources: docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html ("Use the Right CUDA
+# Forward Compatibility Package", its table of supported branches per CUDA release) and
+# docs.nvidia.com/datacenter/tesla/drivers ("Supported Drivers and CUDA Toolkit Versions", end-of-life
+# dates), as transcribed in ComputeCanada/software-stack-config lmod/SitePackage.lua
+# (driver_max_compat_cuda) and its PR #112 (r580/r595 take CUDA 13.3 through compat; r535 ended before it).
+FORWARD_COMPAT_BRANCHES: dict[int, tuple[str, str]] = {
+    470: ("470.57.02", "12.6"),    # LTSB, end of life July 2024: nothing of CUDA 13
+    525: ("525.60.04", "12.3"),    # PB, end of life December 2023
+    535: ("535.54.03", "13.2"),    # LTSB, end of life June 2026
+    550: ("550.54.14", "12.9"),    # PB, end of life June 2025: nothing of CUDA 13
+    570: ("570.26", "13.1"),       # PB, end of life February 2026
+    580: ("580.65.06", "13.9"),    # LTSB until 2028: every 13.x
+    595: ("595.45.04", "13.9"),    # PB
+}
+
+
+def forward_compat_branch(driver: str) -> int:
+    return version_key(driver)[0]
+
+
+def forward_compat_supported(driver: str, cuda: str) -> bool:
+    """True when cuda-compat for `cuda` is supported on top of kernel driver `driver`'s branch."""
+    entry = FORWARD_COMPAT_BRANCHES.get(forward_compat_branch(driver))
+    if entry is None:
+        return False
+    first, newest = entry
+    return compare_versions(driver, first) >= 0 and compare_versions(cuda, newest) <= 0
+
+
+def forward_compat_branches(cuda: str) -> list[str]:
+    """The branches cuda-compat for `cuda` supports, older than what `cuda` needs natively: ['R535', 'R570']."""
+    need = MIN_DRIVER.get(cuda)
+    return [f"R{branch}" for branch, (first, newest) in sorted(FORWARD_COMPAT_BRANCHES.items())
+            if compare_versions(cuda, newest) <= 0 and (need is None or compare_versions(first, need) < 0)]

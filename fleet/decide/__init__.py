@@ -7,6 +7,8 @@ host needs, each with a one-line reason (the knowledge in shared/DOMAIN.md). No 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
@@ -21,13 +23,16 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     """Raises FactsError for a record decisions cannot read, VariableError for a bad variable."""
     v = resolve(vars or {})
     host = read_host(facts)
+    if host.jetson and host.jetson.cuda and "cuda_version" not in v.explicit:
+        v = replace(v, cuda_version=host.jetson.cuda)  # CUDA per JetPack, unless the user asks for one
     cuda = decide_cuda(host, v)
     compat = decide_compat(host, v)
     torch = decide_torch(host, v, compat)
     nvpl, cudss = decide_nvpl(host, v, torch), decide_cudss(host, v, torch)
-    # The first refusal is the root cause: compat before torch (a torch refusal may follow from it).
-    # A GPU that NVML cannot reach is refused before anything is planned for it (host_refusal).
-    refuse = host_refusal(host) or next((d.refuse for d in (compat, cuda, torch, nvpl, cudss) if d.refuse), None)
+    # The first refusal is the root cause: a GPU that NVML cannot reach before anything is planned for it
+    # (host_refusal); then the toolkit (a GPU CUDA dropped, a JetPack without it) before compat (the driver),
+    # compat before torch (a torch refusal may follow from either).
+    refuse = host_refusal(host) or next((d.refuse for d in (cuda, compat, torch, nvpl, cudss) if d.refuse), None)
     path = ld_library_path(compat, cuda, nvpl, cudss)
     return Decisions(
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,

@@ -1,17 +1,27 @@
-"""CUDA toolkit (which release, present or from where) and cuda-compat (on or off, and why).
+"""CUDA toolkit (which release, present or from where) and cuda-compat (on or off, and which rule decided).
 
-cuda-compat is forward compatibility: a newer libcuda for an older KERNEL driver. It is
-used only where the kernel driver is older than the wanted CUDA needs AND the GPU may use
-it; where the kernel driver is new enough, a compat libcuda on the path fails with error 803,
-so an installed package must stay off the path (shared/DOMAIN.md, "Forward compatibility").
+Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/cuda_table.py):
+1. full support: driver >= the release's own minimum (CUDA release notes, table 3);
+2. minor-version compatibility: driver >= the family minimum (525.60.13 for 12.x, 580 for 13.x; release
+   notes table 2, as uv's torch backend uses it): no cuda-compat, SASS runs, a few features do not;
+3. forward compatibility: below the family minimum, cuda-compat, only on data-center GPUs and Jetson and only
+   from the driver branches NVIDIA lists for the release. A compat libcuda older than the kernel driver
+   fails with error 803, so an installed package stays off the path (shared/DOMAIN.md).
+Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 """
 from __future__ import annotations
 
+from fleet.cuda_table import (
+    family_min_driver, forward_compat_branch, forward_compat_branches, forward_compat_supported, minor_compat_runs,
+)
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
+from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
+
+KEYRING = "cuda-keyring_1.1-1_all.deb"
 
 
 def toolkit_dir(host: Host, cuda: str) -> str:
@@ -24,7 +34,7 @@ def toolkit_lib_dir(host: Host, cuda: str) -> str:
     Thor included, uses the unified SBSA toolkit; Jetson before 13 had aarch64-linux."""
     if host.arch == "x86_64":
         target = "x86_64-linux"
-    elif host.jetpack and version_key(cuda) < (13,):
+    elif host.jetson and version_key(cuda) < (13,):
         target = "aarch64-linux"
     else:
         target = "sbsa-linux"
@@ -34,30 +44,40 @@ def toolkit_lib_dir(host: Host, cuda: str) -> str:
 def decide_cuda(host: Host, v: Vars) -> CudaDecision:
     if not host.has_gpu:
         return CudaDecision(None, False, "none", None, None, None, None, None,
-                            "no NVIDIA GPU: no CUDA toolkit to install")
+                            "no NVIDIA GPU: no CUDA toolkit to install", keyring=_keyring(host, v))
     cuda, package = v.cuda_version, f"cuda-toolkit-{v.cuda_dashed}"
     path, lib_dir = toolkit_dir(host, cuda), toolkit_lib_dir(host, cuda)
+
+    def result(action, source, repo, reason, refuse=None) -> CudaDecision:
+        return CudaDecision(cuda, action == "present", action, source, repo, package, path, lib_dir, reason,
+                            refuse, keyring=_keyring(host, v))
+
+    dropped = cuda13_dropped(host, v)
+    if dropped:
+        return result("none", None, None, dropped, refuse=dropped)
+    if host.jetson and host.jetson.generation == "orin" and version_key(cuda)[0] >= 13:
+        why = (f"Orin on {host.jetson.label} (L4T R36) has no CUDA {cuda}: JetPack 6 ships CUDA "
+               f"{host.jetson.cuda or '12.x'} and CUDA 13 comes with JetPack 7")
+        return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
     installed = host.toolkit(cuda)
     if installed:
-        source = {"jetson-thor": "jetpack", "dgx-spark": "dgx-os"}.get(host.platform)
+        source = "jetpack" if host.jetson else {"dgx-spark": "dgx-os"}.get(host.platform)
         where = {"jetpack": "shipped with JetPack", "dgx-os": "preinstalled by DGX OS"}.get(source, "installed")
         release = installed.get("full_version") or installed.get("version")
         nvcc = f" (nvcc {release})" if release and release != cuda else ""
-        return CudaDecision(cuda, True, "present", source, None, package, path, lib_dir,
-                            f"CUDA {cuda} is {where} at {path}{nvcc}: nothing to install")
-    if host.platform == "jetson-thor":
-        jetpack = f"JetPack {host.jetpack}" if host.jetpack else "JetPack"
-        return CudaDecision(cuda, False, "install", "jetpack", None, package, path, lib_dir,
-                            f"CUDA {cuda} is not installed: install {package} from {jetpack}'s apt "
-                            f"repository (Thor takes CUDA from JetPack, not from the desktop repo)")
+        return result("present", source, None, f"CUDA {cuda} is {where} at {path}{nvcc}: nothing to install")
+    if host.jetson:
+        return result("install", "jetpack", None,
+                      f"CUDA {cuda} is not installed: install {package} from {host.jetson.label}'s apt "
+                      f"repository (Jetson takes CUDA from JetPack, not from the desktop repo)")
     repo = _apt_repo(host, v)
     if repo is None:
         os_name = f"{host.os_id} {host.os_version}".strip() or "an OS the facts do not name"
         why = f"CUDA {cuda} is not installed and NVIDIA has no apt repo fleet knows for {os_name} ({host.arch})"
-        return CudaDecision(cuda, False, "install", None, None, package, path, lib_dir, why, refuse=(
-            f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}"))
-    return CudaDecision(cuda, False, "install", "nvidia-apt", repo, package, path, lib_dir,
-                        f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
+        return result("install", None, None, why,
+                      refuse=f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}")
+    return result("install", "nvidia-apt", repo,
+                  f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
 
 
 def _apt_repo(host: Host, v: Vars) -> str | None:
@@ -66,37 +86,38 @@ def _apt_repo(host: Host, v: Vars) -> str | None:
     return v.cuda_apt_repo.format(distro=host.distro or "", arch=host.repo_arch)
 
 
-def _is_jetson(host: Host) -> bool:
-    return bool(host.jetpack) or any(g.kind in ("thor", "jetson") for g in host.gpus)
+def _keyring(host: Host, v: Vars) -> str | None:
+    """The keyring in the repository of this OS and CPU, whatever CUDA's own source (JetPack, DGX OS,
+    present): NVPL, cuDSS and cuda-compat come from that repository too. Ubuntu 24.04 where the OS is not
+    one NVIDIA names (a Jetson's L4T is Ubuntu-based; the keyring is the same in every repo)."""
+    if "{distro}" in v.cuda_apt_repo and host.distro is None and not host.jetson:
+        return None
+    repo = v.cuda_apt_repo.format(distro=host.distro or "ubuntu2404", arch=host.repo_arch)
+    return repo + ("" if repo.endswith("/") else "/") + KEYRING
 
 
 def native_cuda(host: Host) -> str | None:
-    """The newest CUDA the kernel driver runs without cuda-compat.
-
-    Jetson drivers report only their branch ('580.00' on Thor with JetPack 7), and JetPack
-    ships the CUDA of that branch, so on Jetson the branch decides, not the desktop table.
-    """
+    """The newest CUDA the kernel driver runs with every feature, without cuda-compat."""
     if host.driver is None:
         return None
-    if _is_jetson(host):
-        branch = version_key(host.driver)[0]
-        fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
-        return max(fitting, key=version_key) if fitting else None
+    if host.jetson:
+        return host.jetson.cuda or _branch_cuda(host.driver)
     return cuda_max_for_driver(host.driver)
 
 
+def _branch_cuda(driver: str) -> str | None:
+    """A Jetson driver reports only its branch ('580.00'): the newest CUDA of that branch."""
+    branch = version_key(driver)[0]
+    fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
+    return max(fitting, key=version_key) if fitting else None
+
+
 def driver_runs(host: Host, cuda: str) -> bool:
+    """Full support or minor-version compatibility: no cuda-compat needed (Jetson: its JetPack's CUDA)."""
     native = native_cuda(host)
-    return native is not None and version_key(native) >= version_key(cuda)
-
-
-def _new_enough(host: Host, cuda: str) -> str:
-    need = min_driver_for(cuda)
-    if _is_jetson(host):
-        return (f"kernel driver {host.driver} is JetPack's r{version_key(host.driver)[0]} branch, which runs "
-                f"CUDA {cuda} (Jetson drivers report the branch only); never cuda-compat on a Jetson with a new "
-                f"enough driver (error 803 on Thor)")
-    return f"kernel driver {host.driver} >= {need} needed by CUDA {cuda}"
+    if native is not None and version_key(native) >= version_key(cuda):
+        return True
+    return not host.jetson and minor_compat_runs(host.driver, cuda)
 
 
 def compat_dir(v: Vars) -> str:
@@ -111,22 +132,60 @@ def decide_compat(host: Host, v: Vars) -> CompatDecision:
 
     if not host.has_gpu:
         return off("no NVIDIA GPU: no CUDA, no cuda-compat")
-    need = min_driver_for(v.cuda_version)
+    cuda = v.cuda_version
     if host.driver is None:
         return off(f"the kernel driver's version is unknown, so fleet cannot tell whether CUDA "
-                   f"{v.cuda_version} needs cuda-compat: check /proc/driver/nvidia/version and re-run `fleet facts`")
-    if driver_runs(host, v.cuda_version):
-        return off(_new_enough(host, v.cuda_version) + _keep_off_note(host, path))
+                   f"{cuda} needs cuda-compat: check /proc/driver/nvidia/version and re-run `fleet facts`")
+    if host.jetson:
+        return _jetson_compat(host, v, off)
+    need = min_driver_for(cuda)
+    if version_key(host.driver) >= version_key(need):
+        return off(f"full support: kernel driver {host.driver} >= {need} needed by CUDA {cuda}"
+                   + _keep_off_note(host, path))
+    family = family_min_driver(cuda)
+    if minor_compat_runs(host.driver, cuda):
+        return off(f"minor-version compatibility: kernel driver {host.driver} >= {family} runs any CUDA "
+                   f"{v.cuda_major}.x build (CUDA release notes, table 2; full {cuda} features from {need}): "
+                   f"no cuda-compat" + _keep_off_note(host, path))
+    below = (f"kernel driver {host.driver} < {need} needed by CUDA {cuda}, and below {family} that "
+             f"minor-version compatibility needs for any CUDA {v.cuda_major}.x")
     gpu = next((g for g in host.gpus if forward_compat_refusal(g)), host.gpus[0])
     why_not = forward_compat_refusal(gpu)
     if why_not:
-        return off(f"kernel driver {host.driver} < {need} needed by CUDA {v.cuda_version}, but {why_not}",
-                   refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {v.cuda_version}: "
-                          f"{why_not}; {_driver_fix(host, need)}")
-    kind = "a Jetson" if gpu.kind == "jetson" else "a data-center GPU"
-    return CompatDecision(True, f"kernel driver {host.driver} < {need} needed by CUDA {v.cuda_version}; "
-                                f"{gpu.label} is {kind}: {package} goes first on LD_LIBRARY_PATH",
+        return off(f"{below}, but {why_not}", refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {cuda}: "
+                                                     f"{why_not}; {_driver_fix(host, v, need)}")
+    branch = f"R{forward_compat_branch(host.driver)}"
+    if not forward_compat_supported(host.driver, cuda):
+        listed = ", ".join(forward_compat_branches(cuda)) or "none older than its own"
+        why = (f"{package} supports upgrades only from the driver branches NVIDIA lists for CUDA {cuda} "
+               f"({listed}; NVIDIA forward compatibility), not {branch}")
+        return off(f"{below}, but {why}", refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {cuda}: "
+                                                 f"{why}; {_driver_fix(host, v, need)}")
+    return CompatDecision(True, f"{below}; {gpu.label} is a data-center GPU on {branch}, a branch {package} "
+                                f"supports (forward compatibility): {package} goes first on LD_LIBRARY_PATH",
                           path, package, installed)
+
+
+def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
+    """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: newer 12.x through cuda-compat,
+    which forward compatibility supports on Jetson boards."""
+    jp, cuda, path = host.jetson, v.cuda_version, compat_dir(v)
+    ships = jp.cuda or native_cuda(host)
+    if ships and version_key(cuda) <= version_key(ships):
+        return off(f"{jp.label} ships CUDA {ships} with kernel driver {host.driver} (the r{version_key(host.driver)[0]} "
+                   f"branch: Jetson drivers report the branch only), which runs CUDA {cuda}: no cuda-compat"
+                   + (" (never on Thor: error 803)" if jp.generation == "thor" else "") + _keep_off_note(host, path))
+    if jp.generation == "thor":
+        why = "cuda-compat breaks CUDA on Jetson Thor (error 803)"
+        return off(f"{jp.label} ships CUDA {ships}, older than {cuda}, but {why}",
+                   refuse=f"Thor on {jp.label} (driver {host.driver}) cannot run CUDA {cuda}: it ships CUDA {ships} "
+                          f"and {why}; install a JetPack that ships CUDA {cuda}, or set cuda_version={ships}")
+    if version_key(cuda)[0] != version_key(ships or "12.0")[0]:
+        return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} is another family, refused with the toolkit")
+    package = f"cuda-compat-{v.cuda_dashed}"
+    return CompatDecision(True, f"{jp.label} ships CUDA {ships}, older than {cuda}; forward compatibility is "
+                                f"supported on Jetson boards: {package} goes first on LD_LIBRARY_PATH",
+                          path, package, host.compat)
 
 
 def _keep_off_note(host: Host, path: str) -> str:
@@ -143,8 +202,8 @@ def _keep_off_note(host: Host, path: str) -> str:
     return note
 
 
-def _driver_fix(host: Host, need: str) -> str:
-    """Jetson drivers come with JetPack and report their branch: name the branch."""
-    if _is_jetson(host):
-        return f"install a JetPack whose driver is r{version_key(need)[0]} or newer"
-    return f"install driver >= {need}"
+def _driver_fix(host: Host, v: Vars, need: str) -> str:
+    """Upgrade the driver, or (a pod user cannot) the CUDA 12.x stack that works on this driver."""
+    fix = f"install driver >= {need}"
+    offer = twelve_offer(host, v)
+    return f"{fix}, or {offer}" if offer else fix

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 # First match wins, so the longer names (GH200, GB200, A100) come before those they contain.
 _CAPABILITY_BY_NAME: tuple[tuple[str, str], ...] = (
-    (r"\bThor\b", "11.0"), (r"\bGB10\b", "12.1"),
+    (r"\bThor\b", "11.0"), (r"\bOrin\b", "8.7"), (r"\bGB10\b", "12.1"),
     (r"\bGB300\b|\bB300\b", "10.3"), (r"\bGB200\b|\bB200\b|\bB100\b", "10.0"),
     (r"\bGH200\b|\bH200\b|\bH100\b|\bH800\b|\bH20\b", "9.0"),
     (r"\bL40S?\b|\bL4\b|\bL20\b|RTX 6000 Ada|RTX 40\d0", "8.9"),
@@ -47,7 +47,7 @@ class Gpu:
 def read_gpu(entry: dict, platform: str) -> Gpu:
     name = str(entry.get("name") or "unknown GPU")
     reported = entry.get("compute_cap")
-    if reported:
+    if isinstance(reported, (str, int, float)) and re.fullmatch(r"\d+\.\d+", str(reported)):
         capability, source = str(reported), "reported"
     else:
         capability = capability_from_name(name)
@@ -65,7 +65,7 @@ def capability_from_name(name: str) -> str | None:
 def gpu_kind(name: str, platform: str) -> str:
     if platform == "jetson-thor" or re.search(r"\bThor\b", name):
         return "thor"
-    if re.search(r"\b(Orin|Xavier|Tegra)\b", name):
+    if platform == "jetson-orin" or re.search(r"\b(Orin|Xavier|Tegra)\b", name):
         return "jetson"
     if platform == "dgx-spark" or re.search(r"\bGB10\b", name):
         return "spark"

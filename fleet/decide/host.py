@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet.decide.gpu import Gpu, read_gpu
+from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu
 from fleet.decide.versions import major_minor, version_key
 
-PLATFORMS = ("jetson-thor", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
+PLATFORMS = ("jetson-thor", "jetson-orin", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
 
 # NVIDIA's apt repository names for (os_id, os_version).
 _DISTROS = {("ubuntu", "24.04"): "ubuntu2404", ("ubuntu", "22.04"): "ubuntu2204", ("debian", "12"): "debian12"}
@@ -37,6 +38,7 @@ class Host:
     torch: dict | None
     env_ld_library_path: str
     nvml_error: dict | None = None   # nvidia-smi's NVML failure: {message, mismatch, library_version}
+    jetson: JetPack | None = None   # the JetPack generation, on a Jetson
 
     @property
     def has_gpu(self) -> bool:
@@ -70,27 +72,36 @@ def read_host(facts) -> Host:
     arch = system.get("arch")
     if arch not in ("x86_64", "aarch64"):
         raise FactsError(f"system.arch is {arch!r}, not x86_64 or aarch64: re-gather the record with `fleet facts`.")
-    platform = facts.get("platform") or ("cpu-only" if not facts.get("gpus") else "")
+    gpu_entries = _list(facts, "gpus")
+    platform = facts.get("platform") or ("cpu-only" if not gpu_entries else "")
     if platform not in PLATFORMS:
         raise FactsError(f"platform is {platform!r}, not one of {', '.join(PLATFORMS)}: "
                          f"re-gather the record with `fleet facts`.")
-    cuda = facts.get("cuda") or {}
-    python = facts.get("python") or {}
+    cuda, python, jetson = _object(facts, "cuda"), _object(facts, "python"), _object(facts, "jetson")
+    names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
+    jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
+        if platform.startswith("jetson-") or jetson else None
+    if jetpack and jetpack.generation == "orin":
+        platform = "jetson-orin"  # records gathered before fleet told JetPack 6 from 7 say jetson-thor
+    gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
+    if jetpack and not gpus:  # Orin on JetPack 6 has no nvidia-smi: its integrated GPU is still there
+        gpus = (jetson_gpu(jetpack.generation),)
     return Host(
-        name=str(facts.get("host") or "host"),
+        name=_text(facts.get("host")) or "host",
         arch=arch,
-        os_id=str(system.get("os_id") or ""),
-        os_version=str(system.get("os_version") or ""),
+        os_id=_text(system.get("os_id")),
+        os_version=_text(system.get("os_version")),
         platform=platform,
-        gpus=tuple(read_gpu(entry, platform) for entry in facts.get("gpus") or [] if isinstance(entry, dict)),
+        gpus=gpus,
         driver=_driver_version(facts),
-        jetpack=(facts.get("jetson") or {}).get("jetpack"),
-        toolkits=tuple(t for t in cuda.get("toolkits") or [] if isinstance(t, dict)),
-        compat=cuda.get("compat"),
+        jetpack=_text(jetson.get("jetpack")) or None,
+        toolkits=tuple(t for t in _list(cuda, "toolkits", "cuda.toolkits") if isinstance(t, dict)),
+        compat=_object(cuda, "compat", "cuda.compat") or None,
         python_version=_python_xy(python.get("version")),
-        torch=facts.get("torch"),
-        env_ld_library_path=str((facts.get("env") or {}).get("LD_LIBRARY_PATH") or ""),
-        nvml_error=(facts.get("driver") or {}).get("nvml_error"),
+        torch=_object(facts, "torch") or None,
+        env_ld_library_path=_text(_object(facts, "env").get("LD_LIBRARY_PATH")),
+        nvml_error=_object(_object(facts, "driver"), "nvml_error", "driver.nvml_error") or None,
+        jetson=jetpack,
     )
 
 
@@ -108,11 +119,47 @@ def host_refusal(host: Host) -> str | None:
                 f"matches the loaded kernel module {host.driver or '(unknown)'}, as an unattended driver upgrade "
                 "leaves it, and CUDA fails the same way; reboot the host, or reload the nvidia kernel modules "
                 "(rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), then run fleet again")
-    if host.driver and not host.gpus and host.platform != "jetson-thor":
+    if host.driver and not host.gpus and not host.platform.startswith("jetson"):
         why = f" (nvidia-smi: {nvml['message']})" if nvml.get("message") else ""
         return (f"the kernel has NVIDIA driver {host.driver} but no GPU could be read{why}; fleet will not plan "
                 "CPU torch on a GPU host: check /proc/driver/nvidia/gpus and nvidia-smi, then run fleet again")
     return None
+
+
+def _object(parent: dict, key: str, where: str | None = None) -> dict:
+    """An optional object: {} where it is absent or null; a damaged one (a list, a number) is an error."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FactsError(f"{where or key} is {type(value).__name__} {_short(value)}, not an object: "
+                         f"re-gather the record with `fleet facts`.")
+    return value
+
+
+def _list(parent: dict, key: str, where: str | None = None) -> list:
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FactsError(f"{where or key} is {type(value).__name__} {_short(value)}, not a list: "
+                         f"re-gather the record with `fleet facts`.")
+    return value
+
+
+def _text(value) -> str:
+    """A scalar as text; a nested value where text belongs is damage."""
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        raise FactsError(f"a {type(value).__name__} {_short(value)} stands where the record holds text: "
+                         f"re-gather the record with `fleet facts`.")
+    return str(value)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _section(facts: dict, name: str) -> dict:
@@ -123,7 +170,7 @@ def _section(facts: dict, name: str) -> dict:
 
 
 def _driver_version(facts: dict) -> str | None:
-    version = (facts.get("driver") or {}).get("version")
+    version = _object(facts, "driver").get("version")
     if version is None:
         return None
     try:
@@ -136,6 +183,6 @@ def _driver_version(facts: dict) -> str | None:
 
 def _python_xy(version) -> str | None:
     try:
-        return major_minor(str(version)) if version else None
+        return major_minor(_text(version)) if version else None
     except ValueError:
         return None

@@ -4,6 +4,11 @@ LD_LIBRARY_PATH that follows from every decision, and who provides each soname.
 Wheels put their libraries in site-packages/nvpl/lib and site-packages/nvidia/cu13/lib,
 off the loader path; NVIDIA's apt cuDSS lands in /usr/lib/aarch64-linux-gnu/libcudss/13
 and needs an /etc/ld.so.conf.d entry; NVPL's apt packages land on the default path.
+
+Redist tarballs follow NVIDIA's layout, as each product's redistrib_<release>.json lists it
+(developer.download.nvidia.com/compute/nvpl/redist/redistrib_25.5.json, compute/cudss/redist):
+<product>/<platform>/<name>-<platform>-<version>-archive.tar.xz; NVPL ships BLAS and LAPACK as
+separate archives, cuDSS names its CUDA major (libcudss-linux-sbsa-0.7.1.4_cuda13-archive.tar.xz).
 """
 from __future__ import annotations
 
@@ -43,9 +48,12 @@ def decide_nvpl(host: Host, v: Vars, torch: TorchDecision) -> LibraryDecision:
                                f"{why}: apt packages from {repo}, on the default loader path")
     if v.nvpl_source == "tarball":
         lib = f"{v.nvpl_home}/lib"
+        archives = [redist_url(v.nvpl_redist_url, name, "linux-sbsa", version)
+                    for name, version in (("nvpl_blas", v.nvpl_blas_version), ("nvpl_lapack", v.nvpl_lapack_version))]
         return LibraryDecision(True, "tarball", ["nvpl_blas", "nvpl_lapack"], v.nvpl_redist_url, [lib],
                                "ld_library_path",
-                               f"{why}: tarballs from {v.nvpl_redist_url} into {v.nvpl_home}, {lib} on LD_LIBRARY_PATH")
+                               f"{why}: BLAS and LAPACK archives {' and '.join(archives)} into {v.nvpl_home}, "
+                               f"{lib} on LD_LIBRARY_PATH", archives=archives)
     return _from_pypi(host, v, why, ["nvpl-blas", "nvpl-lapack"], "nvpl/lib")
 
 
@@ -61,10 +69,19 @@ def decide_cudss(host: Host, v: Vars, torch: TorchDecision) -> LibraryDecision:
                                f"{why}: libcudss0-cuda-{major} from {repo}; {lib} goes in /etc/ld.so.conf.d")
     if v.cudss_source == "tarball":
         lib = f"{v.cudss_home}/lib"
+        platform = "linux-sbsa" if host.arch == "aarch64" else "linux-x86_64"
+        archives = [redist_url(v.cudss_redist_url, "libcudss", platform, f"{v.cudss_version}_cuda{major}")]
         return LibraryDecision(True, "tarball", [f"libcudss-cuda{major}"], v.cudss_redist_url, [lib],
                                "ld_library_path",
-                               f"{why}: tarball from {v.cudss_redist_url} into {v.cudss_home}, {lib} on LD_LIBRARY_PATH")
-    return _from_pypi(host, v, why, [f"nvidia-cudss-cu{major}"], f"nvidia/cu{major}/lib")
+                               f"{why}: archive {archives[0]} into {v.cudss_home}, {lib} on LD_LIBRARY_PATH",
+                               archives=archives)
+    return _from_pypi(host, v, why + f" (cuDSS {v.cudss_version} ships that soname)",
+                      [f"nvidia-cudss-cu{major}=={v.cudss_version}"], f"nvidia/cu{major}/lib")
+
+
+def redist_url(base: str, name: str, platform: str, version: str) -> str:
+    """NVIDIA's redist layout: <base>/<name>/<platform>/<name>-<platform>-<version>-archive.tar.xz."""
+    return f"{base.rstrip('/')}/{name}/{platform}/{name}-{platform}-{version}-archive.tar.xz"
 
 
 def _from_pypi(host: Host, v: Vars, why: str, packages: list[str], subdir: str) -> LibraryDecision:

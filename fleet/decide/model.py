@@ -18,6 +18,8 @@ class CudaDecision:
     lib_dir: str | None                # "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
     reason: str
     refuse: str | None = None
+    keyring: str | None = None         # NVIDIA's cuda-keyring .deb in the repo for this OS and CPU, even
+                                       # where CUDA is present (NVPL, cuDSS and compat use the same repo)
 
 
 @dataclass
@@ -40,6 +42,7 @@ class TorchDecision:
     reason: str
     arch_list: list[str] | None        # what the wheel carries; None where nobody publishes it
     refuse: str | None = None
+    extra_index_url: str | None = None  # where the index serves torch alone, the index for its dependencies
 
 
 @dataclass
@@ -53,6 +56,7 @@ class LibraryDecision:
     loader: str | None                 # how they reach the loader: "ld_library_path" | "ld.so.conf.d" | "default"
     reason: str
     refuse: str | None = None
+    archives: list[str] | None = None  # tarball source: the redist archive URLs, one per component
 
 
 @dataclass

@@ -1,28 +1,26 @@
 """Which torch wheel, from which index, and whether its architectures run this GPU.
 
-Architectures per official index: PyTorch 2.9-2.11 support matrix (shared/DOMAIN.md).
-The index's CUDA must not be newer than what the driver provides, natively or through
-cuda-compat; aarch64 has CUDA wheels only from torch 2.9 on.
+Architectures per official wheel: fleet/decide/archs.py (per torch version range, variant, CPU). The
+index's CUDA must run on the driver: fully, by minor-version compatibility (any 12.x on >= 525.60.13, any
+13.x on >= 580: uv's torch backend picks the index by exactly this), or through cuda-compat. The toolkit and
+the wheel must be one CUDA major (extensions built with nvcc 12 do not load into a CUDA 13 torch). aarch64
+has CUDA wheels only from torch 2.9 on. The Jetson AI Lab index serves Jetson builds, publishes no
+architecture list, links NVPL and cuDSS, and serves only some packages (PyPI is the extra index).
 """
 from __future__ import annotations
 
 import re
 
-from fleet.decide.gpu import arch_entries, runs_on
+from fleet.cuda_table import family_min_driver, minor_compat_runs
+from fleet.decide.archs import official_archs, official_row, variants
+from fleet.decide.cuda import native_cuda
+from fleet.decide.gpu import runs_on
 from fleet.decide.host import Host
+from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
 from fleet.decide.variables import Vars
-from fleet.decide.cuda import native_cuda
 from fleet.decide.versions import version_key
 
-OFFICIAL_ARCHS: dict[tuple[str, str], str] = {
-    ("12.6", "x86_64"): "5.0 6.0 7.0 7.5 8.0 8.6 9.0",
-    ("12.6", "aarch64"): "8.0 9.0",
-    ("12.8", "x86_64"): "7.5 8.0 8.6 9.0 10.0 12.0",
-    ("12.8", "aarch64"): "8.0 9.0 10.0 12.0",
-    ("13.0", "x86_64"): "7.5 8.0 8.6 9.0 10.0 12.0+PTX",
-    ("13.0", "aarch64"): "8.0 9.0 10.0 11.0 12.0+PTX",
-}
 FIRST_AARCH64_CUDA_TORCH = (2, 9)
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
@@ -33,21 +31,44 @@ def index_cuda(url: str) -> str | None:
     return f"{int(match.group(1))}.{match.group(2)}" if match else None
 
 
+def torch_source(host: Host, v: Vars) -> str:
+    """'jetson' where asked, where torch_index_url is the Jetson index, or on an Orin left to defaults
+    (PyTorch's aarch64 wheels are SBSA builds, which JetPack 6's Tegra CUDA does not run)."""
+    if v.torch_source == "jetson" or is_jetson_index(v.torch_index_url):
+        return "jetson"
+    orin = host.jetson is not None and host.jetson.generation == "orin"
+    return "jetson" if orin and "torch_source" not in v.explicit else "official"
+
+
 def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
     if not host.has_gpu:
         return _cpu_torch(v)
-    jetson = v.torch_source == "jetson"
-    url = v.jetson_torch_index_url if jetson else v.torch_index_url
+    source = torch_source(host, v)
+    url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)
     if cuda is None:
-        return _refused(v, url, None, f"cannot tell which CUDA the torch index {url} serves: "
-                                      f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
-    problem = (_jetson_problem(host, url) if jetson else _aarch64_problem(host, v)) \
-        or _driver_problem(host, v, compat, url, cuda)
+        return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
+                                              f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
+    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v)) \
+        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(v, url, cuda)
     if problem:
-        return _refused(v, url, cuda, problem)
-    arch_list, origin = _arch_list(host, v, cuda, jetson)
-    return _coverage(host, v, url, cuda, arch_list, origin)
+        return _refused(v, url, cuda, source, problem)
+    arch_list, origin = _arch_list(host, v, cuda, source)
+    decision = _coverage(host, v, url, cuda, source, arch_list, origin)
+    if source == "jetson":
+        decision.extra_index_url = v.pip_index_url
+        decision.reason += (f"; the Jetson index serves torch and a few wheels only: its dependencies come from "
+                            f"{v.pip_index_url} (extra index)")
+    return decision
+
+
+def _index_url(host: Host, v: Vars, source: str) -> str:
+    if source == "official":
+        return v.torch_index_url
+    if is_jetson_index(v.torch_index_url) and "torch_index_url" in v.explicit:
+        return v.torch_index_url
+    return v.jetson_torch_index_url or (host.jetson.index_url if host.jetson else
+                                        "https://pypi.jetson-ai-lab.io/sbsa/cu130")
 
 
 def _cpu_torch(v: Vars) -> TorchDecision:
@@ -56,8 +77,8 @@ def _cpu_torch(v: Vars) -> TorchDecision:
                          f"no NVIDIA GPU: torch {v.torch_version} CPU wheels from {url}; no CUDA decisions", [])
 
 
-def _refused(v: Vars, url: str, cuda: str | None, why: str) -> TorchDecision:
-    return TorchDecision(url, v.torch_version, v.torch_source, cuda, False, why, None, refuse=why)
+def _refused(v: Vars, url: str, cuda: str | None, source: str, why: str) -> TorchDecision:
+    return TorchDecision(url, v.torch_version, source, cuda, False, why, None, refuse=why)
 
 
 def _jetson_problem(host: Host, url: str) -> str | None:
@@ -67,48 +88,68 @@ def _jetson_problem(host: Host, url: str) -> str | None:
     return None
 
 
-def _aarch64_problem(host: Host, v: Vars) -> str | None:
+def _official_problem(host: Host, v: Vars) -> str | None:
     if host.arch == "aarch64" and version_key(v.torch_version)[:2] < FIRST_AARCH64_CUDA_TORCH:
         return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (they start at 2.9; pip would "
                 f"install a CPU build): set torch_version=2.9.0 or newer")
+    if host.jetson and host.jetson.generation == "orin":
+        return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
+                f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
     return None
 
 
 def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str) -> str | None:
-    """The wheel's CUDA must not be newer than the driver gives, natively or via compat."""
+    """The wheel's CUDA must run on the driver: fully, by minor-version compatibility, or through compat."""
     if host.driver is None:
         return None
     native = native_cuda(host)
-    provided = v.cuda_version if compat.use and version_key(v.cuda_version) > version_key(native or "0") else native
-    if provided and version_key(cuda) <= version_key(provided):
+    if native and version_key(cuda) <= version_key(native):
         return None
-    gives = f"CUDA {provided}" if provided else "a CUDA older than 12.0"
+    if not host.jetson and minor_compat_runs(host.driver, cuda):
+        return None
+    if compat.use and version_key(cuda) <= version_key(v.cuda_version):
+        return None
+    gives = f"CUDA {native}" if native else "a CUDA older than 12.0"
+    family = family_min_driver(cuda)
+    rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
     fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
         else f"install a driver for CUDA {cuda}"
-    return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}"
+    return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}{rule}"
             f"{' with cuda-compat' if compat.use else ''}: {fix}, "
-            f"or use an index for CUDA {provided or '12.x'} or older")
+            f"or use an index for CUDA {native or '12.x'} or older")
 
 
-def _arch_list(host: Host, v: Vars, cuda: str, jetson: bool) -> tuple[list[str] | None, str]:
-    """The wheel's architectures: read off the installed torch where it is this very wheel,
-    else from the support matrix; the Jetson index publishes none."""
+def _major_mismatch(v: Vars, url: str, cuda: str) -> str | None:
+    """A CUDA 12 toolkit beside a CUDA 13 torch: what nvcc builds (extensions, CUTLASS kernels) links
+    libcudart.so.12 while torch brings libcudart.so.13."""
+    if cuda.split(".")[0] == v.cuda_major:
+        return None
+    return (f"torch wheels from {url} are built for CUDA {cuda} but cuda_version={v.cuda_version}: extensions "
+            f"built with the CUDA {v.cuda_version} toolkit would link libcudart.so.{v.cuda_major} beside torch's "
+            f"libcudart.so.{cuda.split('.')[0]}; set cuda_version to a {cuda.split('.')[0]}.x release or "
+            f"torch_index_url to a cu{v.cuda_major}x index")
+
+
+def _arch_list(host: Host, v: Vars, cuda: str, source: str) -> tuple[list[str] | None, str]:
+    """The wheel's architectures: read off the installed torch where it is this very wheel, else from the
+    table of official wheels; the Jetson index publishes none (and PyTorch's matrix does not apply to it)."""
     installed = host.torch or {}
+    arch_list = installed.get("arch_list")
     same_wheel = (str(installed.get("version") or "").split("+")[0] == v.torch_version
-                  and str(installed.get("cuda") or "") == cuda and installed.get("arch_list"))
+                  and str(installed.get("cuda") or "") == cuda and isinstance(arch_list, list) and arch_list)
     if same_wheel:
-        return list(installed["arch_list"]), "read from the installed torch"
-    if jetson:
-        return None, "the Jetson index publishes no architecture list"
-    spec = OFFICIAL_ARCHS.get((cuda, host.arch))
-    if spec is None:
-        return None, f"fleet has no table for cu{cuda.replace('.', '')} {host.arch} wheels"
-    return arch_entries(spec), "from PyTorch's support matrix"
+        return [str(a) for a in arch_list], "read from the installed torch"
+    if source == "jetson":
+        return None, "the Jetson index publishes no architecture list (PyTorch's matrix does not cover its builds)"
+    row = official_row(v.torch_version, cuda, host.arch)
+    if row is None:
+        return None, f"fleet has no table for torch {v.torch_version} cu{cuda.replace('.', '')} {host.arch} wheels"
+    return official_archs(v.torch_version, cuda, host.arch), f"from {row.source}"
 
 
-def _coverage(host: Host, v: Vars, url: str, cuda: str, arch_list, origin: str) -> TorchDecision:
+def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, origin: str) -> TorchDecision:
     def result(supported: bool, reason: str, refuse: str | None = None) -> TorchDecision:
-        return TorchDecision(url, v.torch_version, v.torch_source, cuda, supported, reason, arch_list, refuse)
+        return TorchDecision(url, v.torch_version, source, cuda, supported, reason, arch_list, refuse)
 
     wheel = f"torch {v.torch_version} from {url}"
     unknown = [g for g in host.gpus if g.capability is None]
@@ -135,11 +176,11 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, arch_list, origin: str) 
 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars) -> str:
     """The newest official index whose wheels run on `capability`, as a fix to set."""
-    for cuda in sorted({c for c, _ in OFFICIAL_ARCHS}, key=version_key, reverse=True):
-        spec = OFFICIAL_ARCHS.get((cuda, host.arch))
-        if spec and runs_on(arch_entries(spec), capability):
+    for cuda in variants(v.torch_version, host.arch):
+        if runs_on(official_archs(v.torch_version, cuda, host.arch) or [], capability):
             index = f"https://download.pytorch.org/whl/cu{cuda.replace('.', '')}"
             if index == url.rstrip("/"):  # the installed build differs from the published wheels
                 return f"reinstall torch {v.torch_version} from {index}: its published wheels cover it"
-            return f"set torch_index_url={index}"
-    return f"no official torch index covers capability {capability} on {host.arch}"
+            also = "" if cuda.split(".")[0] == v.cuda_major else f" with cuda_version={cuda}"
+            return f"set torch_index_url={index}{also}"
+    return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

@@ -7,7 +7,7 @@ is a float) or from `--set NAME=VALUE` (text), so everything is normalised to te
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 
@@ -17,8 +17,9 @@ DEFAULTS: dict[str, str] = {
     "torch_version": "2.11.0",
     "torch_index_url": "https://download.pytorch.org/whl/cu130",
     "torch_source": "official",
-    "jetson_torch_index_url": "https://pypi.jetson-ai-lab.io/sbsa/cu130",
+    "jetson_torch_index_url": "",  # "" = the Jetson AI Lab index of the host's JetPack (decide/jetson.py)
     "torch_cuda": "",  # CUDA of the torch index when its URL does not say (a mirror); "" = read the URL
+    "pip_index_url": "https://pypi.org/simple",  # PyPI: NVPL and cuDSS wheels, and the Jetson torch's dependencies
     "nvpl_source": "pypi",
     "cudss_source": "pypi",
     "python_env": "/opt/fleet/venv",
@@ -26,6 +27,14 @@ DEFAULTS: dict[str, str] = {
     "cudss_redist_url": "https://developer.download.nvidia.com/compute/cudss/redist/",
     "nvpl_home": "/opt/nvidia/nvpl",
     "cudss_home": "/opt/nvidia/cudss",
+    # The Jetson-index torch links libcudss.so.0 (NEEDED): cuDSS 0.7.1 ships that soname (its redist
+    # archive libcudss-linux-sbsa-0.7.1.4_cuda13 and the nvidia-cudss-cu13 0.7.1.4 wheel), so pin it.
+    "cudss_version": "0.7.1.4",
+    # NVIDIA's redist layout: <product>/<platform>/<name>-<platform>-<version>-archive.tar.xz, as each
+    # product's redistrib_<release>.json lists it (compute/nvpl/redist/redistrib_25.5.json: nvpl_blas
+    # 0.4.1.1, nvpl_lapack 0.3.1.1, separate archives).
+    "nvpl_blas_version": "0.4.1.1",
+    "nvpl_lapack_version": "0.3.1.1",
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -50,6 +59,7 @@ class Vars:
     torch_source: str
     jetson_torch_index_url: str
     torch_cuda: str
+    pip_index_url: str
     nvpl_source: str
     cudss_source: str
     python_env: str
@@ -57,6 +67,10 @@ class Vars:
     cudss_redist_url: str
     nvpl_home: str
     cudss_home: str
+    cudss_version: str
+    nvpl_blas_version: str
+    nvpl_lapack_version: str
+    explicit: frozenset = field(default=frozenset(), compare=False)  # names the user set
 
     @property
     def cuda_dashed(self) -> str:
@@ -71,6 +85,7 @@ class Vars:
 def resolve(values: dict) -> Vars:
     """Defaults overlaid with `values` (unknown names are left to the roles that read them)."""
     merged = {name: _text(values.get(name, default)) for name, default in DEFAULTS.items()}
+    explicit = frozenset(name for name in DEFAULTS if name in values and _text(values[name]) != "")
     for name, allowed in CHOICES.items():
         if merged[name] not in allowed:
             raise VariableError(f"{name}={merged[name]!r} is not one of {', '.join(allowed)}: set one of those.")
@@ -82,7 +97,10 @@ def resolve(values: dict) -> Vars:
     if not merged["python_env"].startswith("/"):
         raise VariableError(f"python_env={merged['python_env']!r} is not an absolute path: "
                             f"set one like /opt/fleet/venv.")
-    return Vars(**merged)
+    for name in ("cudss_version", "nvpl_blas_version", "nvpl_lapack_version"):
+        if not re.fullmatch(r"\d+(\.\d+){1,3}", merged[name]):
+            raise VariableError(f"{name}={merged[name]!r} is not a version like {DEFAULTS[name]}: set one.")
+    return Vars(**merged, explicit=explicit)
 
 
 def _text(value) -> str:

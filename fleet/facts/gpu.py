@@ -196,8 +196,10 @@ def parse_driver(text: str) -> dict:
     return {"version": parse_driver_version(text[match.end():]), "source": source}
 
 
-# L4T release -> JetPack (shared/DOMAIN.md). Only releases we know; others record the L4T alone.
-JETPACK_FOR_L4T = {"38.2": "7.0", "38.4": "7.1", "39": "7.2"}
+# L4T release -> JetPack (shared/DOMAIN.md; JetPack 6 release notes: R36.3 = 6.0, R36.4 = 6.1, R36.4.3 = 6.2).
+# Only releases we know; others record the L4T alone.
+JETPACK_FOR_L4T = {"36.3": "6.0", "36.4": "6.1", "36.4.3": "6.2", "38.2": "7.0", "38.4": "7.1", "39": "7.2"}
+FIRST_THOR_L4T = 38  # JetPack 7 (R38+) is Thor's; R36 (JetPack 6) is Orin's
 
 
 def jetpack_for_l4t(l4t: str | None) -> str | None:
@@ -220,7 +222,8 @@ def parse_tegra_release(text: str) -> dict | None:
         raise ValueError("no '# R<major> (release), REVISION: x.y' line")
     revision = match[2].split(".")
     l4t = f"{match[1]}.{revision[0]}"
-    return {"l4t": l4t, "l4t_full": f"{match[1]}.{match[2]}", "jetpack": jetpack_for_l4t(l4t)}
+    full = f"{match[1]}.{match[2]}"
+    return {"l4t": l4t, "l4t_full": full, "jetpack": JETPACK_FOR_L4T.get(full) or jetpack_for_l4t(l4t)}
 
 
 def parse_dt_model(text: str) -> str | None:
@@ -229,15 +232,16 @@ def parse_dt_model(text: str) -> str | None:
 
 
 def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
-                    has_driver: bool) -> str:
-    """jetson-thor | dgx-spark | x86_64-dgpu | sbsa-dgpu | cpu-only (the signs in shared/DOMAIN.md).
+                    has_driver: bool, l4t: str | None = None) -> str:
+    """jetson-thor | jetson-orin | dgx-spark | x86_64-dgpu | sbsa-dgpu | cpu-only (the signs in shared/DOMAIN.md).
 
     Jetson first: a tegra release file, a `-tegra` kernel or a Thor GPU. Then GB10 on aarch64 is a Spark.
     A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is there, the tool is not).
     """
     names = " ".join(name or "" for name in gpu_names)
     if tegra or (kernel or "").endswith("-tegra") or "Thor" in names:
-        return "jetson-thor"
+        older = l4t and l4t.split(".")[0].isdigit() and int(l4t.split(".")[0]) < FIRST_THOR_L4T
+        return "jetson-orin" if older or "Orin" in names else "jetson-thor"
     if arch == "aarch64" and "GB10" in names:
         return "dgx-spark"
     if not gpu_names and not has_driver:

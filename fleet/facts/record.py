@@ -54,7 +54,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     driver["nvml_error"] = smi.get("failure")
     driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
-                                   tegra is not None, driver["version"] is not None)
+                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"))
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     cuda_facts = _cuda(reader)
@@ -153,7 +153,7 @@ def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None
 
 
 def _jetson(tegra: dict | None, model: str | None, platform: str) -> dict | None:
-    if tegra is None and platform != "jetson-thor":
+    if tegra is None and not platform.startswith("jetson-"):
         return None
     tegra = tegra or {}
     return {"l4t": tegra.get("l4t"), "l4t_full": tegra.get("l4t_full"),

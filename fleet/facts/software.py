@@ -67,7 +67,9 @@ def python_command(python_env: str) -> str:
         f"{select_python(python_env)}\n"
         "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
         "[ -n \"$py\" ] || exit 0\n"
-        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version())'"
+        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version())'\n"
+        # Minimal images (Debian/Ubuntu without python3-venv) lack ensurepip: `python3 -m venv` fails there.
+        "if \"$py\" -B -c 'import ensurepip, venv' 2>/dev/null; then echo 'venv_module yes'; else echo 'venv_module no'; fi"
     )
 
 
@@ -88,6 +90,7 @@ def parse_python(text: str) -> dict:
         "executable": pairs.get("executable", "").strip() or None,
         "env": pairs.get("env", "").strip() or None,
         "env_exists": pairs["env_exists"].strip() == "yes",
+        "venv_module": {"yes": True, "no": False}.get(pairs.get("venv_module", "").strip()),
     }
 
 

@@ -32,6 +32,53 @@ print("; ".join(missing) if missing else "all installed")
 sys.exit(10 if missing else 0)
 """
 
+# Is each pinned requirement on the index for this Python and CPU? Read-only: one GET of the PEP 503 page
+# <index>/<project>/ (a file:// index is read from disk: <dir>/<project>/index.html or its listing). A wheel
+# fits when its version is the pin (a +local label allowed), its Python tag is this interpreter's (cp312, py3)
+# and its platform tag ends with this machine (x86_64, aarch64) or is `any`. Exit 11 only when the index
+# answered and lacks it; an index that cannot be read leaves the verdict to the apply.
+_INDEX_PY = r"""
+import html, os, platform, re, sys, urllib.parse, urllib.request
+index, reqs = sys.argv[1].rstrip("/"), sys.argv[2:]
+tag, machine = f"cp{sys.version_info[0]}{sys.version_info[1]}", platform.machine()
+def page(project):
+    url = f"{index}/{project}/"
+    if url.startswith("file:"):
+        path = urllib.request.url2pathname(urllib.parse.urlparse(url).path)
+        if os.path.isfile(os.path.join(path, "index.html")):
+            return open(os.path.join(path, "index.html"), encoding="utf-8", errors="replace").read()
+        return " ".join(os.listdir(path)) if os.path.isdir(path) else ""
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return answer.read().decode("utf-8", "replace")
+absent = []
+for req in reqs:
+    name, _, want = req.partition("==")
+    project = re.sub(r"[-_.]+", "-", name).lower()
+    if not want:
+        continue
+    try:
+        text = page(project)
+    except Exception as error:
+        print(f"could not ask {index} for {name} ({type(error).__name__}): the apply will tell")
+        continue
+    fits = False
+    for found in re.findall(r"([A-Za-z0-9_.+!%-]+\.whl)", html.unescape(text)):
+        parts = urllib.parse.unquote(found)[:-4].split("-")
+        if len(parts) < 5 or re.sub(r"[-_.]+", "-", parts[0]).lower() != project:
+            continue
+        version, pythons, platforms = parts[1], parts[-3].split("."), parts[-1].split(".")
+        fits = ((version == want or version.startswith(want + "+"))
+                and any(t in (tag, "py3", f"py{sys.version_info[0]}{sys.version_info[1]}") for t in pythons)
+                and any(p == "any" or p.endswith(machine) for p in platforms))
+        if fits:
+            break
+    if not fits:
+        absent.append(f"{name} {want} is not on {index} for {tag} {machine}")
+if absent:
+    print("; ".join(absent))
+    sys.exit(11)
+"""
+
 
 class Pip(Resource):
     type_name = "pip"
@@ -48,6 +95,7 @@ class Pip(Resource):
         "cache_dir": Param((str,)),
         "min_free_gb": Param((int, float), default=0),
         "root": Param((bool,), default=None),
+        "index_check": Param((bool,), default=False),  # a missing pin must exist on index_url for this Python/CPU
     }
 
     @classmethod
@@ -67,8 +115,14 @@ class Pip(Resource):
     def check(self) -> str:
         py = f"{qpath(self.p['venv'])}/bin/python"
         reqs = " ".join(q(r) for r in self.p["packages"])
-        return (f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; exit {NEEDS_CHANGE}; fi\n"
-                f"{py} -c {q(_CHECK_PY)} {reqs}\n")
+        on_index = ""
+        if self.p["index_check"] and self.p["index_url"]:
+            # Asked only where something is missing: a converged host costs no index request.
+            on_index = (f"if [ \"$rc\" = {NEEDS_CHANGE} ]; then ipy={py}; [ -x \"$ipy\" ] || ipy=$(command -v "
+                        f"{q(self.p['python'])} || true); if [ -n \"$ipy\" ]; then \"$ipy\" -c {q(_INDEX_PY)} "
+                        f"{q(self.p['index_url'])} {reqs} || exit $?; fi; fi\n")
+        return (f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; rc={NEEDS_CHANGE}\n"
+                f"else {py} -c {q(_CHECK_PY)} {reqs}; rc=$?; fi\n{on_index}exit $rc\n")
 
     def apply(self) -> str:
         venv = qpath(self.p["venv"])

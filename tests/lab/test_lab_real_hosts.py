@@ -120,8 +120,7 @@ def test_orin_on_jetpack_6_reads_r36(real):
     assert facts["driver"]["version"] == "540.4.0"
     assert sh_missing(real, "orin", "nvidia-smi")
     assert facts["gpus"][0]["name"] == "Orin (nvgpu)"    # from the kernel: Orin on JetPack 6 has no nvidia-smi
-    # NOW (issue 12 decides Orin on JetPack 6): the platform still reads jetson-thor
-    assert facts["platform"] == "jetson-thor"
+    # what fleet decides there is issue 12's (jp6/cu126 Jetson index, which the lab's mirror does not serve yet)
 
 
 def sh_missing(real, host: str, tool: str) -> bool:

@@ -31,8 +31,12 @@ def apply(inventory) -> dict:
 
 def facts_that_matter(inventory_dir) -> dict:
     record = json.loads((inventory_dir / "facts" / f"{POD}.json").read_text())
-    verify = {k: v for k, v in (record["verify"] or {}).items() if k != "at"}
-    return {"torch": record["torch"], "libraries": record["libraries"], "env": record["env"], "verify": verify,
+    # when and why verify ran, and the fingerprint of the files it proved (their mtimes), differ between two
+    # installs of the same stack: what it proved must not
+    bookkeeping = {"at", "checked_at", "reason", "reused", "fingerprint", "fingerprint_parts"}
+    verify = {k: v for k, v in (record["verify"] or {}).items() if k not in bookkeeping}
+    torch = {k: v for k, v in (record["torch"] or {}).items() if k != "from_verify_at"}
+    return {"torch": torch, "libraries": record["libraries"], "env": record["env"], "verify": verify,
             "cutlass": record["cutlass"], "compat": record["cuda"]["compat"]}
 
 

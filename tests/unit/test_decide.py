@@ -106,7 +106,7 @@ ROWS = [
         vars={"torch_source": "jetson"},
         equal={"refuse": None, "compat.use": False, "torch.index_url": JETSON_INDEX, "torch.source": "jetson",
                "torch.supported": True, "nvpl.needed": True, "cudss.needed": True,
-               "nvpl.packages": ["nvpl-blas", "nvpl-lapack"], "cudss.packages": ["nvidia-cudss-cu13"],
+               "nvpl.packages": ["nvpl-blas", "nvpl-lapack"], "cudss.packages": ["nvidia-cudss-cu13==0.7.1.4"],
                "ld_library_path": [SBSA_LIB, f"{SITE_312}/nvpl/lib", f"{SITE_312}/nvidia/cu13/lib"],
                "roles": ["nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"],
                "missing_providers/libcudss.so.0/provider": "cudss",
@@ -125,7 +125,8 @@ ROWS = [
     Row("thor wanting 13.1 on its r580 driver: refused, never compat", "thor",
         vars={"cuda_version": "13.1"},
         equal={**REFUSED, "compat.use": False},
-        says={"refuse": ["Thor on driver 580.00 cannot run CUDA 13.1", "803", "JetPack", "r590"]}),
+        says={"refuse": ["Thor on JetPack 7.0 (driver 580.00) cannot run CUDA 13.1", "ships CUDA 13.0", "803",
+                         "cuda_version=13.0"]}),
     Row("spark: cu130 aarch64 wheels, no compat, CUDA from DGX OS", "spark",
         equal={"refuse": None, "compat.use": False, "torch.index_url": CU130, "torch.cuda": "13.0",
                "torch.supported": True, "cuda.source": "dgx-os", "cuda.action": "present",
@@ -136,13 +137,16 @@ ROWS = [
     Row("geforce on 550 wanting 13.0: refused, 804 named", "geforce-550",
         equal={**REFUSED, "compat.use": False,
                "refuse": "GeForce RTX 4090 on driver 550.54.14 cannot run CUDA 13.0: forward compatibility is "
-                         "not supported on GeForce GPUs (error 804); install driver >= 580.65.06"},
+                         "not supported on GeForce GPUs (error 804); install driver >= 580.65.06, or set "
+                         "cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128 (driver "
+                         "550.54.14 runs any CUDA 12.x by minor-version compatibility)"},
         says={"refuse": ["error 804"]}),
-    Row("driver too old to report compute_cap: capability from the name", "a100-470",
+    Row("driver too old to report compute_cap: capability from the name (CUDA 12.6 through compat on R470)",
+        "a100-470", vars={"cuda_version": "12.6", "torch_index_url": "https://download.pytorch.org/whl/cu126"},
         equal={"refuse": None, "compat.use": True, "torch.supported": True,
-               "ld_library_path": [COMPAT, X86_LIB]},
+               "ld_library_path": ["/usr/local/cuda-12.6/compat", "/usr/local/cuda-12.6/targets/x86_64-linux/lib"]},
         says={"torch.reason": ["sm_80", "8.0", "inferred from the name"],
-              "compat.reason": ["470.256.02 < 580.65.06", "data-center"]}),
+              "compat.reason": ["470.256.02 < 560.28.03", "data-center", "R470"]}),
     Row("capability unknown and a name fleet does not know: said, not refused", "a100-470",
         patch={"gpus.0.name": "NVIDIA Mystery Accelerator", "driver.version": "580.95.05"},
         equal={"refuse": None, "compat.use": False, "torch.supported": True},
@@ -158,13 +162,19 @@ ROWS = [
                "skipped": ["cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass"]},
         says={"torch.reason": ["no NVIDIA GPU", "CPU"]}),
     Row("capability 12.1 with a cu126 wheel: refused", "spark",
-        vars={"torch_index_url": "https://download.pytorch.org/whl/cu126"},
+        vars={"torch_index_url": "https://download.pytorch.org/whl/cu126", "cuda_version": "12.6"},
         equal={**REFUSED, "torch.supported": False, "torch.cuda": "12.6", "torch.arch_list": ["sm_80", "sm_90"]},
         says={"refuse": ["cu126", "sm_80 sm_90", "GB10", "12.1", "torch_index_url=https://download.pytorch.org/whl/cu130"]}),
-    Row("volta with cu130 wheels (7.5 and up): refused, cu126 named", "h100-pod-570",
+    Row("volta wanting CUDA 13 (sm_75 and up): refused, 12.9 and cu128 offered", "h100-pod-570",
         patch={"gpus.0.name": "Tesla V100-SXM2-32GB", "gpus.0.compute_cap": "7.0"},
+        equal={**REFUSED},
+        says={"refuse": ["V100", "7.0", "sm_50 to sm_72", "cuda_version=12.9",
+                         "torch_index_url=https://download.pytorch.org/whl/cu128"]}),
+    Row("volta on CUDA 12.9 with cu130 wheels: toolkit/torch CUDA major mismatch refused", "h100-pod-570",
+        vars={"cuda_version": "12.9", "torch_index_url": CU130, "torch_cuda": ""},
+        patch={"gpus.0.name": "Tesla V100-SXM2-32GB", "gpus.0.compute_cap": "7.0", "driver.version": "580.95.05"},
         equal={**REFUSED, "torch.supported": False},
-        says={"refuse": ["V100", "7.0", "torch_index_url=https://download.pytorch.org/whl/cu126"]}),
+        says={"refuse": ["cuda_version=12.9", "cu130"]}),
     Row("aarch64 before torch 2.9: no CUDA wheels, refused", "spark",
         vars={"torch_version": "2.8.0"},
         equal={**REFUSED, "torch.supported": False}, says={"refuse": ["2.8.0", "aarch64", "2.9"]}),
@@ -224,7 +234,7 @@ def test_decisions(row: Row):
     assert list(doc["reasons"]) == ["cuda", "compat", "torch", "nvpl", "cudss", "env"]
     assert all(doc["reasons"].values())
     assert doc["roles"] == [name for name in ALL_ROLES if name in doc["roles"]]
-    assert (doc["ld_library_path"][:1] == [COMPAT]) == doc["compat"]["use"]
+    assert (doc["ld_library_path"][:1] == [doc["compat"]["path"]]) == doc["compat"]["use"]
     assert ("cuda_compat" in doc["roles"]) == (doc["compat"]["use"] and not doc["refuse"])
 
 
@@ -271,6 +281,7 @@ def test_yaml_typed_cuda_version_is_read_as_text():
     ({"cuda_version": "13.7"}, "12.0, 12.1"), ({"cuda_version": "thirteen"}, "like 13.0"),
     ({"torch_source": "conda"}, "official, jetson"), ({"nvpl_source": "brew"}, "pypi, apt, tarball"),
     ({"torch_version": "latest"}, "2.11.0"), ({"python_env": "venv"}, "absolute path"),
+    ({"cudss_version": "latest"}, "0.7.1.4"),
 ])
 def test_bad_variables_are_one_sentence_with_a_fix(bad_vars, phrase):
     with pytest.raises(VariableError) as caught:
@@ -431,8 +442,12 @@ def test_thor_capture_with_driver_580_00_is_not_mistaken_for_an_old_driver():
 
 
 def test_470_capture_without_compute_cap_decides_from_the_name():
-    # Two V100s on 470.82.01, which rejects compute_cap: 7.0 from the name; cu130 wheels start at 7.5.
+    # Two V100s on 470.82.01, which rejects compute_cap: 7.0 from the name. CUDA 13 dropped Volta (CUDA 13.0
+    # release notes); R470 takes CUDA 12.x up to 12.6 through cuda-compat (NVIDIA forward compatibility).
     doc = decide(parsed_record("old-driver", from_h100=("uname", "os_release"))).to_json()
-    assert doc["compat"]["use"] is True and doc["torch"]["supported"] is False
-    assert "Tesla V100-SXM2-16GB, capability 7.0" in doc["refuse"]
-    assert "torch_index_url=https://download.pytorch.org/whl/cu126" in doc["refuse"]
+    assert "Tesla V100-SXM2-16GB has capability 7.0" in doc["refuse"]
+    assert "set cuda_version=12.6 and torch_index_url=https://download.pytorch.org/whl/cu126" in doc["refuse"]
+    doc = decide(parsed_record("old-driver", from_h100=("uname", "os_release")),
+                 {"cuda_version": "12.6", "torch_index_url": "https://download.pytorch.org/whl/cu126"}).to_json()
+    assert doc["refuse"] is None and doc["compat"]["use"] is True and doc["torch"]["supported"] is True
+    assert "sm_70 runs on Tesla V100-SXM2-16GB, capability 7.0" in doc["torch"]["reason"]

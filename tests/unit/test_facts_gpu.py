@@ -144,7 +144,9 @@ def test_tegra_release_thor():
 @pytest.mark.parametrize("line, l4t, jetpack", [
     ("# R38 (release), REVISION: 4.0, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "38.4", "7.1"),
     ("# R39 (release), REVISION: 0.1, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "39.0", "7.2"),
-    ("# R36 (release), REVISION: 4.3, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "36.4", None),
+    ("# R36 (release), REVISION: 4.3, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "36.4", "6.2"),  # Orin
+    ("# R36 (release), REVISION: 4.0, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "36.4", "6.1"),
+    ("# R35 (release), REVISION: 6.0, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x", "35.6", None),
 ])
 def test_tegra_release_jetpack_table(line, l4t, jetpack):
     parsed = gpu.parse_tegra_release(line)
@@ -169,3 +171,9 @@ def test_tegra_absent_and_garbage():
 ])
 def test_platform(arch, kernel, names, tegra, driver, expected):
     assert gpu.detect_platform(arch, kernel, names, tegra, driver) == expected
+
+
+def test_platform_tells_orin_on_jetpack_6_from_thor():
+    assert gpu.detect_platform("aarch64", "5.15.148-tegra", [], True, True, "36.4") == "jetson-orin"
+    assert gpu.detect_platform("aarch64", "6.8.12-tegra", [], True, True, "38.2") == "jetson-thor"
+

@@ -48,7 +48,8 @@ def test_env_garbage_raises():
 def test_python_real_h100_reframed():
     parsed = software.parse_python((CAPTURED / "h100" / "python.txt").read_text())
     assert parsed == {"version": "3.12.3", "executable": "/opt/torch/.venv/bin/python3",
-                      "env": "/opt/torch/.venv", "env_exists": True}
+                      "env": "/opt/torch/.venv", "env_exists": True,
+                      "venv_module": None}  # captured before fleet asked for ensurepip
 
 
 def test_python_command_prefers_the_venv(tmp_path):
@@ -64,6 +65,9 @@ def test_python_command_without_venv_falls_back_to_python3(tmp_path):
     parsed = software.parse_python(run(software.python_command(str(tmp_path / "none"))))
     assert parsed["env_exists"] is False
     assert parsed["executable"] == shutil.which("python3")
+    # Whether `python3 -m venv` can work here (minimal images lack ensurepip), as python3 itself answers.
+    real = subprocess.run(["python3", "-c", "import ensurepip, venv"], capture_output=True).returncode == 0
+    assert parsed["venv_module"] is real
 
 
 def test_torch_real_h100_reframed():

@@ -47,7 +47,7 @@ def test_every_shipped_role_loads_in_the_default_order():
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block"] and kinds["verify"] == ["assert"]
-    assert kinds["cutlass"] == ["git"] and kinds["torch"] == ["pip"]
+    assert kinds["cutlass"] == ["git"] and kinds["torch"] == ["apt", "pip"]  # python3-venv, then torch
 
 
 def test_an_unknown_role_name_suggests_the_closest():
@@ -150,7 +150,7 @@ def test_a_false_role_condition_disables_every_task(pod570):
     compat, nvpl = (load_role(SHIPPED / n / "role.yaml") for n in ("cuda_compat", "nvpl"))
     assert [t.enabled for t in render(compat, pod570)] == [True]  # the 570 pod needs compat
     tasks = render(nvpl, pod570)
-    assert [t.enabled for t in tasks] == [False, False, False]
+    assert [t.enabled for t in tasks] == [False, False, False, False]  # pypi, apt, BLAS and LAPACK archives
     assert {t.skip_reason for t in tasks} == {"role condition is false: decisions.nvpl.needed"}
 
 
@@ -214,7 +214,7 @@ def test_the_shipped_decision_lists_render_as_lists(pod570):
 def test_task_names_are_rendered(pod570):
     task = render(load_role(SHIPPED / "cutlass" / "role.yaml"), pod570, {"cutlass_ref": "v4.2.1"})[0]
     assert task.spec.name == "CUTLASS at v4.2.1" and task.resource.p["ref"] == "v4.2.1"
-    torch = render(load_role(SHIPPED / "torch" / "role.yaml"), pod570)[0]
+    torch = render(load_role(SHIPPED / "torch" / "role.yaml"), pod570)[1]
     assert torch.spec.name == "torch 2.11.0 (official index)"
 
 

@@ -1,0 +1,75 @@
+"""Jetson generations: what each JetPack ships and where its torch wheels live.
+
+Orin runs JetPack 6 (L4T R36: CUDA 12.x built for Tegra, `aarch64-linux` targets); Thor runs JetPack 7
+(L4T R38 and later: the unified SBSA CUDA 13). They differ in CUDA, in which torch wheels run, and in
+cuda-compat: forward compatibility is supported on Jetson boards (Orin takes newer 12.x through
+cuda-compat), but on Thor with JetPack 7 a compat libcuda fails with error 803.
+
+Sources: developer.nvidia.com/embedded/jetpack-archive and the JetPack 6.0/6.1/6.2/7.0/7.1 release notes
+(CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1); docs.nvidia.com/deploy/cuda-compatibility
+/forward-compatibility.html ("Jetson boards"); NVIDIA/nvidia-container-toolkit PR #1679 (compat on Thor ->
+803); pypi.jetson-ai-lab.io (indexes jp6/cu126 for JetPack 6, sbsa/cu130 for JetPack 7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet.decide.gpu import Gpu
+from fleet.decide.versions import version_key
+
+
+@dataclass(frozen=True)
+class JetPack:
+    generation: str        # "orin" | "thor"
+    jetpack: str | None    # "6.2", "7.0"; None where the facts do not name it
+    cuda: str | None       # the CUDA this JetPack ships ("12.6"); None where fleet does not know it
+    index_url: str         # the Jetson AI Lab index for this JetPack's torch wheels
+
+    @property
+    def label(self) -> str:
+        return f"JetPack {self.jetpack}" if self.jetpack else f"JetPack {self.major}"
+
+    @property
+    def major(self) -> str:
+        return "7" if self.generation == "thor" else "6"
+
+
+JETPACK_CUDA = {"6.0": "12.2", "6.1": "12.6", "6.2": "12.6", "7.0": "13.0", "7.1": "13.0"}
+JETSON_INDEX = {"orin": "https://pypi.jetson-ai-lab.io/jp6/cu126", "thor": "https://pypi.jetson-ai-lab.io/sbsa/cu130"}
+FIRST_THOR_L4T = 38        # R38.2 is JetPack 7.0, the first JetPack for Thor
+
+
+def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:
+    """'thor' for L4T R38+ / JetPack 7+ / a Thor GPU, else 'orin' (R36, JetPack 6)."""
+    if "Thor" in gpu_names:
+        return "thor"
+    for value, first in ((l4t, FIRST_THOR_L4T), (jetpack, 7)):
+        try:
+            if value and version_key(str(value))[0] >= first:
+                return "thor"
+            if value:
+                return "orin"
+        except ValueError:
+            continue
+    return "thor" if "Orin" not in gpu_names else "orin"
+
+
+def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
+    gen = generation(l4t, jetpack, gpu_names)
+    cuda = JETPACK_CUDA.get(str(jetpack)) if jetpack else None
+    if cuda is None and gen == "thor":
+        cuda = "13.0"  # every JetPack 7 release so far ships CUDA 13.0
+    return JetPack(gen, str(jetpack) if jetpack else None, cuda, JETSON_INDEX[gen])
+
+
+def is_jetson_index(url: str) -> bool:
+    """The Jetson AI Lab index (or a mirror named after it): its wheels link NVPL and cuDSS."""
+    return "jetson-ai-lab" in url or "/jetson-" in url or url.rstrip("/").split("/")[-1].startswith("jetson")
+
+
+def jetson_gpu(gen: str) -> Gpu:
+    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6): Orin is 8.7,
+    Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
+    if gen == "thor":
+        return Gpu("NVIDIA Thor", "11.0", "from the JetPack generation", "thor")
+    return Gpu("Orin (integrated GPU)", "8.7", "from the JetPack generation", "jetson")
