@@ -11,7 +11,7 @@ from pathlib import Path
 def own_lab(workdir: Path, net: str, name: str):
     """Start it; returns (inventory path, stop) where stop() removes every trace (processes, mounts, root)."""
     import yaml
-    from fleet.lab import control, testing
+    from fleet_lab import control, testing
 
     doc = testing.test_inventory_doc()
     for host in doc["hosts"].values():

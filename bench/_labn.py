@@ -41,7 +41,7 @@ def inventory_doc(n: int) -> dict:
 def up(workdir: Path, n: int) -> Path:
     """Write the inventory, start every host fresh (their earlier writes forgotten); returns its path."""
     import yaml
-    from fleet.lab import control
+    from fleet_lab import control
 
     if n > 255 - FIRST:
         raise SystemExit(f"at most {255 - FIRST} hosts fit on {NET}.x")
@@ -57,12 +57,12 @@ def up(workdir: Path, n: int) -> Path:
 def reset(inventory: Path) -> None:
     """Fresh hosts for the next tool's first run."""
     from fleet.inventory import load_inventory
-    from fleet.lab import control
+    from fleet_lab import control
 
     control.reset(inventory, list(load_inventory(inventory).hosts), lab_root())
 
 
 def down(inventory: Path, purge: bool) -> None:
-    from fleet.lab import control
+    from fleet_lab import control
 
     control.down(inventory, lab_root(), purge=purge)

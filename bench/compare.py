@@ -221,7 +221,7 @@ def main() -> int:
                     print_report({n: results[n]}, {})
         finally:
             if args.purge:
-                from fleet.lab import control
+                from fleet_lab import control
                 control.down(None, _labn.lab_root(), purge=True)
     versions = _peers.versions() if set(args.tools) - {"fleet"} else {}
     print_report(results, versions)

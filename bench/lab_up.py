@@ -15,14 +15,14 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fleet import lab  # noqa: E402
-from fleet.lab import control, mirror  # noqa: E402
+import fleet_lab as lab  # noqa: E402
+from fleet_lab import control, mirror  # noqa: E402
 
 HOSTS = {
-    "thor": {"address": "127.0.4.11", "lab": "thor"},
-    "spark": {"address": "127.0.4.12", "lab": "spark", "user": "nvidia"},
-    "pod-570": {"address": "127.0.4.13", "lab": "h100-pod", "lab_driver": "570.133.20"},
-    "pod-580": {"address": "127.0.4.14", "lab": "h100-pod", "lab_driver": "580.159.04", "lab_compat": "installed"},
+    "thor": {"address": "127.0.4.11", "lab": {"profile": "thor"}},
+    "spark": {"address": "127.0.4.12", "lab": {"profile": "spark"}, "user": "nvidia"},
+    "pod-570": {"address": "127.0.4.13", "lab": {"profile": "h100-pod", "driver": "570.133.20"}},
+    "pod-580": {"address": "127.0.4.14", "lab": {"profile": "h100-pod", "driver": "580.159.04", "compat": "installed"}},
 }
 
 

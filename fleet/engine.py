@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import hostlock, sections, verify_gate
+from .decide import storage
 from .connection import Connection, stdin_for, wrap_bash
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
@@ -149,8 +150,12 @@ class Engine:
         forced = forced or self.force_verify
         max_age = None if forced else self._verify_max_age(host)
         guessed = self._guess_checks(conn, host, facts_for_render, max_age)
-        found = self.run_sections(conn, "\n".join([probe.script(host.vars)] + guessed), "probe")
+        probed_with = storage.host_vars(facts_for_render, host.vars)
+        found = self.run_sections(conn, "\n".join([probe.script(probed_with)] + guessed), "probe")
         facts = probe.parse(found, host.name)
+        if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
+            found.update(self.run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
+            facts = probe.parse(found, host.name)
         plan = self.plan_for(host, facts)
         wanted = plan.check_sections(conn, max_age)
         if wanted != guessed:
@@ -217,14 +222,15 @@ class Engine:
     def plan_for(self, host: Host, facts: dict) -> Plan:
         from .decide import FactsError, VariableError, decide
 
+        host_vars = storage.host_vars(facts, host.vars)   # venv and pip's files on a pod's volume
         try:
-            decisions = decide(facts, host.vars)
+            decisions = decide(facts, host_vars)
         except (FactsError, VariableError) as exc:
             raise InputError(f"{host.name}: {exc}") from None
         djson = decisions.to_json()
         # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
         info = {"name": host.name, "user": host.user, "root": host.user == "root", "check_mode": self.check_mode}
-        tasks = [t for role in self.roles for t in render_role(role, host.vars, facts, djson, info)]
+        tasks = [t for role in self.roles for t in render_role(role, host_vars, facts, djson, info)]
         return Plan(facts, decisions, djson, tasks)
 
     def _plan(self, plan: Plan, checks: dict[str, CheckResult], report: HostReport) -> list[Task]:

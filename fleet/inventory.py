@@ -26,11 +26,10 @@ from typing import Any
 from . import yamlsrc
 from .errors import InputError
 
-TOP_KEYS = {"facts_dir", "roles_path", "roles", "vars", "hosts", "groups"}
-HOST_KEYS = {"address", "port", "user", "key", "connection", "lab", "lab_driver", "lab_compat", "vars", "roles"}
+TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "vars", "hosts", "groups"}
+HOST_KEYS = {"address", "port", "user", "key", "known_hosts", "connection", "lab", "vars", "roles"}
 GROUP_KEYS = {"hosts", "vars", "roles"}
 CONNECTIONS = ("ssh", "local")
-LAB_PROFILES = ("thor", "spark", "h100-pod")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_ROLES_FROM = "the built-in default"
@@ -44,8 +43,8 @@ class Host:
     user: str = "root"
     key: str | None = None
     connection: str = "ssh"
-    lab: str | None = None
-    lab_params: dict[str, Any] = field(default_factory=dict)
+    known_hosts: str | None = None   # a known-hosts file to trust besides ~/.ssh/known_hosts (e.g. the lab's)
+    lab: dict[str, Any] | None = None   # settings for fleet_lab (the lab); fleet itself never reads them
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     line: int = 0
@@ -120,6 +119,7 @@ def load_inventory(path: str | Path) -> Inventory:
     _check_keys(loc, (), doc, TOP_KEYS, "the top level")
     all_vars = _vars(loc, ("vars",), doc.get("vars"))
     hosts = _hosts(loc, doc.get("hosts"), base)
+    _connection_defaults(loc, doc, hosts, base)
     groups = _groups(loc, doc.get("groups"), hosts)
     facts_dir = doc.get("facts_dir", "facts")
     if not isinstance(facts_dir, str) or not facts_dir:
@@ -134,6 +134,32 @@ def load_inventory(path: str | Path) -> Inventory:
     _merge_roles(loc, hosts, groups, top_roles)
     return Inventory(Path(path), hosts, {g: members for g, (members, _) in groups.items()}, all_vars,
                      (base / os.path.expanduser(facts_dir)).resolve(), roles_path, top_roles)
+
+
+def _key_file(loc, keys, value: str, base: Path, whose: str) -> str:
+    resolved = (base / os.path.expanduser(value)).resolve()
+    if not resolved.is_file():
+        loc.problem(keys, f"key file {value!r} {whose} does not exist ({resolved}); "
+                          "fix the path or remove 'key:' to use your ssh-agent")
+    return str(resolved)
+
+
+def _connection_defaults(loc, doc: dict, hosts: dict[str, Host], base: Path) -> None:
+    """Top-level `key:` and `known_hosts:` apply to every host without its own (the lab writes them)."""
+    for name in ("key", "known_hosts"):
+        value = doc.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            loc.problem((name,), f"{name} must be a file path, not {yamlsrc.type_name(value)}")
+            continue
+        path = _key_file(loc, (name,), value, base, "at the top level") if name == "key" else \
+            str((base / os.path.expanduser(value)).resolve())
+        for host in hosts.values():
+            if getattr(host, name) is None:
+                setattr(host, name, path)
+                if name == "key":   # given in the inventory: it wins over ~/.ssh/config's IdentityFile
+                    host.given = (host.given or frozenset()) | {"key"}
 
 
 def _roles_path(loc, value, base: Path) -> list[Path]:
@@ -222,10 +248,10 @@ def _host(loc, key, spec, base: Path) -> Host | None:
     host = Host(name=name, line=loc.line(*keys))
     host.connection = _choice(loc, keys + ("connection",), spec.get("connection", "ssh"), CONNECTIONS)
     host.lab = spec.get("lab")
-    if host.lab is not None:
-        host.lab = _choice(loc, keys + ("lab",), host.lab, LAB_PROFILES)
-    host.lab_params = {k: spec[k] for k in ("lab_driver", "lab_compat") if k in spec}
-    for key in ("address", "user", "key"):
+    if host.lab is not None and not isinstance(host.lab, dict):
+        loc.problem(keys + ("lab",), f"lab settings of host {name!r} are a mapping such as "
+                                     "'{profile: h100-pod, driver: 570.133.20}', not " + yamlsrc.type_name(host.lab))
+    for key in ("address", "user", "key", "known_hosts"):
         value = spec.get(key)
         if value is not None and not isinstance(value, str):
             loc.problem(keys + (key,), f"{key} of host {name!r} must be a string, not {yamlsrc.type_name(value)}; "
@@ -237,11 +263,9 @@ def _host(loc, key, spec, base: Path) -> Host | None:
                           "(or 'connection: local' for this machine)")
     host.port = _port(loc, keys + ("port",), spec.get("port", 22), name)
     if host.key:
-        resolved = (base / os.path.expanduser(host.key)).resolve()
-        if not resolved.is_file():
-            loc.problem(keys + ("key",), f"key file {host.key!r} of host {name!r} does not exist ({resolved}); "
-                                         "fix the path or remove 'key:' to use your ssh-agent")
-        host.key = str(resolved)
+        host.key = _key_file(loc, keys + ("key",), host.key, base, f"of host {name!r}")
+    if host.known_hosts:
+        host.known_hosts = str((base / os.path.expanduser(host.known_hosts)).resolve())
     host.vars = _vars(loc, keys + ("vars",), spec.get("vars"))
     host.given = frozenset(k for k in ("address", "port", "user", "key") if k in spec)
     return host

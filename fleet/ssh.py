@@ -1,7 +1,7 @@
 """SSH connections over fabric/paramiko, with host keys checked the way a careful person checks them.
 
-- Known keys come from the user's ~/.ssh/known_hosts and fleet's own known-hosts file (plus the lab's
-  file for lab hosts, whose keys the lab generated itself).
+- Known keys come from the user's ~/.ssh/known_hosts, fleet's own known-hosts file, and the host's
+  `known_hosts:` file from the inventory (the lab writes its own there: it generated its hosts' keys).
 - An unknown key is refused unless --accept-new-host-keys; then it is recorded in fleet's file and its
   fingerprint printed.
 - A changed key is always refused, with both fingerprints and how to accept a new one deliberately.
@@ -144,7 +144,7 @@ class SSHConnection(Connection):
         """One verified, authenticated SSH hop (over `sock`, a channel through the previous hop, if given)."""
         host, opts = self.host, self.options
         connect_kwargs = {"banner_timeout": opts.connect_timeout, "auth_timeout": opts.connect_timeout}
-        keys = target.key_files or ([self._lab_key()] if self._lab_key() and target is self.ssh_target else [])
+        keys = target.key_files
         if keys:
             connect_kwargs.update(_key_kwargs(keys))
         if sock is not None:
@@ -198,20 +198,10 @@ class SSHConnection(Connection):
             fab.close()
         self._jumps = []
 
-    def _lab_key(self) -> str | None:
-        if not self.host.lab:
-            return None
-        from .lab import paths
-
-        key = paths.lab_key()
-        return str(key) if Path(key).exists() else None
-
     def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
         files = [Path(os.path.expanduser("~/.ssh/known_hosts"))]
-        if self.host.lab:
-            from .lab import paths
-
-            files.append(Path(paths.lab_known_hosts()))
+        if self.host.known_hosts:   # e.g. the lab's, which generated its hosts' keys and vouches for them
+            files.append(Path(self.host.known_hosts))
         files.append(self.options.fleet_known_hosts())
         entries: list[paramiko.hostkeys.HostKeyEntry] = []
         for path in files:

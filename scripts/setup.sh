@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(openssh-server openssh-client sudo git gcc libc6-dev dpkg-dev gnupg python3 python3-venv
-          ca-certificates xz-utils iproute2 util-linux procps
+          ca-certificates curl xz-utils iproute2 util-linux procps
           chromium fonts-dejavu-core)   # chromium: the HTML facts report is tested headless (screenshot, DOM)
 missing=()
 for p in "${packages[@]}"; do

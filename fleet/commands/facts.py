@@ -74,8 +74,11 @@ def _gather_live(args, env, reporter, hosts, facts_dir):
     from ..facts.gather import gather
     from ..parallel import on_hosts
 
+    from ..decide import storage
+
     def work(conn, host):
-        record, _sections = gather(conn, host)
+        # the venv where apply put it: on a pod's /workspace volume when the last record shows one
+        record, _sections = gather(conn, host, storage.host_vars(store.read(facts_dir, host.name), host.vars))
         store.write(facts_dir, host.name, record)
         return record
 

@@ -7,10 +7,12 @@ import argparse
 HELP = "start, stop or list simulated hosts (the lab) to rehearse on"
 DEFAULT_INVENTORY = "inventories/lab.yaml"
 DESCRIPTION = """\
-The lab starts one real sshd per inventory host that has a `lab:` profile (thor, spark, h100-pod), each on
-its own loopback address, in its own mount and UTS namespace, over an overlay of this machine's / (writes
-stay on that host). A stand-in mirror (apt repository, wheels, CUTLASS git repository) is served to every
-host at /srv/fleet-lab-mirror. Needs root and openssh-server.
+The lab starts one real sshd per inventory host that has a `lab: {profile: ...}` mapping (thor, spark,
+h100-pod, runpod-pytorch, no-smi, orin-jp6, geforce-pod, minimal, fresh-vm), each on its own loopback address,
+in its own mount and UTS namespace, over an overlay of this machine's / (writes stay on that host). Inside
+each host the real source hostnames (developer.download.nvidia.com, download.pytorch.org, pypi.org, github.com,
+...) reach the lab's stand-in mirror over HTTPS. `up` writes the lab's key and known-hosts file into the
+inventory. Needs root, openssh-server and the lab package (fleet_lab: pip install -e '.[test]').
 
   fleet lab up                        start every lab host of inventories/lab.yaml (already running: kept)
   fleet lab status                    what runs, where
@@ -41,13 +43,13 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, env) -> int:
     import time
 
-    from .. import lab
-    from ..lab import paths
+    lab = _lab_package()
+    from fleet_lab import paths
 
     started = time.monotonic()
     if args.lab_action == "up":
         if args.reset:
-            from ..lab.control import lab_specs
+            from fleet_lab.control import lab_specs
             names = [s.name for s in lab_specs(args.inventory, args.limit)]
             states = lab.reset(args.inventory, names)
         else:
@@ -67,6 +69,21 @@ def run(args: argparse.Namespace, env) -> int:
             return 0
         _table(env, f"lab status (root {paths.lab_root()})", states)
     return 0
+
+
+def _lab_package():
+    """fleet_lab, the lab's own package: fleet ships without it and imports it only here."""
+    import importlib
+
+    from ..errors import LabError
+
+    try:
+        return importlib.import_module("fleet_lab")
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "fleet_lab":
+            raise
+        raise LabError("the lab is its own package (fleet_lab), which is not installed here; install it from "
+                       "fleet's source tree with: pip install -e '.[test]'") from None
 
 
 def _table(env, title: str, states) -> None:

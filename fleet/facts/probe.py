@@ -27,10 +27,11 @@ def _settings(vars: dict | None) -> dict:
 
 
 def disk_dirs(vars: dict | None) -> list[str]:
-    """Where roles write: the venv's parent (torch is GBs), the CUTLASS checkout, and /."""
+    """Where roles write: the venv's parent (torch is GBs), the CUTLASS checkout, / and /workspace."""
     settings = _settings(vars)
     python_parent = posixpath.dirname(str(settings["python_env"]).rstrip("/")) or "/"
-    return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/"]))
+    # /workspace: a pod's volume disk, where fleet.decide.storage puts the venv when it is its own mount
+    return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/", "/workspace"]))
 
 
 def bodies(vars: dict | None = None) -> dict[str, str]:

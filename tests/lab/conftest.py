@@ -17,14 +17,14 @@ subnet with its own root; sessions on the same subnet take turns (a lock; the se
 Hosts start fresh for the session, not per test: a test that writes on a host and needs a clean one
 calls `lab.reset([...])` first (about 0.2 s a host). The test lab never touches a demo lab (127.0.1.x,
 /var/lib/fleet-lab), and a run that was killed is cleaned up by the next one (its root is fixed:
-/tmp/fleet-lab-test-<uid>). Implementation: fleet/lab/testing.py.
+/tmp/fleet-lab-test-<uid>). Implementation: fleet_lab/testing.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from fleet.lab import testing
+from fleet_lab import testing
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.lab import paths
+from fleet_lab import paths
 
 POD = "pod-570"
 HEADER = "# pods for the bootstrap test\n# (a copy of the lab's sources, without its pods)\n"
@@ -33,7 +33,7 @@ def pods_inventory(lab, where, **extra_vars) -> str:
     thor = doc["hosts"]["thor"]
     text = (HEADER + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
             + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
-              "    lab: thor\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
+              "    lab: {profile: thor}\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
     path = where / "inventories" / "pods.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

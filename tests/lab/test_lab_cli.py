@@ -11,7 +11,7 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 from fleet.errors import LabError
-from fleet.lab import control
+from fleet_lab import control
 
 
 def fleet(*argv: str) -> tuple[int, str, str]:
@@ -53,9 +53,13 @@ def test_without_sshd_the_lab_names_the_package(monkeypatch, tmp_path):
 
 def test_bad_lab_parameters_are_input_errors(tmp_path):
     inv = tmp_path / "bad.yaml"
-    inv.write_text("hosts:\n  p: {address: 127.0.2.40, lab: h100-pod, lab_driver: 580.00}\n")
+    inv.write_text("hosts:\n  p: {address: 127.0.2.40, lab: {profile: h100-pod, driver: 580.00}}\n")
     code, _, err = fleet("lab", "up", str(inv))
-    assert code == 2 and "quote it" in err
-    inv.write_text("hosts:\n  p: {address: 10.0.0.5, lab: h100-pod}\n")
+    assert code == 2 and "bad.yaml:2: lab driver of host 'p' reads as the number 580.0; quote it" in err
+    inv.write_text("hosts:\n  p: {address: 10.0.0.5, lab: {profile: h100-pod}}\n")
     code, _, err = fleet("lab", "up", str(inv))
     assert code == 2 and "loopback address" in err
+    inv.write_text("hosts:\n  p: {address: 127.0.2.40, lab: {profile: jetson}}\n")
+    code, _, err = fleet("lab", "up", str(inv))
+    assert code == 2 and "write 'profile:' as one of thor, spark, h100-pod, runpod-pytorch" in " ".join(err.split())
+    assert "key:" not in inv.read_text()   # bad input: nothing written, no host touched

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import yaml
 
-from fleet import lab as lab_api
-from fleet.lab import paths
-from fleet.lab.host import LabHost, answers_ssh, listening_pids
-from fleet.lab import testing as lab_testing
+import fleet_lab as lab_api
+from fleet_lab import paths
+from fleet_lab.host import LabHost, answers_ssh, listening_pids
+from fleet_lab import testing as lab_testing
 from helpers import ok, sh
 
 SCRATCH_ADDRESS = f"{lab_testing.test_net()}.31"
 OWN_ADDRESS = f"{lab_testing.test_net()}.32"
-SCRATCH = {"scratch-pod": {"address": SCRATCH_ADDRESS, "lab": "h100-pod", "lab_driver": "575.57.08"}}
+SCRATCH = {"scratch-pod": {"address": SCRATCH_ADDRESS, "lab": {"profile": "h100-pod", "driver": "575.57.08"}}}
 
 
 def in_namespace(ns: str) -> list[int]:
@@ -108,7 +108,7 @@ def test_down_of_the_last_hosts_removes_the_state(tmp_path):
     """A lab of its own (own root): after down only the build cache is left, after --purge nothing."""
     root = tmp_path / "own-lab"
     inv = tmp_path / "own.yaml"
-    inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": OWN_ADDRESS, "lab": "h100-pod"}}}))
+    inv.write_text(yaml.safe_dump({"hosts": {"own-pod": {"address": OWN_ADDRESS, "lab": {"profile": "h100-pod"}}}}))
     lab_api.up(inv, root=root)
     assert ok_host(root, "own-pod")
     members = in_namespace(LabHost("own-pod", root).record()["mount_ns"])
@@ -128,7 +128,7 @@ def test_down_waits_for_a_busy_host_and_up_follows_at_once(lab, tmp_path):
     every process of the host has ended and its address is free; up right after finds no half-dead host."""
     from fleet.connection import ConnectOptions, connect
     from fleet.inventory import load_inventory
-    from fleet.lab import procs
+    from fleet_lab import procs
     inv = tmp_path / "scratch.yaml"
     inv.write_text(yaml.safe_dump({"hosts": SCRATCH}))
     lab_api.down(inv, root=lab.root)

@@ -8,6 +8,10 @@ from helpers import ok, sh
 
 VENV = "/opt/fleet-lab-test-venv"
 SITE = f"{VENV}/lib/python3.11/site-packages"
+# The real index URLs: every lab host resolves these names to the lab's HTTPS mirror.
+INDEXES = {"cu130": "https://download.pytorch.org/whl/cu130", "jetson-cu130": "https://pypi.jetson-ai-lab.io/sbsa/cu130",
+           "pypi": "https://pypi.org/simple"}
+NVIDIA = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404"
 IMPORT = f"{VENV}/bin/python -c 'import torch' 2>&1 | tail -n 1"
 CUINIT = "python3 -c 'import ctypes; print(ctypes.CDLL(\"libcuda.so.1\").cuInit(0))'"
 TORCH_REPORT = (f"{VENV}/bin/python -W error::UserWarning -c 'import torch; print(torch.cuda.is_available(), "
@@ -16,7 +20,7 @@ TORCH_REPORT = (f"{VENV}/bin/python -W error::UserWarning -c 'import torch; prin
 
 def pip_install(lab, host: str, index: str, *packages: str) -> None:
     ok(lab, host, f"test -x {VENV}/bin/pip || python3 -m venv {VENV}; {VENV}/bin/pip install -q --no-cache-dir "
-                  f"--index-url file:///srv/fleet-lab-mirror/whl/{index} " + " ".join(packages), sudo=True)
+                  f"--index-url {INDEXES[index]} " + " ".join(packages), sudo=True)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +72,7 @@ def test_pod_570_needs_compat_first_on_the_path(fresh):
     cuda_call = sh(lab, "pod-570", f"{VENV}/bin/python -c 'import torch; torch.randn(2, 2).cuda()' 2>&1")
     assert cuda_call.exit == 1 and "RuntimeError: The NVIDIA driver on your system is too old" in cuda_call.stdout
     # install cuda-compat the way NVIDIA documents it: the keyring package, then apt (signed repository)
-    ok(lab, "pod-570", "cp /srv/fleet-lab-mirror/apt/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb /tmp/ && "
+    ok(lab, "pod-570", f"curl -fsSLo /tmp/cuda-keyring_1.1-1_all.deb {NVIDIA}/x86_64/cuda-keyring_1.1-1_all.deb && "
                        "dpkg -i /tmp/cuda-keyring_1.1-1_all.deb && apt-get update -q && "
                        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q cuda-compat-13-0")
     assert ok(lab, "pod-570", "apt-cache show cuda-compat-13-0 | grep ^Description:").strip().endswith(
@@ -93,16 +97,18 @@ def test_pod_580_compat_on_the_path_gives_803(fresh):
 @pytest.mark.parametrize("host, code", [("spark", "804"), ("thor", "803")])
 def test_compat_is_refused_on_gb10_and_breaks_thor(fresh, host, code):
     lab = fresh
-    ok(lab, host, "dpkg -i /srv/fleet-lab-mirror/apt/ubuntu2404/sbsa/cuda-compat-13-0_580.95.05-0ubuntu1_all.deb",
-       sudo=True)
+    ok(lab, host, f"curl -fsSLo /tmp/compat.deb {NVIDIA}/sbsa/cuda-compat-13-0_580.95.05-0ubuntu1_all.deb && "
+                  "dpkg -i /tmp/compat.deb", sudo=True)
     assert ok(lab, host, f"LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat {CUINIT}").strip() == code
     assert ok(lab, host, CUINIT).strip() == "0"
 
 
 def test_libcudss_deb_needs_an_ld_so_conf_entry_and_nvpl_debs_do_not(fresh):
     lab = fresh
-    ok(lab, "thor", "cd /srv/fleet-lab-mirror/apt/ubuntu2404/sbsa && "
-                    "dpkg -i libcudss0-cuda-13_*.deb libnvpl-blas0_*.deb libnvpl-lapack0_*.deb nvpl_*.deb")
+    debs = ["libcudss0-cuda-13_0.7.1.4-1_all.deb", "libnvpl-blas0_0.4.1.1-1_all.deb",
+            "libnvpl-lapack0_0.3.1.1-1_all.deb", "nvpl_25.5-1_all.deb"]
+    ok(lab, "thor", "mkdir -p /tmp/debs && cd /tmp/debs && " + " && ".join(
+        f"curl -fsSLO {NVIDIA}/sbsa/{deb}" for deb in debs) + " && dpkg -i " + " ".join(debs))
     cache = ok(lab, "thor", "ldconfig -p")
     assert "libnvpl_lapack_lp64_gomp.so.0 " in cache and "libcudss.so.0 " not in cache
     ok(lab, "thor", "echo /usr/lib/aarch64-linux-gnu/libcudss/13 > /etc/ld.so.conf.d/cudss.conf && ldconfig")

@@ -1,4 +1,4 @@
-"""fleet/lab/procs.py on real processes: a process is followed until it has ended (zombie or gone), not
+"""fleet_lab/procs.py on real processes: a process is followed until it has ended (zombie or gone), not
 only while the finder still names it; SIGTERM is escalated to SIGKILL; a host that never ends is named."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from fleet.errors import LabError
-from fleet.lab import procs
+from fleet_lab import procs
 
 
 def ignoring_term() -> subprocess.Popen:
@@ -91,7 +91,7 @@ def test_a_reused_namespace_number_of_a_fresh_host_is_not_taken_for_ours(tmp_pat
     import json
     import os
 
-    from fleet.lab.host import LabHost
+    from fleet_lab.host import LabHost
 
     other = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--fork", "sh", "-c",
                               "echo ready; exec sleep 600"], stdout=subprocess.PIPE)

@@ -13,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from fleet.lab.host import LabHost
+from fleet_lab.host import LabHost
 from helpers import ok, sh
 from test_apply_lab import fleet_json
 

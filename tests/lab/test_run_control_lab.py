@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from fleet.lab.host import LabHost
-from fleet.lab.paths import host_dir
+from fleet_lab.host import LabHost
+from fleet_lab.paths import host_dir
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
 

@@ -18,7 +18,7 @@ from test_apply_lab import fleet, fleet_json
 
 COMPAT = "/usr/local/cuda-13.0/compat"
 # Ask the driver API in this shell: the libcuda the loader picks, cuInit's code (the stand-in's rules are
-# the real ones: fleet/lab/native/libcuda.c).
+# the real ones: fleet_lab/native/libcuda.c).
 CUINIT = ("python3 -c 'import ctypes,os; l=ctypes.CDLL(\"libcuda.so.1\"); c=l.cuInit(0); "
           "m=[x.split()[-1] for x in open(\"/proc/self/maps\") if \"libcuda.so\" in x]; "
           "print(\"cuInit\", c, os.path.realpath(m[0]), os.environ.get(\"LD_LIBRARY_PATH\", \"\"))'")
@@ -179,8 +179,11 @@ def record(inventory: str, host: str = "pod-580") -> dict:
 def test_nvml_mismatch_refuses_and_no_nvidia_smi_still_means_a_gpu(lab, inventory):
     """pod-570 after an unattended upgrade of the user-space driver to 580.159.04 (kernel module 570)."""
     lab.reset(["pod-570"])
-    ok(lab, "pod-570", "cd /usr/lib/x86_64-linux-gnu && cp /srv/fleet-lab-mirror/native/driver/libcuda.so.580.159.04 . "
-                       "&& ln -sf libcuda.so.580.159.04 libcuda.so.1")
+    from fleet_lab import mirror   # the upgraded user-space driver, copied in as the upgrade would
+    upgraded = (mirror.ensure(lab.root) / "native" / "driver" / "libcuda.so.580.159.04").read_bytes()
+    with lab.connect("pod-570") as conn:
+        conn.write_file("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", upgraded, mode=0o755)
+    ok(lab, "pod-570", "cd /usr/lib/x86_64-linux-gnu && ln -sf libcuda.so.580.159.04 libcuda.so.1")
     res = sh(lab, "pod-570", "nvidia-smi")
     assert res.exit == 18 and "Driver/library version mismatch" in res.stdout
     code, out, err = fleet("apply", inventory, "--limit", "pod-570", "--check")

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.lab.paths import lab_key, lab_known_hosts
+from fleet_lab.paths import lab_key, lab_known_hosts
 
 HIDDEN_NAME = "pod-behind-bastion.fleet-lab.invalid"
 

@@ -119,7 +119,7 @@ def test_every_problem_is_reported_at_once(tmp_path):
     ("", "has no 'hosts:' section"),
     ("- a\n- b\n", "an inventory is a mapping with 'hosts:'"),
     ("hosts:\n  a: {address: x, connection: telnet}\n", "connection is 'telnet'; write one of: ssh, local"),
-    ("hosts:\n  a: {address: x, lab: jetson}\n", "lab is 'jetson'; write one of: thor, spark, h100-pod"),
+    ("hosts:\n  a: {address: x, lab: jetson}\n", "lab settings of host 'a' are a mapping such as"),
     ("hosts:\n  a: {address: x, port: true}\n", "must be a number from 1 to 65535, not true/false"),
     ("hosts:\n  'bad name': {address: x}\n", "host name 'bad name' must be letters"),
     ("hosts:\n  a: {address: x}\ngroups:\n  a: [a]\n", "group 'a' has the same name as a host"),
@@ -153,8 +153,7 @@ hosts:
     address: 127.0.1.11
     user: ubuntu
     key: keys/id_ed25519
-    lab: thor
-    lab_driver: 580.00
+    lab: {profile: thor, driver: 580.00}
     vars: {level: host}
   pod-1: {address: 127.0.1.13, port: 17322, vars: {level: host, cuda_version: "12.8"}}
   pod-2: {address: 127.0.1.14}
@@ -178,11 +177,11 @@ def test_hosts_and_defaults(good, tmp_path):
     thor, pod1, pod2, desk = (good.hosts[n] for n in ("thor", "pod-1", "pod-2", "desk"))
     assert (thor.address, thor.port, thor.user, thor.key) == ("127.0.1.11", 22, "ubuntu",
                                                                str(tmp_path / "keys" / "id_ed25519"))
-    assert (thor.lab, thor.lab_params) == ("thor", {"lab_driver": 580.0})
+    assert thor.lab == {"profile": "thor", "driver": 580.0}   # the lab's to read (fleet_lab), not fleet's
     assert (pod1.port, pod1.user, pod1.key, pod1.connection) == (17322, "root", None, "ssh")
     assert (pod1.target, pod2.target, desk.target) == ("root@127.0.1.13:17322", "root@127.0.1.14", "local")
     assert desk.connection == "local" and desk.address is None
-    assert thor.line == 4 and desk.line == 13
+    assert thor.line == 4 and desk.line == 12
     assert good.facts_dir == tmp_path / "records"
     assert good.groups == {"pods": ["pod-1", "pod-2"], "arm": ["thor"]}
     assert pod1.groups == ["pods"] and desk.groups == []
@@ -229,3 +228,16 @@ def test_shipped_example_inventories_load():
     for path in shipped:
         inventory = load_inventory(path)
         assert inventory.hosts, path
+
+
+def test_top_level_key_and_known_hosts_apply_to_hosts_without_their_own(tmp_path):
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "id_ed25519").write_text("not read by the loader\n")
+    (tmp_path / "keys" / "other").write_text("not read by the loader\n")
+    inv = load_inventory(write(tmp_path, "key: keys/id_ed25519\nknown_hosts: lab_known_hosts\nhosts:\n"
+                                         "  a: {address: x}\n  b: {address: y, key: keys/other, known_hosts: kh}\n"))
+    a, b = inv.hosts["a"], inv.hosts["b"]
+    assert (a.key, a.known_hosts) == (str(tmp_path / "keys" / "id_ed25519"), str(tmp_path / "lab_known_hosts"))
+    assert (b.key, b.known_hosts) == (str(tmp_path / "keys" / "other"), str(tmp_path / "kh"))
+    with pytest.raises(InputError, match=r"inv.yaml:1: key file 'gone' at the top level does not exist"):
+        load_inventory(write(tmp_path, "key: gone\nhosts:\n  a: {address: x}\n"))

@@ -11,7 +11,7 @@ import pytest
 
 from resource_shell import apply, check, converge, make, sh, stubs
 
-UBUNTU_BASHRC = Path(__file__).resolve().parents[2] / "fleet" / "lab" / "files" / "bashrc"
+UBUNTU_BASHRC = Path(__file__).resolve().parents[2] / "fleet_lab" / "files" / "bashrc"
 HOOK = '[ -r "$HOME/env.sh" ] && . "$HOME/env.sh"'
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import InputError
+from fleet.errors import InputError
 
 UBUNTU_2404 = """PRETTY_NAME="Ubuntu 24.04.3 LTS"
 NAME="Ubuntu"
@@ -47,12 +47,18 @@ class Profile:
     machine: str                # uname -m
     kernel_release: str | None  # None: this machine's own (a pod is a container on the host's kernel)
     gpu: Gpu
-    driver: str                 # default kernel driver; inventory `lab_driver` overrides
+    driver: str                 # default kernel driver; the inventory's `lab: {driver: ...}` overrides
     toolkit: bool               # CUDA 13.0 toolkit preinstalled (JetPack, DGX OS)
     driver_libdir: str          # where the driver's libcuda.so.1 lives
     tegra_release: str | None = None
     device_tree_model: str | None = None
     runpod: bool = False        # /etc/rp_environment sourced from root's .bashrc
+    # How real hosts come broken (fleet_lab/breakage.py):
+    nvidia_smi: bool = True     # False: a container started without the utility capability has none
+    system_torch: bool = False  # the template's torch in the system Python (RunPod PyTorch templates)
+    volume: str | None = None   # a volume mounted there, kept across restarts and resets (/workspace)
+    without: tuple[str, ...] = ()   # Debian packages this image lacks (files hidden, dpkg status without them)
+    apt_daily_s: int = 0        # seconds an apt-daily stand-in holds the dpkg and apt lists locks after boot
 
     @property
     def multiarch(self) -> str:
@@ -79,6 +85,35 @@ PROFILES = {
         gpu=Gpu("NVIDIA H100 80GB HBM3", "9.0", 81559, "datacenter", "00000000:00:07.0", 81559),
         driver="570.133.20", toolkit=False, driver_libdir="/usr/lib/x86_64-linux-gnu", runpod=True),
 }
+
+ORIN_TEGRA_RELEASE = ("# R36 (release), REVISION: 4.0, GCID: 37537400, BOARD: generic, EABI: aarch64, "
+                      "DATE: Fri Sep 13 04:36:44 UTC 2024\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
+                      "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
+_H100 = PROFILES["h100-pod"]
+
+# Hosts as real ones come (issue 13); `fleet lab up` with no inventory still starts only the classic four.
+PROFILES.update({
+    # RunPod's PyTorch template: torch in the system Python, /etc/rp_environment, a /workspace volume.
+    "runpod-pytorch": replace(_H100, name="runpod-pytorch", driver="580.159.04", system_torch=True,
+                              volume="/workspace"),
+    # A container started without NVIDIA_DRIVER_CAPABILITIES=utility: libcuda is there, nvidia-smi is not.
+    "no-smi": replace(_H100, name="no-smi", runpod=False, nvidia_smi=False),
+    # Jetson AGX Orin on JetPack 6.1/6.2 (L4T R36.4): CUDA 12.6, no nvidia-smi, driver branch 540.
+    "orin-jp6": Profile(
+        name="orin-jp6", machine="aarch64", kernel_release="5.15.148-tegra",
+        gpu=Gpu("Orin (nvgpu)", "8.7", None, "jetson-orin", "00000000:00:00.0", 62841),
+        driver="540.4.0", toolkit=False, driver_libdir="/usr/lib/aarch64-linux-gnu/nvidia",
+        tegra_release=ORIN_TEGRA_RELEASE, device_tree_model="NVIDIA Jetson AGX Orin Developer Kit",
+        nvidia_smi=False),
+    # A GeForce card (no forward compatibility: cuda-compat gives 804) on driver 570.
+    "geforce-pod": replace(_H100, name="geforce-pod", runpod=False,
+                           gpu=Gpu("NVIDIA GeForce RTX 4090", "8.9", 24564, "consumer", "00000000:01:00.0", 24564)),
+    # A minimal image: no git, no curl, no python3-venv (ensurepip missing), as slim bases ship.
+    "minimal": replace(_H100, name="minimal", runpod=False, driver="580.159.04",
+                       without=("git", "curl", "python3-venv", "python3.11-venv")),
+    # A fresh cloud VM: apt-daily runs at boot and holds the dpkg and apt lists locks for a while.
+    "fresh-vm": replace(_H100, name="fresh-vm", runpod=False, driver="580.159.04", apt_daily_s=20),
+})
 
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
 
@@ -110,20 +145,32 @@ class HostSpec:
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
+LAB_KEYS = ("profile", "driver", "compat")
+
+
 def spec_for(host) -> HostSpec:
-    """Resolve an inventory Host with `lab:` into a HostSpec; bad lab_* values are input errors."""
-    profile = PROFILES[host.lab]
-    raw = host.lab_params.get("lab_driver", profile.driver)
+    """Resolve an inventory Host with a `lab:` mapping ({profile, driver, compat}) into a HostSpec; bad
+    values are input errors naming the host's line."""
+    lab = host.lab or {}
+    unknown = sorted(set(lab) - set(LAB_KEYS))
+    if unknown:
+        raise InputError(f"lab settings of host {host.name!r} have unknown key {unknown[0]!r}; "
+                         f"use {', '.join(LAB_KEYS)}", line=host.line)
+    if lab.get("profile") not in PROFILES:
+        raise InputError(f"lab profile of host {host.name!r} is {lab.get('profile')!r}; write 'profile:' as one of "
+                         f"{', '.join(PROFILES)}", line=host.line)
+    profile = PROFILES[lab["profile"]]
+    raw = lab.get("driver", profile.driver)
     if isinstance(raw, float):   # YAML reads 580.00 as the number 580.0
-        raise InputError(f"lab_driver of host {host.name!r} reads as the number {raw!r}; quote it, "
-                         f"e.g. lab_driver: \"{raw:.2f}\"", line=host.line)
+        raise InputError(f"lab driver of host {host.name!r} reads as the number {raw!r}; quote it, "
+                         f"e.g. driver: \"{raw:.2f}\"", line=host.line)
     driver = str(raw)
     if not all(part.isdigit() for part in driver.split(".")) or int(driver.split(".")[0]) < 400:
-        raise InputError(f"lab_driver of host {host.name!r} is {driver!r}; write a Linux driver version "
+        raise InputError(f"lab driver of host {host.name!r} is {driver!r}; write a Linux driver version "
                          "such as 570.133.20", line=host.line)
-    compat = host.lab_params.get("lab_compat")
+    compat = lab.get("compat")
     if compat not in (None, "installed", "absent"):
-        raise InputError(f"lab_compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
+        raise InputError(f"lab compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
                          line=host.line)
     if host.address is None or not host.address.startswith("127."):
         raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "

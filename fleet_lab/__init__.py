@@ -5,7 +5,9 @@
     status(root=None)                      what runs
     reset(inventory, names, root=None)     fresh hosts: stop, forget their writes, start
 
-`inventory` is an Inventory or the path of one. Needs root and OpenSSH's sshd (LabError otherwise).
+`inventory` is an Inventory or the path of one; `up` writes the lab's `key:` and `known_hosts:` into a path.
+A sibling package of fleet: it uses fleet (inventory, errors), fleet never imports it. Needs root and
+OpenSSH's sshd (LabError otherwise).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 
 # (tag, commit date): v4.2.1 is a backport published after v4.3.0, as CUTLASS's are.
 RELEASES = [("4.3.0", "2025-11-20T12:00:00Z"), ("4.7.0", "2026-08-14T12:00:00Z"), ("4.2.1", "2026-08-20T12:00:00Z")]
@@ -62,3 +62,5 @@ def build_cutlass(out: Path) -> None:
         _git(work, "checkout", "-q", "main")
         out.parent.mkdir(parents=True, exist_ok=True)
         _git(work, "clone", "-q", "--bare", str(work), str(out))
+        # served over dumb HTTP (static files, as github.com/NVIDIA/cutlass.git is cloned in the lab)
+        _git(out, "update-server-info")

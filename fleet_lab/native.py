@@ -1,4 +1,4 @@
-"""Compile the stand-in shared objects (fleet/lab/native/*.c) with the system C compiler.
+"""Compile the stand-in shared objects (fleet_lab/native/*.c) with the system C compiler.
 
 Every object carries the real soname and the real DT_NEEDED entries, so the real loader, `ldd` and
 `ldconfig` treat it as they treat NVIDIA's. The code inside is small and says it is a stand-in.
@@ -12,14 +12,14 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 
 SOURCES = Path(__file__).parent / "native"
 
 
 @dataclass
 class SharedObject:
-    source: str                                   # file in fleet/lab/native/
+    source: str                                   # file in fleet_lab/native/
     soname: str | None = None
     defines: dict[str, str] = field(default_factory=dict)
     needed: list[str] = field(default_factory=list)   # sonames to link against, in DT_NEEDED order

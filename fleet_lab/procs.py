@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..errors import LabError
+from fleet.errors import LabError
 
 TERM_GRACE = 2.0    # seconds for SIGTERM (sshd and login shells end at once), then SIGKILL
 KILL_BOUND = 20.0   # seconds for SIGKILLed processes to finish exiting (overlay unmount on a busy disk)

@@ -32,7 +32,7 @@ def test_root() -> Path:
 
 def test_inventory_doc(demo: Path | None = None) -> dict:
     """inventories/lab.yaml with every address moved to 127.0.2.x and facts kept beside the copy."""
-    demo = demo or Path(__file__).resolve().parents[2] / "inventories" / "lab.yaml"
+    demo = demo or Path(__file__).resolve().parents[1] / "inventories" / "lab.yaml"
     doc = yaml.safe_load(demo.read_text())
     for name, host in doc["hosts"].items():
         host["address"] = TEST_ADDRESSES.get(name, host["address"].replace("127.0.1.", _NET + ".", 1))
@@ -57,26 +57,26 @@ class TestLab:
 
     def connect(self, name: str):
         """A fleet connection to one lab host (close it, or use it in a with-block)."""
-        from ..connection import ConnectOptions, connect
+        from fleet.connection import ConnectOptions, connect
         return connect(self.inventory.hosts[name], ConnectOptions(known_hosts=self.root / "fleet_known_hosts"))
 
 
 def start_test_lab(workdir: Path | None = None) -> TestLab:
     """Write the test inventory, point FLEET_LAB_ROOT at the test root, start every host."""
-    from ..inventory import load_inventory
+    from fleet.inventory import load_inventory
     root = test_root()
     lock = _session_lock(root)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="fleet-lab-inv-"))
     inv_path = workdir / "lab.yaml"
     inv_path.write_text(yaml.safe_dump(test_inventory_doc(), sort_keys=False))
-    os.environ["FLEET_LAB_ROOT"] = str(root)   # fleet's SSH connections find the lab key and known_hosts
-    lab = TestLab(root, inv_path, load_inventory(inv_path), lock)
+    os.environ["FLEET_LAB_ROOT"] = str(root)   # `fleet lab` commands of the tests find this lab
     try:
         control.up(inv_path, None, root)
     except BaseException:
         lock.close()
         raise
-    return lab
+    # loaded after `up`, which wrote the lab's key and known-hosts file into it
+    return TestLab(root, inv_path, load_inventory(inv_path), lock)
 
 
 def _session_lock(root: Path):

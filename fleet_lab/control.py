@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError, LabError
-from . import layers, mirror, paths
+from fleet.errors import InputError, LabError
+from . import layers, mirror, paths, serve, served
 from .host import SSHD, LabHost
 from .profiles import HostSpec, spec_for
 
@@ -42,7 +42,8 @@ def check_machine() -> None:
 
 def _load(inventory):
     if isinstance(inventory, (str, Path)):
-        from ..inventory import load_inventory
+        from fleet.inventory import load_inventory
+        served.drop_stale(Path(inventory))
         return load_inventory(inventory)
     return inventory
 
@@ -55,7 +56,10 @@ def lab_specs(inventory, names=None) -> list[HostSpec]:
                          "add e.g. 'lab: h100-pod' to a host with a 127.0.1.x address")
     specs, seen = [], {}
     for host in hosts:
-        spec = spec_for(host)
+        try:
+            spec = spec_for(host)
+        except InputError as exc:
+            raise InputError(str(exc), path=str(inv.path), line=host.line) from None
         spec.inventory = str(Path(inv.path).resolve())
         where = (spec.address, spec.port)
         if where in seen:
@@ -101,12 +105,17 @@ def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
 def up(inventory, names=None, root=None) -> list[HostState]:
     check_machine()
     root = paths.lab_root(root)
-    specs = lab_specs(inventory, names)
+    specs = lab_specs(inventory, names)   # bad input: nothing written, no host touched
     root.mkdir(parents=True, exist_ok=True)
-    mirror_dir = mirror.ensure(root)
     pubkey = ensure_lab_key(root)
+    if isinstance(inventory, (str, Path)):   # fleet finds the key and host keys there, as for any host
+        served.write_connection(Path(inventory), root)
+    mirror_dir = mirror.ensure(root)
+    mirror_address = serve.address_for(root, mirror_dir, lab_specs(inventory)[0].address)
     for spec in specs:   # hosts built from older stand-ins are rebuilt
         spec.extra["mirror"] = mirror_dir.name
+        spec.extra["mirror_address"] = mirror_address
+    serve.ensure(root, mirror_dir, mirror_address)
     stop_strays(root, keep={s.name for s in specs})
     layer_of = {s.name: profile_layer(s, mirror_dir, root) for s in specs}
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
@@ -193,6 +202,9 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
     if hosts.is_dir() and not any(hosts.iterdir()):
         hosts.rmdir()
     if not hosts.exists():
+        serve.stop(root)
+        if isinstance(inventory, (str, Path)):
+            served.remove_connection(Path(inventory))
         for path in (paths.lab_key(root), paths.lab_key(root).with_name("id_ed25519.pub"), paths.lab_known_hosts(root)):
             path.unlink(missing_ok=True)
         if purge:

@@ -18,8 +18,9 @@ import stat
 import subprocess
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 from . import mirror as mirror_mod
+from . import tls
 from .paths import MIRROR_IN_HOST
 from .profiles import UBUNTU_2404, Profile
 
@@ -83,6 +84,9 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
         put(layer, "/usr/lib/fleet-lab/libfleet_uname.so", lib.read_bytes(), 0o755)
         put(layer, "/etc/ld.so.preload", "/usr/lib/fleet-lab/libfleet_uname.so\n")
     root_home(layer, profile)
+    trust_lab_ca(layer, mirror)
+    from . import breakage   # how real hosts come broken: no nvidia-smi, missing packages, held locks, ...
+    breakage.to_layer(layer, profile, mirror)
     packages = []
     if profile.toolkit:
         packages.append("cuda-toolkit-13-0_13.0.2-1_all.deb")
@@ -91,6 +95,18 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     if packages:
         repo = f"{MIRROR_IN_HOST}/apt/ubuntu2404/{profile.apt_arch}"
         dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + [f"{repo}/{p}" for p in packages])
+    for mount_point in (MIRROR_IN_HOST, "/srv"):   # hosts reach the mirror over HTTPS only
+        if (layer / mount_point.lstrip("/")).is_dir() and not any((layer / mount_point.lstrip("/")).iterdir()):
+            (layer / mount_point.lstrip("/")).rmdir()
+
+
+def trust_lab_ca(layer: Path, mirror: Path) -> None:
+    """The lab CA in the host's system store, the way a site adds its own CA (update-ca-certificates reads
+    /usr/local/share/ca-certificates), and pip told to use that store (/etc/pip.conf `cert =`: pip
+    otherwise trusts only its bundled certifi, pip.pypa.io/en/stable/topics/https-certificates/)."""
+    put(layer, "/usr/local/share/ca-certificates/fleet-lab-ca.crt", (tls.tls_dir(mirror) / "ca.pem").read_bytes())
+    dpkg_in_layer(layer, mirror, ["update-ca-certificates"])
+    put(layer, "/etc/pip.conf", "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
 
 
 def _masks(layer: Path) -> None:
@@ -143,5 +159,5 @@ def dpkg_in_layer(layer: Path, mirror: Path, command: list[str]) -> None:
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(merged, ignore_errors=True)
     if proc.returncode != 0:
-        raise LabError(f"preinstalling {' '.join(command[2:])} into the lab's profile layer failed: "
+        raise LabError(f"running {' '.join(command)} in the lab's profile layer failed: "
                        f"{(proc.stderr or proc.stdout).strip()[-500:]}")

@@ -61,15 +61,16 @@ def _build_torch_libs(out: Path, standins: Path, arch_flags: str, jetson: bool) 
 
 def build_wheels(out: Path, libs: Path, py: str) -> None:
     """whl/cu130 (x86_64 + aarch64), whl/jetson-cu130 (aarch64), whl/pypi (NVPL, cuDSS)."""
-    for index, machines in (("cu130", ("x86_64", "aarch64")), ("jetson-cu130", ("aarch64",))):
+    for index, machines in (("cu130", ("x86_64", "aarch64")), ("jetson-cu130", ("aarch64",)),
+                            ("cpu", ("x86_64", "aarch64"))):
         built = []
         for machine in machines:
             src = libs / "torch" / f"{index}-{machine}"
             files = {"torch/_C.so": (src / "_C.so").read_bytes()}
             files.update({f"torch/lib/{p.name}": p.read_bytes() for p in sorted((src / "lib").iterdir())})
-            plat = f"manylinux_2_28_{machine}" if index == "cu130" else f"linux_{machine}"
+            plat = f"linux_{machine}" if index.startswith("jetson") else f"manylinux_2_28_{machine}"
             content = wheels.torch_files(files, wheels.ARCH_FLAGS[(index, machine)], index)
-            built.append(wheels.write_wheel(out / index / "torch", "torch", wheels.TORCH_VERSION,
+            built.append(wheels.write_wheel(out / index / "torch", "torch", wheels.torch_version(index),
                                             f"{py}-{py}-{plat}", content,
                                             f"fleet lab stand-in for PyTorch ({index} index), not PyTorch"))
         wheels.write_index(out / index, {"torch": built})
@@ -87,7 +88,8 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             {"nvidia/cu13/lib/libcudss.so.0": lib("libcudss.so.0")}, "fleet lab stand-in for cuDSS (CUDA 13)")
             for m in ("x86_64", "aarch64")],
     }
-    wheels.write_index(out / "pypi", pypi)
+    # PyPI's simple pages link the files on files.pythonhosted.org (fleet_lab/serve.py serves both names)
+    wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")
 
 
 NVCC = """#!/bin/sh
@@ -112,7 +114,8 @@ def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
     multiarch, target = MULTIARCH[arch], TARGETS[arch]
     lib = lambda name: libs / name  # noqa: E731
     cuda = "/usr/local/cuda-13.0"
-    source = f"file:///srv/fleet-lab-mirror/apt/ubuntu2404/{arch}/"
+    # NVIDIA's cuda-keyring writes this very line (the lab's hosts resolve the name to its mirror)
+    source = f"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/{arch}/"
     packages = [
         Deb("cuda-keyring", "1.1-1", "CUDA archive keyring and repository entry",
             files={"/usr/share/keyrings/cuda-archive-keyring.gpg": keyring,

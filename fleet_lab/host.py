@@ -10,7 +10,7 @@
 The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
 chrooted into the overlay. Stopping ends every process of the host's mount namespace (each ssh login's
 sshd calls setsid(), so killing the process group alone would leave them running), waits until each has
-ended and the address is free (fleet/lab/procs.py), and says which pids did not end.
+ended and the address is free (fleet_lab/procs.py), and says which pids did not end.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import LabError
-from . import layers, procs
-from .paths import MIRROR_IN_HOST, host_dir
+from fleet.errors import LabError
+from . import breakage, layers, procs
+from .paths import host_dir
 from .profiles import HostSpec
 
 SSHD = "/usr/sbin/sshd"
@@ -78,7 +78,11 @@ class LabHost:
         prof = spec.prof
         layers.put(layer, "/etc/hostname", spec.name + "\n")
         hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1\tlocalhost\n"
-        layers.put(layer, "/etc/hosts", hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n")
+        hosts = hosts.rstrip("\n") + f"\n{spec.address}\t{spec.name}\n"
+        if spec.extra.get("mirror_address"):   # the real source hostnames -> the lab's HTTPS mirror
+            from . import serve
+            hosts += serve.hosts_line(spec.extra["mirror_address"])
+        layers.put(layer, "/etc/hosts", hosts)
         key = self.host_key()
         layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key", key.read_bytes(), 0o600)
         layers.put(layer, "/etc/ssh/fleet-lab/ssh_host_ed25519_key.pub", key.with_suffix(".pub").read_bytes())
@@ -142,7 +146,7 @@ class LabHost:
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
-            f"mount --bind -o ro {mirror} {m}{MIRROR_IN_HOST}",
+            *breakage.boot_lines(spec.prof, d, m),
             f"ldconfig -r {m}",
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])

@@ -28,6 +28,8 @@ def _error_text(lib, code):
 
 
 def _probe():
+    if torch.version.cuda is None:   # a CPU build never looks for a driver
+        return 0, None
     try:
         lib = _driver()
     except OSError:
@@ -66,6 +68,8 @@ def device_count():
 
 
 def _lazy_init():
+    if torch.version.cuda is None:
+        raise AssertionError("Torch not compiled with CUDA enabled")
     count, error = _get_state()
     if error:
         raise RuntimeError(error)

@@ -6,7 +6,10 @@
     git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
     native/                         per-host objects: libcuda.so.<driver>, the uname() override
 
-Every host sees it read-only at /srv/fleet-lab-mirror. README.md beside this file lists each stand-in.
+    tls/                            the lab CA and the server certificate (fleet_lab/tls.py)
+
+Hosts reach it over HTTPS under the real source hostnames (fleet_lab/serve.py). README.md beside this
+file lists each stand-in.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import catalog, debs, gitrepo, native, paths, redist, wheels
+from . import catalog, debs, gitrepo, native, paths, redist, tls, wheels
 from .profiles import PROFILES
 
 HOST_PYTHON = "/usr/bin/python3"   # the interpreter lab hosts run (Debian's, with venv)
@@ -42,7 +45,7 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py", "layers.py"}   # layers.py: the profile layers are cached under the same hash
+                 "profiles.py", "layers.py", "tls.py", "breakage.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 
@@ -101,12 +104,13 @@ def build(out: Path) -> None:
     catalog.build_wheels(out / "whl", libs, python_tag())
     redist.build(out / "redist", libs)
     gitrepo.build_cutlass(out / "git" / "cutlass.git")
+    tls.build(tls.tls_dir(out))
     for dirpath, dirnames, filenames in os.walk(out):
         os.chmod(dirpath, 0o755)
 
 
 def driver_lib(mirror: Path, version: str, compat: bool = False) -> Path:
-    """libcuda.so.<version> answering `version` (built on first use; hosts may set any lab_driver)."""
+    """libcuda.so.<version> answering `version` (built on first use; hosts may set any lab driver)."""
     kind = "compat" if compat else "driver"
     out = mirror / "native" / kind / f"libcuda.so.{version}"
     if not out.exists():

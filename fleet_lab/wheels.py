@@ -19,7 +19,15 @@ ARCH_FLAGS = {
     ("cu130", "x86_64"): "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
     ("cu130", "aarch64"): "sm_80 sm_90 sm_100 sm_110 sm_120",
     ("jetson-cu130", "aarch64"): "sm_87 sm_110 sm_121",
+    # download.pytorch.org/whl/cpu: what fleet installs where it sees no GPU (no CUDA kernels at all)
+    ("cpu", "x86_64"): "",
+    ("cpu", "aarch64"): "",
 }
+
+
+def torch_version(index: str) -> str:
+    """The local version label names the index, as PyTorch's wheels do (2.11.0+cu130, 2.11.0+cpu)."""
+    return TORCH_VERSION.replace("+cu130", "+cpu") if index == "cpu" else TORCH_VERSION
 
 
 def normalize(name: str) -> str:
@@ -56,9 +64,10 @@ def write_wheel(out_dir: Path, name: str, version: str, tag: str, files: dict[st
     return path
 
 
-def write_index(index_dir: Path, wheels: dict[str, list[Path]]) -> None:
+def write_index(index_dir: Path, wheels: dict[str, list[Path]], files_url: str = "") -> None:
     """A PEP 503 index: index.html listing projects, <project>/index.html linking its wheels with sha256.
-    The wheels already sit in index_dir/<project>/."""
+    The wheels already sit in index_dir/<project>/. `files_url` makes the links absolute, as PyPI's
+    simple pages link https://files.pythonhosted.org/packages/..."""
     links = []
     for project, paths in sorted(wheels.items()):
         norm = normalize(project)
@@ -66,7 +75,8 @@ def write_index(index_dir: Path, wheels: dict[str, list[Path]]) -> None:
         rows = []
         for path in sorted(paths):
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            rows.append(f'<a href="{html.escape(path.name)}#sha256={digest}">{html.escape(path.name)}</a><br/>')
+            href = f"{files_url}{norm}/{path.name}" if files_url else path.name
+            rows.append(f'<a href="{html.escape(href)}#sha256={digest}">{html.escape(path.name)}</a><br/>')
         (index_dir / norm / "index.html").write_text(_page(f"Links for {norm}", rows))
     (index_dir / "index.html").write_text(_page("fleet lab stand-in simple index", links))
 
@@ -82,7 +92,8 @@ def torch_files(libs: dict[str, bytes], arch_flags: str, index: str) -> dict[str
     for src in sorted(TORCH_SOURCES.rglob("*.py")):
         files["torch/" + src.relative_to(TORCH_SOURCES).as_posix()] = src.read_bytes()
     files["torch/version.py"] = (
-        f'"""fleet lab stand-in torch ({index} index)."""\n__version__ = "{TORCH_VERSION}"\ncuda = "13.0"\n'
+        f'"""fleet lab stand-in torch ({index} index)."""\n__version__ = "{torch_version(index)}"\n'
+        f'cuda = {None if index == "cpu" else repr("13.0")}\n'
         f'git_version = "fleet-lab-standin"\nhip = None\ndebug = False\narch_flags = "{arch_flags}"\n').encode()
     files.update(libs)
     return files

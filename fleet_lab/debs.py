@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
 
-from ..errors import LabError
+from fleet.errors import LabError
 
 
 @dataclass

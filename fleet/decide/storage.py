@@ -1,0 +1,31 @@
+"""Where the big, lasting things go (venv, pip's cache, pip's temporary files), read from the host's mounts.
+
+A RunPod pod's container disk is small and "lost on stop/restart"; its volume disk is mounted at /workspace
+and "retained until Pod deleted" (docs.runpod.io/pods/storage/types). So where /workspace is its own
+mount, the venv, pip's cache and pip's TMPDIR go there unless the user set them. Pure: facts + vars in.
+
+    placement(facts, vars) -> {name: value}   the variables to add (never one the user set)
+    host_vars(facts, vars) -> vars with them
+"""
+from __future__ import annotations
+
+WORKSPACE = "/workspace"
+ON_VOLUME = {"python_env": f"{WORKSPACE}/venv", "pip_cache_dir": f"{WORKSPACE}/.cache/pip",
+             "pip_tmpdir": f"{WORKSPACE}/tmp"}
+
+
+def workspace_volume(facts: dict | None) -> bool:
+    """True when the probe's df of /workspace names /workspace itself as the mount point."""
+    disks = ((facts or {}).get("system") or {}).get("disks") or []
+    return any(d.get("path") == WORKSPACE and d.get("mount") == WORKSPACE for d in disks)
+
+
+def placement(facts: dict | None, vars: dict) -> dict:
+    if not workspace_volume(facts):
+        return {}
+    return {name: value for name, value in ON_VOLUME.items() if vars.get(name) in (None, "")}
+
+
+def host_vars(facts: dict | None, vars: dict) -> dict:
+    extra = placement(facts, vars)
+    return {**vars, **extra} if extra else vars

@@ -1,0 +1,90 @@
+"""How real hosts come broken, each through the real mechanism (the profile fields after `runpod`):
+
+    nvidia_smi=False   no /usr/bin/nvidia-smi (a container without the `utility` driver capability)
+    system_torch       the stand-in torch pip-installed into the system Python (a RunPod PyTorch template)
+    volume             a directory of the host bound at e.g. /workspace: kept across restarts and resets
+    without            Debian packages missing: their files hidden by whiteouts, their dpkg status gone
+    apt_daily_s        an apt-daily stand-in holding dpkg's and apt's locks (fcntl, as apt takes them) at boot
+
+`to_layer` writes a profile's part into its shared layer; `boot_lines` are the shell lines the host's
+namespace runs before sshd.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from . import layers
+from .paths import MIRROR_IN_HOST
+
+APT_DAILY = "/usr/lib/fleet-lab/apt-daily"
+# The locks apt and dpkg take with fcntl(F_SETLK) (apt-pkg/contrib/fileutl.cc GetLock): a process holding
+# them makes `apt-get install` fail with "Could not get lock ... It is held by process N (unattended-upgr)".
+APT_DAILY_SCRIPT = '''#!/usr/bin/python3
+"""fleet lab stand-in for apt-daily/unattended-upgrades: NOT Ubuntu's. Holds dpkg's and apt's locks for
+the seconds given, as apt.systemd.daily does on a fresh VM's first boot."""
+import fcntl, os, sys, time
+with open("/proc/self/comm", "w") as fh:
+    fh.write("unattended-upgr")
+held = []
+for path in ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/lib/apt/lists/lock",
+             "/var/cache/apt/archives/lock"):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    held.append(fd)
+open("/run/fleet-lab-apt-daily", "w").close()   # the host's boot waits for this before sshd starts
+time.sleep(float(sys.argv[1]))
+'''
+
+
+def to_layer(layer: Path, profile, mirror: Path) -> None:
+    if not profile.nvidia_smi:
+        target = layer / "usr/bin/nvidia-smi"
+        if target.exists():
+            target.unlink()
+        if Path("/usr/bin/nvidia-smi").exists():
+            layers.whiteout(layer, "/usr/bin/nvidia-smi")
+    for package in profile.without:
+        hide_package(layer, package)
+    if profile.volume:
+        (layer / profile.volume.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    if profile.apt_daily_s:
+        layers.put(layer, APT_DAILY, APT_DAILY_SCRIPT, 0o755)
+    if profile.system_torch:
+        wheel = next((mirror / "whl" / "cu130" / "torch").glob(f"torch-*manylinux_2_28_{profile.machine}.whl"))
+        # pip as a Dockerfile runs it: into /usr/local/lib/python3.X/dist-packages, past Debian's PEP 668 guard
+        layers.dpkg_in_layer(layer, mirror, ["python3", "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                                             "--break-system-packages", f"{MIRROR_IN_HOST}/{wheel.relative_to(mirror)}"])
+
+
+def hide_package(layer: Path, package: str) -> None:
+    """The image lacks `package`: a whiteout for each of its files, and dpkg no longer lists it."""
+    info = Path("/var/lib/dpkg/info")
+    listing = next((p for p in (info / f"{package}.list", info / f"{package}:amd64.list") if p.exists()), None)
+    if listing is None:
+        return
+    for line in listing.read_text().splitlines():
+        path = Path(line)
+        if line.startswith("/") and (path.is_symlink() or path.is_file()) and not (layer / line.lstrip("/")).exists() \
+                and not line.startswith("/usr/local/"):
+            layers.whiteout(layer, line)
+    for entry in info.glob(f"{listing.stem}.*"):
+        layers.whiteout(layer, str(entry))
+    status = layer / "var/lib/dpkg/status"
+    text = status.read_text() if status.exists() else Path("/var/lib/dpkg/status").read_text()
+    kept = [s for s in text.split("\n\n") if s.strip() and f"Package: {package}\n" not in s + "\n"]
+    layers.put(layer, "/var/lib/dpkg/status", "\n\n".join(kept) + "\n")
+
+
+def boot_lines(profile, host_dir: Path, merged: str) -> list[str]:
+    lines = []
+    if profile.volume:
+        volume = host_dir / "volume"
+        volume.mkdir(parents=True, exist_ok=True)
+        lines.append(f"mount --bind {shlex.quote(str(volume))} {merged}{profile.volume}")
+    if profile.apt_daily_s:
+        lines += [f"chroot {merged} {APT_DAILY} {int(profile.apt_daily_s)} </dev/null >/dev/null 2>&1 &",
+                  f"n=0; until [ -e {merged}/run/fleet-lab-apt-daily ] || [ $n -ge 200 ]; do sleep 0.05; n=$((n+1)); done"]
+    return lines

@@ -1,0 +1,172 @@
+"""The mirror over HTTPS under the real source hostnames: one server per lab, on <lab subnet>.254:443.
+
+Every lab host's /etc/hosts sends developer.download.nvidia.com, download.pytorch.org, pypi.jetson-ai-lab.io,
+pypi.org, files.pythonhosted.org and github.com here; the server picks the site by the Host header and
+maps the real URL paths onto the built mirror (SITES). Anything else is a 404, as a missing file is there.
+
+    ensure(root, mirror, address)   start it (or keep the one running with the same mirror and address)
+    stop(root)                      stop it (lab down, once no host is left)
+
+Run as `python -m fleet_lab.serve MIRROR ADDRESS PORT` in its own session; its pid is in <root>/mirror.json.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fleet.errors import LabError
+from . import tls
+from .host import listening_pids
+
+# (hostname, URL path prefix) -> directory of the built mirror (fleet_lab/mirror.py). The prefixes are the
+# real ones the default variables produce (fleet/decide/variables.py and the roles' defaults).
+SITES = {
+    "developer.download.nvidia.com": [("/compute/cuda/repos/ubuntu2404/", "apt/ubuntu2404/"),
+                                      ("/compute/nvpl/redist/", "redist/nvpl/"),
+                                      ("/compute/cudss/redist/", "redist/cudss/")],
+    "download.pytorch.org": [("/whl/cu130/", "whl/cu130/"), ("/whl/cpu/", "whl/cpu/")],
+    "pypi.jetson-ai-lab.io": [("/sbsa/cu130/", "whl/jetson-cu130/")],
+    "pypi.org": [("/simple/", "whl/pypi/")],
+    "files.pythonhosted.org": [("/packages/", "whl/pypi/")],
+    "github.com": [("/NVIDIA/cutlass.git/", "git/cutlass.git/"), ("/NVIDIA/cutlass/", "git/cutlass.git/")],
+}
+PORT = 443
+RECORD = "mirror.json"
+
+
+def address_for(root: Path, mirror: Path, first_host: str) -> str:
+    """One server per lab root: the running one's address, else the highest free one of .254-.200 in the
+    /24 of the inventory's first lab host (lab hosts take the low numbers)."""
+    rec = record(root)
+    if _alive(rec) and rec["mirror"] == str(mirror):
+        return rec["address"]
+    net = first_host.rsplit(".", 1)[0]
+    for last in range(254, 199, -1):   # another lab (its own root) may serve this /24 already
+        if not _answers(f"{net}.{last}"):
+            return f"{net}.{last}"
+    raise LabError(f"no free address for the lab's mirror server in {net}.200-254 (port {PORT})")
+
+
+def hosts_line(address: str) -> str:
+    return f"{address}\t{' '.join(tls.SOURCE_HOSTNAMES)}   # fleet lab: the stand-in mirror\n"
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    mirror = "/nonexistent"
+    protocol_version = "HTTP/1.1"   # keep-alive: apt and pip reuse one connection
+
+    def translate_path(self, path: str) -> str:
+        site = (self.headers.get("Host") or "").split(":")[0].lower()
+        url_path = path.split("?", 1)[0].split("#", 1)[0]
+        for prefix, sub in SITES.get(site, []):
+            if url_path.startswith(prefix) or url_path + "/" == prefix:
+                rest = url_path[len(prefix):]
+                return super().translate_path("/" + sub + rest)
+        return os.path.join(self.mirror, ".no-such-site", site or "none")
+
+    def list_directory(self, path):   # real indexes serve index.html or nothing
+        self.send_error(404, "Not Found")
+        return None
+
+    def log_message(self, format, *args):   # quiet: hosts fetch a lot
+        pass
+
+
+def serve(mirror: str, address: str, port: int) -> None:
+    tls_dir = tls.tls_dir(Path(mirror))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_dir / "server.pem", tls_dir / "server.key")
+    Handler.mirror = mirror
+    handler = lambda *a, **kw: Handler(*a, directory=mirror, **kw)  # noqa: E731
+    server = http.server.ThreadingHTTPServer((address, port), handler)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    server.serve_forever()
+
+
+# -- managed by the lab ------------------------------------------------------------------------------
+
+def record(root: Path) -> dict | None:
+    try:
+        return json.loads((root / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(rec: dict | None) -> bool:
+    if not rec:
+        return False
+    try:
+        return "fleet" in Path(f"/proc/{rec['pid']}/cmdline").read_text() and \
+            ".serve" in Path(f"/proc/{rec['pid']}/cmdline").read_text()
+    except OSError:
+        return False
+
+
+def ensure(root: Path, mirror: Path, address: str) -> dict:
+    rec = record(root)
+    if _alive(rec) and rec["mirror"] == str(mirror) and rec["address"] == address and _answers(address):
+        return rec
+    stop(root)
+    log = open(root / "mirror.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", __name__, str(mirror), address, str(PORT)],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                                                  "PYTHONPATH": _import_root()})
+    log.close()
+    rec = {"pid": proc.pid, "mirror": str(mirror), "address": address, "port": PORT}
+    deadline = time.monotonic() + 10
+    while proc.pid not in listening_pids(address, PORT):   # ours, not another lab's server
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop(root)
+            out = (root / "mirror.log").read_text(errors="replace").strip().splitlines()[-2:]
+            raise LabError(f"the lab's mirror server did not start on {address}:{PORT}: "
+                           f"{' / '.join(out) or 'no output'}; is something else listening there?")
+        time.sleep(0.02)
+    (root / RECORD).write_text(json.dumps(rec) + "\n")
+    return rec
+
+
+def stop(root: Path) -> None:
+    rec = record(root)
+    if _alive(rec):
+        try:
+            os.killpg(rec["pid"], signal.SIGKILL)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 5
+        while _alive(rec) and time.monotonic() < deadline:
+            try:   # our own child: reap it; another process's: wait for init to
+                os.waitpid(rec["pid"], os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.01)
+    (root / RECORD).unlink(missing_ok=True)
+    (root / "mirror.log").unlink(missing_ok=True)
+
+
+def _answers(address: str) -> bool:
+    try:
+        with socket.create_connection((address, PORT), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _import_root() -> str:
+    """The directory holding the lab's package, so `python -m` finds it without an installed copy."""
+    return str(Path(__file__).resolve().parents[1])
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
