@@ -16,8 +16,10 @@ ON_VOLUME = {"python_env": f"{WORKSPACE}/venv", "pip_cache_dir": f"{WORKSPACE}/.
 
 def workspace_volume(facts: dict | None) -> bool:
     """True when the probe's df of /workspace names /workspace itself as the mount point."""
-    disks = ((facts or {}).get("system") or {}).get("disks") or []
-    return any(d.get("path") == WORKSPACE and d.get("mount") == WORKSPACE for d in disks)
+    system = (facts or {}).get("system") if isinstance(facts, dict) else None
+    disks = system.get("disks") if isinstance(system, dict) else None   # a damaged record: no volume known
+    return isinstance(disks, list) and any(isinstance(d, dict) and d.get("path") == WORKSPACE
+                                           and d.get("mount") == WORKSPACE for d in disks)
 
 
 def placement(facts: dict | None, vars: dict) -> dict:

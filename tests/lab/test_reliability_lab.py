@@ -17,7 +17,7 @@ from fleet_lab.host import LabHost
 from helpers import ok, sh
 from test_apply_lab import fleet_json
 
-KEYRING = "file:///srv/fleet-lab-mirror/apt/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb"
+KEYRING = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb"  # the lab mirror answers
 ROLE = """\
 description: reliability drills (writes under /root and /srv only)
 defaults: {slow: 0, big: "", pkg: ""}

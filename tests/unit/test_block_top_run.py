@@ -9,7 +9,7 @@ from pathlib import Path
 
 from resource_shell import apply, check, make
 
-UBUNTU_BASHRC = Path(__file__).resolve().parents[2] / "fleet" / "lab" / "files" / "bashrc"
+UBUNTU_BASHRC = Path(__file__).resolve().parents[2] / "fleet_lab" / "files" / "bashrc"
 
 
 def test_two_top_blocks_both_stay_placed_and_both_reach_ssh_host_cmd(isolated_home):
