@@ -17,7 +17,8 @@ from .errors import InputError
 
 _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables
 _URL = re.compile(r"^(https?|file)://\S+$")
-_GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+)$")   # scp-like: git@github.com:o/r
+# scp-like git@github.com:o/r, and an absolute path on the host (git clone takes a local repository: a mirror)
+_GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
 _BOOL_TEXT = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
@@ -101,7 +102,8 @@ def _shape(name: str, text: str, shown: str, default: Any) -> str | None:
         return None                                    # "" means "use the default behaviour" where allowed
     if name.endswith("_repo") and name != "cuda_apt_repo":
         if not _GIT_URL.match(text):
-            return f"{shown} is not a git URL: write https://..., file:///... or git@host:owner/repo.git"
+            return (f"{shown} is not a git URL: write https://..., file:///..., git@host:owner/repo.git or an "
+                    "absolute path of a repository on the host")
     elif name.endswith(("_url", "_apt_repo")):
         if not _URL.match(text):
             return f"{shown} is not a URL: write https://... (or file:///... for a local mirror)"

@@ -123,6 +123,7 @@ def test_a_bad_top_level_value_is_one_problem_however_many_hosts(tmp_path):
     ("cuda_apt_repo", "ftp://mirror.example/cuda/", "x", False),
     ("cutlass_repo", "git@github.com:NVIDIA/cutlass.git", "x", True),
     ("cutlass_repo", "ssh://git@example.org/cutlass.git", "x", True),
+    ("cutlass_repo", "/srv/mirror/cutlass", "x", True),   # a local repository on the host (git clone takes it)
     ("cuda_keyring_url", "", "", True),              # "" = the role's own choice
     ("pip_tmpdir", "/workspace/tmp", "", True),
     ("pip_tmpdir", "tmp", "", False),
