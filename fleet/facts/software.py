@@ -117,7 +117,9 @@ def torch_command(python_env: str) -> str:
         "json() { printf '%s' \"$1\" | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g'; }\n"
         "version=$(sed -n 's/^Version: *//p' \"$meta\" | head -n 1)\n"
         "if [ -r \"$site/torch/version.py\" ]; then\n"
-        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
+        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"        # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
+        "  v=$(sed -n \"s/^__version__[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
+        "  [ -n \"$v\" ] && version=$v\n"
         "  error=\nelse cuda=; error='cannot read torch/version.py'; fi\n"
         "printf '{\"installed\": true, \"version\": \"%s\", \"path\": \"%s\", \"cuda\": %s, \"error\": %s}\\n' "
         "\"$(json \"$version\")\" \"$(json \"$site/torch\")\" "

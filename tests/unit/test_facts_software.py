@@ -112,10 +112,11 @@ def test_a_cpu_torch_has_no_cuda_and_a_broken_one_still_reports_its_version(tmp_
     site = installed_torch(tmp_path, "from torch import _C\n", "__version__ = '2.11.0+cpu'\ncuda = None\n")
     torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
                                      {**os.environ, "PYTHONPATH": str(site)}))
-    assert torch["version"] == "2.11.0+cu130" and torch["cuda"] is None
+    assert torch["version"] == "2.11.0+cpu" and torch["cuda"] is None
     (site / "torch" / "version.py").unlink()
     torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
                                      {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["version"] == "2.11.0+cu130"   # the dist-info's, when version.py cannot be read
     assert torch["cuda"] is None and "cannot read torch/version.py" in torch["error"]
 
 
@@ -163,3 +164,14 @@ def test_torch_facts_survive_a_path_that_needs_json_escaping(tmp_path):
     torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
                                      {**os.environ, "PYTHONPATH": str(site)}))
     assert torch["path"] == str(site / "torch") and torch["cuda"] == "12.8"
+
+
+def test_torch_version_is_the_one_an_import_reports_not_the_dist_info_one(tmp_path):
+    """On the real H100 the dist-info said 2.11.0 and torch.__version__ 2.11.0+cu130 (tests/data/h100-device/
+    issue14): the facts must say what the last verify saw, or what only an import tells is never matched."""
+    site = installed_torch(tmp_path, "", "__version__ = '2.11.0+cu130'\ncuda = '13.0'\n")
+    meta = site / "torch-2.11.0+cu130.dist-info" / "METADATA"
+    meta.write_text(meta.read_text().replace("Version: 2.11.0+cu130", "Version: 2.11.0"))
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")),
+                                     {**os.environ, "PYTHONPATH": str(site)}))
+    assert torch["version"] == "2.11.0+cu130"
