@@ -53,6 +53,7 @@ def drill_inventory(lab, tmp_path, role: str, hosts: dict) -> str:
     doc["hosts"] = {n: dict(doc["hosts"][n], vars={**doc["hosts"][n].get("vars", {}), **v}) for n, v in hosts.items()}
     doc.pop("groups", None)
     doc["roles_path"] = [str(tmp_path / "roles")]
+    doc["roles"] = ["drill"]          # the hosts' own role list (--roles drill narrows it, issue 15)
     doc["facts_dir"] = str(tmp_path / "facts")
     path = tmp_path / "inv.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -153,6 +153,10 @@ def test_a_busy_gpu_skips_perf_and_a_no_op_apply_exits_0(lab, trapped, perf_inve
         code, out, _ = fleet("apply", perf_inventory, "--limit", "pod-580")
         show("pod-580 busy: no-op fleet apply", out)
         assert code == 0, out
+        assert record(perf_inventory)["verify"]["reused"] is True   # a no-op does no GPU work at all (issue 14)
+        code, out, _ = fleet("verify", perf_inventory, "--limit", "pod-580")   # verify now, on the busy GPU
+        show("pod-580 busy: fleet verify", out)
+        assert code == 0, out
         verify = record(perf_inventory)["verify"]
         assert verify["passed"] and verify["perf"]["skipped"] == "perf skipped: 1 process, 58 GB in use, 100 % busy"
         assert "perf skipped: 1 process, 58 GB in use" in out   # said, not only recorded

@@ -56,9 +56,10 @@ def test_a_change_elsewhere_does_not_rerun_verify(converged):
 
 
 @pytest.mark.parametrize("change, undo, named", [
-    # at the top, where fleet's hooks leave it be (they run after it and keep what is not cuda-compat)
+    # at the top (before the non-interactive return), where fleet's hooks leave it be (they run after it and
+    # keep what is not cuda-compat)
     ("sed -i '1i export LD_LIBRARY_PATH=/opt/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}' ~/.bashrc",
-     "sed -i '/\\/opt\\/extra/d' ~/.bashrc", "LD_LIBRARY_PATH of interactive shells"),
+     "sed -i '/\\/opt\\/extra/d' ~/.bashrc", "LD_LIBRARY_PATH of `ssh host cmd`"),
     ("f=$(ls -d /opt/fleet/venv/lib/python3*/site-packages/torch-*.dist-info/RECORD); cp $f /tmp/RECORD.bak; "
      "echo 'torch/extra.py,,' >> $f",
      "cp /tmp/RECORD.bak $(ls -d /opt/fleet/venv/lib/python3*/site-packages/torch-*.dist-info/RECORD)",
