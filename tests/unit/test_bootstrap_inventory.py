@@ -32,7 +32,7 @@ def test_the_shipped_pods_inventory_gets_the_pod_and_keeps_everything_else(tmp_p
     assert list(inv.hosts) == ["pod-a", "pod-b", "pod-23-17555"]
     # the new host sits in the hosts block, before the groups and their comment
     assert after.index("pod-23-17555:") < after.index("groups:")
-    assert inv.hosts["pod-23-17555"].vars["python_env"] == "/workspace/venv"   # level "all" vars apply
+    assert inv.hosts["pod-23-17555"].groups == []   # a new pod joins no group by itself
 
 
 def test_inserting_goes_after_the_last_host_not_after_a_comment_of_the_next_section():
