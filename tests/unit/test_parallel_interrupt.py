@@ -1,12 +1,25 @@
 """Ctrl-C in fleet.parallel: queued hosts never start, running commands are killed, outcomes say which."""
 
 import _thread
+import signal
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from fleet.inventory import Host
 from fleet.parallel import interrupted, on_hosts
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_reaches_python():
+    """Ctrl-C as a terminal delivers it. A shell that starts a job in the background hands it SIGINT ignored,
+    and then Python raises no KeyboardInterrupt, for a real Ctrl-C or interrupt_main() alike: these tests
+    failed that way when the suite ran as a background job (found while repeating it for issue 17)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 def test_ctrl_c_skips_queued_hosts_and_kills_running_commands(tmp_path):
