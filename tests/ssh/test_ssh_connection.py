@@ -12,7 +12,7 @@ from mockssh.server import SERVER_KEY_PATH
 
 from fleet.connection import ConnectOptions, connect, stdin_for, wrap_bash, write_file_script
 from fleet.errors import HostError, HostKeyError
-from fleet.ssh import SSHConnection, fingerprint
+from fleet.connection.ssh import SSHConnection, fingerprint
 
 SERVER_FP = fingerprint(paramiko.RSAKey(filename=SERVER_KEY_PATH))
 

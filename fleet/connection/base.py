@@ -1,35 +1,25 @@
-"""Connections: one interface, two kinds (SSH over fabric/paramiko, and this machine).
+"""The connection interface: Result, ConnectOptions and the Connection base class (imports neither kind).
 
 Every `run` is one remote command and is counted: round trips are what fleet economises. A script runs in
 bash started the way `ssh host cmd` starts it, so the user's shell hooks apply as they do for real users.
-fabric and paramiko are imported only when an SSH connection opens, so local runs, `--help` and `fleet
-decide` work where only PyYAML, Jinja2 and Rich are installed.
 """
 
 from __future__ import annotations
 
 import base64
-import codecs
 import os
 import shlex
-import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import HostError
-from .inventory import Host
+from ..errors import HostError
+from ..inventory import Host
+from .capture import OutputCallback
 
-OutputCallback = Callable[[str], None]
 # Linux caps one argument at 128 KiB (MAX_ARG_STRLEN); above this a script travels on stdin instead.
 _ARG_LIMIT = 100_000
-# A hostile or broken host can print without end: keep at most this much of each stream (its head and its last
-# TAIL characters, where the section end markers are), with a marker saying what was dropped.
-MAX_CAPTURE = 16 << 20
-TAIL = 1 << 20
-TRUNCATED = "\n[fleet: output truncated: {n} characters dropped]\n"
 
 
 @dataclass
@@ -192,163 +182,3 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
         f"mv -f -- \"$tmp\" {q}\n"
         "trap - EXIT\n"
     )
-
-
-class LocalConnection(Connection):
-    """This machine, through a child bash. `sudo` applies only when fleet itself is not root."""
-
-    @property
-    def is_root(self) -> bool:
-        return os.geteuid() == 0
-
-    _proc: subprocess.Popen | None = None
-
-    def abort(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, 9)   # its own session (start_new_session): the whole command goes
-            except ProcessLookupError:
-                pass
-
-    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
-        self._proc = proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                             start_new_session=True)
-        out, err = Capture(on_output), Capture()
-        threads = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
-        if stdin:
-            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
-        for thread in threads:
-            thread.start()
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, 9)
-            except ProcessLookupError:  # it ended between the timeout and the kill
-                pass
-            proc.wait()
-            for thread in threads:
-                thread.join()
-            return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
-        for thread in threads:
-            thread.join()
-        return Result(code, out.text(), err.text())
-
-
-def _feed(stream, data: str) -> None:
-    try:
-        stream.write(data.encode())
-        stream.close()
-    except BrokenPipeError:  # the command ended without reading it all; its exit status says why
-        pass
-
-
-def _pump(stream, sink: "Capture") -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    while True:
-        chunk = os.read(stream.fileno(), 1 << 16)   # what is there now: lines stream, a newline-less flood is chunked
-        if not chunk:
-            break
-        sink.write(decoder.decode(chunk))
-    sink.write(decoder.decode(b"", final=True))
-    sink.finish()
-    stream.close()
-
-
-class Capture:
-    """A bounded, linear-time sink for one output stream: chunks in, text out (head + marker + tail when over
-    MAX_CAPTURE). With `on_line`, each complete line (at most MAX_LINE characters of it) is handed over as it
-    arrives; a stream without newlines costs no more than one with them."""
-
-    MAX_LINE = 64 << 10
-
-    def __init__(self, on_line: OutputCallback | None = None, limit: int = MAX_CAPTURE, tail: int = TAIL):
-        self.on_line, self.limit, self.tail_size = on_line, limit, tail
-        self.head: list[str] = []
-        self.head_len = 0
-        self.tail: list[str] = []
-        self.tail_len = 0
-        self.dropped = 0
-        self.line: list[str] = []
-        self.line_len = 0
-
-    def write(self, data: str) -> None:
-        if not data:
-            return
-        if self.on_line:
-            self._lines(data)
-        room = self.limit - self.tail_size - self.head_len
-        if room > 0 and not self.dropped:
-            self.head.append(data[:room])
-            self.head_len += min(len(data), room)
-            data = data[room:]
-        if data:
-            self._keep_tail(data)
-
-    def _keep_tail(self, data: str) -> None:
-        self.tail.append(data)
-        self.tail_len += len(data)
-        while self.tail and self.tail_len - len(self.tail[0]) >= self.tail_size:
-            first = self.tail.pop(0)
-            self.tail_len -= len(first)
-            self.dropped += len(first)
-        if self.tail_len > 2 * self.tail_size:   # one huge chunk: cut it
-            joined = "".join(self.tail)
-            self.dropped += len(joined) - self.tail_size
-            self.tail, self.tail_len = [joined[-self.tail_size:]], self.tail_size
-
-    def _lines(self, data: str) -> None:
-        *complete, rest = data.split("\n")
-        for piece in complete:
-            self._add_to_line(piece)
-            self.on_line("".join(self.line))
-            self.line, self.line_len = [], 0
-        self._add_to_line(rest)
-
-    def _add_to_line(self, piece: str) -> None:
-        if self.line_len < self.MAX_LINE and piece:
-            piece = piece[:self.MAX_LINE - self.line_len]
-            self.line.append(piece)
-            self.line_len += len(piece)
-
-    def flush(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        """Hand over a last line that had no newline."""
-        if self.on_line and self.line:
-            self.on_line("".join(self.line))
-        self.line, self.line_len = [], 0
-
-    def text(self) -> str:
-        tail = "".join(self.tail)
-        if not self.dropped:
-            return "".join(self.head) + tail
-        cut = max(0, len(tail) - self.tail_size)   # the tail holds up to one chunk more than it keeps
-        return "".join(self.head) + TRUNCATED.format(n=self.dropped + cut) + tail[cut:]
-
-
-def connect(host: Host, options: ConnectOptions | None = None) -> Connection:
-    """Open a connection to `host` (SSH connections are verified and ready when this returns)."""
-    return open_connection(host, options)
-
-
-def open_connection(host: Host, options: ConnectOptions | None = None,
-                    before_open: Callable[[Connection], None] | None = None) -> Connection:
-    """connect(), handing the connection to `before_open` first (so that Ctrl-C can abort the handshake)."""
-    options = options or ConnectOptions()
-    if host.connection == "local":
-        conn: Connection = LocalConnection(host)
-    else:
-        from .ssh import SSHConnection  # fabric/paramiko only when needed
-
-        conn = SSHConnection(host, options)
-    conn.on_command = options.on_command
-    if before_open:
-        before_open(conn)
-    if host.connection != "local":
-        conn.open()
-    return conn
