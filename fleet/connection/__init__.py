@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..inventory import Host
-from .base import (DEAD_AFTER, ConnectOptions, Connection, Result, _exports, dead_after_default, stdin_for,
-                   wrap_bash, write_file_script)
+from .base import DEAD_AFTER, ConnectOptions, Connection, Result, dead_after_default
 from .capture import MAX_CAPTURE, TAIL, TRUNCATED, Capture, OutputCallback
 from .local import LocalConnection
 

@@ -6,9 +6,7 @@ bash started the way `ssh host cmd` starts it, so the user's shell hooks apply a
 
 from __future__ import annotations
 
-import base64
 import os
-import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +14,8 @@ from typing import Callable
 
 from ..errors import HostError
 from ..inventory import Host
+from ..shell import exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
 from .capture import OutputCallback
-
-# Linux caps one argument at 128 KiB (MAX_ARG_STRLEN); above this a script travels on stdin instead.
-_ARG_LIMIT = 100_000
 
 
 @dataclass
@@ -84,13 +80,14 @@ class Connection:
 
     @property
     def is_root(self) -> bool:
-        return self.host.user == "root"
+        return user_is_root(self.host)
 
     def run(self, script: str, *, env: dict[str, str] | None = None, sudo: bool = False,
             timeout: float | None = None, on_output: OutputCallback | None = None) -> Result:
-        """Run a bash script; never raises for a non-zero exit (see Result.exit)."""
-        body = _exports(env) + script
-        command = wrap_bash(body, sudo=sudo and not self.is_root)
+        """Run a bash script; never raises for a non-zero exit (see Result.exit). `sudo`: the script wants root
+        (it runs under sudo only where shell.needs_sudo says so: not when the user is root already)."""
+        body = exports(env) + script
+        command = wrap_bash(body, sudo=needs_sudo(sudo, self.is_root))
         self.remote_commands += 1
         started = time.monotonic()
         result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
@@ -123,62 +120,3 @@ class Connection:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _exports(env: dict[str, str] | None) -> str:
-    if not env:
-        return ""
-    for name in env:
-        if not name.isidentifier():
-            raise ValueError(f"environment variable name {name!r} is not valid")
-    return "".join(f"export {name}={shlex.quote(str(value))}\n" for name, value in env.items())
-
-
-def wrap_bash(script: str, *, sudo: bool = False) -> str:
-    """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted.
-
-    A long script cannot travel as an argument (one argument is capped at 128 KiB, and sshd hands the command
-    line to the login shell as one): it travels on stdin instead (see `stdin_for`), base64-encoded so no
-    locale can mangle it, ending in a marker so a script cut short in transit is refused, never run.
-    """
-    prefix = "sudo -n -H " if sudo else ""
-    if _fits(script):
-        return f"{prefix}bash -c {shlex.quote(script)}"
-    packed_len = len(stdin_for(script))
-    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
-    reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
-              '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
-    return f"head -c {packed_len} | base64 -d | {prefix}bash -c {shlex.quote(reader)}"
-
-
-_END_MARK = "# fleet: end of script"
-
-
-def _fits(script: str) -> bool:
-    # Measured quoted and in bytes: quotes expand to '"'"' and a non-ASCII character is several bytes.
-    return len(shlex.quote(script).encode()) <= _ARG_LIMIT
-
-
-def stdin_for(script: str) -> str | None:
-    """What `wrap_bash(script)` expects on stdin: None for a short script, else the script in base64."""
-    if _fits(script):
-        return None
-    return base64.encodebytes(f"{script}\n{_END_MARK}\n".encode()).decode()
-
-
-def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> str:
-    data = content.encode() if isinstance(content, str) else content
-    packed = base64.b64encode(data).decode()
-    q = shlex.quote(path)
-    chown = f'chown {shlex.quote(owner)} "$tmp"\n' if owner else ""
-    return (
-        "set -e\n"
-        f"d=$(dirname -- {q}); mkdir -p -- \"$d\"\n"
-        f"tmp=$(mktemp \"$d/.fleet-write.XXXXXX\")\n"
-        "trap 'rm -f -- \"$tmp\"' EXIT\n"
-        f"printf %s {shlex.quote(packed)} | base64 -d > \"$tmp\"\n"
-        f"chmod {mode:o} \"$tmp\"\n{chown}"
-        "sync -- \"$tmp\" 2>/dev/null || sync\n"
-        f"mv -f -- \"$tmp\" {q}\n"
-        "trap - EXIT\n"
-    )

@@ -12,11 +12,8 @@ from .capture import Capture
 
 
 class LocalConnection(Connection):
-    """This machine, through a child bash. `sudo` applies only when fleet itself is not root."""
-
-    @property
-    def is_root(self) -> bool:
-        return os.geteuid() == 0
+    """This machine, through a child bash. `sudo` applies only when fleet itself is not root
+    (shell.user_is_root of a `connection: local` host)."""
 
     _proc: subprocess.Popen | None = None
 
