@@ -1,6 +1,7 @@
 """Shell text: the one module that writes the shell code fleet sends to a host.
 
-- Quoting: every value reaches the remote shell through `quote` (shlex.quote), never spliced.
+- Quoting: every value reaches the remote shell through `quote` (shlex.quote), never spliced; `quote_path`
+  lets a leading ~/ mean the user's home.
 - `exports(env)`: environment variables as quoted `export` lines.
 - `wrap_bash(script)`: the command line that runs a script in bash, with `stdin_for` carrying a script too long
   for one argument on stdin instead.
@@ -27,6 +28,16 @@ _END_MARK = "# fleet: end of script"
 SUDO = "sudo -n -H"
 
 quote = shlex.quote
+
+
+def quote_path(path: str) -> str:
+    """Quote a path, letting a leading ~/ mean the connecting user's home (as a person means it)."""
+    path = str(path)
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + quote(path[2:])
+    return quote(path)
 
 
 def join(words: Iterable[str]) -> str:

@@ -115,3 +115,13 @@ def test_the_apply_lock_lives_where_only_its_user_writes():
     assert 'fleet_lock_dir="$HOME"/.cache/fleet;' in hostlock.wrap("true", Recording(Host("spark", user="ubuntu")))
     here = LocalConnection(Host("here", connection="local"))
     assert 'fleet_lock_dir="$HOME"/.cache/fleet;' in hostlock.wrap("true", here)
+
+
+def test_quote_path_expands_only_a_leading_tilde(tmp_path):
+    home = str(tmp_path / "a home")
+    cases = {"~": home, "~/it's here": f"{home}/it's here", "/etc/x y": "/etc/x y", "a/~/b": "a/~/b",
+             "~root/x": "~root/x"}
+    for path, expected in cases.items():
+        done = subprocess.run(["bash", "-c", f"printf '%s' {shell.quote_path(path)}"], capture_output=True,
+                              text=True, env=dict(os.environ, HOME=home))
+        assert done.stdout == expected, path
