@@ -16,11 +16,11 @@ import fcntl
 import hashlib
 import os
 import re
+import shlex
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import shell
 from .errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
@@ -29,8 +29,9 @@ MARK = "@@fleet:host-locked@@"
 
 def wrap(script: str, conn) -> str:
     """`script` run under the host's apply lock; exit BUSY with MARK and the holder when another apply holds it."""
-    # root over SSH: a directory only root writes; this machine (a local host): the user's own cache even as root.
-    where = "/var/lib/fleet" if conn.is_root and conn.host.connection != "local" else '"$HOME"/.cache/fleet'
+    from .connection import LocalConnection
+
+    where = "/var/lib/fleet" if conn.is_root and not isinstance(conn, LocalConnection) else '"$HOME"/.cache/fleet'
     holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"
     return (
         f"fleet_lock_dir={where}; mkdir -p -- \"$fleet_lock_dir\"; fleet_lock=\"$fleet_lock_dir/apply.lock\"\n"
@@ -39,7 +40,7 @@ def wrap(script: str, conn) -> str:
         "  if ! flock -n 9; then\n"
         f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lock\" 2>/dev/null)\"; exit {BUSY}\n"
         "  fi\n"
-        f"  printf '%s, remote pid %s, since %s\\n' {shell.quote(holder)} \"$$\" \"$(date -u +%FT%TZ)\" "
+        f"  printf '%s, remote pid %s, since %s\\n' {shlex.quote(holder)} \"$$\" \"$(date -u +%FT%TZ)\" "
         "> \"$fleet_lock\"\n"
         "fi\n"
         + script
