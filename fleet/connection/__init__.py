@@ -17,6 +17,8 @@ from ..inventory import Host
 from .base import DEAD_AFTER, ConnectOptions, Connection, Result, dead_after_default
 from .capture import MAX_CAPTURE, TAIL, TRUNCATED, Capture, OutputCallback
 from .local import LocalConnection
+# The shell text lives in fleet/shell.py; these names stay importable from here for callers of the old module.
+from ..shell import exports as _exports, stdin_for, wrap_bash, write_file_script  # noqa: F401
 
 __all__ = ["DEAD_AFTER", "MAX_CAPTURE", "TAIL", "TRUNCATED", "Capture", "ConnectOptions", "Connection",
            "LocalConnection", "OutputCallback", "Result", "connect", "dead_after_default", "open_connection"]
