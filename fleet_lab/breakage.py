@@ -5,6 +5,10 @@
     volume             a directory of the host bound at e.g. /workspace: kept across restarts and resets
     without            Debian packages missing: their files hidden by whiteouts, their dpkg status gone
     apt_daily_s        an apt-daily stand-in holding dpkg's and apt's locks (fcntl, as apt takes them) at boot
+    container_env      lines added to /etc/rp_environment (the container's ENV, as RunPod's start.sh writes it)
+    setup_script       /root/pod_setup.sh, sourced at the end of root's .bashrc (after rp_environment)
+    userspace_driver   libcuda.so.1 of another driver than the kernel module's (fleet_lab/host.py writes it)
+    gpu_job_mib        a job started at boot holding a lab GPU handle with that many MiB (nvidia-smi lists it)
 
 `to_layer` writes a profile's part into its shared layer; `boot_lines` are the shell lines the host's
 namespace runs before sshd.
@@ -39,6 +43,24 @@ time.sleep(float(sys.argv[1]))
 '''
 
 
+GPU_JOB = "/usr/lib/fleet-lab/gpu-job"
+GPU_JOBS = "/run/fleet-lab/gpu-jobs"   # files/nvidia-smi lists the processes holding one of these open
+GPU_JOB_SCRIPT = f'''#!/usr/bin/python3
+"""fleet lab stand-in for someone else's training job: NOT a GPU program. Holds a lab GPU handle
+({GPU_JOBS}/train, its content the MiB it uses) open until the host stops, as a CUDA process holds
+/dev/nvidia*; the stand-in nvidia-smi lists it and counts its memory as used."""
+import os, sys, time
+with open("/proc/self/comm", "w") as fh:
+    fh.write("python3")
+os.makedirs("{GPU_JOBS}", exist_ok=True)
+handle = open("{GPU_JOBS}/train", "w+")
+handle.write(sys.argv[1] + "\\n")
+handle.flush()
+while True:
+    time.sleep(3600)
+'''
+
+
 def to_layer(layer: Path, profile, mirror: Path) -> None:
     if not profile.nvidia_smi:
         target = layer / "usr/bin/nvidia-smi"
@@ -52,6 +74,15 @@ def to_layer(layer: Path, profile, mirror: Path) -> None:
         (layer / profile.volume.lstrip("/")).mkdir(parents=True, exist_ok=True)
     if profile.apt_daily_s:
         layers.put(layer, APT_DAILY, APT_DAILY_SCRIPT, 0o755)
+    if profile.gpu_job_mib:
+        layers.put(layer, GPU_JOB, GPU_JOB_SCRIPT, 0o755)
+    if profile.container_env:
+        env = layer / "etc/rp_environment"
+        layers.put(layer, "/etc/rp_environment", env.read_text() + profile.container_env)
+    if profile.setup_script:
+        layers.put(layer, "/root/pod_setup.sh", profile.setup_script)
+        bashrc = layer / "root/.bashrc"
+        layers.put(layer, "/root/.bashrc", bashrc.read_text() + "source /root/pod_setup.sh\n")
     if profile.system_torch:
         wheel = next((mirror / "whl" / "cu130" / "torch").glob(f"torch-*manylinux_2_28_{profile.machine}.whl"))
         # pip as a Dockerfile runs it: into /usr/local/lib/python3.X/dist-packages, past Debian's PEP 668 guard
@@ -87,4 +118,8 @@ def boot_lines(profile, host_dir: Path, merged: str) -> list[str]:
     if profile.apt_daily_s:
         lines += [f"chroot {merged} {APT_DAILY} {int(profile.apt_daily_s)} </dev/null >/dev/null 2>&1 &",
                   f"n=0; until [ -e {merged}/run/fleet-lab-apt-daily ] || [ $n -ge 200 ]; do sleep 0.05; n=$((n+1)); done"]
+    if profile.gpu_job_mib:
+        job = f"{merged}{GPU_JOBS}/train"
+        lines += [f"chroot {merged} {GPU_JOB} {int(profile.gpu_job_mib)} </dev/null >/dev/null 2>&1 &",
+                  f"n=0; until [ -s {job} ] || [ $n -ge 200 ]; do sleep 0.05; n=$((n+1)); done"]
     return lines

@@ -91,10 +91,12 @@ class LabHost:
         os.chmod(layer / "root" / ".ssh", 0o700)
         os.chmod(layer / "root", 0o700)
         from . import mirror as mirror_mod
-        libcuda = mirror_mod.driver_lib(mirror, spec.driver)
+        # the user-space driver: the kernel module's, unless an upgrade replaced it under the loaded module
+        user_space = prof.userspace_driver or spec.driver
+        libcuda = mirror_mod.driver_lib(mirror, user_space)
         libdir = prof.driver_libdir
-        layers.put(layer, f"{libdir}/libcuda.so.{spec.driver}", libcuda.read_bytes(), 0o755)
-        layers.link(layer, f"{libdir}/libcuda.so.1", f"libcuda.so.{spec.driver}")
+        layers.put(layer, f"{libdir}/libcuda.so.{user_space}", libcuda.read_bytes(), 0o755)
+        layers.link(layer, f"{libdir}/libcuda.so.1", f"libcuda.so.{user_space}")
         layers.link(layer, f"{libdir}/libcuda.so", "libcuda.so.1")
         if spec.user != "root":
             from .users import add_sudo_user

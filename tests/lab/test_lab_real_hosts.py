@@ -16,8 +16,13 @@ import yaml
 
 from fleet_lab import control, testing
 from test_apply_lab import fleet_json
+from test_shells_lab import CUINIT, INTERACTIVE, parse_cuinit
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-profiles.yaml"
+SECOND = ("runpod", "fresh-vm", "seed", "busy")   # applied a second time: nothing may change
+# What a refused host must not have been touched in: nothing fleet writes, nothing dpkg installed.
+NVML_STATE = ("ls -d /etc/fleet /opt/fleet /opt/cutlass /var/lib/fleet 2>&1; md5sum /var/lib/dpkg/status; "
+              "ls -la --time-style=+%s /root /etc/apt/sources.list.d")
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +35,13 @@ def real(lab, tmp_path_factory):
     doc["facts_dir"] = "facts"
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
     control.reset(inv, list(doc["hosts"]), lab.root)    # fresh: the apt-daily stand-in holds its locks now
-    runs = {"check": fleet_json("apply", str(inv), "--check"), "first": fleet_json("apply", str(inv)),
-            "second": fleet_json("apply", str(inv), "--limit", "runpod", "--limit", "fresh-vm")}
-    facts = {name: json.loads((inv.parent / "facts" / f"{name}.json").read_text()) for name in doc["hosts"]}
-    yield _Real(lab, inv, runs, facts)
+    real = _Real(lab, inv, {}, {})
+    real.before = {"seed": cuinit(real, "seed"), "nvml": real.sh("nvml", NVML_STATE).stdout}
+    real.runs = {"check": fleet_json("apply", str(inv), "--check"), "first": fleet_json("apply", str(inv))}
+    real.facts = {name: json.loads((inv.parent / "facts" / f"{name}.json").read_text()) for name in doc["hosts"]}
+    real.runs["second"] = fleet_json("apply", str(inv), *(f"--limit={h}" for h in SECOND))
+    real.runs["again"] = fleet_json("apply", str(inv), "--limit=nvml")   # refused again, still untouched
+    yield real
     control.down(inv, lab.root)
     shutil.rmtree(inv.parent, ignore_errors=True)
 
@@ -41,6 +49,7 @@ def real(lab, tmp_path_factory):
 class _Real:
     def __init__(self, lab, inv, runs, facts):
         self.lab, self.inv, self.runs, self.facts = lab, inv, runs, facts
+        self.before: dict = {}
 
     def tasks(self, run: str, host: str) -> dict[tuple[str, str], dict]:
         return {(t["role"], t["task"]): t for t in self.runs[run][1]["hosts"][host]["tasks"]}
@@ -121,6 +130,69 @@ def test_orin_on_jetpack_6_reads_r36(real):
     assert sh_missing(real, "orin", "nvidia-smi")
     assert facts["gpus"][0]["name"] == "Orin (nvgpu)"    # from the kernel: Orin on JetPack 6 has no nvidia-smi
     # what fleet decides there is issue 12's (jp6/cu126 Jetson index, which the lab's mirror does not serve yet)
+
+
+def test_seed_template_pod_803_only_in_interactive_shells_until_fleet_neutralizes_the_lines(real):
+    # the trap as met (shared/DOMAIN.md): `ssh host cmd` has CUDA, every interactive shell gets 803
+    before = real.before["seed"]
+    assert before["ssh"][0] == 0 and before["interactive"][0] == 803, before
+    assert before["interactive"][1].startswith("/usr/local/cuda-13.0/compat/"), before
+    # decides: driver 580.159.04 is newer than compat 580.95.05, so compat stays unused (it would be 803)
+    assert real.status("check", "seed", "cuda_compat") == {"skipped"}
+    hooks = [t for (role, _), t in real.tasks("check", "seed").items() if role == "env_hooks" and t["status"] == "changed"]
+    assert hooks and "neutralizes ~/.bashrc:" in hooks[0]["reason"] and "(via /etc/rp_environment:" in hooks[0]["reason"]
+    assert "(via ~/pod_setup.sh:2)" in hooks[0]["reason"]
+    says = [line["says"] for line in real.facts["seed"]["env"]["compat_lines"]]
+    assert len(says) == 2 and all("error 803 under driver 580.159.04" in line["harm"]
+                                  for line in real.facts["seed"]["env"]["compat_lines"]), says
+    # changes: the hook, torch in a venv; the user's lines stay where they are
+    seed = real.runs["first"][1]["hosts"]["seed"]
+    assert seed["refuse"] is None and seed["changed"] > 0 and not [t for t in seed["tasks"] if t["status"] == "failed"]
+    bashrc = real.sh("seed", "cat /root/.bashrc").stdout
+    assert bashrc.count("source /etc/rp_environment\n") == 1 and bashrc.count("source /root/pod_setup.sh\n") == 1
+    after = cuinit(real, "seed")
+    for kind in ("ssh", "interactive"):
+        assert after[kind][0] == 0 and after[kind][1] == "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", after
+    verify = real.facts["seed"]["verify"]
+    assert verify["passed"] and {"cuda_available", "cuda_available_interactive"} <= {c["name"] for c in verify["checks"]}
+    code, second = real.runs["second"]
+    assert code == 0 and second["hosts"]["seed"]["changed"] == 0, second["hosts"]["seed"]["tasks"]
+
+
+def test_nvml_mismatch_is_refused_with_the_reboot_and_nothing_is_touched(real):
+    smi = real.sh("nvml", "nvidia-smi; echo rc=$?; cat /proc/driver/nvidia/version").stdout
+    assert smi.startswith("Failed to initialize NVML: Driver/library version mismatch\n") and "rc=18" in smi
+    assert "  570.133.20  " in smi   # the kernel module still answers
+    facts = real.facts["nvml"]
+    assert facts["driver"]["version"] == "570.133.20" and facts["driver"]["nvml_error"]["mismatch"] is True
+    for run in ("check", "first", "again"):
+        code, doc = real.runs[run]
+        host = doc["hosts"]["nvml"]
+        assert code == 1 and "Driver/library version mismatch" in host["refuse"] and "reboot" in host["refuse"], host
+        assert host["changed"] == 0 and not [t for t in host["tasks"] if t["status"] in ("changed", "failed")]
+    assert real.sh("nvml", NVML_STATE).stdout == real.before["nvml"]
+
+
+def test_busy_gpu_converges_and_verify_skips_the_perf_smoke_with_its_reason(real):
+    apps = real.sh("busy", "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits; "
+                           "nvidia-smi --query-gpu=memory.used,memory.total,utilization.gpu --format=csv,noheader,nounits")
+    job, gpu = apps.stdout.splitlines()
+    assert job.endswith(", python3, 59392") and gpu == "59392, 81559, 100"   # from boot, no fixture
+    # decides as on an idle H100 on 580: CUDA torch into a venv, no compat; a busy GPU is no reason to refuse
+    assert real.runs["first"][1]["hosts"]["busy"]["refuse"] is None
+    assert real.status("first", "busy", "torch") >= {"changed"} and real.status("check", "busy", "cuda_compat") == {"skipped"}
+    verify = real.facts["busy"]["verify"]
+    # verify_perf is on (the shipped default): the smoke skipped itself, saying why
+    assert verify["passed"] and verify["perf"]["skipped"] == "perf skipped: 1 process, 58 GB in use, 100 % busy"
+    perf = [c for c in verify["checks"] if c["name"].startswith("perf")]
+    assert perf == [{"name": "perf", "passed": True, "detail": "perf skipped: 1 process, 58 GB in use, 100 % busy"}]
+    code, second = real.runs["second"]
+    assert code == 0 and second["hosts"]["busy"]["changed"] == 0
+
+
+def cuinit(real, host: str) -> dict:
+    import shlex
+    return parse_cuinit(real.sh(host, f"{CUINIT}; {INTERACTIVE.format(cmd=shlex.quote(CUINIT))}").stdout)
 
 
 def sh_missing(real, host: str, tool: str) -> bool:

@@ -30,7 +30,10 @@ INTERACTIVE = ("env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:
 def cuinit(lab, host: str) -> dict:
     """{kind: (code, libcuda, LD_LIBRARY_PATH)} for `ssh host cmd` and `bash -i`."""
     import shlex
-    out = ok(lab, host, f"{CUINIT}; {INTERACTIVE.format(cmd=shlex.quote(CUINIT))}")
+    return parse_cuinit(ok(lab, host, f"{CUINIT}; {INTERACTIVE.format(cmd=shlex.quote(CUINIT))}"))
+
+
+def parse_cuinit(out: str) -> dict:
     rows = [line.split(" ", 3) for line in out.splitlines() if line.startswith("cuInit ")]
     assert len(rows) == 2, out
     return {kind: (int(row[1]), row[2], row[3] if len(row) > 3 else "")
