@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fleet_lab import control, testing
-from test_apply_lab import fleet_json
+from test_apply_lab import fleet, fleet_json
 from test_shells_lab import CUINIT, INTERACTIVE, parse_cuinit
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-profiles.yaml"
@@ -121,6 +121,10 @@ def test_container_without_nvidia_smi_still_shows_its_kernel_driver(real):
     # without nvidia-smi fleet reads the GPU from the kernel (/proc/driver/nvidia/gpus, issue 11)
     assert facts["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and facts["gpus"][0]["source"] == "kernel"
     assert "changed" in real.status("first", "no-smi", "torch")
+    # the kernel's driver 570 decides as nvidia-smi's would: CUDA 13 torch, cuda-compat under it
+    host = real.runs["check"][1]["hosts"]["no-smi"]
+    assert host["refuse"] is None and "/cu130" in host["reasons"]["torch"]
+    assert real.status("check", "no-smi", "cuda_compat") == {"changed"}
 
 
 def test_orin_on_jetpack_6_reads_r36(real):
@@ -188,6 +192,15 @@ def test_busy_gpu_converges_and_verify_skips_the_perf_smoke_with_its_reason(real
     assert perf == [{"name": "perf", "passed": True, "detail": "perf skipped: 1 process, 58 GB in use, 100 % busy"}]
     code, second = real.runs["second"]
     assert code == 0 and second["hosts"]["busy"]["changed"] == 0
+    assert record(real, "busy")["verify"]["reused"] is True   # a no-op does no GPU work at all (issue 14)
+    code, out, _ = fleet("verify", str(real.inv), "--limit", "busy")   # verify now, on the busy GPU
+    assert code == 0 and "perf skipped: 1 process, 58 GB in use" in out, out   # said, not only recorded
+    assert record(real, "busy")["verify"]["perf"]["skipped"] == "perf skipped: 1 process, 58 GB in use, 100 % busy"
+
+
+def record(real, host: str) -> dict:
+    """The facts record the last run wrote for `host`."""
+    return json.loads((real.inv.parent / "facts" / f"{host}.json").read_text())
 
 
 def cuinit(real, host: str) -> dict:
