@@ -16,7 +16,9 @@ namespace runs before sshd.
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from pathlib import Path
 
 from . import layers
@@ -70,6 +72,10 @@ def to_layer(layer: Path, profile, mirror: Path) -> None:
             layers.whiteout(layer, "/usr/bin/nvidia-smi")
     for package in profile.without:
         hide_package(layer, package)
+    if profile.without:   # a slim image still has its distribution's sources: apt can install what it lacks
+        from . import distro
+        layers.put(layer, "/etc/apt/sources.list.d/ubuntu.sources", distro.SOURCES)
+        layers.put(layer, distro.KEYRING, (mirror / "apt" / "cuda-archive-keyring.gpg").read_bytes())
     if profile.volume:
         (layer / profile.volume.lstrip("/")).mkdir(parents=True, exist_ok=True)
     if profile.apt_daily_s:
@@ -101,12 +107,27 @@ def hide_package(layer: Path, package: str) -> None:
         if line.startswith("/") and (path.is_symlink() or path.is_file()) and not (layer / line.lstrip("/")).exists() \
                 and not line.startswith("/usr/local/"):
             layers.whiteout(layer, line)
+    _hide_emptied_dirs(layer, listing.read_text().splitlines())
     for entry in info.glob(f"{listing.stem}.*"):
         layers.whiteout(layer, str(entry))
     status = layer / "var/lib/dpkg/status"
     text = status.read_text() if status.exists() else Path("/var/lib/dpkg/status").read_text()
     kept = [s for s in text.split("\n\n") if s.strip() and f"Package: {package}\n" not in s + "\n"]
     layers.put(layer, "/var/lib/dpkg/status", "\n\n".join(kept) + "\n")
+
+
+def _hide_emptied_dirs(layer: Path, listed: list[str]) -> None:
+    """A directory of the package that holds nothing else is gone too, as on an image that never had the
+    package: a leftover /usr/lib/python3.X/ensurepip would still import (as a namespace package)."""
+    for line in sorted((d for d in listed if d.startswith("/") and Path(d).is_dir() and not Path(d).is_symlink()),
+                       key=lambda d: d.count("/"), reverse=True):
+        ours = layer / line.lstrip("/")
+        if not ours.is_dir() or any(not (e.is_char_device() or e.is_dir()) for e in ours.rglob("*")):
+            continue   # nothing of it hidden, or the layer itself writes there
+        hidden = {e.name for e in ours.iterdir() if e.is_char_device()}   # whiteouts
+        if all(name in hidden or name == "__pycache__" for name in os.listdir(line)):
+            shutil.rmtree(ours)
+            layers.whiteout(layer, line)
 
 
 def boot_lines(profile, host_dir: Path, merged: str) -> list[str]:

@@ -19,7 +19,7 @@ from test_apply_lab import fleet, fleet_json
 from test_shells_lab import CUINIT, INTERACTIVE, parse_cuinit
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-profiles.yaml"
-SECOND = ("runpod", "fresh-vm", "seed", "busy")   # applied a second time: nothing may change
+SECOND = ("runpod", "fresh-vm", "seed", "busy", "minimal")   # applied a second time: nothing may change
 # What a refused host must not have been touched in: nothing fleet writes, nothing dpkg installed.
 NVML_STATE = ("ls -d /etc/fleet /opt/fleet /opt/cutlass /var/lib/fleet 2>&1; md5sum /var/lib/dpkg/status; "
               "ls -la --time-style=+%s /root /etc/apt/sources.list.d")
@@ -36,7 +36,9 @@ def real(lab, tmp_path_factory):
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
     control.reset(inv, list(doc["hosts"]), lab.root)    # fresh: the apt-daily stand-in holds its locks now
     real = _Real(lab, inv, {}, {})
-    real.before = {"seed": cuinit(real, "seed"), "nvml": real.sh("nvml", NVML_STATE).stdout}
+    real.before = {"seed": cuinit(real, "seed"), "nvml": real.sh("nvml", NVML_STATE).stdout,
+                   "minimal": real.sh("minimal", "python3 -m venv /tmp/v 2>&1; for t in git curl; do "
+                                                 "command -v $t >/dev/null || echo $t: missing; done").stdout}
     real.runs = {"check": fleet_json("apply", str(inv), "--check"), "first": fleet_json("apply", str(inv))}
     real.facts = {name: json.loads((inv.parent / "facts" / f"{name}.json").read_text()) for name in doc["hosts"]}
     real.runs["second"] = fleet_json("apply", str(inv), *(f"--limit={h}" for h in SECOND))
@@ -104,14 +106,24 @@ def test_geforce_on_570_is_refused_with_the_804_reason(real):
     assert first["hosts"]["geforce"]["changed"] == 0
 
 
-def test_minimal_image_fetches_without_curl_but_needs_git(real):
-    # curl is missing: fleet's fetch falls back to python3's urllib (through the system trust store)
+def test_minimal_image_gets_git_and_python3_venv_through_apt_and_converges(real):
+    before = real.before["minimal"]   # as the image comes: no git, no curl, no ensurepip
+    assert "because ensurepip is not\navailable" in before and "git: missing" in before and "curl: missing" in before
+    assert real.facts["minimal"]["system"]["git"] is True   # after the apply; before it, the check planned:
+    check = {task: t for (role, task), t in real.tasks("check", "minimal").items()}
+    assert check["git, which the clone needs"]["status"] == "changed"
+    assert check["python3-venv, which the virtual environment needs"]["status"] == "changed"
+    first = real.runs["first"][1]["hosts"]["minimal"]
+    assert first["refuse"] is None and not [t for t in first["tasks"] if t["status"] == "failed"], first["tasks"]
+    # curl is still missing: fleet's fetch falls back to python3's urllib (through the system trust store)
     assert real.status("first", "minimal", "cuda_toolkit") == {"changed"}
-    # NOW: fleet does not install git or python3-venv; the CUTLASS clone fails with the shell's message
-    cutlass = next(t for (role, _), t in real.tasks("first", "minimal").items() if role == "cutlass")
-    assert cutlass["status"] == "failed" and "git: command not found" in cutlass["reason"]
-    venv = real.sh("minimal", "python3 -m venv /tmp/v 2>&1")
-    assert venv.exit != 0 and "because ensurepip is not\navailable" in venv.stdout
+    assert real.status("first", "minimal", "cutlass") == {"changed"}
+    assert real.facts["minimal"]["cutlass"]["describe"] == "v4.3.0" and real.facts["minimal"]["verify"]["passed"]
+    out = real.sh("minimal", "dpkg-query -W -f='${Package} ${Status}\\n' git python3-venv; command -v curl || echo no-curl")
+    assert out.stdout.split("\n")[:3] == ["git install ok installed", "python3-venv install ok installed", "no-curl"]
+    code, second = real.runs["second"]
+    assert code == 0 and second["hosts"]["minimal"]["changed"] == 0, second["hosts"]["minimal"]["tasks"]
+    assert real.tasks("second", "minimal")[("cutlass", "git, which the clone needs")]["status"] == "skipped"
 
 
 def test_container_without_nvidia_smi_still_shows_its_kernel_driver(real):
