@@ -9,6 +9,8 @@
     setup_script       /root/pod_setup.sh, sourced at the end of root's .bashrc (after rp_environment)
     userspace_driver   libcuda.so.1 of another driver than the kernel module's (fleet_lab/host.py writes it)
     gpu_job_mib        a job started at boot holding a lab GPU handle with that many MiB (nvidia-smi lists it)
+    container_disk_gb  / on a disk of that size: the overlay's upper and work dirs on a size-limited tmpfs
+                       (disk_lines), so `df /` reports it and writes past it fail with ENOSPC
 
 `to_layer` writes a profile's part into its shared layer; `boot_lines` are the shell lines the host's
 namespace runs before sshd.
@@ -128,6 +130,20 @@ def _hide_emptied_dirs(layer: Path, listed: list[str]) -> None:
         if all(name in hidden or name == "__pycache__" for name in os.listdir(line)):
             shutil.rmtree(ours)
             layers.whiteout(layer, line)
+
+
+def disk_lines(profile, host_dir: Path) -> list[str]:
+    """Before the overlay is mounted: a small container disk (lost on restart, as a pod's is). A tmpfs of
+    that size inside the host's own mount namespace gets a copy of the provisioned upper dir and serves as
+    the overlay's upper and work (disk/upper, disk/work: one mount, as overlayfs needs), so `df /` reports
+    the tmpfs (overlayfs answers statfs from its upper). Memory is taken only by what the host writes."""
+    if not profile.container_disk_gb:
+        return []
+    d = shlex.quote(str(host_dir))
+    return [f"mkdir -p {d}/disk",
+            f"mount -t tmpfs -o size={int(profile.container_disk_gb)}g,mode=755 fleet-lab-container-disk {d}/disk",
+            f"mkdir {d}/disk/upper {d}/disk/work",
+            f"cp -a {d}/upper/. {d}/disk/upper/"]
 
 
 def boot_lines(profile, host_dir: Path, merged: str) -> list[str]:

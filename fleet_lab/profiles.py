@@ -64,6 +64,7 @@ class Profile:
     setup_script: str = ""      # /root/pod_setup.sh, sourced at the END of root's .bashrc (after rp_environment)
     userspace_driver: str | None = None   # the user-space driver (libcuda.so.1) when it is not the kernel's
     gpu_job_mib: int = 0        # a job started at boot holds this much GPU memory (nvidia-smi lists it)
+    container_disk_gb: int = 0  # a container disk of this size for / (the overlay's upper on a tmpfs): 0 = none
 
     @property
     def multiarch(self) -> str:
@@ -100,8 +101,9 @@ _H100 = PROFILES["h100-pod"]
 # Hosts as real ones come (issue 13); `fleet lab up` with no inventory still starts only the classic four.
 PROFILES.update({
     # RunPod's PyTorch template: torch in the system Python, /etc/rp_environment, a /workspace volume.
+    # Its container disk is small (5 GB: less than torch's 10 GB check) and lost on restart, as RunPod's is.
     "runpod-pytorch": replace(_H100, name="runpod-pytorch", driver="580.159.04", system_torch=True,
-                              volume="/workspace"),
+                              volume="/workspace", container_disk_gb=5),
     # A container started without NVIDIA_DRIVER_CAPABILITIES=utility: libcuda is there, nvidia-smi is not.
     "no-smi": replace(_H100, name="no-smi", runpod=False, nvidia_smi=False),
     # Jetson AGX Orin on JetPack 6.1/6.2 (L4T R36.4): CUDA 12.6, no nvidia-smi, driver branch 540.

@@ -229,3 +229,21 @@ def cuinit(real, host: str) -> dict:
 
 def sh_missing(real, host: str, tool: str) -> bool:
     return real.sh(host, f"command -v {tool}").exit == 1
+
+
+def test_runpod_container_disk_is_small_and_a_venv_there_is_refused_by_the_free_space_check(real):
+    """Last for `runpod` (it points python_env at the container disk): the disk is a real 5 GB filesystem
+    (fleet_lab/breakage.py disk_lines), what the probe's df and pip's free-space check read."""
+    size_kb, free_kb = map(int, real.sh("runpod", "df -Pk / | awk 'NR==2{print $2, $4}'").stdout.split())
+    assert size_kb == 5 * 1024 * 1024 and free_kb < 5 * 1024 * 1024
+    root = next(d for d in real.facts["runpod"]["system"]["disks"] if d["path"] == "/")
+    assert root["free_gb"] <= 5   # what the probe recorded: under torch_min_free_gb (10)
+    doc = yaml.safe_load(real.inv.read_text())
+    doc["hosts"]["runpod"]["vars"] = {"python_env": "/opt/fleet/venv"}   # a user who asks for it on the small disk
+    on_disk = real.inv.with_name("on-container-disk.yaml")
+    on_disk.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, run = fleet_json("apply", str(on_disk), "--limit", "runpod")
+    torch = next(t for t in run["hosts"]["runpod"]["tasks"] if t["role"] == "torch" and t["status"] != "skipped")
+    assert code != 0 and torch["status"] == "failed", torch
+    assert "GB free at /opt; 10 GB needed: free space or point python_env at a bigger volume" in torch["reason"]
+    assert real.sh("runpod", "test -e /opt/fleet/venv").exit == 1   # refused before the venv was made
