@@ -47,7 +47,7 @@ def test_every_shipped_role_loads_in_the_default_order():
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block"] and kinds["verify"] == ["assert"]
-    assert kinds["cutlass"] == ["git"] and kinds["torch"] == ["apt", "pip"]  # python3-venv, then torch
+    assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
 
 
 def test_an_unknown_role_name_suggests_the_closest():
@@ -212,7 +212,7 @@ def test_the_shipped_decision_lists_render_as_lists(pod570):
 
 
 def test_task_names_are_rendered(pod570):
-    task = render(load_role(SHIPPED / "cutlass" / "role.yaml"), pod570, {"cutlass_ref": "v4.2.1"})[0]
+    task = render(load_role(SHIPPED / "cutlass" / "role.yaml"), pod570, {"cutlass_ref": "v4.2.1"})[1]
     assert task.spec.name == "CUTLASS at v4.2.1" and task.resource.p["ref"] == "v4.2.1"
     torch = render(load_role(SHIPPED / "torch" / "role.yaml"), pod570)[1]
     assert torch.spec.name == "torch 2.11.0 (official index)"
