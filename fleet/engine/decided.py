@@ -19,7 +19,7 @@ from ..connection import stdin_for, wrap_bash
 from ..decide import storage
 from ..errors import InputError
 from ..inventory import Host
-from ..roles import Role, Task, render_role
+from ..roles import Task, render_role
 
 
 @dataclass(frozen=True)

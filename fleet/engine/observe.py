@@ -22,7 +22,7 @@ from ..errors import FleetError, HostError, InputError
 from ..inventory import Host
 from ..resources.base import CheckResult
 from ..roles import Task
-from .decided import Decided, check_sections, decide_tasks, is_verify, reads_readings, without_readings
+from .decided import Decided, check_sections, decide_tasks, is_verify, without_readings
 from .setup import Setup
 
 

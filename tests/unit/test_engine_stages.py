@@ -18,7 +18,7 @@ import pytest
 
 from fleet import remote, sections
 from fleet.connection import LocalConnection
-from fleet.engine import (HostReport, Observed, Setup, TaskReport, converge, decide_tasks, judge, last_facts,
+from fleet.engine import (HostReport, Observed, Setup, converge, decide_tasks, judge, last_facts,
                           observe, plan, report)
 from fleet.engine.decided import READINGS, reads_readings, without_readings
 from fleet.engine.observe import gated_check
