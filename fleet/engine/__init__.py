@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from ..connection import Connection
 from ..errors import FleetError, HostError
 from ..inventory import Host
-from ..remote.verify_record import verify_record
 from ..facts.software import VERIFY_PATH
+from ..remote.verify_record import verify_record
 from .apply import Applied, apply, merged
 from .decided import Decided, check_sections, decide_tasks, maybe_sudo, needs_sudo
 from .observe import Observed, gather_facts, last_facts, observe
@@ -33,15 +33,12 @@ from .plan import Plan, TaskReport, confirm, plan
 from .report import HostReport, Judged, final_facts, judge, record, report, write_verify
 from .setup import Progress, Setup
 
-_READ = object()
-
-
-def converge(conn: Connection, host: Host, setup: Setup, *, last: "dict | None | object" = _READ) -> HostReport:
-    """One host to its roles. `last`: the facts to guess the checks from (default: the host's last record)."""
+def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
+    """One host to its roles; its checks are guessed from its last facts record."""
     phases: dict[str, float] = {}
     clock = _clock(phases)
     with clock("probe"):
-        first = observe(conn, host, setup, last_facts(setup, host) if last is _READ else last)
+        first = observe(conn, host, setup, last_facts(setup, host))
     if first.refuse:
         record(setup, host, first.facts)
         return report(host, setup, first, refuse=first.refuse, phases=phases)
