@@ -24,8 +24,8 @@ import re
 import shlex
 from datetime import datetime, timezone
 
-from . import __version__, remote
-from .engine import Decided, decide_tasks, gather_facts, maybe_sudo, needs_sudo
+from . import __version__, remote, shell
+from .engine import Decided, decide_tasks, gather_facts, maybe_sudo
 from .errors import HostError
 from .facts.software import VERIFY_PATH
 from .inventory import Host
@@ -80,7 +80,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
     plans = plans or {"direct": plan}
-    root = (host.user == "root") if root is None else root
+    root = shell.user_is_root(host) if root is None else root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
@@ -102,7 +102,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     if labels:
         out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
     out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
-    sudo = "sudo -n " if needs_sudo(True, root) else ""     # the engine writes verify.json with sudo too
+    sudo = shell.sudo_prefix(shell.needs_sudo(True, root))   # the engine writes verify.json so too
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
         providers = plans[name].decisions_json.get("missing_providers", {}) or {}

@@ -10,12 +10,10 @@ connection needed (whether the user is root is a bool).
 
 from __future__ import annotations
 
-import base64
 import posixpath
 from dataclasses import dataclass
 
-from .. import sections, verify_gate
-from ..connection import stdin_for, wrap_bash
+from .. import sections, shell, verify_gate
 from ..decide import storage
 from ..errors import InputError
 from ..inventory import Host
@@ -43,7 +41,7 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
         raise InputError(f"{host.name}: {exc}") from None
     djson = decisions.to_json()
     # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
-    info = {"name": host.name, "user": host.user, "root": host.user == "root", "check_mode": check_mode}
+    info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode}
     tasks = tuple(t for role in roles for t in render_role(role, host_vars, facts, djson, info))
     return Decided(facts, decisions, djson, tasks)
 
@@ -62,26 +60,11 @@ def check_sections(decided: Decided, verify_max_age: float | None = None) -> tup
     return tuple(out)
 
 
-def needs_sudo(wants_root: bool, user_is_root: bool) -> bool:
-    """The one rule: sudo only for what wants root, run by a user who is not root."""
-    return bool(wants_root) and not user_is_root
-
-
 def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = False) -> str:
-    """Wrap in sudo only where this task needs root and the user is not root (checks read as the user)."""
-    wants_root = task.spec.sudo if task.spec.sudo is not None else task.resource.root
-    if check or not needs_sudo(wants_root, user_is_root):
-        return snippet
-    if stdin_for(snippet) is None:  # fits in one argument
-        return wrap_bash(snippet, sudo=True)
-    # Too long for an argument (a big file's content), and this snippet is one section of a larger script,
-    # whose stdin is not ours to read: hand it to sudo as a private temp file. printf is a builtin, so no
-    # argument limit applies to it.
-    packed = base64.b64encode(snippet.encode()).decode()
-    return ("fleet_s=$(mktemp) || exit 1\n"
-            f"printf '%s' '{packed}' | base64 -d > \"$fleet_s\"\n"
-            "sudo -n -H bash \"$fleet_s\" </dev/null; fleet_s_rc=$?\n"
-            "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
+    """Wrap in sudo only where this task needs root and the user is not root (checks read as the user); the rule
+    is fleet.shell.needs_sudo, the wrapping fleet.shell.as_root."""
+    wants_root = not check and (task.spec.sudo if task.spec.sudo is not None else task.resource.root)
+    return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root)
 
 
 def venv_of(task: Task) -> str:

@@ -11,7 +11,6 @@ from ..connection import Connection
 from ..errors import HostError
 from ..inventory import Host
 from ..remote.verify_record import verify_record
-from .decided import needs_sudo
 from .observe import Observed
 from .plan import TaskReport
 from .setup import Setup
@@ -92,9 +91,8 @@ def write_verify(conn: Connection, host: Host, setup: Setup, verify: dict | None
     Returns why it could not be written (None: written, or nothing to write)."""
     if verify is None or not setup.verify_write or setup.check_mode:
         return None
-    try:
-        conn.write_file(setup.verify_path, json.dumps(verify, indent=1) + "\n", mode=0o644,
-                        sudo=needs_sudo(True, host.user == "root"))
+    try:   # sudo=True: it wants root; the connection applies shell.needs_sudo
+        conn.write_file(setup.verify_path, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=True)
     except HostError as exc:
         return f"could not record the verify result on the host: {exc}"
     return None

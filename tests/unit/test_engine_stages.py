@@ -153,11 +153,15 @@ def count_decides(monkeypatch) -> list:
 def test_a_converged_host_is_decided_once_per_probe(tmp_path, monkeypatch):
     _, host, setup = local_demo(tmp_path)
     converge(LocalConnection(host), host, setup)
+    last = last_facts(setup, host)
     calls = count_decides(monkeypatch)
     conn = LocalConnection(host)
     second = converge(conn, host, setup)
     assert [t.status for t in second.tasks] == ["ok"] and conn.remote_commands == 1
-    assert len(calls) == 1        # the guess from the last record stands for the live facts
+    # The guess from the last record stands for the live facts, which differ from it only in readings of the
+    # moment; on a machine so loaded that a probe step timed out, they differ in more, and are decided again.
+    moved = without_readings(last) != without_readings(second.facts)
+    assert len(calls) == (2 if moved else 1), moved
 
 
 def test_a_role_that_reads_a_reading_of_the_moment_is_decided_afresh(tmp_path, monkeypatch):
