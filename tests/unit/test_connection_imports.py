@@ -21,7 +21,7 @@ HEAVY = ("fabric", "paramiko", "invoke")
 
 
 def _fresh(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
 
 
 def _loaded_heavy(code: str) -> list[str]:

@@ -97,7 +97,7 @@ def script_for(tmp_path, names):
 
 
 def run(path, cwd):
-    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
 def test_converges_then_changes_nothing(tmp_path):
