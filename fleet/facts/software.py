@@ -105,6 +105,29 @@ def parse_python(text: str) -> dict:
 # METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
 # packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
 # last verify, which the engine re-runs only when its fingerprint changes (fleet/verify_gate.py).
+_TORCH_READ = r"""json() { j=${1//\\/\\\\}; j=${j//\"/\\\"}; }
+version=
+while IFS= read -r line || [ -n "$line" ]; do
+  case $line in Version:*) version=${line#Version:}; version=${version#"${version%%[! ]*}"}; break;; esac
+done < "$meta"
+re_cuda="^cuda[^=]*= *[\"']([^\"']*)[\"']" re_version="^__version__[^=]*= *[\"']([^\"']*)[\"']"
+if [ -r "$site/torch/version.py" ]; then
+  cuda= v=
+  while IFS= read -r line || [ -n "$line" ]; do
+    if [ -z "$cuda" ] && [[ $line =~ $re_cuda ]]; then cuda=${BASH_REMATCH[1]}; fi
+    if [ -z "$v" ] && [[ $line =~ $re_version ]]; then v=${BASH_REMATCH[1]}; fi
+  done < "$site/torch/version.py"
+  # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
+  [ -n "$v" ] && version=$v
+  error=
+else cuda=; error='cannot read torch/version.py'; fi
+json "$version"; jv=$j; json "$site/torch"; jp=$j
+if [ -n "$cuda" ]; then json "$cuda"; jc="\"$j\""; else jc=null; fi
+if [ -n "$error" ]; then je="\"$error\""; else je=null; fi
+printf '{"installed": true, "version": "%s", "path": "%s", "cuda": %s, "error": %s}\n' "$jv" "$jp" "$jc" "$je"
+"""
+
+
 def torch_command(python_env: str) -> str:
     """Shell printing one JSON line about the torch distribution the roles' python would import."""
     return (
@@ -118,17 +141,9 @@ def torch_command(python_env: str) -> str:
         "meta=; for d in \"$@\"; do for m in \"$d\"/torch-*.dist-info/METADATA; do "
         "[ -r \"$m\" ] && { meta=$m; site=$d; break 2; }; done; done\n"
         "[ -n \"$meta\" ] || { echo '{\"installed\": false}'; exit 0; }\n"
-        "json() { printf '%s' \"$1\" | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g'; }\n"
-        "version=$(sed -n 's/^Version: *//p' \"$meta\" | head -n 1)\n"
-        "if [ -r \"$site/torch/version.py\" ]; then\n"
-        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"        # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
-        "  v=$(sed -n \"s/^__version__[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
-        "  [ -n \"$v\" ] && version=$v\n"
-        "  error=\nelse cuda=; error='cannot read torch/version.py'; fi\n"
-        "printf '{\"installed\": true, \"version\": \"%s\", \"path\": \"%s\", \"cuda\": %s, \"error\": %s}\\n' "
-        "\"$(json \"$version\")\" \"$(json \"$site/torch\")\" "
-        "\"$([ -n \"$cuda\" ] && printf '\"%s\"' \"$(json \"$cuda\")\" || echo null)\" "
-        "\"$([ -n \"$error\" ] && printf '\"%s\"' \"$error\" || echo null)\""
+        # Read with bash builtins only (sed, head and a printf|sed per JSON string were ~10 processes): the first
+        # `Version:` line of METADATA, and the first `cuda`/`__version__` assignment of torch/version.py.
+        + _TORCH_READ
     )
 
 
