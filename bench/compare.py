@@ -110,6 +110,9 @@ def _peer_run(ctx, log, wall, rc, rss, changed, failed, text, tool) -> Run:
         (ctx.workdir / f"{tool}-failed.log").write_text(text)
         print(f"  {tool} exit {rc}, {failed} failed host(s); output in {ctx.workdir / (tool + '-failed.log')}",
               flush=True)
+        # the workdir goes with the run: say here what failed (the lines that name it)
+        for line in [x for x in text.splitlines() if re.search(r"fatal:|FAILED|[Ee]rror", x)][-6:]:
+            print(f"    {line[:3000]}", flush=True)
     return Run(wall, rc, rss, changed, failed, statistics.mean(counts.values()) if counts else 0)
 
 
@@ -130,8 +133,9 @@ def measure_size(n: int, args, workdir: Path) -> dict:
     ctx = Ctx(n, workdir, inventory, {h.address: h.name for h in hosts})
     if set(args.tools) - {"fleet"}:
         verify = _peers.write_verify(workdir, inventory)
-        ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify)
-        ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify)
+        decisions = _peers.decisions_of(inventory)
+        ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify, decisions)
+        ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify, decisions)
     out = {}
     try:
         for tool in args.tools:
