@@ -236,7 +236,7 @@ def _check_syntax(value: Any, where: str) -> None:
             _check_syntax(item, where)
     elif isinstance(value, str) and ("{{" in value or "{%" in value):
         try:
-            _JINJA.compile(value)
+            _compiled(value)   # compiled once here, at load: every render then takes it from the cache
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"{where}: template error in {value!r}: {exc.message}") from None
 
@@ -249,7 +249,7 @@ def _check_template(kind: str, params: Any, role_dir: Path, lines: dict[str, str
     path = role_dir / "templates" / name
     source = _template_source(path, lines["template"])
     try:
-        _JINJA.parse(source, name=name, filename=str(path))
+        _compiled_file(source, name, str(path))   # as _render_template takes it: compiled once, at load
     except jinja2.TemplateSyntaxError as exc:
         raise InputError(f"{path}:{exc.lineno}: template syntax error: {exc.message} "
                          f"(used at {lines['template']})") from None
@@ -268,7 +268,7 @@ def _expr(value: Any, loc: yamlsrc.Located, keys: tuple) -> str | None:
         return None
     text = str(value).lower() if isinstance(value, bool) else str(value)
     try:
-        _JINJA.compile_expression(text)
+        _expression(text)
     except jinja2.TemplateSyntaxError as exc:
         raise InputError(f"{loc.path}:{loc.line(*keys)}: 'when' is not a valid expression ({exc.message}); "
                          "write e.g. when: \"decisions.compat.use\"") from None
