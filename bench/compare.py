@@ -219,6 +219,8 @@ def main() -> int:
     if unknown := set(args.tools) - set(TOOLS):
         parser.error(f"unknown tool(s) {', '.join(sorted(unknown))}; choose from {', '.join(TOOLS)}")
     sizes = [3] if args.quick else [int(x) for x in args.hosts.split(",")]
+    if not args.tools:   # --tools '' --peers-from A --peers-from B: one table of earlier runs, nothing measured
+        sizes = []
     if args.quick:
         args.rounds = args.first_rounds = 1
     if set(args.tools) - {"fleet"}:
