@@ -92,7 +92,8 @@ def parse_meminfo(text: str) -> dict:
 # ---- identity: who we are and what kind of machine runs us ------------------------------------------
 
 IDENTITY = (
-    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"$(id -u)\"\n"
+    # $EUID is what `id -u` prints (the effective uid), without a process
+    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"${EUID:-$(id -u)}\"\n"
     "if [ -d /run/systemd/system ]; then echo 'systemd yes'; else echo 'systemd no'; fi\n"
     "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi\n"
     # RunPod's persistent volume (docs.runpod.io/pods/storage): what a role gates on with `when:`

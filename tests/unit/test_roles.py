@@ -273,3 +273,23 @@ def test_a_missing_roles_path_is_one_sentence_with_its_line(tmp_path):
     with pytest.raises(InputError) as err:
         load_inventory(inv)
     assert f"{inv}:3" in str(err.value) and "'my-roles' is not a directory" in str(err.value)
+
+
+def test_compiled_texts_are_shared_but_each_host_renders_its_own_values(tmp_path, pod570):
+    """Rendering compiles each distinct text once (fleet.roles._compiled*): the second host must still get its
+    own values, conditions and template output, and a render error its file:line every time."""
+    role = write_role(tmp_path, "r", """\
+        defaults: {greeting: hi, wanted: true}
+        tasks:
+          - file: {path: "/etc/{{ greeting }}", template: x.j2}
+            when: "wanted"
+        """, {"x.j2": "say {{ greeting }}\n{{ missing_one if greeting == 'bad' else '' }}\n"})
+    first = render(role, pod570)[0]
+    second = render(role, pod570, {"greeting": "hello"})[0]
+    off = render(role, pod570, {"wanted": False})[0]
+    assert (first.resource.p["path"], first.resource.p["content"]) == ("/etc/hi", "say hi\n\n")
+    assert (second.resource.p["path"], second.resource.p["content"]) == ("/etc/hello", "say hello\n\n")
+    assert first.enabled and second.enabled and not off.enabled
+    for _ in range(2):
+        with pytest.raises(InputError, match=r"r/templates/x\.j2:2: 'missing_one' is undefined"):
+            render(role, pod570, {"greeting": "bad"})
