@@ -55,3 +55,17 @@ def test_the_timings_are_kept_as_figures():
     timings = load("timings.json")
     assert set(timings) >= {"run_true", "facts", "noop_apply", "noop_over_floor"}
     assert all(len(timings[k]["runs_s"]) == 5 for k in ("run_true", "facts", "noop_apply"))
+
+
+FINAL = DATA.parent / "issue14-final"     # the same host, after the engine's stages and the faster probe
+
+
+def test_on_the_merged_code_a_no_op_is_still_one_command_reusing_verify_and_an_asked_for_verify_runs_it():
+    doc = json.loads((FINAL / "apply-noop.json").read_text())
+    assert doc["stats"]["h100"]["remote_commands"] == 1
+    assert doc["hosts"]["h100"]["changed"] == 0 and doc["hosts"]["h100"]["failed"] == 0
+    reused = json.loads((FINAL / "facts-after-apply.json").read_text())["verify"]
+    assert reused["reused"] is True and reused["passed"] is True
+    ran = json.loads((FINAL / "facts-after-verify.json").read_text())["verify"]
+    assert ran["reused"] is False and ran["passed"] is True and ran["reason"].startswith("ran: ")
+    assert ran["at"] > reused["at"]
