@@ -74,6 +74,7 @@ def _decide_file(decide, path: str, values: dict):
 
     from ..decide import FactsError, VariableError
     from ..errors import InputError
+    from ..report import terminal_safe
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -88,8 +89,8 @@ def _decide_file(decide, path: str, values: dict):
                          path=path, line=line) from None
     try:
         return facts, decide(facts, values)
-    except FactsError as exc:
-        raise InputError(str(exc), path=path) from None
+    except FactsError as exc:   # the sentence quotes the record's value: remote text, made terminal-safe
+        raise InputError(terminal_safe(exc), path=path) from None
     except VariableError as exc:
         raise InputError(str(exc)) from None
 
@@ -106,9 +107,11 @@ def acting_roles(roles, facts: dict, d, values: dict) -> list[str]:
 
 
 def print_decisions(reporter, name: str, d, acting: list[str], skipped: list[str]) -> None:
-    """One block per host: each decision, its value and its reason; then the roles that act."""
-    from rich.markup import escape
+    """One block per host: each decision, its value and its reason; then the roles that act. Values and reasons
+    quote the facts record (GPU names, versions, paths): remote text, printed only through markup_safe."""
     from rich.table import Table
+
+    from ..report import markup_safe as escape
 
     status, style = ("REFUSED", "red") if d.refuse else ("ok", "green")
     reporter.host_block(name, status, "", style)
