@@ -46,6 +46,7 @@ class TaskReport:
     reason: str
     diff: str | None = None
     id: str = ""
+    why: str | None = None  # the role's `why:`, already at the end of `reason`; the report shows it once per role
 
     def to_json(self) -> dict:
         return {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
@@ -249,7 +250,8 @@ class Engine:
                 report.tasks.append(TaskReport(role, name, "ok", result.reason, id=task.id))
             else:
                 why = result.reason + (f" ({task.why})" if task.why else "")
-                report.tasks.append(TaskReport(role, name, "changed", why, _diff(task, result), id=task.id))
+                report.tasks.append(TaskReport(role, name, "changed", why, _diff(task, result), id=task.id,
+                                               why=task.why))
                 planned.append(task)
         return planned
 
