@@ -36,7 +36,8 @@ def wrap(script: str, conn) -> str:
     holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"
     return (
         f"fleet_lock_dir={where}; mkdir -p -- \"$fleet_lock_dir\"; fleet_lock=\"$fleet_lock_dir/apply.lock\"\n"
-        f"fleet_holder=\"$(printf '%s, remote pid %s, since %s' {shlex.quote(holder)} \"$$\" \"$(date -u +%FT%TZ)\")\"\n"
+        f"fleet_holder=\"$(printf '%s, remote pid %s, since %s' {shlex.quote(holder)} \"$$\" "
+        "\"$(date -u +%FT%TZ)\")\"\n"
         "if command -v flock >/dev/null 2>&1; then\n"
         "  exec 9>>\"$fleet_lock\"\n"
         "  if ! flock -n 9; then\n"
@@ -69,7 +70,8 @@ _MKDIR_LOCK = (
     "  for fleet_try in 1 2 3; do\n"
     "    if mkdir -- \"$fleet_lockd\" 2>/dev/null; then\n"
     "      trap 'rm -rf -- \"$fleet_lockd\"' EXIT\n"
-    "      printf '%s\\n' \"$fleet_me\" > \"$fleet_lockd/pid\"; printf '%s\\n' \"$fleet_holder\" > \"$fleet_lockd/holder\"\n"
+    "      printf '%s\\n' \"$fleet_me\" > \"$fleet_lockd/pid\"\n"
+    "      printf '%s\\n' \"$fleet_holder\" > \"$fleet_lockd/holder\"\n"
     "      fleet_got=1; break\n"
     "    fi\n"
     # no pid file yet: its holder is between mkdir and printf, alive

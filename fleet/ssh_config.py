@@ -149,7 +149,9 @@ def _jump_specs(value: str | None) -> list[str]:
 # ssh(1) -J and ssh_config(5) ProxyJump: [user@]host[:port], or an ssh URI ssh://[user@]host[:port];
 # an IPv6 address with a port is written in brackets ([2001:db8::1]:2222).
 _JUMP = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@/\s:]+)@)?"
-                   r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_][A-Za-z0-9_.%-]*|[0-9A-Fa-f]*:[0-9A-Fa-f]*:[0-9A-Fa-f:.]*))"
+                   r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]"                                  # [v6]
+                   r"|(?P<name>[A-Za-z0-9_][A-Za-z0-9_.%-]*"                         # a name or IPv4
+                   r"|[0-9A-Fa-f]*:[0-9A-Fa-f]*:[0-9A-Fa-f:.]*))"                    # a bare v6 (no port)
                    r"(?::(?P<port>\d+))?/?$")
 
 

@@ -19,10 +19,12 @@ def result(ok: bool = True) -> BootstrapResult:
         TaskReport("cuda_toolkit", "install cuda-toolkit-13-0", "changed", "not installed"),
         TaskReport("torch", "pip install torch", "changed" if ok else "failed", "missing"),
         TaskReport("verify", "verify", "ok", "in state")])
-    facts = {"platform": "x86_64-dgpu", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}], "driver": {"version": "570.133.20"},
+    facts = {"platform": "x86_64-dgpu", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}],
+             "driver": {"version": "570.133.20"},
              "verify": {"passed": ok, "summary": "torch 2.11.0+cu130 on H100: matmul ok"}}
     return BootstrapResult("pod-a", Path("inventories/pods.yaml"), parse_target("ssh root@203.0.113.10 -p 17322"),
-                           added=True, host_key="accepted ssh-ed25519 SHA256:abc", phases={"connect": 1.2, "apply": 40.0},
+                           added=True, host_key="accepted ssh-ed25519 SHA256:abc",
+                           phases={"connect": 1.2, "apply": 40.0},
                            facts=facts, report=report, error=None if ok else "pod-a: torch failed",
                            remote_commands=4, seconds=41.2)
 

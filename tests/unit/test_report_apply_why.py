@@ -17,7 +17,8 @@ WHY = "the hook must have the last word in every kind of shell"
 def inventory(tmp_path):
     role = tmp_path / "roles" / "hooks"
     role.mkdir(parents=True)
-    tasks = "".join(f"  - name: hook {n}\n    file: {{path: {tmp_path}/out/{n}.sh, content: \"# {n}\\n\", mode: \"0644\"}}\n"
+    tasks = "".join(f"  - name: hook {n}\n"
+                    f"    file: {{path: {tmp_path}/out/{n}.sh, content: \"# {n}\\n\", mode: \"0644\"}}\n"
                     for n in ("bashrc", "profile", "login"))
     (role / "role.yaml").write_text(f"why: \"{WHY}\"\ntasks:\n{tasks}")
     (tmp_path / "out").mkdir()

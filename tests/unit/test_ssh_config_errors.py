@@ -85,7 +85,8 @@ def listener():
 
 
 @pytest.mark.parametrize("bad, line", [("    Port\n", 4), ("    Port 22x\n", 4), ("    ProxyJump a b\n", 4)])
-@pytest.mark.parametrize("command", [["run", "--", "true"], ["facts"], ["apply", "--check"], ["script", "--limit", "bad"]])
+@pytest.mark.parametrize("command", [["run", "--", "true"], ["facts"], ["apply", "--check"],
+                                     ["script", "--limit", "bad"]])
 def test_every_command_exits_2_before_contacting_any_host(tmp_path, isolated_home, listener, bad, line, command):
     ssh = isolated_home / ".ssh"
     ssh.mkdir(mode=0o700)
@@ -93,7 +94,8 @@ def test_every_command_exits_2_before_contacting_any_host(tmp_path, isolated_hom
     inv = tmp_path / "inv.yaml"
     inv.write_text(f"hosts:\n  good: {{address: 127.0.0.1, port: {listener}}}\n  bad: {{address: gpu-box}}\n")
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200, soft_wrap=True), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200, soft_wrap=True),
+                      err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     code = main([command[0], str(inv), *command[1:]], env)
     assert code == 2, out.getvalue() + err.getvalue()
     errors = [text for text in err.getvalue().splitlines() if text.startswith("error:")]   # progress may precede
