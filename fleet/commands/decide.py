@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, env) -> int:
     from ..decide import decide
     from ..errors import ExitStatus
     from ..parallel import Outcome
-    from ..report import Reporter
+    from ..report import Reporter, terminal_safe
 
     from ..roles import load_roles, roles_dirs
 
@@ -47,7 +47,8 @@ def run(args: argparse.Namespace, env) -> int:
     for path in args.facts:
         started = time.monotonic()
         facts, decisions = _decide_file(decide, path, values)
-        name = decisions.host if decisions.host not in decided else f"{decisions.host} ({path})"
+        host = terminal_safe(decisions.host)    # the record's own word: a JSON key too, where scrub does not look
+        name = host if host not in decided else f"{host} ({path})"
         decided[name] = decisions
         acting[name] = acting_roles(roles, facts, decisions, values)
         skipped[name] = [r.name for r in roles if r.name not in acting[name]]

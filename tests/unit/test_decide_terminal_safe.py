@@ -20,7 +20,7 @@ TOKEN = "hf_" + "Ab3dEf6hIj9kLm2nOp5qRs8t"    # the shape of a Hugging Face toke
 def hostile_record(tmp_path, case: str) -> Path:
     """A GPU name carrying an escape sequence and a token, on a host decided, refused, or with a bad fact."""
     record = json.loads((RECORDS / ("a100-470.json" if case == "refused" else "h100-pod-570.json")).read_text())
-    record["host"] = f"pod{TITLE}"
+    record["host"] = f"pod{TITLE} {TOKEN}"                 # the host name is a JSON key too
     record["gpus"][0]["name"] += f"{TITLE} {TOKEN}"       # reasons and the refusal quote the GPU name
     if case == "bad-fact":   # the InputError sentence quotes the remote value
         record["driver"]["version"] = f"450.51.06{TITLE} {TOKEN}"
