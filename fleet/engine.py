@@ -13,7 +13,6 @@ non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits beh
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import difflib
 import json
@@ -24,9 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import hostlock, sections, verify_gate
+from . import hostlock, sections, shell, verify_gate
 from .decide import storage
-from .connection import Connection, stdin_for, wrap_bash
+from .connection import Connection
 from .errors import FleetError, HostError, InputError
 from .inventory import Host
 from .resources.base import CheckResult
@@ -230,7 +229,7 @@ class Engine:
             raise InputError(f"{host.name}: {exc}") from None
         djson = decisions.to_json()
         # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
-        info = {"name": host.name, "user": host.user, "root": host.user == "root", "check_mode": self.check_mode}
+        info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": self.check_mode}
         tasks = [t for role in self.roles for t in render_role(role, host_vars, facts, djson, info)]
         return Plan(facts, decisions, djson, tasks)
 
@@ -323,9 +322,8 @@ class Engine:
             facts["torch"] = with_last_verify(facts.get("torch"), verify)
             # Written whenever verify ran: the record carries the fingerprint and time the next probe compares.
             if self.verify_write and not self.check_mode:
-                sudo = host.user != "root"
-                try:
-                    conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=sudo)
+                try:   # sudo=True: it wants root; the connection applies shell.needs_sudo
+                    conn.write_file(VERIFY_PATH, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=True)
                 except HostError as exc:
                     report.error = f"could not record the verify result on the host: {exc}"
         report.facts = facts
@@ -376,19 +374,8 @@ def _lost(report: HostReport, by_id: dict, task: Task | None, done: set, exc: Ho
 
 def maybe_sudo(snippet: str, task: Task, conn: Connection, *, check: bool = False) -> str:
     """Wrap in sudo only where this task needs root and the user is not root (checks read as the user)."""
-    wants_root = task.spec.sudo if task.spec.sudo is not None else task.resource.root
-    if check or not wants_root or conn.is_root:
-        return snippet
-    if stdin_for(snippet) is None:  # fits in one argument
-        return wrap_bash(snippet, sudo=True)
-    # Too long for an argument (a big file's content), and this snippet is one section of a larger script,
-    # whose stdin is not ours to read: hand it to sudo as a private temp file. printf is a builtin, so no
-    # argument limit applies to it.
-    packed = base64.b64encode(snippet.encode()).decode()
-    return ("fleet_s=$(mktemp) || exit 1\n"
-            f"printf '%s' '{packed}' | base64 -d > \"$fleet_s\"\n"
-            "sudo -n -H bash \"$fleet_s\" </dev/null; fleet_s_rc=$?\n"
-            "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
+    wants_root = not check and (task.spec.sudo if task.spec.sudo is not None else task.resource.root)
+    return shell.as_root(snippet, wants_root=wants_root, user_is_root=conn.is_root)
 
 
 def _venv_of(task: Task) -> str:

@@ -25,7 +25,7 @@ import shlex
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
-from . import __version__, engine as engine_mod
+from . import __version__, engine as engine_mod, shell
 from .errors import HostError
 from .inventory import Host
 from .resources import assert_
@@ -83,7 +83,7 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
     plans = plans or {"direct": plan}
-    runner = SimpleNamespace(is_root=(host.user == "root") if root is None else root)
+    runner = SimpleNamespace(is_root=shell.user_is_root(host) if root is None else root)
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
@@ -105,7 +105,7 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
     if labels:
         out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
     out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
-    sudo = "" if runner.is_root else "sudo -n "       # the engine writes verify.json with sudo too
+    sudo = shell.sudo_prefix(shell.needs_sudo(True, runner.is_root))   # the engine writes verify.json so too
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
         providers = plans[name].decisions_json.get("missing_providers", {}) or {}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from . import _common
+from .. import shell
 
 HELP = "run an ad-hoc command on every selected host"
 DESCRIPTION = """\
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, env) -> int:
     if not words:
         raise InputError("no command given; write it after --, e.g. fleet run inventories/lab.yaml -- uname -m")
     # One word is taken as a shell line ("nvidia-smi | head"); several are quoted word by word.
-    command = words[0] if len(words) == 1 else shlex.join(words)
+    command = words[0] if len(words) == 1 else shell.join(words)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
     reporter = _common.reporter_for(args, env)

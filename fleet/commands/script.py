@@ -124,18 +124,7 @@ def _read_facts(path) -> dict:
 
 
 def _write(path, text: str) -> None:
-    import os
-    import tempfile
+    from ..atomic import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o755)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    write_atomic(path, text.encode("utf-8"), mode=0o755)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from ..shell import quote
 from .scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
@@ -67,10 +68,6 @@ _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; the
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
 
 
-def _shell_q(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
 def command() -> str:
     """The probe section: /etc/environment, then each kind of shell traced from a fresh session's environment."""
     lines = [
@@ -92,14 +89,14 @@ def command() -> str:
         "to=; command -v timeout >/dev/null 2>&1 && to='timeout -k 2 15'",
         # setsid: no controlling terminal, so an interactive bash can never stop on SIGTTOU or read a tty
         "ss=; command -v setsid >/dev/null 2>&1 && ss='setsid -w'",
-        f"awkp={_shell_q(_AWK)}",
+        f"awkp={quote(_AWK)}",
     ]
     ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@ '; set -x; "
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
         body = ps4 + startup + "; " + _SHOW
         lines.append(f"printf '@@shell {kind}\\n'")
-        lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {_shell_q(body)} </dev/null 2>&1 | awk \"$awkp\"")
+        lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)} </dev/null 2>&1 | awk \"$awkp\"")
         lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
     return "\n".join(lines)
 

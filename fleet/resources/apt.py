@@ -12,6 +12,7 @@ repair once and goes on. Pinned packages can be held so unattended-upgrades cann
 
 from __future__ import annotations
 
+from ..shell import write_file_script
 from .archive import sha256_problem, verify_sha256
 from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
@@ -95,8 +96,8 @@ class Apt(Resource):
                       f"  {retry} apt-get {opts} install -y \"$d/keyring.deb\"",
                       "fi"]
         if self.p["repo"]:
-            src = q(self._source_file())
-            lines += [f"printf '%s\\n' {q(self.p['repo'])} > {src}.fleet-tmp && mv -f {src}.fleet-tmp {src}"]
+            # In a subshell: the atomic write's EXIT trap must not replace the keyring's temp-dir cleanup.
+            lines += [f"(\n{write_file_script(self._source_file(), self.p['repo'] + chr(10))})"]
         pkgs = " ".join(q(p) for p in self.p["packages"])
         lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",

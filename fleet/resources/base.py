@@ -8,34 +8,27 @@ A resource renders two bash snippets and parses one answer:
 - `apply()`  converges; exit 0 on success.
 - `parse(rc, output)` -> CheckResult.
 
-Every value reaches the shell through `q()` (shlex.quote): never spliced.
+Every value reaches the shell through `q()` / `qpath()` (fleet/shell.py's quoting): never spliced.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import InputError
+from ..shell import quote, quote_path
 
 IN_STATE, NEEDS_CHANGE = 0, 10
 DIFF_MARK = "@@diff@@"
 
 
 def q(value: Any) -> str:
-    return shlex.quote(str(value))
+    return quote(str(value))
 
 
-def qpath(path: str) -> str:
-    """Quote a path, letting a leading ~/ mean the connecting user's home (as a person means it)."""
-    path = str(path)
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
+qpath = quote_path
 
 
 # A shell function every snippet may use: fetch URL DEST works for https:// and file:// alike.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..connection import write_file_script
+from ..shell import write_file_script
 from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
 
 _DIFF_LIMIT = 65536

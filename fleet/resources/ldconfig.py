@@ -5,6 +5,7 @@ Never use this for cuda-compat: a registered compat libcuda breaks CUDA wherever
 
 from __future__ import annotations
 
+from ..shell import write_file_script
 from .base import NEEDS_CHANGE, Param, Resource, one_line_problem, plain_name_problem, q
 
 
@@ -28,6 +29,6 @@ class Ldconfig(Resource):
                 f"exit {NEEDS_CHANGE}; fi\necho registered")
 
     def apply(self) -> str:
-        conf, path = q(self._conf()), q(self.p["path"])
-        return (f"set -e\nprintf '%s\\n' {path} > {conf}.fleet-tmp && mv -f {conf}.fleet-tmp {conf}\n"
-                f"ldconfig\necho 'registered '{path}")
+        # In a subshell: the atomic write's own `set -e` and EXIT trap stay its own.
+        return (f"set -e\n(\n{write_file_script(self._conf(), self.p['path'] + chr(10))})\n"
+                f"ldconfig\necho 'registered '{q(self.p['path'])}")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*argv, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kw)
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=900, **kw)
 
 
 def build_and_install(tmp_path: Path) -> Path:

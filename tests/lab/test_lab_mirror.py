@@ -59,5 +59,5 @@ def test_hosts_trust_the_lab_ca_through_their_system_store_only(lab):
     with pytest.raises(urllib.error.URLError) as refused:
         ssl_context = ssl.create_default_context()
         ssl_context.check_hostname = False
-        urllib.request.urlopen(f"https://{address}/simple/", context=ssl_context, timeout=5)
+        urllib.request.urlopen(f"https://{address}/simple/", context=ssl_context, timeout=120)
     assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)

@@ -118,7 +118,7 @@ def test_a_second_apply_to_the_same_host_is_refused_naming_the_holder(tmp_path, 
         assert not (tmp_path / "host" / "etc" / "env.sh").exists()   # nothing was changed
     finally:
         holder.stdin.close()   # `read` ends: the holder exits and its lock goes with it
-        holder.wait(timeout=30)
+        holder.wait(timeout=600)
     report, _ = converge(tmp_path, role)
     assert not report.failed and (tmp_path / "host" / "etc" / "env.sh").exists()
 

@@ -25,7 +25,7 @@ for i in range(1, 100000):
 """
 
 
-def wait_for(condition, what: str, seconds: float = 60):
+def wait_for(condition, what: str, seconds: float = 600):
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -1,7 +1,7 @@
 """An SSH server in the test process (mockssh) that runs only what the test allowed.
 
 mockssh's own handler runs every exec request on this machine through a shell. Ours runs a command only if it
-is exactly what `fleet.connection.wrap_bash` makes of a script the test chose; anything else is refused with
+is exactly what `fleet.shell.wrap_bash` makes of a script the test chose; anything else is refused with
 exit 97 and recorded, and the fixture fails the test (the sentinel habit of fabric's tests). It also does what
 mockssh's handler does not and sshd does: forwards stdin with its end-of-file, and kills the command when the
 client closes the channel (a timeout).
@@ -23,7 +23,7 @@ import mockssh
 import paramiko
 from mockssh.server import SERVER_KEY_PATH, Handler
 
-from fleet.connection import _exports, wrap_bash, write_file_script
+from fleet.shell import exports, wrap_bash, write_file_script
 from fleet.inventory import Host
 
 USER_KEY = str(Path(mockssh.__file__).parent / "sample-user-key")
@@ -120,7 +120,7 @@ class SentinelServer(mockssh.Server):
 
     def allow(self, script: str, *, env: dict | None = None) -> str:
         """Let the command that Connection.run(script, env=env) sends run; returns the script."""
-        self.allowed.add(wrap_bash(_exports(env) + script))
+        self.allowed.add(wrap_bash(exports(env) + script))
         return script
 
     def allow_write(self, path: str, content, mode: int = 0o644) -> None:

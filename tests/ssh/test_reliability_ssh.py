@@ -10,7 +10,7 @@ from mockssh.server import SERVER_KEY_PATH
 
 from fleet.connection import MAX_CAPTURE, ConnectOptions, connect
 from fleet.errors import HostKeyError
-from fleet.ssh import read_known_hosts
+from fleet.connection.ssh import read_known_hosts
 
 SERVER_B64 = paramiko.RSAKey(filename=SERVER_KEY_PATH).get_base64()
 BAD_LINES = [
@@ -32,7 +32,7 @@ def write_known(lines: list[str]):
 
 @pytest.mark.parametrize("bad", BAD_LINES)
 def test_one_bad_line_is_skipped_with_file_and_line_and_the_host_still_connects(server, bad, monkeypatch):
-    monkeypatch.setattr("fleet.ssh._warned", set())   # said once per process: start this test afresh
+    monkeypatch.setattr("fleet.connection.hostkeys._warned", set())   # said once per process: start this test afresh
     path = write_known(["# fleet known hosts", bad, host_key_line(server.port)])
     warnings = []
     with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5, on_warning=warnings.append)) as conn:

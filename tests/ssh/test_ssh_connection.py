@@ -10,9 +10,10 @@ from mockserver import (booting_later, SENTINEL_EXIT, SentinelHandler, fleet_kno
                         serving, ssh_host)
 from mockssh.server import SERVER_KEY_PATH
 
-from fleet.connection import ConnectOptions, connect, stdin_for, wrap_bash, write_file_script
+from fleet.connection import ConnectOptions, connect
+from fleet.shell import stdin_for, wrap_bash, write_file_script
 from fleet.errors import HostError, HostKeyError
-from fleet.ssh import SSHConnection, fingerprint
+from fleet.connection.ssh import SSHConnection, fingerprint
 
 SERVER_FP = fingerprint(paramiko.RSAKey(filename=SERVER_KEY_PATH))
 

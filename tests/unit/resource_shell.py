@@ -21,7 +21,7 @@ def make(type_name: str, **params) -> Resource:
 
 
 def sh(snippet: str, *, path_prefix: Path | None = None, env: dict | None = None,
-       timeout: float = 60) -> tuple[int, str]:
+       timeout: float = 600) -> tuple[int, str]:
     """(exit status, stdout+stderr) of `snippet` in a fresh non-interactive bash."""
     run_env = dict(os.environ)
     run_env.update(env or {})

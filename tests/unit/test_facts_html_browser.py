@@ -27,7 +27,7 @@ def browse(page: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
     # --no-sandbox: CI runs as root, where Chromium refuses its sandbox; the page is our own, with no script.
     return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            f"--user-data-dir={tmp / 'chromium-profile'}", *args, page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

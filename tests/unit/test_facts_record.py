@@ -19,7 +19,7 @@ SOURCES = list(probe.bodies().keys())
 def _local_shells() -> str:
     """The shells section run for real on this machine (the captures predate it)."""
     from fleet.facts import shells
-    return subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=600).stdout
 
 
 def outputs(host: str, base: str | None = None) -> dict[str, str]:

@@ -32,7 +32,7 @@ export LD_LIBRARY_PATH=/opt/login:$LD_LIBRARY_PATH
 
 
 def run(home) -> dict:
-    out = subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=90,
+    out = subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=600,
                          env={"HOME": str(home), "PATH": "/usr/bin:/bin"}).stdout
     return shells.parse(out)
 

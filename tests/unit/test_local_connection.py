@@ -5,7 +5,8 @@ import stat
 
 import pytest
 
-from fleet.connection import ConnectOptions, LocalConnection, connect, stdin_for, wrap_bash
+from fleet.connection import ConnectOptions, LocalConnection, connect
+from fleet.shell import stdin_for, wrap_bash
 from fleet.errors import HostError
 from fleet.inventory import Host
 

@@ -51,7 +51,7 @@ def wheels(tmp_path_factory):
              "--disable-pip-version-check", "-w", str(root / "dist"), str(project)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     for build in builds:
-        out, _ = build.communicate(timeout=120)
+        out, _ = build.communicate(timeout=600)
         assert build.returncode == 0, out
     assert sorted(p.name for p in (root / "dist").iterdir()) == [
         "fleet_tiny-1.0-py3-none-any.whl", "fleet_tiny-2.0-py3-none-any.whl"]

@@ -97,7 +97,7 @@ def script_for(tmp_path, names):
 
 
 def run(path, cwd):
-    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
 def test_converges_then_changes_nothing(tmp_path):
@@ -188,7 +188,7 @@ def test_a_non_root_user_gets_sudo_for_root_applies_only(tmp_path):
     checks = re.findall(r"^fleet_check_\d+\(\) \((.*?)\n\)$", text, re.S | re.M)
     assert len(checks) == 5 and not any("sudo -n" in body for body in checks)     # checks read as the user
     assert text.count("fleet_apply_0() ( set +u; :; sudo -n -H bash -c ") == 1    # /.../a.txt is not under ~
-    assert '| sudo -n "$py" -c ' in text                                          # verify.json, as the engine
+    assert '| sudo -n -H "$py" -c ' in text                                       # verify.json, as the engine
     assert "sudo -n" not in render_script(plan, host, root=True)
 
 

@@ -47,7 +47,7 @@ def test_bad_max_age_is_one_sentence(bad):
 def run_gate(tmp_path, max_age):
     check = "echo '{\"passed\": true}'; exit 0"
     script = verify_gate.gated(check, str(tmp_path / "venv"), max_age, str(tmp_path / "verify.json"))
-    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600,
                          env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(tmp_path)})
     return verify_gate.read(res.stdout)
 

@@ -1,0 +1,142 @@
+"""Shell text: the one module that writes the shell code fleet sends to a host.
+
+- Quoting: every value reaches the remote shell through `quote` (shlex.quote), never spliced; `quote_path`
+  lets a leading ~/ mean the user's home.
+- `exports(env)`: environment variables as quoted `export` lines.
+- `wrap_bash(script)`: the command line that runs a script in bash, with `stdin_for` carrying a script too long
+  for one argument on stdin instead.
+- Sudo: ONE rule (`needs_sudo`), fed by ONE answer to "does this host's user run as root" (`user_is_root`);
+  `as_root` applies it to a snippet that is one section of a larger script.
+- `write_file_script`: the remote atomic write (temp file in the same directory, fsync, rename).
+
+Section framing (begin/end markers carrying each section's exit status) is fleet/sections.py, the one place
+for it; this module holds what a single section's body is made of.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+from typing import Iterable
+
+# Linux caps one argument at 128 KiB (MAX_ARG_STRLEN); above this a script travels on stdin instead.
+_ARG_LIMIT = 100_000
+_END_MARK = "# fleet: end of script"
+# -n: never prompt (a prompt would hang a non-interactive command; sudo fails at once instead).
+# -H: HOME is root's, so root's tools (pip's cache, python's user site) never write into the user's home.
+SUDO = "sudo -n -H"
+
+quote = shlex.quote
+
+
+def quote_path(path: str) -> str:
+    """Quote a path, letting a leading ~/ mean the connecting user's home (as a person means it)."""
+    path = str(path)
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + quote(path[2:])
+    return quote(path)
+
+
+def join(words: Iterable[str]) -> str:
+    """Words as one shell line, each quoted."""
+    return shlex.join(list(words))
+
+
+# -- sudo: one rule ------------------------------------------------------------------------------------------
+def user_is_root(host) -> bool:
+    """Whether commands on `host` run as root: its `user:` over SSH; this process's own user for a local host
+    (`connection: local` runs as whoever runs fleet, whatever `user:` says)."""
+    if getattr(host, "connection", "ssh") == "local":
+        return os.geteuid() == 0
+    return host.user == "root"
+
+
+def needs_sudo(wants_root: bool, user_is_root: bool) -> bool:
+    """The one sudo rule: sudo only where root is wanted and the user is not root already. A check never wants
+    root (checks read as the user: a check that needed sudo would prompt, or fail, on every probe)."""
+    return bool(wants_root) and not user_is_root
+
+
+def sudo_prefix(needed: bool) -> str:
+    """The words to put before a command that must run as root ("" when `needed` is false)."""
+    return f"{SUDO} " if needed else ""
+
+
+def as_root(snippet: str, *, wants_root: bool, user_is_root: bool) -> str:
+    """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged."""
+    if not needs_sudo(wants_root, user_is_root):
+        return snippet
+    if _fits(snippet):
+        return wrap_bash(snippet, sudo=True)
+    # Too long for an argument (a big file's content), and this snippet is one section of a larger script,
+    # whose stdin is not ours to read: hand it to sudo as a private temp file. printf is a builtin, so no
+    # argument limit applies to it.
+    packed = base64.b64encode(snippet.encode()).decode()
+    return ("fleet_s=$(mktemp) || exit 1\n"
+            f"printf '%s' '{packed}' | base64 -d > \"$fleet_s\"\n"
+            f"{SUDO} bash \"$fleet_s\" </dev/null; fleet_s_rc=$?\n"
+            "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
+
+
+# -- one command ---------------------------------------------------------------------------------------------
+def exports(env: dict[str, str] | None) -> str:
+    """`export NAME='value'` lines (values quoted); a name that is not an identifier is refused."""
+    if not env:
+        return ""
+    for name in env:
+        if not name.isidentifier():
+            raise ValueError(f"environment variable name {name!r} is not valid")
+    return "".join(f"export {name}={quote(str(value))}\n" for name, value in env.items())
+
+
+def wrap_bash(script: str, *, sudo: bool = False) -> str:
+    """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted.
+
+    A long script cannot travel as an argument (one argument is capped at 128 KiB, and sshd hands the command
+    line to the login shell as one): it travels on stdin instead (see `stdin_for`), base64-encoded so no
+    locale can mangle it, ending in a marker so a script cut short in transit is refused, never run.
+    """
+    prefix = sudo_prefix(sudo)
+    if _fits(script):
+        return f"{prefix}bash -c {quote(script)}"
+    packed_len = len(stdin_for(script))
+    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
+    reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
+              '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
+    return f"head -c {packed_len} | base64 -d | {prefix}bash -c {quote(reader)}"
+
+
+def _fits(script: str) -> bool:
+    # Measured quoted and in bytes: quotes expand to '"'"' and a non-ASCII character is several bytes.
+    return len(quote(script).encode()) <= _ARG_LIMIT
+
+
+def stdin_for(script: str) -> str | None:
+    """What `wrap_bash(script)` expects on stdin: None for a short script, else the script in base64."""
+    if _fits(script):
+        return None
+    return base64.encodebytes(f"{script}\n{_END_MARK}\n".encode()).decode()
+
+
+# -- files ---------------------------------------------------------------------------------------------------
+def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> str:
+    """Shell that replaces `path` atomically: a temp file in the same directory (so the rename never crosses a
+    file system), synced, then renamed over the old one; a crash leaves the old file or the new, never half."""
+    data = content.encode() if isinstance(content, str) else content
+    packed = base64.b64encode(data).decode()
+    q = quote(path)
+    chown = f'chown {quote(owner)} "$tmp"\n' if owner else ""
+    return (
+        "set -e\n"
+        f"d=$(dirname -- {q}); mkdir -p -- \"$d\"\n"
+        f"tmp=$(mktemp \"$d/.fleet-write.XXXXXX\")\n"
+        "trap 'rm -f -- \"$tmp\"' EXIT\n"
+        f"printf %s {quote(packed)} | base64 -d > \"$tmp\"\n"
+        f"chmod {mode:o} \"$tmp\"\n{chown}"
+        "sync -- \"$tmp\" 2>/dev/null || sync\n"
+        f"mv -f -- \"$tmp\" {q}\n"
+        "trap - EXIT\n"
+    )
