@@ -11,10 +11,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = os.environ.get("FLEET_BENCH_NET", "127.0.7")
-FIRST = 11          # addresses NET.11 .. NET.(10+N): 100 hosts end at .110
+FIRST = int(os.environ.get("FLEET_BENCH_FIRST", "11"))   # addresses NET.11 .. NET.(10+N): 100 hosts end at .110
 
 
 def lab_root() -> Path:
+    """$FLEET_BENCH_ROOT, else a fixed root per user: a second bench at the same time needs its own (and its
+    own FLEET_BENCH_NET or FLEET_BENCH_FIRST)."""
+    if os.environ.get("FLEET_BENCH_ROOT"):
+        return Path(os.environ["FLEET_BENCH_ROOT"])
     return Path(tempfile.gettempdir()) / f"fleet-lab-bench-compare-{os.getuid()}"
 
 

@@ -8,10 +8,13 @@ import json
 import os
 from pathlib import Path
 
+from fleet.decide import DEFAULTS
+
 BENCH = Path(__file__).resolve().parent
 PEERS = BENCH / "peers"
 VENV = BENCH / ".venv-peers"
 # The variables the peers read: the sources (every one points at the lab mirror) and the torch choice.
+CUTLASS_REPO = "https://github.com/NVIDIA/cutlass.git"   # fleet/builtin_roles/cutlass/role.yaml's default
 SOURCE_VARS = ("cuda_keyring_url", "torch_index_url", "jetson_torch_index_url", "pip_index_url", "cutlass_repo",
                "torch_source")
 
@@ -21,9 +24,44 @@ def hosts_of(inventory: Path) -> list:
     return load_inventory(inventory).select(None)
 
 
-def host_vars(host) -> dict:
+def host_vars(host, decisions: dict | None = None) -> dict:
+    """The sources a peer installs from: what the inventory states, else what fleet decides for that host (the
+    lab inventory states none: each host resolves the real hostnames to the lab's mirror, and fleet picks the
+    keyring for its OS and CPU and the torch index for its GPU or JetPack)."""
     out = {k: host.vars[k] for k in SOURCE_VARS if k in host.vars}
+    d = decisions or {}
+    torch = d.get("torch") or {}
+    out.setdefault("cuda_keyring_url", (d.get("cuda") or {}).get("keyring"))
+    out.setdefault("torch_source", torch.get("source") or "official")
+    out.setdefault("pip_index_url", DEFAULTS["pip_index_url"])
+    out.setdefault("cutlass_repo", CUTLASS_REPO)
+    index = out.get("jetson_torch_index_url" if out["torch_source"] == "jetson" else "torch_index_url")
+    index = index or torch.get("index_url") or DEFAULTS["torch_index_url"]
+    extra = torch.get("extra_index_url")
+    out["torch_pip_args"] = f"--index-url {index}" + (f" --extra-index-url {extra}" if extra else "")
     out["needs_sudo"] = host.user != "root"
+    return out
+
+
+def decisions_of(inventory: Path) -> dict[str, dict]:
+    """fleet's decisions for every host, from one `fleet facts` run (the peers then install the same sources)."""
+    import subprocess
+    import sys
+
+    from fleet.decide import decide
+    from fleet.facts import store
+    from fleet.inventory import load_inventory
+
+    # its exit status says whether every host looks healthy (fresh hosts do not): the records are what counts
+    run = subprocess.run([sys.executable, "-m", "fleet", "facts", str(inventory), "-q"], capture_output=True,
+                         text=True, cwd=BENCH.parent)
+    inv = load_inventory(inventory)
+    out = {}
+    for name, h in inv.hosts.items():
+        record = store.read(inv.facts_dir, name)
+        if record is None:
+            raise SystemExit(f"fleet facts wrote no record for {name} (exit {run.returncode}):\n{run.stdout[-2000:]}")
+        out[name] = decide(record, h.vars).to_json()
     return out
 
 
@@ -39,16 +77,19 @@ def write_verify(workdir: Path, inventory: Path) -> Path:
                    if k.startswith("verify_")})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(role / "templates")), keep_trailing_newline=True)
     out = workdir / "verify.py"
+    # the template reads the host's facts (a CPU-only host is verified on the CPU) and fleet's host info (no perf
+    # smoke under --check): every lab host has a (stand-in) GPU, and the peers apply
+    values.update(facts={}, host={"check_mode": False})
     out.write_text(env.get_template("verify.py.j2").render(**values))
     return out
 
 
-def write_ansible(workdir: Path, inventory: Path, lab_root: Path, verify: Path) -> Path:
+def write_ansible(workdir: Path, inventory: Path, lab_root: Path, verify: Path, decisions: dict | None = None) -> Path:
     import yaml
 
     hosts = {}
     for h in hosts_of(inventory):
-        hosts[h.name] = dict(host_vars(h), ansible_host=h.address, ansible_port=h.port, ansible_user=h.user)
+        hosts[h.name] = dict(host_vars(h, (decisions or {}).get(h.name)), ansible_host=h.address, ansible_port=h.port, ansible_user=h.user)
     doc = {"all": {"hosts": hosts, "vars": {
         "ansible_ssh_private_key_file": str(lab_root / "id_ed25519"),
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={lab_root / 'known_hosts'} -o StrictHostKeyChecking=yes",
@@ -69,10 +110,10 @@ def _counting_wrapper(workdir: Path, tool: str) -> Path:
     return path
 
 
-def write_pyinfra(workdir: Path, inventory: Path, lab_root: Path, verify: Path) -> Path:
+def write_pyinfra(workdir: Path, inventory: Path, lab_root: Path, verify: Path, decisions: dict | None = None) -> Path:
     rows = []
     for h in hosts_of(inventory):
-        data = dict(host_vars(h), ssh_hostname=h.address, ssh_port=h.port, ssh_user=h.user,
+        data = dict(host_vars(h, (decisions or {}).get(h.name)), ssh_hostname=h.address, ssh_port=h.port, ssh_user=h.user,
                     ssh_key=str(lab_root / "id_ed25519"), ssh_known_hosts_file=str(lab_root / "known_hosts"),
                     ssh_strict_host_key_checking="yes", peers_common=str(PEERS / "common"), verify_py=str(verify))
         rows.append((h.name, data))

@@ -93,3 +93,17 @@ def to_json(results: dict, versions: dict) -> dict:
                           for kind, runs in body.items()}
         out["sizes"][str(n)] = size
     return out
+
+
+def from_json(path, results: dict, run_cls) -> dict:
+    """Join an earlier run's figures (to_json's document) into `results`, tool by tool, where this run has none
+    of that tool at that size; returns that run's peer versions. Its profile is not joined."""
+    import json
+
+    doc = json.loads(path.read_text())
+    for size, tools in doc["sizes"].items():
+        here = results.setdefault(int(size), {})
+        for tool, body in tools.items():
+            if tool != "_profile" and tool not in here:
+                here[tool] = {kind: [run_cls(**r) for r in runs] for kind, runs in body.items()}
+    return doc.get("versions") or {}

@@ -110,6 +110,9 @@ def _peer_run(ctx, log, wall, rc, rss, changed, failed, text, tool) -> Run:
         (ctx.workdir / f"{tool}-failed.log").write_text(text)
         print(f"  {tool} exit {rc}, {failed} failed host(s); output in {ctx.workdir / (tool + '-failed.log')}",
               flush=True)
+        # the workdir goes with the run: say here what failed (the lines that name it)
+        for line in [x for x in text.splitlines() if re.search(r"fatal:|FAILED|[Ee]rror", x)][-6:]:
+            print(f"    {line[:3000]}", flush=True)
     return Run(wall, rc, rss, changed, failed, statistics.mean(counts.values()) if counts else 0)
 
 
@@ -130,8 +133,9 @@ def measure_size(n: int, args, workdir: Path) -> dict:
     ctx = Ctx(n, workdir, inventory, {h.address: h.name for h in hosts})
     if set(args.tools) - {"fleet"}:
         verify = _peers.write_verify(workdir, inventory)
-        ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify)
-        ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify)
+        decisions = _peers.decisions_of(inventory)
+        ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify, decisions)
+        ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify, decisions)
     out = {}
     try:
         for tool in args.tools:
@@ -175,15 +179,22 @@ def fleet_all(ctx, args) -> dict:
 def ansible_all(ctx, args) -> dict:
     log = ctx.workdir / "ansible-count.log"
     first = _first_rounds(ctx, args, "ansible", lambda: ansible(ctx, log))
-    noop = [_say("ansible", "no-op", ansible(ctx, log)) for _ in range(args.rounds)]
+    noop = [_say("ansible", "no-op", ansible(ctx, log)) for _ in range(_peer_rounds(ctx, args))]
     return {"ansible": {"first": first, "noop": noop}}
 
 
 def pyinfra_all(ctx, args) -> dict:
     log = ctx.workdir / "pyinfra-count.log"
     first = _first_rounds(ctx, args, "pyinfra", lambda: pyinfra(ctx, log))
-    noop = [_say("pyinfra", "no-op", pyinfra(ctx, log)) for _ in range(args.rounds)]
+    noop = [_say("pyinfra", "no-op", pyinfra(ctx, log)) for _ in range(_peer_rounds(ctx, args))]
     return {"pyinfra": {"first": first, "noop": noop}}
+
+
+def _peer_rounds(ctx, args) -> int:
+    """--peer-rounds caps the peers' no-op runs from --peer-rounds-from hosts on (Ansible at 30 hosts is slow)."""
+    if args.peer_rounds and ctx.n >= args.peer_rounds_from:
+        return args.peer_rounds
+    return args.rounds
 
 
 TOOLS = {"fleet": fleet_all, "ansible": ansible_all, "pyinfra": pyinfra_all}
@@ -195,6 +206,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="no-op, facts and floor runs per size (median)")
     parser.add_argument("--first-rounds", type=int, default=1, help="first runs per tool and size, each on fresh hosts")
     parser.add_argument("--tools", default="fleet,ansible,pyinfra")
+    parser.add_argument("--peer-rounds", type=int, default=0,
+                        help="no-op runs of each peer (default: --rounds), from --peer-rounds-from hosts on")
+    parser.add_argument("--peer-rounds-from", type=int, default=0, help="host count where --peer-rounds starts")
+    parser.add_argument("--peers-from", metavar="FILE", action="append", default=[],
+                        help="the figures of an earlier --json run (e.g. the peers alone), joined into this table")
     parser.add_argument("--quick", action="store_true", help="smoke run: 3 hosts, one round")
     parser.add_argument("--json", metavar="FILE", help="also write every figure here")
     parser.add_argument("--purge", action="store_true", help="remove the lab's build caches at the end")
@@ -203,11 +219,13 @@ def main() -> int:
     if unknown := set(args.tools) - set(TOOLS):
         parser.error(f"unknown tool(s) {', '.join(sorted(unknown))}; choose from {', '.join(TOOLS)}")
     sizes = [3] if args.quick else [int(x) for x in args.hosts.split(",")]
+    if not args.tools:   # --tools '' --peers-from A --peers-from B: one table of earlier runs, nothing measured
+        sizes = []
     if args.quick:
         args.rounds = args.first_rounds = 1
     if set(args.tools) - {"fleet"}:
         _peers.ensure_venv()
-    from _report import print_report, to_json
+    from _report import from_json, print_report, to_json
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="fleet-bench-compare-") as tmp:
@@ -224,6 +242,8 @@ def main() -> int:
                 from fleet_lab import control
                 control.down(None, _labn.lab_root(), purge=True)
     versions = _peers.versions() if set(args.tools) - {"fleet"} else {}
+    for earlier in args.peers_from:
+        versions = {**from_json(Path(earlier), results, Run), **versions}
     print_report(results, versions)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(results, versions), indent=1) + "\n")

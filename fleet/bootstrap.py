@@ -4,8 +4,9 @@
     result = bootstrap(target, inventory_path=Path("inventories/pods.yaml"))
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
-fingerprint shown, a CHANGED key is refused as always) -> facts (a check-mode converge: facts, decisions and
-every check, nothing changed) -> inventory -> apply (the Engine, every role) -> verify (the Engine's re-probe).
+fingerprint shown, a CHANGED key is refused as always) -> facts (the engine's observe + plan in check mode:
+facts, decisions and every check, nothing changed) -> inventory -> apply (fleet.engine.converge, every role)
+-> verify (its second observe).
 
 When the host enters the inventory: after the facts phase has shown the pod can be provisioned (reachable,
 not refused by the decisions, enough free disk for what will be installed, every check able to run), and
@@ -359,7 +360,7 @@ class BootstrapResult:
     host_key: str | None = None       # "accepted ... SHA256:..." when the key was taken on first use
     phases: dict[str, float] = field(default_factory=dict)
     facts: dict | None = None
-    report: object = None             # the apply's engine.HostReport
+    report: object = None             # the apply's fleet.engine.HostReport
     error: str | None = None
     remote_commands: int = 0
     seconds: float = 0.0
@@ -432,13 +433,12 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
 
 
 def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress) -> None:
-    from .engine import Engine
+    from .engine import Setup, converge
 
-    preview_engine = Engine(roles, facts_dir=inventory.facts_dir, check_mode=True, progress=progress)
     with _phase(result, "facts"):
-        preview = preview_engine.converge(conn, host)
-    result.facts = preview.facts
-    problem = _cannot_provision(preview_engine, host, preview)
+        observed, planned = _preview(conn, host, Setup(roles, facts_dir=inventory.facts_dir, check_mode=True,
+                                                       progress=progress), result)
+    problem = _cannot_provision(observed, planned)
     if problem:
         result.error = f"{host.name} cannot be provisioned: {problem}"
         return
@@ -446,8 +446,7 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         write_entry(result.inventory, host.name, result.target)
         result.added = True
         progress(host.name, f"added to {result.inventory}")
-    engine = Engine(roles, facts_dir=inventory.facts_dir, progress=progress)
-    report = engine.converge(conn, host)
+    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress))
     result.report, result.facts = report, report.facts
     result.phases["apply"] = round(report.phases.get("probe", 0) + report.phases.get("apply", 0), 3)
     result.phases["verify"] = report.phases.get("verify", 0.0)
@@ -457,25 +456,38 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         result.error = f"{host.name}: {what}" + _resume_note(result)
 
 
+def _preview(conn, host: Host, setup, result: BootstrapResult):
+    """The facts phase: observe + plan in check mode (nothing changed), the facts recorded as a --check would."""
+    from .engine import final_facts, judge, last_facts, observe, plan, record
+
+    observed = observe(conn, host, setup, last_facts(setup, host))
+    if observed.refuse:
+        result.facts = observed.facts
+        record(setup, host, observed.facts)
+        return observed, None
+    result.facts = final_facts(observed, judge(observed, check_mode=True).verify)
+    record(setup, host, result.facts)
+    return observed, plan(observed)
+
+
 def _resume_note(result: BootstrapResult) -> str:
     return (f"; it stays in {result.inventory} as {result.name}: fix the cause and run the same bootstrap again "
             "(what is done is not redone)")
 
 
-def _cannot_provision(engine, host: Host, preview) -> str | None:
-    """Why this pod cannot be provisioned, from the check-mode converge (refused, disk, a check that cannot run)."""
-    if preview.refuse:
-        return preview.refuse
-    broken = [t for t in preview.tasks if t.status == "failed"]
+def _cannot_provision(observed, planned) -> str | None:
+    """Why this pod cannot be provisioned, from the check-mode preview (refused, disk, a check that cannot run)."""
+    if observed.refuse:
+        return observed.refuse
+    broken = [t for t in planned.entries if t.status == "failed"]
     if broken:
         return f"{broken[0].role}: {broken[0].task}: {broken[0].reason}"
-    system = (preview.facts or {}).get("system") or {}
+    system = observed.facts.get("system") or {}
     free = system.get("disk_free_gb")
     if free is None:
         return None
-    changing = {t.id for t in preview.tasks if t.status == "changed"}
-    for task in engine.plan_for(host, preview.facts).tasks:      # the tasks as the engine renders them
-        need = task.resource.p.get("min_free_gb") if task.enabled and task.id in changing else None
+    for task in planned.to_apply:                # the plan's changing tasks, as decided once for these facts
+        need = task.resource.p.get("min_free_gb")
         if need and float(free) < float(need):
             return (f"only {float(free):g} GB free at {system.get('disk_path') or '/'}, and {task.spec.role} needs "
                     f"{float(need):g} GB; free space, or point python_env at a bigger volume")

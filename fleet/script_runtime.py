@@ -45,14 +45,15 @@ _VERSION_GE = r"""fleet_ge() {
 fleet_refuse() { printf 'REFUSED %s\n' "$1" >&2; printf 'changed=0\n'; exit 3; }"""
 
 
-def variants(engine, host, plan) -> dict:
-    """{'direct': Plan[, 'compat': Plan]} for the facts in `plan` (from Engine.plan_for)."""
+def variants(decide, plan) -> dict:
+    """{'direct': Decided[, 'compat': Decided]} for the facts in `plan` (a fleet.engine.Decided); `decide(facts)`
+    decides and renders for other facts (fleet.engine.decide_tasks with this host's roles)."""
     if not plan.decisions.compat.use:
         return {"direct": plan}                  # the facts' driver runs the CUDA release natively (or no GPU)
     raised = copy.deepcopy(plan.facts)
     raised["driver"]["version"] = _min_driver(plan)
     try:
-        direct = engine.plan_for(host, raised)
+        direct = decide(raised)
     except FleetError:
         return {"compat": plan}
     return {"compat": plan} if direct.decisions.refuse else {"direct": direct, "compat": plan}

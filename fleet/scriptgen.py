@@ -2,31 +2,32 @@
 
 For a pod template's start command, where no control machine is at hand. The host's facts are gathered
 once (one remote command) to freeze the decisions, which the script states in comments; the roles are
-rendered from them exactly as the Engine renders them (Engine.plan_for), with the resources' own check and
-apply snippets. Then, on the host:
+rendered from them exactly as `fleet apply` renders them (fleet.engine.decide_tasks), with the resources' own
+check and apply snippets. Then, on the host:
 
 - each enabled task: its check; its apply only when the check says "not in state" (exit 10); a check that
   cannot run or an apply that fails stops the script, naming the task;
-- every changed task is checked again at the end (as the Engine's re-probe does): idempotence proved;
+- every changed task is checked again at the end (as apply's second observe does): idempotence proved;
 - the asserts (verify) run last in a fresh shell that sources ~/.bashrc as `ssh host cmd` does, and the
-  verify result is written to /var/lib/fleet/verify.json with the Engine's own record function;
+  verify result is written to /var/lib/fleet/verify.json by fleet/remote/verify_record.py, the very module
+  the engine records it with (its file's text is shipped into the script);
 - the last line printed is `changed=N`; a second run prints `changed=0`.
 
-Snippets run in subshells with `set +u` (they were written for the Engine, which runs them without it), and
-checks with LC_ALL=C, as in the Engine's probe.
+Snippets run in subshells with `set +u` (they were written for the engine, which runs them without it), and
+checks with LC_ALL=C, as in the engine's probe.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import shlex
 from datetime import datetime, timezone
-from types import SimpleNamespace
 
-from . import __version__, engine as engine_mod, shell
+from . import __version__, remote, shell
+from .engine import Decided, decide_tasks, gather_facts, maybe_sudo
 from .errors import HostError
+from .facts.software import VERIFY_PATH
 from .inventory import Host
 from .resources import assert_
 
@@ -63,17 +64,13 @@ fleet_confirm() {
 '''
 
 
-def gather_plan(conn, host: Host, roles) -> "engine_mod.Plan":
-    """Facts in ONE remote command, then the decisions and rendered tasks, as the Engine makes them."""
-    from .facts import probe
-
-    eng = engine_mod.Engine(roles, facts_dir=".")            # nothing recorded: facts_dir is never written
-    found = eng.run_sections(conn, probe.script(host.vars), "facts probe")
-    return eng.plan_for(host, probe.parse(found, host.name))
+def gather_plan(conn, host: Host, roles) -> Decided:
+    """Facts in ONE remote command, then the decisions and rendered tasks, as `fleet apply` makes them."""
+    return decide_tasks(roles, host, gather_facts(conn, host))
 
 
-def render_script(plan, host: Host, *, root: bool | None = None, now: datetime | None = None,
-                  verify_path: str = engine_mod.VERIFY_PATH, plans: dict | None = None,
+def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
+                  verify_path: str = VERIFY_PATH, plans: dict | None = None,
                   made_from: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.script_runtime.variants; default: `plan` alone, as 'direct'), of
@@ -83,11 +80,11 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
     plans = plans or {"direct": plan}
-    runner = SimpleNamespace(is_root=shell.user_is_root(host) if root is None else root)
+    root = shell.user_is_root(host) if root is None else root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
-        runs[name] = [_number(t, runner, bodies, defs) for t in variant.tasks if t.enabled]
+        runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
     made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
            _PRELUDE, "# -- run-time guard: the host must be the one the decisions cover -----------------------",
@@ -105,7 +102,7 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
     if labels:
         out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
     out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
-    sudo = shell.sudo_prefix(shell.needs_sudo(True, runner.is_root))   # the engine writes verify.json so too
+    sudo = shell.sudo_prefix(shell.needs_sudo(True, root))   # the engine writes verify.json so too
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
         providers = plans[name].decisions_json.get("missing_providers", {}) or {}
@@ -116,14 +113,14 @@ def render_script(plan, host: Host, *, root: bool | None = None, now: datetime |
     return "\n".join(out) + "\n"
 
 
-def _number(task, runner, bodies: dict[str, int], defs: list[str]) -> tuple[int, object]:
+def _number(task, root: bool, bodies: dict[str, int], defs: list[str]) -> tuple[int, object]:
     """The index of this task's functions, defining them on first sight (variants share equal tasks)."""
-    key = _task_functions(0, task, runner) if task.spec.type != "assert" else _assert_function(0, task)
+    key = _task_functions(0, task, root) if task.spec.type != "assert" else _assert_function(0, task)
     key += task.spec.role + task.spec.name
     if key not in bodies:
         bodies[key] = len(bodies)
         i = bodies[key]
-        defs.append(_task_functions(i, task, runner) if task.spec.type != "assert" else _assert_function(i, task))
+        defs.append(_task_functions(i, task, root) if task.spec.type != "assert" else _assert_function(i, task))
     return bodies[key], task
 
 
@@ -162,9 +159,9 @@ def _label(task) -> str:
     return shlex.quote(f"{task.spec.role}: {task.spec.name}")
 
 
-def _task_functions(i: int, task, runner) -> str:
-    check = engine_mod.maybe_sudo(task.resource.check(), task, runner, check=True)
-    apply = engine_mod.maybe_sudo(task.resource.apply(), task, runner)
+def _task_functions(i: int, task, root: bool) -> str:
+    check = maybe_sudo(task.resource.check(), task, root, check=True)
+    apply = maybe_sudo(task.resource.apply(), task, root)
     return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name} ({task.resource.describe()})')}\n"
             f"fleet_check_{i}() ( set +u; export LC_ALL=C; :; {check}\n)\n"
             f"fleet_apply_{i}() ( set +u; :; {apply}\n)")
@@ -192,29 +189,7 @@ def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> 
 
 
 def verify_record_program() -> str:
-    """Python run on the host: the assert's output on stdin -> the Engine's verify record, written atomically
-    to argv[1]; prints its summary and exits 0 only if it passed. The record is made by the Engine's own
-    `verify_record` (its source is shipped, not copied), so the script and `fleet apply` write the same."""
-    return "\n".join([
-        "import json, os, sys, tempfile",
-        "from datetime import datetime, timezone",
-        inspect.getsource(assert_._last_json),
-        inspect.getsource(engine_mod.verify_record),
-        "data = _last_json(sys.stdin.read())",
-        "if data is None:",
-        "    print('verify printed no result'); sys.exit(1)",
-        "record = verify_record(data, json.loads(sys.argv[2]))",
-        "path = sys.argv[1]",
-        "tmp = None",
-        "try:",
-        "    os.makedirs(os.path.dirname(path), exist_ok=True)",
-        "    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.fleet-write.')",
-        "    with os.fdopen(fd, 'w') as fh:",
-        "        fh.write(json.dumps(record, indent=1) + '\\n'); fh.flush(); os.fsync(fh.fileno())",
-        "    os.chmod(tmp, 0o644); os.replace(tmp, path)",
-        "except OSError as exc:",
-        "    if tmp and os.path.exists(tmp): os.unlink(tmp)",
-        "    print(f'{record[\"summary\"]}; but {path} could not be written: {exc}'); sys.exit(1)",
-        "print(record['summary'])",
-        "sys.exit(0 if record.get('passed') and sys.argv[3] == '0' else 1)",
-    ])
+    """Python run on the host: the assert's output on stdin -> the verify record, written atomically to argv[1];
+    prints its summary and exits 0 only if it passed. It is fleet/remote/verify_record.py itself (the file's text,
+    stdlib only), the module the engine records verify with: the script and `fleet apply` write the same."""
+    return remote.source("verify_record")

@@ -39,7 +39,10 @@ PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch":
 
 
 def fingerprint_script(python_env: str) -> str:
-    """Bash printing `name value` lines: only file reads and two shell start-ups, no Python, no GPU."""
+    """Bash printing `name value` lines: only file reads and two shell start-ups, no Python, no GPU.
+
+    Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
+    at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
     return f"""{select_python(python_env)}
 fleet_ldc=$(command -v ldconfig || echo /sbin/ldconfig)
 fleet_cached=$("$fleet_ldc" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
@@ -52,14 +55,33 @@ fleet_libcuda() {{  # the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH
   IFS=$fleet_IFS
   [ -n "$fleet_cached" ] && fleet_stat "$(readlink -f "$fleet_cached")" || echo none
 }}
-fleet_ld_of() {{  # the LD_LIBRARY_PATH a shell of this kind ends up with (its startup files' output is dropped)
-  timeout 10 bash "$1" -c 'printf "@@ld=%s@@" "$LD_LIBRARY_PATH"' </dev/null 2>/dev/null | sed -n 's/.*@@ld=\\(.*\\)@@.*/\\1/p' | tail -n 1
+fleet_ld_of() {{  # the LD_LIBRARY_PATH a shell of this kind ends up with (its startup files' output is dropped):
+  # the last line holding @@ld=VALUE@@, VALUE between its last '@@ld=' and the last '@@' after it
+  local out line v=
+  out=$(timeout 10 bash "$1" -c 'printf "@@ld=%s@@" "$LD_LIBRARY_PATH"' </dev/null 2>/dev/null)
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line == *@@ld=*@@* ]] || continue
+    line=${{line##*@@ld=}}
+    [[ $line == *@@* ]] || continue
+    v=${{line%@@*}}
+  done <<< "$out"
+  printf '%s\\n' "$v"
 }}
-echo "driver $(head -n 1 /proc/driver/nvidia/version 2>/dev/null || echo none)"
+fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
+  [ -r "$1" ] || {{ echo none; return; }}
+  local line=; IFS= read -r line < "$1"; printf '%s\\n' "$line"
+}}
+echo "driver $(fleet_first_line /proc/driver/nvidia/version)"
 echo "python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
-fleet_rec=$(ls -d "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD 2>/dev/null | head -n 1)
-echo "torch ${{fleet_rec:-none}} $([ -n "$fleet_rec" ] && sha256sum < "$fleet_rec" | cut -c1-16)"
-echo "hook $(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum | cut -c1-16)"
+fleet_recs=$(shopt -s nullglob; printf '%s\\n' "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD)
+case $fleet_recs in
+  *$'\\n'*) fleet_rec=$(ls -d $fleet_recs 2>/dev/null | head -n 1) ;;  # several: ls's order picks, as it always did
+  *) fleet_rec=$fleet_recs ;;
+esac
+fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
+echo "torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
+fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
+echo "hook ${{fleet_h:0:16}}"
 fleet_ni=${{LD_LIBRARY_PATH:-}}
 fleet_i=$(fleet_ld_of -i)
 fleet_l=$(fleet_ld_of -l)
@@ -77,13 +99,17 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
     fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says."""
     allow = "yes" if max_age_s is not None else ""
     return (f"fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\n"
-            "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum | cut -c1-16)\n"
+            "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum); fleet_fp=${fleet_fp:0:16}\n"
             f"printf '{_FP}%s@@\\n' \"$fleet_fp\"\n"
-            f"printf '%s\\n' \"$fleet_fp_parts\" | sed 's/^/{_PART}/'\n"
+            f"while IFS= read -r fleet_l; do printf '{_PART}%s\\n' \"$fleet_l\"; done <<< \"$fleet_fp_parts\"\n"
             f"fleet_vf={shlex.quote(verify_path)}\n"
             f"if [ -n '{allow}' ] && [ -r \"$fleet_vf\" ]; then\n"
-            "  fleet_last=$(sed -n 's/^ *\"fingerprint\": *\"\\([0-9a-f]*\\)\".*/\\1/p' \"$fleet_vf\" | head -n 1)\n"
-            "  fleet_age=$(( $(date +%s) - $(stat -c %Y \"$fleet_vf\") ))\n"
+            # the first "fingerprint": "HEX" line of the record (json.dumps with indent puts each key on its line)
+            "  fleet_last=\n"
+            "  while IFS= read -r fleet_l || [ -n \"$fleet_l\" ]; do\n"
+            "    if [[ $fleet_l =~ ^\\ *\\\"fingerprint\\\":\\ *\\\"([0-9a-f]*)\\\" ]]; then fleet_last=${BASH_REMATCH[1]}; break; fi\n"
+            "  done < \"$fleet_vf\"\n"
+            "  fleet_age=$(( ${EPOCHSECONDS:-$(date +%s)} - $(stat -c %Y \"$fleet_vf\") ))\n"
             f"  if [ \"$fleet_last\" = \"$fleet_fp\" ] && [ \"$fleet_age\" -le {int(max_age_s or 0)} ]; then "
             f"echo '{_REUSED}'; exit 0; fi\n"
             "fi\n"

@@ -91,10 +91,12 @@ class LabHost:
         os.chmod(layer / "root" / ".ssh", 0o700)
         os.chmod(layer / "root", 0o700)
         from . import mirror as mirror_mod
-        libcuda = mirror_mod.driver_lib(mirror, spec.driver)
+        # the user-space driver: the kernel module's, unless an upgrade replaced it under the loaded module
+        user_space = prof.userspace_driver or spec.driver
+        libcuda = mirror_mod.driver_lib(mirror, user_space)
         libdir = prof.driver_libdir
-        layers.put(layer, f"{libdir}/libcuda.so.{spec.driver}", libcuda.read_bytes(), 0o755)
-        layers.link(layer, f"{libdir}/libcuda.so.1", f"libcuda.so.{spec.driver}")
+        layers.put(layer, f"{libdir}/libcuda.so.{user_space}", libcuda.read_bytes(), 0o755)
+        layers.link(layer, f"{libdir}/libcuda.so.1", f"libcuda.so.{user_space}")
         layers.link(layer, f"{libdir}/libcuda.so", "libcuda.so.1")
         if spec.user != "root":
             from .users import add_sudo_user
@@ -130,6 +132,8 @@ class LabHost:
         for sub in ("upper", "work", "m"):
             (d / sub).mkdir(parents=True, exist_ok=True)
         m = d / "m"
+        # a small container disk: upper and work on the host's own tmpfs (one mount, as overlayfs needs)
+        upper, work = ("disk/upper", "disk/work") if spec.prof.container_disk_gb else ("upper", "work")
         if answers_ssh(spec.address, spec.port):
             self.stop_listener(spec.address, spec.port)   # returns once the address is free again
         if answers_ssh(spec.address, spec.port):
@@ -139,8 +143,8 @@ class LabHost:
         script = "\n".join([
             "set -e",
             f"hostname {spec.name}",
-            f"mount -t overlay overlay -o lowerdir=/,upperdir={d / 'upper'},"
-            f"workdir={d / 'work'} {m}",
+            *breakage.disk_lines(spec.prof, d),
+            f"mount -t overlay overlay -o lowerdir=/,upperdir={d / upper},workdir={d / work} {m}",
             f"for x in proc dev sys; do mount --rbind /$x {m}/$x; done",
             f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
@@ -195,7 +199,8 @@ class LabHost:
                 ns = _mount_ns(entry)
                 if ns and ns != own:
                     by_ns.setdefault(ns, []).append(int(entry))
-        marker = f"upperdir={self.dir / 'upper'},"
+        # the overlay's upper: upper/, or disk/upper on a profile with a small container disk (breakage.disk_lines)
+        markers = (f"upperdir={self.dir / 'upper'},", f"upperdir={self.dir / 'disk' / 'upper'},")
         found = []
         recorded = by_ns.get(rec.get("mount_ns"), []) if rec.get("mount_ns") != own else []
         # Namespace numbers are reused: the recorded one counts only if it shows our overlay, or none at all
@@ -203,7 +208,7 @@ class LabHost:
         # no leader of ours may be another host's, freshly made by `unshare` and not yet mounted: a stop that
         # took it for ours killed that host as it started (a lab start flake, issue 17).
         leader = rec.get("pid")
-        if recorded and (_overlay_of(recorded[0]) == marker or (
+        if recorded and (_overlay_of(recorded[0]) in markers or (
                 _overlay_of(recorded[0]) is None and leader in recorded and self._is_ours(leader))):
             found = list(recorded)
         for members in by_ns.values():
@@ -211,7 +216,8 @@ class LabHost:
                 continue
             for pid in members:
                 try:
-                    if marker in Path(f"/proc/{pid}/mountinfo").read_text(errors="replace"):
+                    info = Path(f"/proc/{pid}/mountinfo").read_text(errors="replace")
+                    if any(marker in info for marker in markers):
                         found += members
                     break
                 except OSError:

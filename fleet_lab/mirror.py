@@ -1,6 +1,7 @@
 """Build the stand-in mirror once, cache it under <lab root>/mirror/<hash of the builder's sources>.
 
     apt/ubuntu2404/{x86_64,sbsa}/   signed flat apt repositories (cuda-keyring, cuda-toolkit-13-0, ...)
+    apt/ubuntu/                     the distribution's archive: what slim images lack (fleet_lab/distro.py)
     whl/cu130/  whl/jetson-cu130/  whl/pypi/     PEP 503 indexes (torch; nvpl-blas, nvpl-lapack, nvidia-cudss-cu13)
     redist/nvpl/  redist/cudss/     tarballs laid out as NVIDIA's compute/<product>/redist
     git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
@@ -22,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import catalog, debs, gitrepo, native, paths, redist, tls, wheels
+from . import catalog, debs, distro, gitrepo, native, paths, redist, tls, wheels
 from .profiles import PROFILES
 
 HOST_PYTHON = "/usr/bin/python3"   # the interpreter lab hosts run (Debian's, with venv)
@@ -45,7 +46,7 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py", "layers.py", "tls.py", "breakage.py"}   # layers.py: the profile layers are cached under the same hash
+                 "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 
@@ -98,6 +99,7 @@ def build(out: Path) -> None:
                 debs.build_deb(deb, repo)
             debs.write_repo(repo, packages, gpg_home)
         (out / "apt" / "cuda-archive-keyring.gpg").write_bytes(keyring)
+        distro.build(out / "apt" / "ubuntu", gpg_home)   # git, curl, python3-venv for slim images
     finally:
         debs.stop_gpg_agent(gpg_home)
         shutil.rmtree(gpg_home, ignore_errors=True)

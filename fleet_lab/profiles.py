@@ -59,6 +59,12 @@ class Profile:
     volume: str | None = None   # a volume mounted there, kept across restarts and resets (/workspace)
     without: tuple[str, ...] = ()   # Debian packages this image lacks (files hidden, dpkg status without them)
     apt_daily_s: int = 0        # seconds an apt-daily stand-in holds the dpkg and apt lists locks after boot
+    compat: bool = False        # cuda-compat-13-0 preinstalled (the inventory's `compat: absent` leaves it out)
+    container_env: str = ""     # lines the container's environment adds to /etc/rp_environment
+    setup_script: str = ""      # /root/pod_setup.sh, sourced at the END of root's .bashrc (after rp_environment)
+    userspace_driver: str | None = None   # the user-space driver (libcuda.so.1) when it is not the kernel's
+    gpu_job_mib: int = 0        # a job started at boot holds this much GPU memory (nvidia-smi lists it)
+    container_disk_gb: int = 0  # a container disk of this size for / (the overlay's upper on a tmpfs): 0 = none
 
     @property
     def multiarch(self) -> str:
@@ -86,6 +92,7 @@ PROFILES = {
         driver="570.133.20", toolkit=False, driver_libdir="/usr/lib/x86_64-linux-gnu", runpod=True),
 }
 
+COMPAT_DIR = "/usr/local/cuda-13.0/compat"   # where cuda-compat-13-0 puts its libcuda
 ORIN_TEGRA_RELEASE = ("# R36 (release), REVISION: 4.0, GCID: 37537400, BOARD: generic, EABI: aarch64, "
                       "DATE: Fri Sep 13 04:36:44 UTC 2024\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
                       "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
@@ -94,8 +101,9 @@ _H100 = PROFILES["h100-pod"]
 # Hosts as real ones come (issue 13); `fleet lab up` with no inventory still starts only the classic four.
 PROFILES.update({
     # RunPod's PyTorch template: torch in the system Python, /etc/rp_environment, a /workspace volume.
+    # Its container disk is small (5 GB: less than torch's 10 GB check) and lost on restart, as RunPod's is.
     "runpod-pytorch": replace(_H100, name="runpod-pytorch", driver="580.159.04", system_torch=True,
-                              volume="/workspace"),
+                              volume="/workspace", container_disk_gb=5),
     # A container started without NVIDIA_DRIVER_CAPABILITIES=utility: libcuda is there, nvidia-smi is not.
     "no-smi": replace(_H100, name="no-smi", runpod=False, nvidia_smi=False),
     # Jetson AGX Orin on JetPack 6.1/6.2 (L4T R36.4): CUDA 12.6, no nvidia-smi, driver branch 540.
@@ -113,6 +121,21 @@ PROFILES.update({
                        without=("git", "curl", "python3-venv", "python3.11-venv")),
     # A fresh cloud VM: apt-daily runs at boot and holds the dpkg and apt lists locks for a while.
     "fresh-vm": replace(_H100, name="fresh-vm", runpod=False, driver="580.159.04", apt_daily_s=20),
+    # A pod from a template like the seed's (shared/DOMAIN.md, "Seen on a real H100"): driver 580, cuda-compat
+    # installed, compat in the container's environment (/etc/rp_environment, sourced at the end of .bashrc)
+    # and a setup script sourced after it that puts compat first. `ssh host cmd` stops at .bashrc's early
+    # return and has CUDA; every interactive shell loads the compat libcuda: error 803.
+    "seed-template": replace(_H100, name="seed-template", driver="580.159.04", compat=True,
+                             container_env=f"export LD_LIBRARY_PATH={COMPAT_DIR}:$LD_LIBRARY_PATH\n",
+                             setup_script=("# pod setup (as the seed template's pod_setup.sh): CUDA 13 first\n"
+                                           f"export LD_LIBRARY_PATH={COMPAT_DIR}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
+                                           "export PATH=/usr/local/cuda/bin:$PATH\n")),
+    # An H100 VM after unattended-upgrades replaced the user-space driver (570 -> 580) under the loaded 570
+    # kernel module: nvidia-smi says "Failed to initialize NVML: Driver/library version mismatch" (exit 18),
+    # cuInit answers 803, /proc/driver/nvidia/version still says 570. Fixed only by a reboot (or module reload).
+    "nvml-mismatch": replace(_H100, name="nvml-mismatch", runpod=False, userspace_driver="580.159.04"),
+    # Someone else's training job holds 58 GB of the 80 at 100 % (as measured on a real H100, DOMAIN.md).
+    "busy-gpu": replace(_H100, name="busy-gpu", driver="580.159.04", gpu_job_mib=59392),
 })
 
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
@@ -170,10 +193,11 @@ def spec_for(host) -> HostSpec:
                          "such as 570.133.20", line=host.line)
     compat = lab.get("compat")
     if compat not in (None, "installed", "absent"):
-        raise InputError(f"lab compat of host {host.name!r} is {compat!r}; write 'installed' or leave it out",
+        raise InputError(f"lab compat of host {host.name!r} is {compat!r}; write 'installed', 'absent' or leave it out",
                          line=host.line)
     if host.address is None or not host.address.startswith("127."):
         raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "
                          f"not {host.address!r}", line=host.line)
+    installed = compat == "installed" or (compat is None and profile.compat)
     return HostSpec(name=host.name, address=host.address, port=host.port, user=host.user, profile=profile.name,
-                    driver=driver, compat_installed=compat == "installed")
+                    driver=driver, compat_installed=installed)

@@ -1,4 +1,5 @@
-"""The mirror over HTTPS under the real source hostnames: one server per lab, on <lab subnet>.254:443.
+"""The mirror over HTTPS under the real source hostnames: one server per lab, on <lab subnet>.254:443 (and
+:80 for the distribution's archive, which Ubuntu's sources name with http://).
 
 Every lab host's /etc/hosts sends developer.download.nvidia.com, download.pytorch.org, pypi.jetson-ai-lab.io,
 pypi.org, files.pythonhosted.org and github.com here; the server picks the site by the Host header and
@@ -20,6 +21,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,8 +40,10 @@ SITES = {
     "pypi.org": [("/simple/", "whl/pypi/")],
     "files.pythonhosted.org": [("/packages/", "whl/pypi/")],
     "github.com": [("/NVIDIA/cutlass.git/", "git/cutlass.git/"), ("/NVIDIA/cutlass/", "git/cutlass.git/")],
+    "archive.ubuntu.com": [("/ubuntu/", "apt/ubuntu/")],   # over plain HTTP too, as Ubuntu's sources name it
 }
 PORT = 443
+HTTP_PORT = 80   # Ubuntu's own archive is http:// in its sources (apt checks the signatures, not TLS)
 RECORD = "mirror.json"
 
 
@@ -90,6 +94,13 @@ def serve(mirror: str, address: str, port: int) -> None:
     server = http.server.ThreadingHTTPServer((address, port), handler)
     server.daemon_threads = True
     server.socket = context.wrap_socket(server.socket, server_side=True)
+    try:
+        plain = http.server.ThreadingHTTPServer((address, HTTP_PORT), handler)
+        plain.daemon_threads = True
+        threading.Thread(target=plain.serve_forever, daemon=True).start()
+    except OSError as exc:   # only slim images' apt sources need it: serve HTTPS anyway, and say so in the log
+        print(f"fleet lab mirror: no plain HTTP on {address}:{HTTP_PORT} ({exc}); archive.ubuntu.com unreachable",
+              file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.serve_forever()
 

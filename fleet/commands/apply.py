@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
-    from ..engine import Engine
+    from ..engine import Setup, converge as converge_host
     from ..errors import ExitStatus
     from ..inventory import load_inventory
     from ..parallel import interrupted, on_hosts
@@ -52,14 +52,14 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):
         force_verify = "asked for (--verify)"
-    engines: dict[tuple, Engine] = {}
+    setups: dict[tuple, Setup] = {}
     for roles in by_host.values():
-        engines.setdefault(tuple(r.name for r in roles), Engine(
+        setups.setdefault(tuple(r.name for r in roles), Setup(
             roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
             force_verify=force_verify))
 
     def converge(conn, host):
-        return engines[tuple(r.name for r in by_host[host.name])].converge(conn, host)
+        return converge_host(conn, host, setups[tuple(r.name for r in by_host[host.name])])
 
     if args.check and not args.json:
         print_role_origins(reporter, hosts, by_host)

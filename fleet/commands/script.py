@@ -45,10 +45,10 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, env) -> int:
     from .. import script_runtime
-    from ..engine import Engine
+    from ..engine import decide_tasks, gather_facts
     from ..errors import ExitStatus
     from ..roles import roles_dirs, roles_for_hosts
-    from ..scriptgen import gather_plan, render_script
+    from ..scriptgen import render_script
     from ..validate import check_hosts
     from .apply import role_names
 
@@ -57,18 +57,22 @@ def run(args: argparse.Namespace, env) -> int:
     roles = roles_for_hosts([host], roles_dirs(roles_path), role_names(args))[host.name]
     check_hosts([host], roles_path, {host.name: roles})           # bad variables: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
-    engine = Engine(roles, facts_dir=".")                         # plans only: nothing is recorded
+
+    def decide(facts: dict):                                      # plans only: nothing is recorded
+        return decide_tasks(roles, host, facts)
+
     if record is None:
         from ..connection import connect
 
         reporter.progress(host.name, "gathering facts (one command) to decide from")
         with connect(host, _common.connect_options(args, reporter)) as conn:
-            plan = gather_plan(conn, host, roles)
+            facts = gather_facts(conn, host)
+        plan = decide(facts)
         made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     else:
-        plan = engine.plan_for(host, record)
+        plan = decide(record)
         made_from = f"{args.from_facts} (gathered {record.get('gathered_at')})"
-    plans = script_runtime.variants(engine, host, plan)
+    plans = script_runtime.variants(decide, plan)
     text = render_script(plan, host, plans=plans, made_from=made_from)
     if args.output:
         _write(env.cwd / args.output, text)

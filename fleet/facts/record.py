@@ -135,6 +135,7 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
         "systemd": identity.get("systemd"),
         "container": identity.get("container"),
         "workspace": identity.get("workspace"),      # a /workspace volume (RunPod): user roles gate on it
+        "git": identity.get("git"),                  # git on PATH (slim images lack it): the cutlass role gates on it
     }
 
 

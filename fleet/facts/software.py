@@ -16,12 +16,24 @@ _HOOK_FILES_SHELL = " ".join(f'"{path}"' for path in HOOK_FILES)  # double quote
 
 # ---- environment ------------------------------------------------------------------------------------
 
+# What `printenv VAR` and `grep -qF MARKER FILE` answer, in bash builtins (eight processes fewer per probe):
+# a variable counts when exported and set (${!v@a} holds x; bash >= 4.4, else printenv answers), its value
+# without trailing newlines (as $(printenv) gives it); a hook file counts when one of its lines holds the marker.
 ENV = (
+    "fleet_new=; (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && fleet_new=1\n"
     f"for v in {' '.join(ENV_VARS)}; do\n"
-    "  if val=$(printenv \"$v\"); then printf '%s=%s\\n' \"$v\" \"$val\"; else printf 'unset %s\\n' \"$v\"; fi\n"
+    "  if [ -n \"$fleet_new\" ]; then\n"
+    "    a=${!v@a}; if [[ $a == *x* ]] && [ -n \"${!v+x}\" ]; then val=${!v}; ok=1; else ok=; fi\n"
+    "    while [[ $val == *$'\\n' ]]; do val=${val%$'\\n'}; done\n"
+    "  elif val=$(printenv \"$v\"); then ok=1; else ok=; fi\n"
+    "  if [ -n \"$ok\" ]; then printf '%s=%s\\n' \"$v\" \"$val\"; else printf 'unset %s\\n' \"$v\"; fi\n"
     "done\n"
+    f"m={shlex.quote(HOOK_MARKER)}\n"
     f"for f in {_HOOK_FILES_SHELL}; do\n"
-    f"  if [ -r \"$f\" ] && grep -qF {shlex.quote(HOOK_MARKER)} \"$f\"; then printf 'hook %s\\n' \"$f\"; fi\n"
+    "  [ -r \"$f\" ] || continue\n"
+    "  while IFS= read -r l || [ -n \"$l\" ]; do\n"
+    "    if [[ $l == *\"$m\"* ]]; then printf 'hook %s\\n' \"$f\"; break; fi\n"
+    "  done < \"$f\"\n"
     "done\n"
     "true"
 )
@@ -67,9 +79,13 @@ def python_command(python_env: str) -> str:
         f"{select_python(python_env)}\n"
         "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
         "[ -n \"$py\" ] || exit 0\n"
-        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version())'\n"
         # Minimal images (Debian/Ubuntu without python3-venv) lack ensurepip: `python3 -m venv` fails there.
-        "if \"$py\" -B -c 'import ensurepip, venv' 2>/dev/null; then echo 'venv_module yes'; else echo 'venv_module no'; fi"
+        # One Python start for both answers (each start is ~50 ms of CPU, most of this section); the version is
+        # printed first, so a Python that cannot import ensurepip still says which it is (the import error is caught).
+        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version(), flush=True)\n"
+        "try:\n    import ensurepip, venv\nexcept Exception:\n    print(\"venv_module no\")\n"
+        "else:\n    print(\"venv_module yes\")'\n"
+        "true"
     )
 
 
@@ -101,6 +117,29 @@ def parse_python(text: str) -> dict:
 # METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
 # packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
 # last verify, which the engine re-runs only when its fingerprint changes (fleet/verify_gate.py).
+_TORCH_READ = r"""json() { j=${1//\\/\\\\}; j=${j//\"/\\\"}; }
+version=
+while IFS= read -r line || [ -n "$line" ]; do
+  case $line in Version:*) version=${line#Version:}; version=${version#"${version%%[! ]*}"}; break;; esac
+done < "$meta"
+re_cuda="^cuda[^=]*= *[\"']([^\"']*)[\"']" re_version="^__version__[^=]*= *[\"']([^\"']*)[\"']"
+if [ -r "$site/torch/version.py" ]; then
+  cuda= v=
+  while IFS= read -r line || [ -n "$line" ]; do
+    if [ -z "$cuda" ] && [[ $line =~ $re_cuda ]]; then cuda=${BASH_REMATCH[1]}; fi
+    if [ -z "$v" ] && [[ $line =~ $re_version ]]; then v=${BASH_REMATCH[1]}; fi
+  done < "$site/torch/version.py"
+  # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
+  [ -n "$v" ] && version=$v
+  error=
+else cuda=; error='cannot read torch/version.py'; fi
+json "$version"; jv=$j; json "$site/torch"; jp=$j
+if [ -n "$cuda" ]; then json "$cuda"; jc="\"$j\""; else jc=null; fi
+if [ -n "$error" ]; then je="\"$error\""; else je=null; fi
+printf '{"installed": true, "version": "%s", "path": "%s", "cuda": %s, "error": %s}\n' "$jv" "$jp" "$jc" "$je"
+"""
+
+
 def torch_command(python_env: str) -> str:
     """Shell printing one JSON line about the torch distribution the roles' python would import."""
     return (
@@ -114,17 +153,9 @@ def torch_command(python_env: str) -> str:
         "meta=; for d in \"$@\"; do for m in \"$d\"/torch-*.dist-info/METADATA; do "
         "[ -r \"$m\" ] && { meta=$m; site=$d; break 2; }; done; done\n"
         "[ -n \"$meta\" ] || { echo '{\"installed\": false}'; exit 0; }\n"
-        "json() { printf '%s' \"$1\" | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g'; }\n"
-        "version=$(sed -n 's/^Version: *//p' \"$meta\" | head -n 1)\n"
-        "if [ -r \"$site/torch/version.py\" ]; then\n"
-        "  cuda=$(sed -n \"s/^cuda[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"        # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
-        "  v=$(sed -n \"s/^__version__[^=]*= *['\\\"]\\([^'\\\"]*\\)['\\\"].*/\\1/p\" \"$site/torch/version.py\" | head -n 1)\n"
-        "  [ -n \"$v\" ] && version=$v\n"
-        "  error=\nelse cuda=; error='cannot read torch/version.py'; fi\n"
-        "printf '{\"installed\": true, \"version\": \"%s\", \"path\": \"%s\", \"cuda\": %s, \"error\": %s}\\n' "
-        "\"$(json \"$version\")\" \"$(json \"$site/torch\")\" "
-        "\"$([ -n \"$cuda\" ] && printf '\"%s\"' \"$(json \"$cuda\")\" || echo null)\" "
-        "\"$([ -n \"$error\" ] && printf '\"%s\"' \"$error\" || echo null)\""
+        # Read with bash builtins only (sed, head and a printf|sed per JSON string were ~10 processes): the first
+        # `Version:` line of METADATA, and the first `cuda`/`__version__` assignment of torch/version.py.
+        + _TORCH_READ
     )
 
 

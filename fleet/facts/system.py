@@ -92,17 +92,20 @@ def parse_meminfo(text: str) -> dict:
 # ---- identity: who we are and what kind of machine runs us ------------------------------------------
 
 IDENTITY = (
-    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"$(id -u)\"\n"
+    # $EUID is what `id -u` prints (the effective uid), without a process
+    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"${EUID:-$(id -u)}\"\n"
     "if [ -d /run/systemd/system ]; then echo 'systemd yes'; else echo 'systemd no'; fi\n"
     "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi\n"
     # RunPod's persistent volume (docs.runpod.io/pods/storage): what a role gates on with `when:`
-    "if [ -d /workspace ]; then echo 'workspace yes'; else echo 'workspace no'; fi"
+    "if [ -d /workspace ]; then echo 'workspace yes'; else echo 'workspace no'; fi\n"
+    # slim images ship without git: the cutlass role installs it first (its `when:` on facts.system.git)
+    "if command -v git >/dev/null 2>&1; then echo 'git yes'; else echo 'git no'; fi"
 )
 
 
 def parse_identity(text: str) -> dict:
-    """`id`, systemd and container markers, /workspace -> {"user": "root", "uid": 0, "systemd": False,
-    "container": True, "workspace": True}.
+    """`id`, systemd and container markers, /workspace, git -> {"user": "root", "uid": 0, "systemd": False,
+    "container": True, "workspace": True, "git": True}.
 
     Cloud pods are containers with no systemd: roles must not call systemctl there.
     """
@@ -115,6 +118,7 @@ def parse_identity(text: str) -> dict:
         "systemd": pairs.get("systemd", "").strip() == "yes",
         "container": pairs.get("container", "").strip() == "yes",
         "workspace": pairs.get("workspace", "").strip() == "yes",
+        "git": {"yes": True, "no": False}.get(pairs.get("git", "").strip()),   # None: an older probe's record
     }
 
 

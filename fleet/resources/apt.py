@@ -44,9 +44,27 @@ fleet_apt() {
 """
 
 
+# The check's fast path: dpkg's status file read once by one awk, instead of a dpkg-query per package and an
+# `apt-mark showhold` (which builds apt's whole cache: most of the check's ~65 ms of CPU in a no-op probe). A
+# status paragraph is `Package: NAME` ... `Status: WANT ok installed` (dpkg-query(1), "Status"; deb-control);
+# `apt-mark hold` sets the dpkg selection to hold (apt-mark(8)), so a held package's status begins `hold`, which is
+# what `apt-mark showhold` lists. It only answers "all installed (and held)"; any package missing, not held, named
+# twice (multi-arch) or a status file it cannot read sends the check to dpkg-query and apt-mark as before.
+DPKG_STATUS = "/var/lib/dpkg/status"
+_FAST_AWK = r"""
+BEGIN { n = split(ENVIRON["fleet_want"], w, " "); for (i = 1; i <= n; i++) want[w[i]] = 1
+        m = split(ENVIRON["fleet_hold"], h, " "); for (i = 1; i <= m; i++) hold[h[i]] = 1 }
+/^Package: / { p = $2; next }
+/^Status: / && (p in want) { seen[p]++; if ($3 == "ok" && $4 == "installed") { ok[p] = 1; if ($2 == "hold") held[p] = 1 } }
+END { for (p in want) if (!(p in ok) || seen[p] != 1) exit 1
+      for (p in hold) if (!(p in held)) exit 1 }
+"""
+
+
 class Apt(Resource):
     type_name = "apt"
     needs_root = True
+    status_file = DPKG_STATUS    # a test points it at its own status file
     params = {
         "packages": Param((list,), required=True),
         "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
@@ -66,9 +84,12 @@ class Apt(Resource):
 
     def check(self) -> str:
         wanted = list(self.p["packages"]) + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
-        lines = ["missing=''"]
+        held = list(self.p["packages"]) if self.p["hold"] else []
+        lines = [f"fleet_want={q(' '.join(wanted))} fleet_hold={q(' '.join(held))} awk {q(_FAST_AWK)} "
+                 f"{q(self.status_file)} 2>/dev/null; fleet_fast=$?",
+                 "missing=''"]
         for pkg in wanted:
-            lines.append(f"dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
+            lines.append(f"[ $fleet_fast = 0 ] || dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
                          f"|| missing=\"$missing \"{q(pkg)}")
         lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
         if self.p["repo"]:
@@ -76,7 +97,7 @@ class Apt(Resource):
                          f"{{ echo {q('apt source ' + self._source_file() + ' differs')}; exit {NEEDS_CHANGE}; }}")
         if self.p["hold"]:
             for pkg in self.p["packages"]:
-                lines.append(f"apt-mark showhold 2>/dev/null | grep -qxF {q(pkg)} || "
+                lines.append(f"[ $fleet_fast = 0 ] || apt-mark showhold 2>/dev/null | grep -qxF {q(pkg)} || "
                              f"{{ echo {q(pkg + ' installed but not held')}; exit {NEEDS_CHANGE}; }}")
         lines.append("echo 'installed" + (" and held" if self.p["hold"] else "") + "'")
         return "\n".join(lines)

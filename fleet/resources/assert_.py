@@ -6,8 +6,7 @@ engine records it as the host's verify result.
 
 from __future__ import annotations
 
-import json
-
+from ..remote.verify_record import last_json as _last_json
 from .base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
@@ -48,14 +47,3 @@ class Assert(Resource):
         failed = [c for c in doc.get("checks", []) if not c.get("passed")]
         reason = "all checks passed" if not failed else "; ".join(f"{c['name']}: {c.get('detail', '')}" for c in failed)
         return CheckResult(bool(doc.get("passed")) and rc == 0, reason, data=doc)
-
-
-def _last_json(output: str):
-    for line in reversed(output.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None

@@ -85,6 +85,15 @@ int cuDriverGetVersion(int *version) {
         {555, 12050}, {550, 12040}, {545, 12030}, {535, 12020}, {530, 12010}, {525, 12000}};
     if (!version) return INVALID_VALUE;
     int branch = atoi(LAB_DRIVER);
+    /* A Jetson's driver (the Tegra r540 of L4T R36) answers with its JetPack's CUDA, not the desktop table:
+     * R36.4 (JetPack 6.1 and 6.2) ships CUDA 12.6, R36.2/R36.3 (JetPack 6.0) CUDA 12.2 (docs.nvidia.com/jetson/
+     * jetpack/release-notes, as pytorch/TensorRT docsrc/getting_started/jetpack.rst and its PR #3453 quote them:
+     * "JetPack 6.1 ... CUDA 12.6", "jetpack 6.2 has cuda: 12.6"; fleet/decide/jetson.py JETPACK_CUDA). */
+    if (branch == 540) {
+        const char *minor = strchr(LAB_DRIVER, '.');
+        *version = (minor && atoi(minor + 1) >= 4) ? 12060 : 12020;
+        return 0;
+    }
     *version = 11080;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (branch >= table[i].branch) { *version = table[i].cuda; break; }

@@ -12,10 +12,9 @@ import textwrap
 
 import pytest
 
-from fleet import engine as engine_mod
 from fleet import hostlock
 from fleet.connection import LocalConnection
-from fleet.engine import Engine
+from fleet.engine import Setup, converge as converge_host
 from fleet.errors import HostError, InputError
 from fleet.facts import store
 from fleet.inventory import Host
@@ -43,15 +42,14 @@ def role_with_verify(tmp_path, answer: str):
 def converge(tmp_path, role, **kw):
     host = Host("here", connection="local")
     notes = []
-    eng = Engine([role], facts_dir=tmp_path / "facts", progress=lambda h, m: notes.append(m), **kw)
-    return eng.converge(LocalConnection(host), host), notes
+    setup = Setup([role], facts_dir=tmp_path / "facts", progress=lambda h, m: notes.append(m),
+                  verify_path=str(tmp_path / "var" / "verify.json"), **kw)   # never this machine's /var/lib/fleet
+    return converge_host(LocalConnection(host), host, setup), notes
 
 
-@pytest.fixture(autouse=True)
-def verify_file(tmp_path, monkeypatch):
-    path = tmp_path / "var" / "verify.json"
-    monkeypatch.setattr(engine_mod, "VERIFY_PATH", str(path))   # never this machine's /var/lib/fleet
-    return path
+@pytest.fixture
+def verify_file(tmp_path):
+    return tmp_path / "var" / "verify.json"
 
 
 @pytest.mark.parametrize("answer", [
@@ -114,7 +112,8 @@ def test_a_second_apply_to_the_same_host_is_refused_naming_the_holder(tmp_path, 
         role = role_with_verify(tmp_path, '{"passed": true, "checks": []}')
         with pytest.raises(HostError, match=r"another apply is running on this host \(fleet apply from .* \(pid "
                                             rf"{os.getpid()}\), remote pid {holder.pid}"):
-            Engine([role], facts_dir=tmp_path / "facts").converge(conn, host)
+            converge_host(conn, host, Setup([role], facts_dir=tmp_path / "facts",
+                                            verify_path=str(tmp_path / "var" / "verify.json")))
         assert not (tmp_path / "host" / "etc" / "env.sh").exists()   # nothing was changed
     finally:
         holder.stdin.close()   # `read` ends: the holder exits and its lock goes with it

@@ -75,10 +75,9 @@ def test_apply_output_progress_reasons_diff_and_errors_are_clean():
     rep.progress("pod" + HOSTILE, f"git clone {url} " + HOSTILE)
     rep.warn(HOSTILE)
     rep.error(f"HF_TOKEN={TOKEN} " + HOSTILE)
-    report = HostReport("pod", False)
-    report.error = "apply failed: " + HOSTILE
-    report.tasks = [TaskReport("cutlass", "checkout" + HOSTILE, "changed", f"origin is {url} {HOSTILE}",
-                               diff=f"--- a\n+++ b\n@@ -1 +1 @@\n-{HOSTILE}\n+export HF_TOKEN={TOKEN}\n")]
+    report = HostReport("pod", False, error="apply failed: " + HOSTILE, tasks=(
+        TaskReport("cutlass", "checkout" + HOSTILE, "changed", f"origin is {url} {HOSTILE}",
+                   diff=f"--- a\n+++ b\n@@ -1 +1 @@\n-{HOSTILE}\n+export HF_TOKEN={TOKEN}\n"),))
     print_apply(rep, {"pod": Outcome("pod", value=report)}, json_out=False, show_diff=True, check=False)
     print_apply(rep, {"pod": Outcome("pod", error=HOSTILE, unreachable=True)}, json_out=False, show_diff=True,
                 check=False)

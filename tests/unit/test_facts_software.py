@@ -120,6 +120,20 @@ def test_a_cpu_torch_has_no_cuda_and_a_broken_one_still_reports_its_version(tmp_
     assert torch["cuda"] is None and "cannot read torch/version.py" in torch["error"]
 
 
+def test_torch_facts_read_by_bash_builtins_keep_quotes_backslashes_and_a_last_line_without_newline(tmp_path):
+    """The section reads METADATA and version.py with `read` and [[ =~ ]] (no sed/head): the first Version line
+    (its leading blanks dropped), JSON-escaped; the first cuda / __version__ assignment, even on a last line."""
+    site = installed_torch(tmp_path, "", None)
+    (site / "torch-2.11.0+cu130.dist-info" / "METADATA").write_text(
+        'Name: torch\nVersion:   2.9.1"local\\x\n\nVersion: 9.9 (the description)\n')
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")), env))
+    assert torch["version"] == '2.9.1"local\\x' and "cannot read torch/version.py" in torch["error"]
+    (site / "torch" / "version.py").write_text("__all__ = ['x']\ncuda = \"12.8\"  # c\n__version__ = '2.9.1+cu128'")
+    torch = software.parse_torch(run(software.torch_command(str(tmp_path / "none")), env))
+    assert (torch["version"], torch["cuda"], torch["error"]) == ("2.9.1+cu128", "12.8", None)
+
+
 def test_torch_garbage_raises():
     with pytest.raises(ValueError):
         software.parse_torch("Segmentation fault (core dumped)\n")

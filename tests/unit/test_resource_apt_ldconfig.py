@@ -77,6 +77,10 @@ class LocalApt(Apt):
     def _source_file(self):
         return f"{self.root}/sources.list.d/{self.p['repo_name']}.list"
 
+    @property
+    def status_file(self):   # dpkg's status file, which the check's fast path reads (absent: dpkg-query answers)
+        return f"{self.root}/status"
+
 
 class LocalLdconfig(Ldconfig):
     root = None
@@ -123,6 +127,38 @@ def test_apt_check_notices_a_missing_hold_and_a_changed_source(tmp_path):
     assert run_check(res, tools).in_state
     res2 = local(LocalApt, tmp_path, packages=["cuda-compat-13-0"], repo="deb https://mirror.invalid/ /")
     assert run_check(res2, tools).reason == f"apt source {tmp_path}/sources.list.d/fleet.list differs"
+
+
+STATUS = """Package: cuda-compat-13-0
+Status: {compat} ok installed
+Architecture: amd64
+
+Package: cuda-keyring
+Status: install ok installed
+Architecture: all
+
+Package: nvpl
+Status: deinstall ok config-files
+"""
+
+
+@pytest.mark.parametrize("compat, calls_tools", [("hold", False), ("install", True)])
+def test_apt_check_reads_dpkgs_status_file_once_and_asks_the_tools_only_when_it_cannot_vouch(tmp_path, compat,
+                                                                                            calls_tools):
+    """Installed and held per /var/lib/dpkg/status: in state with no dpkg-query and no apt-mark; not held there:
+    the tools answer as before (their stand-ins here say held, so the reason shows who answered)."""
+    tools = fake_tools(tmp_path)
+    (tmp_path / "status").write_text(STATUS.format(compat=compat))
+    for pkg in ("cuda-compat-13-0", "cuda-keyring"):
+        (tmp_path / "installed" / pkg).touch()
+    (tmp_path / "held" / "cuda-compat-13-0").touch()
+    res = local(LocalApt, tmp_path, packages=["cuda-compat-13-0"], keyring_deb="https://x.invalid/k.deb", hold=True)
+    result = run_check(res, tools)
+    assert (result.in_state, result.reason) == (True, "installed and held")
+    assert bool([c for c in calls(tmp_path) if c[0] in ("dpkg-query", "apt-mark")]) == calls_tools
+    for pkg in ("nvpl", "cuda-absent"):   # removed (config files left) or never there: dpkg-query answers
+        other = local(LocalApt, tmp_path, packages=[pkg])
+        assert run_check(other, tools).reason == f"not installed: {pkg}"
 
 
 def test_apt_waits_for_a_busy_dpkg_with_the_timeout_asked_for(tmp_path):

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from fleet.engine import _diff
+from fleet.engine.plan import diff as _diff
 from fleet.errors import InputError
 from fleet.roles import Task, TaskSpec
 from resource_shell import apply, check, converge, make, sh

@@ -129,3 +129,46 @@ def test_names_match_however_spelled_and_a_missing_staging_dir_is_made(tmp_path,
 def test_a_requirement_the_check_cannot_judge_is_an_input_error(spec):
     with pytest.raises(InputError, match="NAME or NAME==VERSION"):
         make("pip", venv="/opt/fleet/venv", packages=["numpy", spec])
+
+
+def _venv_without_python(tmp_path, *dist_infos):
+    """A venv whose python only records that it was started: the check's fast path must answer without it."""
+    env = tmp_path / "v"
+    (env / "bin").mkdir(parents=True)
+    python = env / "bin" / "python"
+    python.write_text(f"#!/bin/bash\necho started >> {tmp_path}/python-ran\necho 'python answered'; exit 10\n")
+    python.chmod(0o755)
+    site = env / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    for name, version in dist_infos:
+        (site / f"{name}-{version}.dist-info").mkdir()
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nVersion: not-this-one\n")
+    return env, site
+
+
+def test_the_check_answers_from_dist_info_without_starting_python(tmp_path):
+    env, _ = _venv_without_python(tmp_path, ("Torch_Like", "2.11.0+cu130"), ("numpy", "2.1.0"))
+    for pins in (["torch-like==2.11.0"], ["torch.like==2.11.0+cu130", "NumPy"], ["torch_like"]):
+        result = check(make("pip", venv=str(env), packages=pins))
+        assert (result.in_state, result.reason) == (True, "all installed"), pins
+    assert not (tmp_path / "python-ran").exists()
+
+
+@pytest.mark.parametrize("case", ["other version", "absent", "two matches", "PYTHONPATH", "egg-info"])
+def test_anything_the_fast_path_cannot_vouch_for_goes_to_python(tmp_path, case):
+    env, site = _venv_without_python(tmp_path, ("torch_like", "2.11.0+cu130"))
+    pins, kw = ["torch-like==2.11.0"], {}
+    if case == "other version":
+        pins = ["torch-like==2.10.0"]
+    elif case == "absent":
+        pins = ["torch-like==2.11.0", "numpy"]
+    elif case == "two matches":
+        (site / "Torch.Like-2.10.0.dist-info").mkdir()
+    elif case == "PYTHONPATH":
+        kw = {"env": {"PYTHONPATH": str(tmp_path)}}
+    else:
+        (site / "torch_like-2.9.0.egg-info").mkdir()
+    result = check(make("pip", venv=str(env), packages=pins), **kw)
+    assert (result.in_state, result.reason) == (False, "python answered")
+    assert (tmp_path / "python-ran").read_text() == "started\n"

@@ -47,7 +47,7 @@ def test_every_shipped_role_loads_in_the_default_order():
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block"] and kinds["verify"] == ["assert"]
-    assert kinds["cutlass"] == ["git"] and kinds["torch"] == ["apt", "pip"]  # python3-venv, then torch
+    assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
 
 
 def test_an_unknown_role_name_suggests_the_closest():
@@ -212,7 +212,7 @@ def test_the_shipped_decision_lists_render_as_lists(pod570):
 
 
 def test_task_names_are_rendered(pod570):
-    task = render(load_role(SHIPPED / "cutlass" / "role.yaml"), pod570, {"cutlass_ref": "v4.2.1"})[0]
+    task = render(load_role(SHIPPED / "cutlass" / "role.yaml"), pod570, {"cutlass_ref": "v4.2.1"})[1]
     assert task.spec.name == "CUTLASS at v4.2.1" and task.resource.p["ref"] == "v4.2.1"
     torch = render(load_role(SHIPPED / "torch" / "role.yaml"), pod570)[1]
     assert torch.spec.name == "torch 2.11.0 (official index)"
@@ -273,3 +273,23 @@ def test_a_missing_roles_path_is_one_sentence_with_its_line(tmp_path):
     with pytest.raises(InputError) as err:
         load_inventory(inv)
     assert f"{inv}:3" in str(err.value) and "'my-roles' is not a directory" in str(err.value)
+
+
+def test_compiled_texts_are_shared_but_each_host_renders_its_own_values(tmp_path, pod570):
+    """Rendering compiles each distinct text once (fleet.roles._compiled*): the second host must still get its
+    own values, conditions and template output, and a render error its file:line every time."""
+    role = write_role(tmp_path, "r", """\
+        defaults: {greeting: hi, wanted: true}
+        tasks:
+          - file: {path: "/etc/{{ greeting }}", template: x.j2}
+            when: "wanted"
+        """, {"x.j2": "say {{ greeting }}\n{{ missing_one if greeting == 'bad' else '' }}\n"})
+    first = render(role, pod570)[0]
+    second = render(role, pod570, {"greeting": "hello"})[0]
+    off = render(role, pod570, {"wanted": False})[0]
+    assert (first.resource.p["path"], first.resource.p["content"]) == ("/etc/hi", "say hi\n\n")
+    assert (second.resource.p["path"], second.resource.p["content"]) == ("/etc/hello", "say hello\n\n")
+    assert first.enabled and second.enabled and not off.enabled
+    for _ in range(2):
+        with pytest.raises(InputError, match=r"r/templates/x\.j2:2: 'missing_one' is undefined"):
+            render(role, pod570, {"greeting": "bad"})

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from fleet import script_runtime
 from fleet.cli import main
-from fleet.engine import Engine
+from fleet.engine import decide_tasks
 from fleet.env import Environment
 from fleet.inventory import Host
 from fleet.roles import load_roles, roles_dirs
@@ -25,10 +25,10 @@ RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
 
 def plans_for(record: str):
     facts = json.loads((RECORDS / record).read_text())
-    engine = Engine(load_roles(None, roles_dirs()), facts_dir=".")
+    roles = load_roles(None, roles_dirs())
     host = Host(facts["host"], address="192.0.2.1")
-    plan = engine.plan_for(host, facts)
-    return plan, script_runtime.variants(engine, host, plan)
+    plan = decide_tasks(roles, host, facts)
+    return plan, script_runtime.variants(lambda other: decide_tasks(roles, host, other), plan)
 
 
 def enabled(plan, role: str) -> bool:

@@ -12,11 +12,11 @@ import textwrap
 import pytest
 from rich.console import Console
 
-from fleet import engine
 from fleet.cli import main
 from fleet.connection import LocalConnection
 from fleet.env import Environment
 from fleet.inventory import Host
+from fleet.remote.verify_record import verify_record
 from fleet.roles import load_roles
 from fleet.scriptgen import gather_plan, render_script, verify_record_program
 
@@ -121,7 +121,7 @@ def testverify_record_is_written_as_the_engine_writes_it(tmp_path):
     out = run(path, tmp_path)
     assert "verify  verify passed: a_txt" in out.stdout
     record = json.loads((tmp_path / "verify.json").read_text())
-    expected = engine.verify_record({"passed": True, "checks": [{"name": "a_txt", "passed": True, "detail": "a.txt"}],
+    expected = verify_record({"passed": True, "checks": [{"name": "a_txt", "passed": True, "detail": "a.txt"}],
                                       "missing_libraries": []}, {})
     assert {k: v for k, v in record.items() if k != "at"} == {k: v for k, v in expected.items() if k != "at"}
 
@@ -162,7 +162,7 @@ def test_the_verify_program_is_the_engines_own_function(tmp_path):
                          input="noise\n" + json.dumps(data) + "\n", capture_output=True, text=True)
     assert res.returncode == 1
     written = json.loads(dest.read_text())
-    expected = engine.verify_record(data, providers)
+    expected = verify_record(data, providers)
     assert res.stdout.strip() == expected["summary"]
     assert {k: v for k, v in written.items() if k != "at"} == {k: v for k, v in expected.items() if k != "at"}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engine import Engine
+from fleet.engine import decide_tasks
 from fleet.inventory import Host
 from fleet.roles import load_roles, roles_dirs
 
@@ -15,8 +15,8 @@ RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
 
 def rendered(record: str, check_mode: bool = False, **variables) -> str:
     facts = json.loads((RECORDS / f"{record}.json").read_text())
-    plan = Engine(load_roles(None, roles_dirs()), facts_dir=Path("unused"), check_mode=check_mode).plan_for(
-        Host("h", address="192.0.2.1", vars=variables), facts)
+    plan = decide_tasks(load_roles(None, roles_dirs()), Host("h", address="192.0.2.1", vars=variables), facts,
+                        check_mode=check_mode)
     return next(t for t in plan.tasks if t.id == "verify.0").resource.p["script"]
 
 

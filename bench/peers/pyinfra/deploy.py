@@ -69,6 +69,13 @@ files.template(name="/etc/fleet/env.sh", src=str(COMMON / "env.sh.j2"), dest="/e
 files.block(name="hook at the top of ~/.bashrc", path=host.get_fact(Home) + "/.bashrc",
             content="[ -r /etc/fleet/env.sh ] && . /etc/fleet/env.sh", marker="# {mark} fleet env_hooks",
             before=True, after=True)   # both True: prepend (pyinfra's files.block docs)
+# the guards fleet's env_hooks adds: last word in interactive (end of ~/.bashrc) and login (end of ~/.profile)
+# shells; neither before nor after: the block goes at the end of the file (pyinfra's files.block docs). Markers
+# without regex characters: pyinfra matches them as regexes, and '(end)' never matched itself (a change every run)
+files.block(name="guard at the end of ~/.bashrc", path=host.get_fact(Home) + "/.bashrc",
+            content="[ -r /etc/fleet/env.sh ] && . /etc/fleet/env.sh", marker="# {mark} peer guard bashrc")
+files.block(name="guard at the end of ~/.profile", path=host.get_fact(Home) + "/.profile",
+            content="[ -r /etc/fleet/env.sh ] && . /etc/fleet/env.sh", marker="# {mark} peer guard profile")
 files.put(name="hook for login shells", dest="/etc/profile.d/fleet.sh", mode="644", _sudo=SUDO,
           src=StringIO("# Managed by fleet (env_hooks).\n[ -r /etc/fleet/env.sh ] && . /etc/fleet/env.sh\n"))
 
@@ -79,7 +86,7 @@ git.repo(name="CUTLASS at v4.3.0", src=host.data.cutlass_repo, dest=CUTLASS_DIR,
 # --- torch
 # pinned with the local version: pyinfra compares `pip freeze`'s 2.11.0+cu130 with the pin as text.
 pip.packages(name="torch 2.11.0", packages=["torch==2.11.0+cu130"], virtualenv=PYTHON_ENV, virtualenv_kwargs=venv,
-             extra_install_args=f"--index-url {host.data.get('jetson_torch_index_url') if jetson_torch else host.data.torch_index_url}",
+             extra_install_args=host.data.torch_pip_args,
              _sudo=SUDO)
 
 # --- verify: fleet's own verify script (rendered from fleet/builtin_roles/verify/templates), run as the user in the

@@ -1,0 +1,87 @@
+"""The flow of one host, as stages over immutable values:
+
+    observe(conn, host, setup, last) -> Observed   facts, decisions, rendered tasks, parsed checks (one probe)
+    plan(observed)                   -> Plan       per task ok/changed/skipped/failed, and the tasks to apply
+    apply(conn, host, plan, progress) -> Applied   per-task outcome, unreachable, another apply holding the host
+    judge(observed, check_mode)      -> Judged     the asserts (verify), on the last probe
+    report(host, setup, observed, entries, ...) -> HostReport, built once at the end
+
+`converge` composes them: observe, plan, apply, observe again after changes (the previous Observed is the guess),
+confirm every change now checks in state, judge the asserts, write the verify record where verify ran, record the
+facts, report. Round trips are the cost: a converged host costs one remote command.
+
+Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
+non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
+(fleet/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
+`verify_max_age`, after any change in this apply, or when asked (`fleet verify`, `fleet apply --verify`).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+from ..connection import Connection
+from ..errors import FleetError, HostError
+from ..inventory import Host
+from ..facts.software import VERIFY_PATH
+from ..remote.verify_record import verify_record
+from .apply import Applied, apply, merged
+from .decided import Decided, check_sections, decide_tasks, maybe_sudo
+from .observe import Observed, gather_facts, last_facts, observe
+from .plan import Plan, TaskReport, confirm, plan
+from .report import HostReport, Judged, final_facts, judge, record, report, write_verify
+from .setup import Progress, Setup
+
+def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
+    """One host to its roles; its checks are guessed from its last facts record."""
+    phases: dict[str, float] = {}
+    clock = _clock(phases)
+    with clock("probe"):
+        first = observe(conn, host, setup, last_facts(setup, host))
+    if first.refuse:
+        record(setup, host, first.facts)
+        return report(host, setup, first, refuse=first.refuse, phases=phases)
+    planned = plan(first)
+    if setup.check_mode or not planned.to_apply:
+        return _finish(conn, host, setup, first, planned.entries, phases)
+    with clock("apply"):
+        applied = apply(conn, host, planned, setup.progress)
+    if applied.held_by:
+        raise HostError(f"{host.name}: another apply is running on this host ({applied.held_by}); nothing was "
+                        "changed. Wait for it to finish, then run again")
+    entries = merged(planned.entries, applied)
+    if applied.unreachable:   # nothing more can be asked of the host; its last record stays as it was
+        return report(host, setup, first, entries, error=applied.error, unreachable=True, phases=phases)
+    with clock("verify"):
+        changed = [e.task for e in entries if e.status == "changed"]
+        again = observe(conn, host, setup, first, forced="after changes in this apply: " + ", ".join(changed[:3])
+                        + (" ..." if len(changed) > 3 else ""))
+    return _finish(conn, host, setup, again, confirm(entries, again), phases)
+
+
+def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> HostReport:
+    """Judge the asserts, write the verify record where verify ran, record the facts, report. Whatever the verify
+    step answers or the host does with its file, the report and the record survive."""
+    judged = judge(last, setup.check_mode)
+    facts = final_facts(last, judged.verify)
+    error = judged.error or write_verify(conn, host, setup, judged.verify)
+    record(setup, host, facts)
+    return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases)
+
+
+def _clock(phases: dict):
+    @contextmanager
+    def phase(name: str):
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            phases[name] = round(phases.get(name, 0) + time.monotonic() - started, 3)
+    return phase
+
+
+__all__ = ["Applied", "Decided", "FleetError", "HostReport", "Judged", "Observed", "Plan", "Progress", "Setup",
+           "TaskReport", "VERIFY_PATH", "apply", "check_sections", "confirm", "converge", "decide_tasks",
+           "gather_facts", "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
+           "verify_record"]

@@ -1,0 +1,112 @@
+"""Decide and render: one host's facts -> its decisions and its rendered tasks, as one immutable value.
+
+    decided = decide_tasks(roles, host, facts, check_mode=False)    # the one place decide() and render meet
+    check_sections(decided, max_age)                                  # every enabled task's check, framed
+    maybe_sudo(snippet, task, user_is_root)                           # sudo only where a task needs root
+
+`fleet apply` (through observe), `fleet bootstrap` and `fleet script` all use these: no Engine object, no
+connection needed (whether the user is root is a bool).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from .. import sections, shell, verify_gate
+from ..decide import storage
+from ..errors import InputError
+from ..inventory import Host
+from ..roles import Task, render_role
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The decisions and rendered tasks for one set of facts."""
+
+    facts: dict
+    decisions: object
+    decisions_json: dict
+    tasks: tuple[Task, ...]
+
+
+def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) -> Decided:
+    """Decide from `facts` (and the host's variables) and render every role's tasks from the decisions."""
+    from ..decide import FactsError, VariableError, decide
+
+    host_vars = storage.host_vars(facts, host.vars)   # venv and pip's files on a pod's volume
+    try:
+        decisions = decide(facts, host_vars)
+    except (FactsError, VariableError) as exc:
+        raise InputError(f"{host.name}: {exc}") from None
+    djson = decisions.to_json()
+    # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
+    info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode}
+    tasks = tuple(t for role in roles for t in render_role(role, host_vars, facts, djson, info))
+    return Decided(facts, decisions, djson, tasks)
+
+
+def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple[str, ...]:
+    """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
+    fingerprint gate (fleet/verify_gate.py)."""
+    out = []
+    for t in decided.tasks:
+        if not t.enabled:
+            continue
+        body = t.resource.check()
+        if is_verify(t):
+            body = verify_gate.gated(body, venv_of(t), verify_max_age)
+        out.append(sections.section(f"check.{t.id}", body))
+    return tuple(out)
+
+
+def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = False) -> str:
+    """Wrap in sudo only where this task needs root and the user is not root (checks read as the user); the rule
+    is fleet.shell.needs_sudo, the wrapping fleet.shell.as_root."""
+    wants_root = not check and (task.spec.sudo if task.spec.sudo is not None else task.resource.root)
+    return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root)
+
+
+def venv_of(task: Task) -> str:
+    """The environment verify's python lives in (its bin/python's grandparent)."""
+    return posixpath.dirname(posixpath.dirname(str(task.resource.p.get("python") or "/opt/fleet/venv/bin/python")))
+
+
+def is_verify(task: Task) -> bool:
+    return task.spec.type == "assert" and bool(task.resource.p.get("json"))
+
+
+# What a probe reads off the moment, and the engine's own note of when and why verify was last checked: no
+# decision and no built-in role reads them, and two probes a minute apart differ in these and nothing else. Where
+# only these differ from the facts a Decided was made from, it stands for the new facts too (one decide-and-render
+# per probe); a role whose text names one of them is always decided afresh (reads_readings).
+READINGS = {None: ("gathered_at", "probe"), "system": ("mem_available_mb", "disk_free_gb"),
+            "verify": ("checked_at", "reused", "reason")}
+_NAMED = ("gathered_at", "mem_available_mb", "disk_free_gb", "checked_at", "facts.probe", "facts['probe']",
+          'facts["probe"]', "verify.reason", "verify.reused", "verify['reason']", "verify['reused']",
+          'verify["reason"]', 'verify["reused"]')
+
+
+def without_readings(facts: dict) -> dict:
+    """A copy of `facts` without the readings of the moment (the input is never modified)."""
+    out = {k: v for k, v in facts.items() if k not in READINGS[None]}
+    for part, names in READINGS.items():
+        if part is not None and isinstance(out.get(part), dict):
+            out[part] = {k: v for k, v in out[part].items() if k not in names}
+    return out
+
+
+def reads_readings(roles) -> bool:
+    """Whether any role's text (its when:, defaults, task parameters, templates) names a reading of the moment."""
+    import json
+
+    for role in roles:
+        texts = [role.when or "", getattr(role, "why", None) or "",
+                 json.dumps([role.defaults, [[t.when, t.params, t.name] for t in role.tasks]], default=str)]
+        templates = role.path.parent / "templates"
+        if templates.is_dir():
+            texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(templates.rglob("*"))
+                      if p.is_file()]
+        if any(name in text for text in texts for name in _NAMED):
+            return True
+    return False

@@ -1,0 +1,188 @@
+"""observe: one probe of a host -> an `Observed` value (facts, decisions, rendered tasks, parsed checks).
+
+The probe is ONE remote command holding the facts script and every task's check, rendered from what came
+before (the host's last facts record, or this converge's previous Observed); if the live facts render the checks
+differently (first run, a changed host), one more command runs the checks again. Decide-and-render runs once per
+probe for the live facts; the guess is reused for them where the two differ only in readings of the moment
+(decided.READINGS), and after changes the previous Observed is the guess (no decide for it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Mapping
+
+from .. import sections, verify_gate
+from ..connection import Connection
+from ..decide import storage
+from ..errors import FleetError, HostError, InputError
+from ..inventory import Host
+from ..resources.base import CheckResult
+from ..roles import Task
+from .decided import Decided, check_sections, decide_tasks, is_verify, without_readings
+from .setup import Setup
+
+
+@dataclass(frozen=True)
+class Observed:
+    host: str
+    facts: dict                          # a new dict: the probe's facts, the verify gate's answer folded in
+    decided: Decided                     # the decisions and tasks for these facts
+    checks: Mapping[str, CheckResult]    # task id -> its check's answer (enabled tasks only)
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return self.decided.tasks
+
+    @property
+    def decisions_json(self) -> dict:
+        return self.decided.decisions_json
+
+    @property
+    def refuse(self) -> str | None:
+        return self.decided.decisions.refuse
+
+
+def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed | None", *,
+            forced: str | None = None) -> Observed:
+    """Facts + every check in one command (two when the live facts render the checks differently).
+    `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified."""
+    from ..facts import probe
+
+    setup.progress(host.name, "probe: facts and checks")
+    forced = forced or setup.force_verify
+    max_age = None if forced else verify_max_age(setup, host)
+    last_facts = last.facts if isinstance(last, Observed) else last
+    guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
+    guessed = _sections_of(guess, max_age)
+    probed_with = storage.host_vars(last_facts, host.vars)
+    found = run_sections(conn, "\n".join([probe.script(probed_with), *guessed]), "probe")
+    facts = probe.parse(found, host.name)
+    if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
+        found.update(run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
+        facts = probe.parse(found, host.name)
+    decided = _decide(setup, host, facts, guess)
+    wanted = check_sections(decided, max_age)
+    if wanted != guessed:
+        found.update(run_sections(conn, "\n".join(wanted), "checks"))
+    checks, folded = {}, dict(facts)
+    for t in decided.tasks:
+        if not t.enabled:
+            continue
+        if is_verify(t):
+            checks[t.id], verify = gated_check(t, found.get(f"check.{t.id}"), facts, max_age, forced)
+            if verify is not None:
+                folded["verify"] = verify
+        else:
+            checks[t.id] = parse_check(t, found.get(f"check.{t.id}"))
+    return Observed(host.name, folded, decided, MappingProxyType(checks))
+
+
+def gather_facts(conn: Connection, host: Host) -> dict:
+    """The facts alone, in ONE remote command (fleet script decides from them)."""
+    from ..facts import probe
+
+    return probe.parse(run_sections(conn, probe.script(host.vars), "facts probe"), host.name)
+
+
+def last_facts(setup: Setup, host: Host) -> dict | None:
+    """The host's last record, only to guess its checks: a damaged one is noted and ignored, never a failure
+    (it is replaced by this run's record)."""
+    from ..facts import store
+
+    try:
+        return store.read(setup.facts_dir, host.name)
+    except InputError as exc:
+        setup.progress(host.name, f"note: ignoring the last facts record ({exc})")
+        return None
+
+
+def verify_max_age(setup: Setup, host: Host) -> float:
+    max_age = host.vars.get("verify_max_age") or next(
+        (r.defaults.get("verify_max_age") for r in setup.roles if r.defaults.get("verify_max_age")),
+        verify_gate.DEFAULT_MAX_AGE)
+    try:
+        return verify_gate.parse_age(max_age)
+    except ValueError as exc:
+        raise InputError(f"{host.name}: {exc}") from None
+
+
+def _guess(setup: Setup, host: Host, facts: dict | None) -> Decided | None:
+    """The tasks as the last record renders them; a record that no longer renders is simply not used."""
+    if not facts:
+        return None
+    try:
+        return decide_tasks(setup.roles, host, facts, check_mode=setup.check_mode)
+    except (FleetError, TypeError, ValueError, KeyError, AttributeError):  # a damaged or foreign record
+        return None
+
+
+def _sections_of(guess: Decided | None, max_age: float | None) -> tuple[str, ...]:
+    if guess is None:
+        return ()
+    try:
+        return check_sections(guess, max_age)
+    except (FleetError, TypeError, ValueError, KeyError, AttributeError):
+        return ()
+
+
+def _decide(setup: Setup, host: Host, facts: dict, guess: Decided | None) -> Decided:
+    """The live facts' Decided: the guess itself where only readings of the moment differ."""
+    if (guess is not None and isinstance(guess.facts, dict) and not setup.reads_readings
+            and without_readings(guess.facts) == without_readings(facts)):
+        return dataclasses.replace(guess, facts=facts)
+    return decide_tasks(setup.roles, host, facts, check_mode=setup.check_mode)
+
+
+def gated_check(task: Task, sec: sections.Section | None, facts: dict, max_age: float | None,
+                forced: str | None) -> tuple[CheckResult, dict | None]:
+    """The verify check's answer, and the verify fact to fold into the facts (None: leave it as it is).
+    A verify answered 'reused' stands on the last verify record (read back by this very probe)."""
+    if sec is None:
+        return parse_check(task, sec), None
+    gate = verify_gate.read(sec.output)
+    last = facts.get("verify") if isinstance(facts.get("verify"), dict) else None
+    if gate.reused:
+        if last is None:   # the host vouched for a record this probe could not read back
+            why = "the host reports a current verify record, but it could not be read back; run fleet verify"
+            return CheckResult(False, why, error=why), None
+        result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
+        return result, {**last, "reused": True, "checked_at": _now(),
+                        "reason": f"reused: nothing it proved has changed since {last.get('at')}"}
+    result = parse_check(task, dataclasses.replace(sec, output=gate.output))
+    if isinstance(result.data, dict):
+        result = dataclasses.replace(result, data={
+            **result.data, "fingerprint": gate.fingerprint, "fingerprint_parts": gate.parts, "reused": False,
+            "reason": "ran: " + verify_gate.run_reason(last, gate, max_age, datetime.now(timezone.utc), forced)})
+    return result, None
+
+
+def parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
+    if sec is None:
+        return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
+    try:
+        return task.resource.parse(sec.rc, sec.output)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a verify result of another shape
+        why = f"the answer has a shape fleet cannot read ({type(exc).__name__}: {exc})"
+        return CheckResult(False, why, error=why)
+
+
+def run_sections(conn: Connection, script: str, what: str) -> dict[str, sections.Section]:
+    result = conn.run(script)
+    found = sections.split_sections(result.stdout)
+    if not found:
+        raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "
+                        f"{tail(result.stderr or result.stdout)}")
+    return found
+
+
+def tail(text: str, n: int = 8) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,76 @@
+"""plan: an Observed -> a `Plan` (pure): per task ok/changed/skipped/failed with its reason and diff, and the
+tasks to apply. Asserts are not planned: they are judged on the last probe (fleet/engine/report.py)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from ..resources.base import CheckResult
+from ..roles import Task
+from .observe import Observed
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    role: str
+    task: str
+    status: str            # ok | changed | failed | skipped
+    reason: str
+    diff: str | None = None
+    id: str = ""
+    why: str | None = None  # the role's `why:`, already at the end of `reason`; the report shows it once per role
+
+    def to_json(self) -> dict:
+        return {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
+
+
+@dataclass(frozen=True)
+class Plan:
+    entries: tuple[TaskReport, ...]     # every task but the asserts, in order
+    to_apply: tuple[Task, ...]          # the tasks whose check says "not in state"
+
+
+def plan(observed: Observed) -> Plan:
+    entries, to_apply = [], []
+    for task in observed.tasks:
+        name, role = task.spec.name, task.spec.role
+        if not task.enabled:
+            entries.append(TaskReport(role, name, "skipped", task.skip_reason or "", id=task.id))
+            continue
+        if task.spec.type == "assert":
+            continue  # judged on the last probe
+        result = observed.checks[task.id]
+        if result.error:
+            entries.append(TaskReport(role, name, "failed", f"check failed: {result.error}", id=task.id))
+        elif result.in_state:
+            entries.append(TaskReport(role, name, "ok", result.reason, id=task.id))
+        else:
+            why = result.reason + (f" ({task.why})" if task.why else "")
+            entries.append(TaskReport(role, name, "changed", why, diff(task, result), id=task.id,
+                                      why=task.why))
+            to_apply.append(task)
+    return Plan(tuple(entries), tuple(to_apply))
+
+
+def confirm(entries: tuple[TaskReport, ...], observed: Observed) -> tuple[TaskReport, ...]:
+    """After applying, every changed task must now check in state: idempotence proved, not assumed."""
+    out = []
+    for entry in entries:
+        result = observed.checks.get(entry.id) if entry.status == "changed" else None
+        if result is not None and not result.in_state:
+            entry = TaskReport(entry.role, entry.task, "failed", f"applied, but the check still says: {result.reason}",
+                               entry.diff, entry.id)
+        out.append(entry)
+    return tuple(out)
+
+
+def diff(task: Task, result: CheckResult) -> str | None:
+    want = getattr(task.resource, "wanted_text", None)
+    if want is None:
+        return None
+    old = result.diff or ""
+    new = want()
+    path = task.resource.p.get("path", "")
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"{path} (now)", f"{path} (after)")
+    return "".join(lines) or None
