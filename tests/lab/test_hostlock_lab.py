@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fleet import hostlock
-from fleet.engine import Engine
+from fleet.engine import Setup, converge
 from fleet.errors import HostError
 from fleet.roles import load_role
 
@@ -49,7 +49,7 @@ def poll(lab, script: str) -> str:
 
 def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_taken(lab, no_flock_host, tmp_path):
     host = lab.inventory.hosts[HOST]
-    engine = Engine([role(tmp_path)], facts_dir=tmp_path / "facts")
+    setup = Setup([role(tmp_path)], facts_dir=tmp_path / "facts")
     held = {}
 
     def hold():
@@ -63,7 +63,7 @@ def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_ta
     with lab.connect(HOST) as conn:
         with pytest.raises(HostError, match=rf"another apply is running on this host \(fleet apply from .*, remote "
                                             rf"pid {holder_pid}, since .*\); nothing was changed"):
-            engine.converge(conn, host)
+            converge(conn, host, setup)
         assert conn.run("test -e /root/fleet-lock-marker").exit != 0           # nothing was changed
         # the holder dies outright (its session's process group, SIGKILL): no trap runs, the lock stays
         assert conn.run(f"kill -KILL -- -{holder_pid}").ok
@@ -72,8 +72,8 @@ def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_ta
     assert poll(lab, f"test -d {LOCK} && echo stale") == "stale"
 
     with lab.connect(HOST) as conn:
-        report = engine.converge(conn, host)
+        report = converge(conn, host, setup)
         assert not report.failed and report.count("changed") == 1, report
         assert conn.run(f"test -e {LOCK} || echo released").stdout == "released\n"
-        again = engine.converge(conn, host)                                    # converged: zero changes
+        again = converge(conn, host, setup)                                    # converged: zero changes
         assert not again.failed and again.count("changed") == 0
