@@ -54,6 +54,9 @@ def interrupted(outcomes: dict[str, Outcome]) -> bool:
 def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | None = None,
              forks: int | None = None, debug: bool = False) -> dict[str, Outcome]:
     """Connect to each host, call work(conn, host), close; hosts run in parallel, results in inventory order."""
+    from .ssh_config import check
+
+    check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
     run = _Run(hosts, work, options, debug)
     workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True)
                for i in range(min(forks or len(hosts), len(hosts)))]

@@ -53,7 +53,7 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         console.print(f"[bold red]refused:[/bold red] {_safe(report.refuse)}")
     elif report.error:
         console.print(f"[bold red]error:[/bold red] {_safe(report.error)}")
-    shown_skips = set()
+    shown_skips, shown_why = set(), set()
     for task in report.tasks:
         if task.status == "ok" and not check and not reporter.verbose:
             continue  # a converged task is noise; the recap counts it (-v shows it)
@@ -65,7 +65,7 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         label = "would change" if check and task.status == "changed" else task.status
         label = label if reporter.plain else f"{label:>12}"   # aligned on a terminal; unpadded in a pipe
         console.print(f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)}"
-                      f" [dim]— {_safe(task.reason)}[/dim]", soft_wrap=True)
+                      f" [dim]— {_safe(_reason(task, shown_why))}[/dim]", soft_wrap=True)
         if show_diff and task.diff:
             if reporter.plain:
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
@@ -76,6 +76,19 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]")
+
+
+def _reason(task, shown_why: set) -> str:
+    """The task's reason, its role's `why:` only on the role's first line: a long why (env_hooks' says which
+    shells and which compat lines) repeated on each of five tasks buries what each task does. The JSON keeps
+    it in every task's reason."""
+    suffix = f" ({task.why})" if task.why else ""
+    if not suffix or not task.reason.endswith(suffix):
+        return task.reason
+    if (task.role, task.why) in shown_why:
+        return task.reason[:-len(suffix)]
+    shown_why.add((task.role, task.why))
+    return task.reason
 
 
 def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:

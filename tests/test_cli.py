@@ -85,7 +85,7 @@ def test_bad_flag_exits_2(capsys, tmp_path):
 
 LOCAL = """\
 hosts:
-  one: {connection: local, vars: {x: 1}}
+  one: {connection: local, vars: {torch_min_free_gb: 1}}   # a known variable: an unknown one is a warning
   two: {connection: local}
 groups:
   both: [one, two]

@@ -68,11 +68,14 @@ def print_result(reporter, result, *, json_out: bool) -> None:
     from ..report import markup_safe as escape   # remote text: no secrets, no terminal escapes
 
     state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
-    console.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}", align="left")
+    reporter.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}")   # '== ...' in a pipe
     rows = _summary_rows(result)
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
-        console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}")
+        if reporter.plain:   # a pipe or a file: `key: value` lines, no padding, as grep and awk read them
+            console.print(f"{key}: {escape(value)}" if key else escape(value), soft_wrap=True)
+        else:
+            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}")
     if result.error:
         reporter.error(result.error)
 

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, env) -> int:
     from ..decide import decide
     from ..errors import ExitStatus
     from ..parallel import Outcome
-    from ..report import Reporter
+    from ..report import Reporter, terminal_safe
 
     from ..roles import load_roles, roles_dirs
 
@@ -47,7 +47,8 @@ def run(args: argparse.Namespace, env) -> int:
     for path in args.facts:
         started = time.monotonic()
         facts, decisions = _decide_file(decide, path, values)
-        name = decisions.host if decisions.host not in decided else f"{decisions.host} ({path})"
+        host = terminal_safe(decisions.host)    # the record's own word: a JSON key too, where scrub does not look
+        name = host if host not in decided else f"{host} ({path})"
         decided[name] = decisions
         acting[name] = acting_roles(roles, facts, decisions, values)
         skipped[name] = [r.name for r in roles if r.name not in acting[name]]
@@ -74,6 +75,7 @@ def _decide_file(decide, path: str, values: dict):
 
     from ..decide import FactsError, VariableError
     from ..errors import InputError
+    from ..report import terminal_safe
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -88,8 +90,8 @@ def _decide_file(decide, path: str, values: dict):
                          path=path, line=line) from None
     try:
         return facts, decide(facts, values)
-    except FactsError as exc:
-        raise InputError(str(exc), path=path) from None
+    except FactsError as exc:   # the sentence quotes the record's value: remote text, made terminal-safe
+        raise InputError(terminal_safe(exc), path=path) from None
     except VariableError as exc:
         raise InputError(str(exc)) from None
 
@@ -106,9 +108,11 @@ def acting_roles(roles, facts: dict, d, values: dict) -> list[str]:
 
 
 def print_decisions(reporter, name: str, d, acting: list[str], skipped: list[str]) -> None:
-    """One block per host: each decision, its value and its reason; then the roles that act."""
-    from rich.markup import escape
+    """One block per host: each decision, its value and its reason; then the roles that act. Values and reasons
+    quote the facts record (GPU names, versions, paths): remote text, printed only through markup_safe."""
     from rich.table import Table
+
+    from ..report import markup_safe as escape
 
     status, style = ("REFUSED", "red") if d.refuse else ("ok", "green")
     reporter.host_block(name, status, "", style)

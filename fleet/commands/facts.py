@@ -47,9 +47,15 @@ def run(args: argparse.Namespace, env) -> int:
     from ..errors import ExitStatus
     from ..inventory import load_inventory
     from ..facts import store
+    from ..validate import check_hosts
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
+    if not args.cached:
+        # The probe is rendered from each host's variables (where the venv is, ...): a misspelt or mistyped one
+        # is bad input here as in apply (exit 2, file:line, nobody contacted). --cached renders nothing from
+        # them and contacts nobody: it shows the records as they were written.
+        check_hosts(hosts, inventory.roles_path)
     reporter = _common.reporter_for(args, env)
     if args.cached:
         outcomes = _read_cached(hosts, inventory.facts_dir)

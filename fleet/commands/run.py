@@ -45,6 +45,7 @@ def run(args: argparse.Namespace, env) -> int:
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
     reporter = _common.reporter_for(args, env)
+    _warn_bad_variables(reporter, hosts, inventory.roles_path)
     options = _common.connect_options(args, reporter)
     outcomes = on_hosts(hosts, lambda conn, host: conn.run(command, sudo=args.sudo, timeout=args.timeout),
                         options=options, forks=args.forks, debug=env.debug)
@@ -64,6 +65,21 @@ def run(args: argparse.Namespace, env) -> int:
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def _warn_bad_variables(reporter, hosts, roles_path) -> None:
+    """`fleet run` renders nothing from the variables: the command is sent as the user wrote it. So a bad
+    variable cannot make its result wrong and does not block it (run is what one reaches for to look at a host
+    while fixing an inventory); each problem is a warning, so the typo is seen now rather than at the next
+    apply or facts, which refuse it (exit 2)."""
+    from ..errors import InputError
+    from ..validate import check_hosts
+
+    try:
+        check_hosts(hosts, roles_path)
+    except InputError as exc:
+        for problem in str(exc).splitlines():
+            reporter.warn(f"{problem} (not used by fleet run; apply and facts refuse it)")
 
 
 def _print_grouped(reporter, results, outcomes) -> None:

@@ -19,6 +19,7 @@ class TaskReport:
     reason: str
     diff: str | None = None
     id: str = ""
+    why: str | None = None  # the role's `why:`, already at the end of `reason`; the report shows it once per role
 
     def to_json(self) -> dict:
         return {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
@@ -46,7 +47,8 @@ def plan(observed: Observed) -> Plan:
             entries.append(TaskReport(role, name, "ok", result.reason, id=task.id))
         else:
             why = result.reason + (f" ({task.why})" if task.why else "")
-            entries.append(TaskReport(role, name, "changed", why, diff(task, result), id=task.id))
+            entries.append(TaskReport(role, name, "changed", why, diff(task, result), id=task.id,
+                                      why=task.why))
             to_apply.append(task)
     return Plan(tuple(entries), tuple(to_apply))
 

@@ -93,7 +93,7 @@ def test_a_second_bootstrap_changes_nothing(bootstrapped):
     assert "nothing: the pod was in state" in out
     assert "already in" in out and "left as it was" in out
     assert "verify passed" in out
-    assert "connect    ssh root@" in out and "-p 22 -i " in out
+    assert "connect: ssh root@" in out and "-p 22 -i " in out   # plain `key: value` lines in a pipe
 
 
 @pytest.mark.parametrize("extra,reason", [

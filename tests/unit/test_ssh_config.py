@@ -63,5 +63,5 @@ def test_proxyjump_none_means_no_jump(tmp_path):
 def test_a_bad_port_in_the_config_is_bad_input(tmp_path):
     path = tmp_path / "cfg"
     path.write_text("Host pod\n    Port twenty-two\n")
-    with pytest.raises(InputError, match="Port 'twenty-two' for pod is not a number"):
+    with pytest.raises(InputError, match=r":2: Port 'twenty-two' \(for pod\) is not a port number"):
         resolve(host(tmp_path, "{address: pod}"), path)
