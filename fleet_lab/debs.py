@@ -83,18 +83,31 @@ def write_repo(repo: Path, debs: list[Deb], keyring_home: Path) -> None:
                        + f"\nFilename: ./{deb.filename}\nSize: {len(data)}"
                        + f"\nMD5sum: {hashlib.md5(data).hexdigest()}\nSHA256: {hashlib.sha256(data).hexdigest()}"
                        + "\nDescription:" + deb.control().split("\nDescription:")[1].rstrip("\n"))
+    indexes = write_packages(repo, stanzas)
+    sign_release(repo, ["Origin: fleet lab stand-in", "Label: fleet lab stand-in for NVIDIA CUDA",
+                        "Architectures: amd64 arm64 all"], indexes, keyring_home)
+
+
+def write_packages(directory: Path, stanzas: list[str]) -> list[Path]:
+    """Packages and Packages.gz (reproducible: no mtime in the gzip header) of these stanzas."""
+    directory.mkdir(parents=True, exist_ok=True)
     packages = ("\n\n".join(stanzas) + "\n").encode()
-    (repo / "Packages").write_bytes(packages)
-    (repo / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
-    release = ["Origin: fleet lab stand-in", "Label: fleet lab stand-in for NVIDIA CUDA",
-               "Architectures: amd64 arm64 all", f"Date: {formatdate(usegmt=True)}", "SHA256:"]
-    for name in ("Packages", "Packages.gz"):
-        data = (repo / name).read_bytes()
-        release.append(f" {hashlib.sha256(data).hexdigest()} {len(data)} {name}")
-    (repo / "Release").write_text("\n".join(release) + "\n")
-    gpg = ["gpg", "--homedir", str(keyring_home), "--batch", "--yes", "--quiet"]
-    _run(gpg + ["--clearsign", "-o", str(repo / "InRelease"), str(repo / "Release")], "gpg")
-    _run(gpg + ["--detach-sign", "--armor", "-o", str(repo / "Release.gpg"), str(repo / "Release")], "gpg")
+    (directory / "Packages").write_bytes(packages)
+    (directory / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
+    return [directory / "Packages", directory / "Packages.gz"]
+
+
+def sign_release(dist: Path, header: list[str], indexes: list[Path], gpg_home: Path) -> None:
+    """`dist`/Release listing each index (path relative to dist, SHA256, size), then InRelease and Release.gpg
+    signed with the lab's key: what apt checks before it trusts a repository."""
+    release = [*header, f"Date: {formatdate(usegmt=True)}", "SHA256:"]
+    for path in indexes:
+        data = path.read_bytes()
+        release.append(f" {hashlib.sha256(data).hexdigest()} {len(data)} {path.relative_to(dist)}")
+    (dist / "Release").write_text("\n".join(release) + "\n")
+    gpg = ["gpg", "--homedir", str(gpg_home), "--batch", "--yes", "--quiet"]
+    _run(gpg + ["--clearsign", "-o", str(dist / "InRelease"), str(dist / "Release")], "gpg")
+    _run(gpg + ["--detach-sign", "--armor", "-o", str(dist / "Release.gpg"), str(dist / "Release")], "gpg")
 
 
 def make_signing_key(home: Path) -> bytes:

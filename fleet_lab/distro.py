@@ -12,14 +12,12 @@ lab's apt key, which the profiles that carry these sources install as ubuntu-arc
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import shutil
 import tempfile
-from email.utils import formatdate
 from pathlib import Path
 
-from .debs import _run
+from .debs import _run, sign_release, write_packages
 
 SUITE = "noble"
 PACKAGES = ("git", "curl", "python3-venv", "python3.11-venv")
@@ -49,20 +47,9 @@ def build(out: Path, gpg_home: Path) -> None:
                        + "\nDescription:" + _control(stanza).split("\nDescription:", 1)[1].rstrip("\n"))
     dist = out / "dists" / SUITE
     binary = dist / "main" / "binary-amd64"
-    binary.mkdir(parents=True, exist_ok=True)
-    packages = ("\n\n".join(stanzas) + "\n").encode()
-    (binary / "Packages").write_bytes(packages)
-    (binary / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
-    release = ["Origin: Ubuntu", "Label: fleet lab stand-in for the Ubuntu archive", f"Suite: {SUITE}",
-               f"Codename: {SUITE}", "Architectures: amd64", "Components: main",
-               f"Date: {formatdate(usegmt=True)}", "SHA256:"]
-    for rel in ("main/binary-amd64/Packages", "main/binary-amd64/Packages.gz"):
-        data = (dist / rel).read_bytes()
-        release.append(f" {hashlib.sha256(data).hexdigest()} {len(data)} {rel}")
-    (dist / "Release").write_text("\n".join(release) + "\n")
-    gpg = ["gpg", "--homedir", str(gpg_home), "--batch", "--yes", "--quiet"]
-    _run(gpg + ["--clearsign", "-o", str(dist / "InRelease"), str(dist / "Release")], "gpg")
-    _run(gpg + ["--detach-sign", "--armor", "-o", str(dist / "Release.gpg"), str(dist / "Release")], "gpg")
+    indexes = write_packages(binary, stanzas)
+    sign_release(dist, ["Origin: Ubuntu", "Label: fleet lab stand-in for the Ubuntu archive", f"Suite: {SUITE}",
+                        f"Codename: {SUITE}", "Architectures: amd64", "Components: main"], indexes, gpg_home)
 
 
 def repack(name: str, stanza: str, pool: Path) -> Path:
