@@ -62,7 +62,9 @@ def test_ctrl_c_mid_apply_stops_with_a_partial_recap_and_exit_130(fresh):
                  "a host to start applying a task")
         assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
         proc.send_signal(signal.SIGINT)
-        wait_for(lambda: proc.poll() is not None, 2.0, "fleet to stop after Ctrl-C")
+        # A hang bound, not a speed expectation (a loaded CI machine): that fleet stopped rather than finished is
+        # what exit 130 and the hosts that never started prove below.
+        wait_for(lambda: proc.poll() is not None, 600, "fleet to stop after Ctrl-C")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -83,16 +85,18 @@ def test_ctrl_c_mid_apply_stops_with_a_partial_recap_and_exit_130(fresh):
 def test_a_host_that_stops_answering_fails_in_bounded_time_while_others_finish(fresh):
     inv = str(fresh.inventory_path)
     marker = host_dir("pod-570", fresh.root) / "upper" / "root" / "fleet-started"
-    proc, err = start_fleet("run", inv, "--limit", "pod-*", "--dead-after", "2", "--json", "--",
+    # --dead-after 10, not 2: at load 40-170 on 2 cores a live host's keep-alive reply could miss 2 s and the
+    # host that must finish was given up too (issue 17); 10 s of no answer from a live sshd does not happen.
+    proc, err = start_fleet("run", inv, "--limit", "pod-*", "--dead-after", "10", "--json", "--",
                             "touch /root/fleet-started; sleep 6; echo finished")
     frozen: list[int] = []
     try:
-        wait_for(marker.exists, 60, "the command to start on pod-570")
+        wait_for(marker.exists, 600, "the command to start on pod-570")
         frozen = LabHost("pod-570", fresh.root).pids()
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         # Without a deadline fleet would wait forever: the frozen host's TCP connection stays open.
-        wait_for(lambda: proc.poll() is not None, 60, "fleet to give the frozen host up")
+        wait_for(lambda: proc.poll() is not None, 600, "fleet to give the frozen host up")
     finally:
         for pid in frozen:
             try:

@@ -48,11 +48,11 @@ def holder(env, body="echo held; read -t 60 _"):
 
 
 def second(env) -> subprocess.CompletedProcess:
-    return subprocess.run(wrapped("echo second ran"), capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(wrapped("echo second ran"), capture_output=True, text=True, env=env, timeout=600)
 
 
 def wait_gone(path: Path) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 600
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not path.exists()
