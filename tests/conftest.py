@@ -4,6 +4,8 @@ fleet reads ~/.ssh/known_hosts, ~/.config/fleet/known_hosts (via XDG_CONFIG_HOME
 the keys in ~/.ssh and the ssh-agent: each test gets an empty home of its own and no agent.
 """
 
+import socket
+
 import pytest
 
 
@@ -14,3 +16,29 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     return home
+
+
+class CountingPort:
+    """A listening TCP port on 127.0.0.1 that tells whether anything connected: an inventory points a host at it
+    to prove that bad input stopped fleet before any host was contacted."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+
+    def contacted(self) -> bool:
+        try:
+            self.sock.accept()[0].close()
+            return True
+        except BlockingIOError:
+            return False
+
+
+@pytest.fixture
+def counting_port():
+    port = CountingPort()
+    yield port
+    port.sock.close()

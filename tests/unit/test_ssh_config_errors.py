@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import socket
 
 import pytest
 from rich.console import Console
@@ -67,32 +66,16 @@ def test_the_jump_forms_ssh_reads_are_read(tmp_path, jump, want):
     assert (hop.hostname, hop.port, hop.user) == want
 
 
-@pytest.fixture
-def listener():
-    """A TCP port that counts connections: nothing may reach it when the config is bad."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    sock.setblocking(False)
-    yield sock.getsockname()[1]
-    try:
-        sock.accept()
-        contacted = True
-    except BlockingIOError:
-        contacted = False
-    sock.close()
-    assert not contacted, "a host was contacted despite the bad ssh config"
-
-
 @pytest.mark.parametrize("bad, line", [("    Port\n", 4), ("    Port 22x\n", 4), ("    ProxyJump a b\n", 4)])
 @pytest.mark.parametrize("command", [["run", "--", "true"], ["facts"], ["apply", "--check"],
                                      ["script", "--limit", "bad"]])
-def test_every_command_exits_2_before_contacting_any_host(tmp_path, isolated_home, listener, bad, line, command):
+def test_every_command_exits_2_before_contacting_any_host(tmp_path, isolated_home, counting_port, bad, line,
+                                                         command):
     ssh = isolated_home / ".ssh"
     ssh.mkdir(mode=0o700)
     (ssh / "config").write_text(f"Host other\n    User x\nHost gpu-box\n{bad}")
     inv = tmp_path / "inv.yaml"
-    inv.write_text(f"hosts:\n  good: {{address: 127.0.0.1, port: {listener}}}\n  bad: {{address: gpu-box}}\n")
+    inv.write_text(f"hosts:\n  good: {{address: 127.0.0.1, port: {counting_port.port}}}\n  bad: {{address: gpu-box}}\n")
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200, soft_wrap=True),
                       err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
@@ -101,6 +84,7 @@ def test_every_command_exits_2_before_contacting_any_host(tmp_path, isolated_hom
     errors = [text for text in err.getvalue().splitlines() if text.startswith("error:")]   # progress may precede
     assert len(errors) == 1 and errors[0].startswith(f"error: {ssh / 'config'}:{line}: "), err.getvalue()
     assert "recap" not in out.getvalue() and "good" not in out.getvalue().replace("roles good, bad:", "")
+    assert not counting_port.contacted(), "a host was contacted despite the bad ssh config"
 
 
 def test_bootstrap_of_a_host_with_a_bad_config_line_exits_2_and_writes_nothing(tmp_path, isolated_home):

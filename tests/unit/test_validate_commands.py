@@ -8,7 +8,6 @@ written and renders nothing from them: a bad one is a warning naming file:line a
 import io
 import json
 import re
-import socket
 from pathlib import Path
 
 import pytest
@@ -32,35 +31,17 @@ def expectations(path: Path) -> tuple[int, list[str]]:
     return int(re.search(r"# expect-line: (\d+)", text)[1]), re.findall(r"# expect: (.*)", text)
 
 
-@pytest.fixture
-def listener():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    sock.setblocking(False)
-    yield sock
-    sock.close()
-
-
-def contacted(sock) -> bool:
-    try:
-        sock.accept()[0].close()
-        return True
-    except BlockingIOError:
-        return False
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
-def test_facts_refuses_a_bad_variable_at_its_line_before_any_host(case, tmp_path, listener):
+def test_facts_refuses_a_bad_variable_at_its_line_before_any_host(case, tmp_path, counting_port):
     path = tmp_path / case.name
-    path.write_text(case.read_text().replace("PORT", str(listener.getsockname()[1])))
+    path.write_text(case.read_text().replace("PORT", str(counting_port.port)))
     line, texts = expectations(case)
     status, out, err = fleet(tmp_path, "facts", str(path))
     message = " ".join(err.split())
     assert status == 2, message
     assert message.startswith(f"error: {path}:{line}: "), message
     assert all(text in message for text in texts), message
-    assert not contacted(listener), "a host was contacted although a variable is bad"
+    assert not counting_port.contacted(), "a host was contacted although a variable is bad"
     assert not (tmp_path / "facts").exists()
 
 
