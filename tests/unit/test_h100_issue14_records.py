@@ -69,3 +69,20 @@ def test_on_the_merged_code_a_no_op_is_still_one_command_reusing_verify_and_an_a
     ran = json.loads((FINAL / "facts-after-verify.json").read_text())["verify"]
     assert ran["reused"] is False and ran["passed"] is True and ran["reason"].startswith("ran: ")
     assert ran["at"] > reused["at"]
+
+
+S4 = DATA.parent / "issue14-s4"
+
+
+def test_session_4_the_no_op_with_the_concurrent_probe_is_one_command_and_reuses_verify():
+    noop = json.loads((S4 / "apply-noop.json").read_text())
+    assert noop["stats"]["h100"]["remote_commands"] == 1 and noop["hosts"]["h100"]["changed"] == 0
+    reused = json.loads((S4 / "facts-after-apply.json").read_text())["verify"]
+    asked = json.loads((S4 / "facts-after-verify.json").read_text())["verify"]
+    assert reused["reused"] is True and reused["passed"] is True
+    assert asked["reused"] is False and asked["reason"] == "ran: asked for (fleet verify)"
+    # the fingerprint's shells, read from the probe's own trace, as the earlier probe's own bash -i/-l found them
+    assert reused["fingerprint_parts"] == asked["fingerprint_parts"]
+    for shell in ("noninteractive", "interactive", "login"):
+        assert reused["fingerprint_parts"][f"ld.{shell}"] == "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+        assert reused["fingerprint_parts"][f"libcuda.{shell}"].startswith("/usr/local/nvidia/lib64/libcuda.so.580.159.04 ")
