@@ -78,8 +78,8 @@ def script(vars: dict | None = None) -> str:
             # Kept at the top level: the verify gate the engine appends to this script reads each shell's
             # LD_LIBRARY_PATH from this trace (its frame lines are ignored), starting no shell of its own.
             fd = background_fd("facts.shells")
-            collect = (f'{shells.CAPTURED}=$(cat <&"${fd}"); exec {{{fd}}}<&-; '
-                       f'printf \'%s\\n\' "${shells.CAPTURED}"')
+            collect = (f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; printf -v {shells.CAPTURED} %s "${{fleet_lines[@]}}"; '
+                       f'printf %s "${shells.CAPTURED}"')
         out.append(collect)
     return "\n".join(out)
 

@@ -129,9 +129,10 @@ def df_command(dirs: list[str]) -> str:
     quoted = " ".join(shlex.quote(d) for d in dirs)
     return (
         f"for d in {quoted}; do\n"
-        "  p=$d; while [ ! -e \"$p\" ] && [ \"$p\" != / ]; do p=$(dirname -- \"$p\"); done\n"
+        # bash alone walks up to the ancestor and drops df's header: one process per directory, not three
+        "  p=$d; while [ ! -e \"$p\" ] && [ \"$p\" != / ]; do case $p in */*) p=${p%/*}; p=${p:-/};; *) p=/;; esac; done\n"
         "  printf 'dir %s\\n' \"$d\"\n"
-        "  df -Pk -- \"$p\" | tail -n +2\n"
+        "  out=$(df -Pk -- \"$p\"); [[ $out == *$'\\n'* ]] && printf '%s\\n' \"${out#*$'\\n'}\"\n"
         "done"
     )
 
