@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from fleet.errors import LabError
+from . import jetpack
 from . import mirror as mirror_mod
 from . import tls
 from .paths import MIRROR_IN_HOST
@@ -75,6 +76,9 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     if profile.tegra_release:
         put(layer, "/etc/nv_tegra_release", profile.tegra_release)
         put(layer, "/etc/ld.so.conf.d/nvidia-tegra.conf", f"{profile.driver_libdir}\n")
+    if profile.l4t_apt:   # what nvidia-l4t-apt-source leaves on an L4T image (fleet_lab/jetpack.py)
+        put(layer, jetpack.SOURCES_LIST, jetpack.sources_list(profile.l4t_apt))
+        put(layer, jetpack.KEY_PATH, (mirror / "apt" / "jetson" / jetpack.KEY_IN_MIRROR).read_bytes())
     if profile.machine != "x86_64":
         put(layer, f"/etc/ld.so.conf.d/{profile.multiarch}.conf",
             f"# Multiarch support\n/usr/local/lib/{profile.multiarch}\n/lib/{profile.multiarch}\n"
