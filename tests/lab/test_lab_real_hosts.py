@@ -142,6 +142,7 @@ def test_container_without_nvidia_smi_still_shows_its_kernel_driver(real):
 def test_orin_on_jetpack_6_reads_r36(real):
     facts = real.facts["orin"]
     assert facts["jetson"]["l4t"] == "36.4" and facts["system"]["arch"] == "aarch64"
+    assert facts["system"]["os_version"] == "22.04"      # JetPack 6's Ubuntu (fleet_lab/profiles.py)
     assert facts["driver"]["version"] == "540.4.0"
     assert sh_missing(real, "orin", "nvidia-smi")
     assert facts["gpus"][0]["name"] == "Orin (nvgpu)"    # from the kernel: Orin on JetPack 6 has no nvidia-smi
