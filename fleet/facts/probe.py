@@ -54,7 +54,7 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
         "cuda_compat": cuda.COMPAT.strip(),
         "libraries": cuda.libraries_command(),
         "env": software.ENV,
-        "shells": shells.command(),
+        "shells": shells.printed(),
         "python": software.python_command(str(settings["python_env"])),
         "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
         "verify": software.VERIFY,
@@ -66,7 +66,10 @@ def script(vars: dict | None = None) -> str:
     """The whole probe as one bash script: one `facts.<source>` section per source."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
-    return "\n".join(section(f"facts.{name}", f"export LC_ALL=C\n{body}") for name, body in bodies(vars).items())
+    # The shells are traced at the top level, outside any section's subshell, so the verify gate appended after
+    # the facts reads the same trace instead of starting each kind of shell again (shells.capture).
+    return "\n".join((shells.capture() + "\n" if name == "shells" else "")
+                     + section(f"facts.{name}", f"export LC_ALL=C\n{body}") for name, body in bodies(vars).items())
 
 
 def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None = None) -> dict:
