@@ -37,6 +37,16 @@ LIBRARIES = [
     _lib("libnvidia-nvvm.so.4", "fleet_lab_nvvm_version", 58095, "NVVM 580.95.05"),
 ]
 
+# JetPack 6's CUDA 12.6 (fleet_lab/jetpack.py) and the nvidia-cudss-cu12 wheel: the same sonames' CUDA 12 builds,
+# in <libs>/cu12/ (one directory per soname set, as the link step finds them by soname).
+CU12_LIBRARIES = [
+    _lib("libcudss.so.0", "cudssGetVersion", 701, "cuDSS 0.7.1 for CUDA 12"),
+    _lib("libcudart.so.12", "fleet_lab_cudart_version", 12060, "CUDA runtime 12.6 (JetPack 6)"),
+    _lib("libcublasLt.so.12", "fleet_lab_cublaslt_version", 120601, "cuBLASLt 12.6 (JetPack 6)"),
+    _lib("libcublas.so.12", "fleet_lab_cublas_version", 120601, "cuBLAS 12.6 (JetPack 6)", ["libcublasLt.so.12"],
+         "$ORIGIN"),
+]
+
 NVPL_LIBS = ["libnvpl_blas_lp64_gomp.so.0", "libnvpl_blas_core.so.0",
              "libnvpl_lapack_lp64_gomp.so.0", "libnvpl_lapack_core.so.0"]
 
@@ -44,6 +54,8 @@ NVPL_LIBS = ["libnvpl_blas_lp64_gomp.so.0", "libnvpl_blas_core.so.0",
 def build_libraries(out: Path) -> None:
     for obj in LIBRARIES:
         native.build(obj, out / obj.soname, link_dir=out)
+    for obj in CU12_LIBRARIES:
+        native.build(obj, out / "cu12" / obj.soname, link_dir=out / "cu12")
     for (index, machine), flags in wheels.ARCH_FLAGS.items():
         _build_torch_libs(out / "torch" / f"{index}-{machine}", out, flags, jetson=index.startswith("jetson"))
 
@@ -60,9 +72,9 @@ def _build_torch_libs(out: Path, standins: Path, arch_flags: str, jetson: bool) 
 
 
 def build_wheels(out: Path, libs: Path, py: str) -> None:
-    """whl/cu130 (x86_64 + aarch64), whl/jetson-cu130 (aarch64), whl/pypi (NVPL, cuDSS)."""
+    """whl/cu130 (x86_64 + aarch64), whl/jetson-cu130 and whl/jetson-jp6-cu126 (aarch64), whl/pypi (NVPL, cuDSS)."""
     for index, machines in (("cu130", ("x86_64", "aarch64")), ("jetson-cu130", ("aarch64",)),
-                            ("cpu", ("x86_64", "aarch64"))):
+                            ("jetson-jp6-cu126", ("aarch64",)), ("cpu", ("x86_64", "aarch64"))):
         built = []
         for machine in machines:
             src = libs / "torch" / f"{index}-{machine}"
@@ -87,6 +99,11 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             out / "pypi" / "nvidia-cudss-cu13", "nvidia_cudss_cu13", "0.7.1.4", f"py3-none-manylinux_2_27_{m}",
             {"nvidia/cu13/lib/libcudss.so.0": lib("libcudss.so.0")}, "fleet lab stand-in for cuDSS (CUDA 13)")
             for m in ("x86_64", "aarch64")],
+        # the CUDA 12 build (what fleet installs for an Orin's jp6/cu126 torch): nvidia/cu12/lib, as NVIDIA's wheel
+        "nvidia-cudss-cu12": [wheels.write_wheel(
+            out / "pypi" / "nvidia-cudss-cu12", "nvidia_cudss_cu12", "0.7.1.4", f"py3-none-manylinux_2_27_{m}",
+            {"nvidia/cu12/lib/libcudss.so.0": (libs / "cu12" / "libcudss.so.0").read_bytes()},
+            "fleet lab stand-in for cuDSS (CUDA 12)") for m in ("x86_64", "aarch64")],
     }
     # PyPI's simple pages link the files on files.pythonhosted.org (fleet_lab/serve.py serves both names)
     wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")

@@ -91,7 +91,7 @@ def write_repo(repo: Path, debs: list[Deb], keyring_home: Path) -> None:
 def write_packages(directory: Path, stanzas: list[str]) -> list[Path]:
     """Packages and Packages.gz (reproducible: no mtime in the gzip header) of these stanzas."""
     directory.mkdir(parents=True, exist_ok=True)
-    packages = ("\n\n".join(stanzas) + "\n").encode()
+    packages = ("\n\n".join(stanzas) + "\n").encode() if stanzas else b""   # apt refuses a stanza-less "\n"
     (directory / "Packages").write_bytes(packages)
     (directory / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
     return [directory / "Packages", directory / "Packages.gz"]
@@ -110,17 +110,18 @@ def sign_release(dist: Path, header: list[str], indexes: list[Path], gpg_home: P
     _run(gpg + ["--detach-sign", "--armor", "-o", str(dist / "Release.gpg"), str(dist / "Release")], "gpg")
 
 
-def make_signing_key(home: Path) -> bytes:
-    """A fresh ed25519 signing key in `home`; returns the binary public keyring (cuda-archive-keyring.gpg)."""
+def make_signing_key(home: Path, uid: str = "fleet lab stand-in CUDA archive key <lab@fleet.invalid>",
+                     armor: bool = False) -> bytes:
+    """A fresh ed25519 signing key in `home`; returns the public key: a binary keyring (cuda-archive-keyring.gpg)
+    or, with `armor`, ASCII-armored (an .asc file for /etc/apt/trusted.gpg.d)."""
     if not shutil.which("gpg"):
         raise LabError("the lab signs its stand-in apt repository with gpg, which is not installed; "
                        "run: apt-get install gnupg")
     home.mkdir(parents=True, exist_ok=True)
     home.chmod(0o700)
     gpg = ["gpg", "--homedir", str(home), "--batch", "--quiet", "--passphrase", ""]
-    _run(gpg + ["--quick-gen-key", "fleet lab stand-in CUDA archive key <lab@fleet.invalid>",
-                "ed25519", "sign", "never"], "gpg")
-    return _run(["gpg", "--homedir", str(home), "--batch", "--export"], "gpg")
+    _run(gpg + ["--quick-gen-key", uid, "ed25519", "sign", "never"], "gpg")
+    return _run(["gpg", "--homedir", str(home), "--batch", "--export"] + (["--armor"] if armor else []), "gpg")
 
 
 def stop_gpg_agent(home: Path) -> None:

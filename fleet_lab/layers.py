@@ -19,10 +19,11 @@ import subprocess
 from pathlib import Path
 
 from fleet.errors import LabError
+from . import jetpack
 from . import mirror as mirror_mod
 from . import tls
 from .paths import MIRROR_IN_HOST
-from .profiles import UBUNTU_2404, Profile
+from .profiles import Profile
 
 FILES = Path(__file__).parent / "files"
 USR_LOCAL = ("bin", "etc", "games", "include", "lib", "sbin", "share", "src")
@@ -66,15 +67,17 @@ def whiteout(layer: Path, path: str) -> None:
 def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: bool) -> None:
     """Write the profile into `layer` (a fresh directory), then install its preinstalled packages."""
     _masks(layer)
-    put(layer, "/usr/lib/os-release", UBUNTU_2404)
+    put(layer, "/usr/lib/os-release", profile.os_release)
     link(layer, "/etc/os-release", "../usr/lib/os-release")
-    put(layer, "/etc/lsb-release", "DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE=24.04\nDISTRIB_CODENAME=noble\n"
-                                   'DISTRIB_DESCRIPTION="Ubuntu 24.04.3 LTS"\n')
+    put(layer, "/etc/lsb-release", _lsb_release(profile.os_release))
     put(layer, "/usr/bin/nvidia-smi", (FILES / "nvidia-smi").read_bytes(), 0o755)
     (layer / MIRROR_IN_HOST.lstrip("/")).mkdir(parents=True, exist_ok=True)
     if profile.tegra_release:
         put(layer, "/etc/nv_tegra_release", profile.tegra_release)
         put(layer, "/etc/ld.so.conf.d/nvidia-tegra.conf", f"{profile.driver_libdir}\n")
+    if profile.l4t_apt:   # what nvidia-l4t-apt-source leaves on an L4T image (fleet_lab/jetpack.py)
+        put(layer, jetpack.SOURCES_LIST, jetpack.sources_list(profile.l4t_apt))
+        put(layer, jetpack.KEY_PATH, (mirror / "apt" / "jetson" / jetpack.KEY_IN_MIRROR).read_bytes())
     if profile.machine != "x86_64":
         put(layer, f"/etc/ld.so.conf.d/{profile.multiarch}.conf",
             f"# Multiarch support\n/usr/local/lib/{profile.multiarch}\n/lib/{profile.multiarch}\n"
@@ -98,6 +101,12 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     for mount_point in (MIRROR_IN_HOST, "/srv"):   # hosts reach the mirror over HTTPS only
         if (layer / mount_point.lstrip("/")).is_dir() and not any((layer / mount_point.lstrip("/")).iterdir()):
             (layer / mount_point.lstrip("/")).rmdir()
+
+
+def _lsb_release(os_release: str) -> str:
+    fields = {k: v.strip('"') for k, v in (line.split("=", 1) for line in os_release.splitlines() if "=" in line)}
+    return (f"DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE={fields['VERSION_ID']}\nDISTRIB_CODENAME={fields['VERSION_CODENAME']}\n"
+            f'DISTRIB_DESCRIPTION="{fields["PRETTY_NAME"]}"\n')
 
 
 def trust_lab_ca(layer: Path, mirror: Path) -> None:

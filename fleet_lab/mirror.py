@@ -2,7 +2,9 @@
 
     apt/ubuntu2404/{x86_64,sbsa}/   signed flat apt repositories (cuda-keyring, cuda-toolkit-13-0, ...)
     apt/ubuntu/                     the distribution's archive: what slim images lack (fleet_lab/distro.py)
-    whl/cu130/  whl/jetson-cu130/  whl/pypi/     PEP 503 indexes (torch; nvpl-blas, nvpl-lapack, nvidia-cudss-cu13)
+    apt/jetson/{common,t234}/       the JetPack apt repository (r36.4: cuda-toolkit-12-6; fleet_lab/jetpack.py)
+    whl/cu130/  whl/jetson-cu130/  whl/jetson-jp6-cu126/  whl/pypi/
+                                    PEP 503 indexes (torch; nvpl-blas, nvpl-lapack, nvidia-cudss-cu13, -cu12)
     redist/nvpl/  redist/cudss/     tarballs laid out as NVIDIA's compute/<product>/redist
     git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
     native/                         per-host objects: libcuda.so.<driver>, the uname() override
@@ -23,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import catalog, debs, distro, gitrepo, native, paths, redist, tls, wheels
+from . import catalog, debs, distro, gitrepo, jetpack, native, paths, redist, tls, wheels
 from .profiles import PROFILES
 
 HOST_PYTHON = "/usr/bin/python3"   # the interpreter lab hosts run (Debian's, with venv)
@@ -46,7 +48,7 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py"}   # layers.py: the profile layers are cached under the same hash
+                 "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py", "jetpack.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 
@@ -90,6 +92,7 @@ def build(out: Path) -> None:
     driver_lib(out, "580.159.04")
     driver_lib(out, catalog.COMPAT, compat=True)
     gpg_home = Path(tempfile.mkdtemp(prefix="fleet-gpg-"))
+    jetson_home = Path(tempfile.mkdtemp(prefix="fleet-gpg-jetson-"))
     try:
         keyring = debs.make_signing_key(gpg_home)
         for arch in ("x86_64", "sbsa"):
@@ -100,9 +103,13 @@ def build(out: Path) -> None:
             debs.write_repo(repo, packages, gpg_home)
         (out / "apt" / "cuda-archive-keyring.gpg").write_bytes(keyring)
         distro.build(out / "apt" / "ubuntu", gpg_home)   # git, curl, python3-venv for slim images
+        # JetPack's repository signs with a key of its own (Jetson OTA), trusted on Jetsons only
+        jetson_key = debs.make_signing_key(jetson_home, jetpack.KEY_UID, armor=True)
+        jetpack.build(out / "apt" / "jetson", libs, jetson_home, jetson_key)
     finally:
-        debs.stop_gpg_agent(gpg_home)
-        shutil.rmtree(gpg_home, ignore_errors=True)
+        for home in (gpg_home, jetson_home):
+            debs.stop_gpg_agent(home)
+            shutil.rmtree(home, ignore_errors=True)
     catalog.build_wheels(out / "whl", libs, python_tag())
     redist.build(out / "redist", libs)
     gitrepo.build_cutlass(out / "git" / "cutlass.git")

@@ -26,6 +26,22 @@ UBUNTU_CODENAME=noble
 LOGO=ubuntu-logo
 """
 
+# JetPack 6 (Jetson Linux R36) ships an Ubuntu 22.04 root file system (developer.nvidia.com/embedded/jetpack-archive,
+# JetPack 6.x: "Jetson Linux 36.x ... Ubuntu 22.04"); JetPack 7 (R38) moved to 24.04.
+UBUNTU_2204 = """PRETTY_NAME="Ubuntu 22.04.5 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.5 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=jammy
+"""
+
 THOR_TEGRA_RELEASE = ("# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, "
                       "DATE: Fri Aug 22 00:55:42 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
                       "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
@@ -65,6 +81,8 @@ class Profile:
     userspace_driver: str | None = None   # the user-space driver (libcuda.so.1) when it is not the kernel's
     gpu_job_mib: int = 0        # a job started at boot holds this much GPU memory (nvidia-smi lists it)
     container_disk_gb: int = 0  # a container disk of this size for / (the overlay's upper on a tmpfs): 0 = none
+    l4t_apt: str | None = None  # the L4T release whose JetPack apt repository the image lists (nvidia-l4t-apt-source)
+    os_release: str = UBUNTU_2404   # /usr/lib/os-release (and /etc/lsb-release from it)
 
     @property
     def multiarch(self) -> str:
@@ -106,13 +124,16 @@ PROFILES.update({
                               volume="/workspace", container_disk_gb=5),
     # A container started without NVIDIA_DRIVER_CAPABILITIES=utility: libcuda is there, nvidia-smi is not.
     "no-smi": replace(_H100, name="no-smi", runpod=False, nvidia_smi=False),
-    # Jetson AGX Orin on JetPack 6.1/6.2 (L4T R36.4): CUDA 12.6, no nvidia-smi, driver branch 540.
+    # Jetson AGX Orin on JetPack 6.1/6.2 (L4T R36.4): CUDA 12.6, no nvidia-smi, driver branch 540. Flashed with
+    # the L4T BSP only, as flash.sh / l4t_initrd_flash leave it: no CUDA toolkit yet, but the JetPack apt
+    # repository in its sources with its key trusted (nvidia-l4t-apt-source; fleet_lab/jetpack.py cites it),
+    # from which `apt install cuda-toolkit-12-6` (or nvidia-jetpack) brings CUDA.
     "orin-jp6": Profile(
         name="orin-jp6", machine="aarch64", kernel_release="5.15.148-tegra",
         gpu=Gpu("Orin (nvgpu)", "8.7", None, "jetson-orin", "00000000:00:00.0", 62841),
         driver="540.4.0", toolkit=False, driver_libdir="/usr/lib/aarch64-linux-gnu/nvidia",
         tegra_release=ORIN_TEGRA_RELEASE, device_tree_model="NVIDIA Jetson AGX Orin Developer Kit",
-        nvidia_smi=False),
+        nvidia_smi=False, l4t_apt="r36.4", os_release=UBUNTU_2204),
     # A GeForce card (no forward compatibility: cuda-compat gives 804) on driver 570.
     "geforce-pod": replace(_H100, name="geforce-pod", runpod=False,
                            gpu=Gpu("NVIDIA GeForce RTX 4090", "8.9", 24564, "consumer", "00000000:01:00.0", 24564)),

@@ -1,8 +1,8 @@
 """The mirror over HTTPS under the real source hostnames: one server per lab, on <lab subnet>.254:443 (and
 :80 for the distribution's archive, which Ubuntu's sources name with http://).
 
-Every lab host's /etc/hosts sends developer.download.nvidia.com, download.pytorch.org, pypi.jetson-ai-lab.io,
-pypi.org, files.pythonhosted.org and github.com here; the server picks the site by the Host header and
+Every lab host's /etc/hosts sends developer.download.nvidia.com, repo.download.nvidia.com, download.pytorch.org,
+pypi.jetson-ai-lab.io, pypi.org, files.pythonhosted.org and github.com here; the server picks the site by the Host header and
 maps the real URL paths onto the built mirror (SITES). Anything else is a 404, as a missing file is there.
 
     ensure(root, mirror, address)   start it (or keep the one running with the same mirror and address)
@@ -36,7 +36,8 @@ SITES = {
                                       ("/compute/nvpl/redist/", "redist/nvpl/"),
                                       ("/compute/cudss/redist/", "redist/cudss/")],
     "download.pytorch.org": [("/whl/cu130/", "whl/cu130/"), ("/whl/cpu/", "whl/cpu/")],
-    "pypi.jetson-ai-lab.io": [("/sbsa/cu130/", "whl/jetson-cu130/")],
+    "pypi.jetson-ai-lab.io": [("/sbsa/cu130/", "whl/jetson-cu130/"), ("/jp6/cu126/", "whl/jetson-jp6-cu126/")],
+    "repo.download.nvidia.com": [("/jetson/", "apt/jetson/")],   # JetPack's apt repository (fleet_lab/jetpack.py)
     "pypi.org": [("/simple/", "whl/pypi/")],
     "files.pythonhosted.org": [("/packages/", "whl/pypi/")],
     "github.com": [("/NVIDIA/cutlass.git/", "git/cutlass.git/"), ("/NVIDIA/cutlass/", "git/cutlass.git/")],

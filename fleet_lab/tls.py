@@ -16,7 +16,8 @@ from pathlib import Path
 # The real hostnames of every default source (fleet/decide/variables.py, the roles' defaults): the lab's
 # hosts resolve each to the mirror server, so what ships is what the lab tests.
 SOURCE_HOSTNAMES = ("developer.download.nvidia.com", "download.pytorch.org", "pypi.jetson-ai-lab.io",
-                    "pypi.org", "files.pythonhosted.org", "github.com", "archive.ubuntu.com")
+                    "pypi.org", "files.pythonhosted.org", "github.com", "archive.ubuntu.com",
+                    "repo.download.nvidia.com")   # JetPack's apt repository, in every Jetson's sources
 CA_NAME = "fleet lab stand-in CA (not a public CA)"
 
 

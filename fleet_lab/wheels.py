@@ -1,5 +1,5 @@
 """Real wheels and PEP 503 "simple" indexes for the stand-in mirror (pip installs them as it would
-PyTorch's and PyPI's): the stand-in torch for each index, nvpl-blas, nvpl-lapack, nvidia-cudss-cu13."""
+PyTorch's and PyPI's): the stand-in torch for each index, nvpl-blas, nvpl-lapack, nvidia-cudss-cu13 and -cu12."""
 
 from __future__ import annotations
 
@@ -19,15 +19,22 @@ ARCH_FLAGS = {
     ("cu130", "x86_64"): "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
     ("cu130", "aarch64"): "sm_80 sm_90 sm_100 sm_110 sm_120",
     ("jetson-cu130", "aarch64"): "sm_87 sm_110 sm_121",
+    # pypi.jetson-ai-lab.io/jp6/cu126: JetPack 6 builds for Orin (8.7) only; the index publishes no list either
+    ("jetson-jp6-cu126", "aarch64"): "sm_87",
     # download.pytorch.org/whl/cpu: what fleet installs where it sees no GPU (no CUDA kernels at all)
     ("cpu", "x86_64"): "",
     ("cpu", "aarch64"): "",
 }
 
 
+# The CUDA each index's builds are for (torch.version.cuda); None: a CPU build.
+INDEX_CUDA = {"cu130": "13.0", "jetson-cu130": "13.0", "jetson-jp6-cu126": "12.6", "cpu": None}
+
+
 def torch_version(index: str) -> str:
-    """The local version label names the index, as PyTorch's wheels do (2.11.0+cu130, 2.11.0+cpu)."""
-    return TORCH_VERSION.replace("+cu130", "+cpu") if index == "cpu" else TORCH_VERSION
+    """The local version label names the build's CUDA, as PyTorch's wheels do (2.11.0+cu130, 2.11.0+cpu)."""
+    cuda = INDEX_CUDA[index]
+    return TORCH_VERSION.replace("+cu130", f"+cu{cuda.replace('.', '')}" if cuda else "+cpu")
 
 
 def normalize(name: str) -> str:
@@ -93,7 +100,7 @@ def torch_files(libs: dict[str, bytes], arch_flags: str, index: str) -> dict[str
         files["torch/" + src.relative_to(TORCH_SOURCES).as_posix()] = src.read_bytes()
     files["torch/version.py"] = (
         f'"""fleet lab stand-in torch ({index} index)."""\n__version__ = "{torch_version(index)}"\n'
-        f'cuda = {None if index == "cpu" else repr("13.0")}\n'
+        f'cuda = {INDEX_CUDA[index]!r}\n'
         f'git_version = "fleet-lab-standin"\nhip = None\ndebug = False\narch_flags = "{arch_flags}"\n').encode()
     files.update(libs)
     return files

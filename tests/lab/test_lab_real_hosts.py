@@ -19,7 +19,7 @@ from test_apply_lab import fleet, fleet_json
 from test_shells_lab import CUINIT, INTERACTIVE, parse_cuinit
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-profiles.yaml"
-SECOND = ("runpod", "fresh-vm", "seed", "busy", "minimal")   # applied a second time: nothing may change
+SECOND = ("runpod", "fresh-vm", "seed", "busy", "minimal", "orin")   # applied a second time: nothing may change
 # What a refused host must not have been touched in: nothing fleet writes, nothing dpkg installed.
 NVML_STATE = ("ls -d /etc/fleet /opt/fleet /opt/cutlass /var/lib/fleet 2>&1; md5sum /var/lib/dpkg/status; "
               "ls -la --time-style=+%s /root /etc/apt/sources.list.d")
@@ -142,6 +142,7 @@ def test_container_without_nvidia_smi_still_shows_its_kernel_driver(real):
 def test_orin_on_jetpack_6_reads_r36(real):
     facts = real.facts["orin"]
     assert facts["jetson"]["l4t"] == "36.4" and facts["system"]["arch"] == "aarch64"
+    assert facts["system"]["os_version"] == "22.04"      # JetPack 6's Ubuntu (fleet_lab/profiles.py)
     assert facts["driver"]["version"] == "540.4.0"
     assert sh_missing(real, "orin", "nvidia-smi")
     assert facts["gpus"][0]["name"] == "Orin (nvgpu)"    # from the kernel: Orin on JetPack 6 has no nvidia-smi
@@ -149,10 +150,39 @@ def test_orin_on_jetpack_6_reads_r36(real):
     cuda = real.sh("orin", "python3 -c 'import ctypes; l=ctypes.CDLL(\"libcuda.so.1\"); v=ctypes.c_int(); "
                            "l.cuDriverGetVersion(ctypes.byref(v)); print(v.value, l.cuInit(0))'").stdout.split()
     assert cuda == ["12060", "0"]
-    # decides CUDA 12.6 (JetPack's) and the jp6/cu126 Jetson index; NOW: the mirror serves neither that index nor
-    # a JetPack apt source for cuda-toolkit-12-6, so the Orin does not converge yet (see fleet_lab/README.md)
+    # decides CUDA 12.6 (JetPack's) and the jp6/cu126 Jetson index
     torch = real.runs["check"][1]["hosts"]["orin"]["reasons"]["torch"]
     assert "https://pypi.jetson-ai-lab.io/jp6/cu126" in torch
+
+
+def test_orin_on_jetpack_6_converges_with_jetpacks_cuda_and_the_jp6_torch(real):
+    """Flashed with the L4T BSP only: no CUDA yet, JetPack's apt repository in its sources (fleet_lab/jetpack.py)."""
+    check = {role: t for (role, _), t in real.tasks("check", "orin").items() if t["status"] == "changed"}
+    assert "install cuda-toolkit-12-6 from JetPack 6.1's apt repository" in check["cuda_toolkit"]["reason"]
+    assert real.status("check", "orin", "cuda_compat") == {"skipped"}    # JetPack's 12.6 runs on its driver
+    # changes: the toolkit from JetPack's repository, NVPL and cuDSS (CUDA 12) wheels, the jp6/cu126 torch
+    first = real.runs["first"][1]["hosts"]["orin"]
+    assert first["refuse"] is None and not [t for t in first["tasks"] if t["status"] == "failed"], first["tasks"]
+    for role in ("cuda_toolkit", "nvpl", "cudss", "env_hooks", "torch"):
+        assert "changed" in real.status("first", "orin", role), role
+    facts = real.facts["orin"]
+    assert [(t["version"], t["path"]) for t in facts["cuda"]["toolkits"]] == [("12.6", "/usr/local/cuda-12.6")]
+    assert facts["torch"]["version"] == "2.11.0+cu126" and facts["torch"]["cuda"] == "12.6"
+    # verify: the stand-in torch imports (NVPL and cuDSS found) and CUDA works, in both kinds of shell
+    verify = facts["verify"]
+    assert verify["passed"] and verify["missing_libraries"] == [], verify["checks"]
+    assert {k: v["driver_api"] for k, v in verify["cuda"].items()} == {"noninteractive": 12060, "interactive": 12060}
+    site = f"/opt/fleet/venv/lib/python{'.'.join(facts['python']['version'].split('.')[:2])}/site-packages"
+    assert facts["env"]["LD_LIBRARY_PATH"] == \
+        f"/usr/local/cuda-12.6/targets/aarch64-linux/lib:{site}/nvpl/lib:{site}/nvidia/cu12/lib"   # Tegra CUDA 12
+    # JetPack's packages, not the desktop repo's: no cuda-keyring, no cuda-ubuntu* source, the toolkit's origin
+    out = real.sh("orin", "ls /etc/apt/sources.list.d; dpkg-query -W cuda-keyring 2>&1 | tail -1; "
+                          "apt-cache policy cuda-toolkit-12-6 | grep -m1 -o 'https://[^ ]* r36.4/main'").stdout
+    assert out.splitlines() == ["nvidia-l4t-apt-source.list", "dpkg-query: no packages found matching cuda-keyring",
+                                "https://repo.download.nvidia.com/jetson/common r36.4/main"], out
+    code, second = real.runs["second"]
+    assert code == 0 and second["hosts"]["orin"]["changed"] == 0, second["hosts"]["orin"]["tasks"]
+    assert second["stats"]["orin"]["remote_commands"] == 1   # converged: one probe
 
 
 def test_seed_template_pod_803_only_in_interactive_shells_until_fleet_neutralizes_the_lines(real):

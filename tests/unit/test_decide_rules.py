@@ -203,3 +203,20 @@ def test_minimal_images_without_ensurepip_get_python3_venv(venv_module, env_exis
     assert ("torch.0" in tasks) == installs
     if installs:
         assert tasks["torch.0"]["packages"] == ["python3-venv"]
+
+
+def test_orin_without_its_toolkit_takes_jetpacks_from_the_l4t_apt_source_not_the_desktop_repo():
+    """An Orin flashed with the L4T BSP only: cuda-toolkit-12-6 comes from repo.download.nvidia.com/jetson, which
+    the preinstalled nvidia-l4t-apt-source lists (Jetson Linux Developer Guide, "Software Packages and the Update
+    Mechanism"); NVIDIA's desktop sbsa repo would add SBSA builds of the same names, which JetPack 6 does not run."""
+    record = load("orin-jp6")
+    record["cuda"]["toolkits"] = []
+    tasks = rendered(record, {})
+    assert tasks["cuda_toolkit.0"]["packages"] == ["cuda-toolkit-12-6"]
+    assert not tasks["cuda_toolkit.0"]["keyring_deb"]      # no cuda-keyring, no desktop repo in its sources
+    assert decide(record, {}).to_json()["cuda"]["source"] == "jetpack"
+    named = rendered(record, {"cuda_keyring_url": "https://mirror.example/cuda-keyring_1.1-1_all.deb"})
+    assert named["cuda_toolkit.0"]["keyring_deb"] == "https://mirror.example/cuda-keyring_1.1-1_all.deb"   # asked for
+    x86 = load("h100-pod-580-compat")
+    x86["cuda"]["toolkits"] = []
+    assert rendered(x86, {})["cuda_toolkit.0"]["keyring_deb"] == KEYRING_X86   # the desktop path is unchanged

@@ -6,7 +6,8 @@ import warnings
 
 import torch
 
-_RUNTIME_CUDA = 13000   # this build's CUDA runtime: 13.0
+# this build's CUDA runtime (13.0 -> 13000, JetPack 6's 12.6 -> 12060), as cudaRuntimeGetVersion encodes it
+_RUNTIME_CUDA = (lambda v: int(v.split(".")[0]) * 1000 + int(v.split(".")[1]) * 10)(torch.version.cuda or "0.0")
 _state = None           # (device_count, error message or None), probed once like the real torch
 
 _TOO_OLD = ("The NVIDIA driver on your system is too old (found version {found}). Please update your GPU driver "
