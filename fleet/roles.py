@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from . import yamlsrc
+from . import template_cache, yamlsrc
 from .errors import InputError
 from .resources import TYPES, Resource
 
@@ -47,17 +47,30 @@ _LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
 # so the worker threads share them. Errors are not cached: they raise again, with the same message.
 @functools.lru_cache(maxsize=2048)
 def _compiled(source: str) -> jinja2.Template:
-    return _JINJA.from_string(source)
+    return _from_code(template_cache.code(_JINJA, "template", source, lambda: _JINJA.compile(source)))
 
 
 @functools.lru_cache(maxsize=2048)
 def _expression(expr: str):
-    return _JINJA.compile_expression(expr, undefined_to_none=False)
+    def build():
+        _JINJA.compile_expression(expr)   # Jinja's own check and error for an expression ("chunk after ...")
+        return _JINJA.compile(_EXPRESSION.format(expr=expr))
+    # What compile_expression makes of it: a template that sets `result`, read back by TemplateExpression
+    template = _from_code(template_cache.code(_JINJA, "expression", expr, build))
+    return jinja2.environment.TemplateExpression(template, undefined_to_none=False)
 
 
 @functools.lru_cache(maxsize=256)
 def _compiled_file(source: str, name: str, filename: str) -> jinja2.Template:
-    code = _JINJA.compile(source, name=name, filename=filename)
+    code = template_cache.code(_JINJA, f"file:{name}:{filename}", source,
+                               lambda: _JINJA.compile(source, name=name, filename=filename))
+    return _from_code(code)
+
+
+_EXPRESSION = "{{% set result = ({expr}\n) %}}"
+
+
+def _from_code(code) -> jinja2.Template:
     return _JINJA.template_class.from_code(_JINJA, code, _JINJA.make_globals(None))
 
 

@@ -41,6 +41,30 @@ def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
     )
 
 
+def background(name: str, body: str) -> tuple[str, str]:
+    """(start, collect) of a section that runs while the script goes on: `start` runs it at once, framed as
+    section() frames it, into a pipe the script holds open (bash process substitution, an fd in a variable);
+    `collect` prints what it printed, waiting for it to end. All starts, then all collects, in order: the output
+    is what the sections would print one after the other, in the time of the slowest. Only for read-only
+    sections that need nothing from each other (a probe's facts)."""
+    fd = background_fd(name)
+    start = f"exec {{{fd}}}< <(exec </dev/null\n{section(name, body)})"
+    return start, f'cat <&"${fd}"; exec {{{fd}}}<&-'
+
+
+def together(parts) -> str:
+    """One script of sections (section()'s strings) and background ones (background()'s pairs): the background
+    ones all start first and are collected in their order, then the others run one after the other."""
+    started = [p for p in parts if isinstance(p, tuple)]
+    return "\n".join([start for start, _ in started] + [collect for _, collect in started]
+                     + [p for p in parts if not isinstance(p, tuple)])
+
+
+def background_fd(name: str) -> str:
+    """The variable holding the fd a background section prints into."""
+    return "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
 def script(sections: list[str], preamble: str = "") -> str:
     # A preamble without a final newline would run into the first section's printf.
     return (preamble.rstrip("\n") + "\n" if preamble else "") + "\n".join(sections)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from . import yamlsrc
+from . import template_cache, yamlsrc
 from .errors import InputError
 
 _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables
@@ -146,12 +146,11 @@ def _names_read(role) -> set[str]:
 
     texts = [f"{{{{ {expr} }}}}" for expr in [role.when, *(t.when for t in role.tasks)] if expr]
     texts += [role.why or ""] + [s for t in role.tasks for s in [t.name, *_strings(t.params)]]
-    names: set[str] = set()
-    for text in texts:
-        names |= _undeclared(meta, _JINJA, text)
-    for template in sorted((role.path.parent / "templates").glob("*")):
-        names |= _undeclared(meta, _JINJA, template.read_text(encoding="utf-8"))
-    return names - _CONTEXT
+    texts += [t.read_text(encoding="utf-8") for t in sorted((role.path.parent / "templates").glob("*"))]
+
+    def find() -> set[str]:
+        return set().union(*(_undeclared(meta, _JINJA, text) for text in texts))
+    return template_cache.names(texts, find) - _CONTEXT
 
 
 def _undeclared(meta, env, text: str) -> set[str]:

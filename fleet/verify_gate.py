@@ -23,6 +23,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .facts import shells
 from .facts.software import VERIFY_PATH, select_python
 
 DEFAULT_MAX_AGE = "24h"
@@ -39,33 +40,39 @@ PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch":
 
 
 def fingerprint_script(python_env: str) -> str:
-    """Bash printing `name value` lines: only file reads and two shell start-ups, no Python, no GPU.
+    """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
 
     Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
     at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
     return f"""{select_python(python_env)}
-fleet_ldc=$(command -v ldconfig || echo /sbin/ldconfig)
-fleet_cached=$("$fleet_ldc" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
+{shells.capture(unless_done=True)}
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
-fleet_libcuda() {{  # the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH: the path first, then the cache
-  fleet_IFS=$IFS; IFS=:
+declare -A fleet_seen
+fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
+  # ld cache, read once), as `path size mtime`; each file is resolved and stat'ed once for all three shells
+  local fleet_d fleet_c= IFS=:
   for fleet_d in $1; do
-    [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ] && {{ IFS=$fleet_IFS; fleet_stat "$(readlink -f "$fleet_d/libcuda.so.1")"; return; }}
+    if [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ]; then fleet_c=$fleet_d/libcuda.so.1; break; fi
   done
-  IFS=$fleet_IFS
-  [ -n "$fleet_cached" ] && fleet_stat "$(readlink -f "$fleet_cached")" || echo none
+  IFS=$' \\t\\n'
+  if [ -z "$fleet_c" ]; then
+    [ -n "${{fleet_cached+x}}" ] || fleet_cached=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
+    [ -n "$fleet_cached" ] || {{ fleet_r=none; return; }}
+    fleet_c=$fleet_cached
+  fi
+  [ -n "${{fleet_seen[$fleet_c]+x}}" ] || fleet_seen[$fleet_c]=$(fleet_stat "$(readlink -f "$fleet_c")")
+  fleet_r=${{fleet_seen[$fleet_c]}}
 }}
-fleet_ld_of() {{  # the LD_LIBRARY_PATH a shell of this kind ends up with (its startup files' output is dropped):
-  # the last line holding @@ld=VALUE@@, VALUE between its last '@@ld=' and the last '@@' after it
-  local out line v=
-  out=$(timeout 10 bash "$1" -c 'printf "@@ld=%s@@" "$LD_LIBRARY_PATH"' </dev/null 2>/dev/null)
-  while IFS= read -r line || [ -n "$line" ]; do
-    [[ $line == *@@ld=*@@* ]] || continue
-    line=${{line##*@@ld=}}
-    [[ $line == *@@* ]] || continue
-    v=${{line%@@*}}
-  done <<< "$out"
-  printf '%s\\n' "$v"
+fleet_ld_of() {{  # fleet_v: the LD_LIBRARY_PATH a fresh session's shell of this kind ends up with, as the probe's own
+  # trace of the startup files found it (facts.shells: the same trace, so the gate starts no shell of its own)
+  local line kind=
+  fleet_v=
+  while IFS= read -r line; do
+    case $line in
+      "@@shell "*) kind=${{line#@@shell }} ;;
+      "@@value LD_LIBRARY_PATH="*) [ "$kind" = "$1" ] && fleet_v=${{line#@@value LD_LIBRARY_PATH=}} ;;
+    esac
+  done <<< "${shells.CAPTURED}"
 }}
 fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
   [ -r "$1" ] || {{ echo none; return; }}
@@ -83,14 +90,14 @@ echo "torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
 fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
 echo "hook ${{fleet_h:0:16}}"
 fleet_ni=${{LD_LIBRARY_PATH:-}}
-fleet_i=$(fleet_ld_of -i)
-fleet_l=$(fleet_ld_of -l)
+fleet_ld_of interactive; fleet_i=$fleet_v
+fleet_ld_of login; fleet_l=$fleet_v
 echo "ld.noninteractive $fleet_ni"
 echo "ld.interactive $fleet_i"
 echo "ld.login $fleet_l"
-echo "libcuda.noninteractive $(fleet_libcuda "$fleet_ni")"
-echo "libcuda.interactive $(fleet_libcuda "$fleet_i")"
-echo "libcuda.login $(fleet_libcuda "$fleet_l")"
+fleet_libcuda "$fleet_ni"; echo "libcuda.noninteractive $fleet_r"
+fleet_libcuda "$fleet_i"; echo "libcuda.interactive $fleet_r"
+fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
 """
 
 

@@ -46,9 +46,10 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
     return Decided(facts, decisions, djson, tasks)
 
 
-def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple[str, ...]:
+def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
-    fingerprint gate (fleet/verify_gate.py)."""
+    fingerprint gate (fleet/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
+    the ones that run what a role's author wrote one after the other: join them with sections.together."""
     out = []
     for t in decided.tasks:
         if not t.enabled:
@@ -56,7 +57,8 @@ def check_sections(decided: Decided, verify_max_age: float | None = None) -> tup
         body = t.resource.check()
         if is_verify(t):
             body = verify_gate.gated(body, venv_of(t), verify_max_age)
-        out.append(sections.section(f"check.{t.id}", body))
+        name = f"check.{t.id}"
+        out.append(sections.background(name, body) if t.resource.concurrent_check else sections.section(name, body))
     return tuple(out)
 
 

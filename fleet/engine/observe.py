@@ -59,7 +59,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
     guessed = _sections_of(guess, max_age)
     probed_with = storage.host_vars(last_facts, host.vars)
-    found = run_sections(conn, "\n".join([probe.script(probed_with), *guessed]), "probe")
+    found = run_sections(conn, "\n".join([probe.script(probed_with), sections.together(guessed)]), "probe")
     facts = probe.parse(found, host.name)
     if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
         found.update(run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
@@ -67,7 +67,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     decided = _decide(setup, host, facts, guess)
     wanted = check_sections(decided, max_age)
     if wanted != guessed:
-        found.update(run_sections(conn, "\n".join(wanted), "checks"))
+        found.update(run_sections(conn, sections.together(wanted), "checks"))
     checks, folded = {}, dict(facts)
     for t in decided.tasks:
         if not t.enabled:

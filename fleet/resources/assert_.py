@@ -17,6 +17,7 @@ def _interpreter_problem(value) -> str | None:
 
 
 class Assert(Resource):
+    concurrent_check = False          # it runs what the role says: alone, after fleet's own checks
     type_name = "assert"
     template_target = "script"
     params = {"script": Param((str,)), "template": Param((str,)),

@@ -108,6 +108,9 @@ class Resource:
     template_target: ClassVar[str | None] = None   # the parameter a role's `template:` fills
     path_param: ClassVar[str | None] = None        # a ~/ path here means the user's own file: no sudo
     requires_one_of: ClassVar[tuple[tuple[str, ...], str]] = ((), "")  # (params, why), e.g. creates/unless
+    # The check is fleet's own read-only shell, safe to run at the same time as other such checks
+    # (sections.background); False where it runs what a role's author wrote (command's unless, assert's script).
+    concurrent_check: ClassVar[bool] = True
 
     def __init__(self, values: dict[str, Any]):
         self.p = values

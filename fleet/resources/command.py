@@ -6,6 +6,7 @@ from .base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 
 class Command(Resource):
+    concurrent_check = False          # it runs what the role says: alone, after fleet's own checks
     type_name = "command"
     params = {"cmd": Param((str,), required=True), "creates": Param((str,)), "unless": Param((str,)),
               "root": Param((bool,), default=False)}

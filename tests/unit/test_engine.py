@@ -151,7 +151,7 @@ def test_every_snippet_and_both_remote_scripts_parse(shipped, case, user):
     for task in enabled(plan).values():
         syntax_ok(task.resource.check())
         syntax_ok(task.resource.apply())
-    syntax_ok("\n".join(check_sections(plan)))
+    syntax_ok(sections.together(check_sections(plan)))
     planned = tuple(t for t in enabled(plan).values() if t.spec.type != "assert")
     entries = tuple(TaskReport(t.spec.role, t.spec.name, "changed", "", id=t.id) for t in planned)
     apply(conn, Host(case, user=user), Plan(entries, planned), lambda host, msg: None)

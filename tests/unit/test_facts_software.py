@@ -61,6 +61,33 @@ def test_python_command_prefers_the_venv(tmp_path):
     assert parsed["version"] == ".".join(map(str, sys.version_info[:3]))
 
 
+def _venv_with_cfg(tmp_path, line: str) -> Path:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\ninclude-system-site-packages = false\n{line}\n")
+    return venv
+
+
+@pytest.mark.parametrize("line", ["version = {xy}.97", "version_info = {xy}.97.final.0"])
+def test_an_existing_venv_answers_its_version_from_pyvenv_cfg_without_starting_python(tmp_path, line):
+    """A no-op probe starts no Python: X.Y.97 is no Python here, so the answer came from the file (venv writes
+    `version`, virtualenv and uv `version_info`)."""
+    xy = "{}.{}".format(*sys.version_info[:2])
+    venv = _venv_with_cfg(tmp_path, line.format(xy=xy))
+    if not os.path.realpath(venv / "bin" / "python").endswith(f"python{xy}"):
+        venv_python = os.path.realpath(venv / "bin" / "python")
+        pytest.fail(f"this test needs a venv whose interpreter is named python{xy}, not {venv_python}")
+    out = run(software.python_command(str(venv)))
+    assert software.parse_python(out)["version"] == f"{xy}.97" and "source pyvenv.cfg" in out
+
+
+def test_a_venv_whose_cfg_names_another_python_is_asked_itself(tmp_path):
+    """A cfg whose X.Y is not its interpreter's (copied or rebuilt by hand): the interpreter answers."""
+    venv = _venv_with_cfg(tmp_path, "version = 2.7.18")
+    parsed = software.parse_python(run(software.python_command(str(venv))))
+    assert parsed["version"] == ".".join(map(str, sys.version_info[:3]))
+
+
 def test_python_command_without_venv_falls_back_to_python3(tmp_path):
     parsed = software.parse_python(run(software.python_command(str(tmp_path / "none"))))
     assert parsed["env_exists"] is False

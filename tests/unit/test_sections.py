@@ -80,3 +80,31 @@ def test_output_outside_sections_and_foreign_end_markers_are_ignored():
 def test_bad_names_are_refused(name):
     with pytest.raises(ValueError, match="section name"):
         section(name, "true")
+
+
+def test_background_sections_run_at_once_and_print_in_order_with_their_own_status(local, tmp_path):
+    """`first` can only end once `second` has run: one after the other, it would wait for nothing and say so."""
+    from fleet.sections import background
+    flag = tmp_path / "second-ran"
+    parts = [background("facts.first", f"for i in $(seq 6000); do [ -e {flag} ] && {{ echo saw the second; exit 3; }}; "
+                                       "sleep 0.1; done; echo alone"),
+             background("facts.second", f"touch {flag}; echo to-stderr >&2; echo second"),
+             background("facts.third", "printf 'no newline'")]
+    result = local.run("\n".join([start for start, _ in parts] + [collect for _, collect in parts]), timeout=900)
+    found = split_sections(result.stdout)
+    assert list(found) == ["facts.first", "facts.second", "facts.third"]
+    assert found["facts.first"] == Section("facts.first", 3, "saw the second")
+    assert found["facts.second"] == Section("facts.second", 0, "to-stderr\nsecond")
+    assert found["facts.third"] == Section("facts.third", 0, "no newline")
+
+
+def test_together_runs_the_plain_sections_alone_after_the_background_ones_have_ended(local, tmp_path):
+    """A role author's check (a plain section) never runs beside fleet's own concurrent ones."""
+    from fleet.sections import background, together
+    mark = tmp_path / "mark"
+    parts = [section("check.a.0", f"[ -e {mark} ] && cat {mark} || echo 'ran too early'"),
+             background("check.b.0", f"sleep 0.2; echo b > {mark}; echo wrote"),
+             background("check.c.0", "exit 10")]
+    found = split_sections(local.run(together(parts), timeout=600).stdout)
+    assert found == {"check.b.0": Section("check.b.0", 0, "wrote"), "check.c.0": Section("check.c.0", 10, ""),
+                     "check.a.0": Section("check.a.0", 0, "b")}

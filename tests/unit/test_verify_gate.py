@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from fleet import verify_gate
+from fleet.facts import probe, shells
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 PARTS = {"driver": "580.95.05", "torch": "a", "ld.interactive": "/x"}
@@ -78,3 +80,36 @@ def test_the_host_reuses_verify_only_while_its_own_record_matches_and_is_young(t
     assert verify_gate.changed_parts(first.parts, changed.parts) == ["LD_LIBRARY_PATH of interactive shells"]
     (tmp_path / "verify.json").unlink()                        # no record on the host: it runs
     assert not run_gate(tmp_path, 86400).reused
+
+
+def test_the_gate_reads_the_probes_own_trace_of_the_shells_and_starts_none_of_its_own(tmp_path):
+    """Inside the probe, the fingerprint's LD_LIBRARY_PATHs come from the facts.shells trace the probe already took."""
+    compat = tmp_path / "cuda-13.0" / "compat"
+    compat.mkdir(parents=True)
+    (compat / "libcuda.so.580.95.05").write_bytes(b"x" * 123)
+    (compat / "libcuda.so.1").symlink_to("libcuda.so.580.95.05")
+    trace = ("@@home /h\n@@shell noninteractive\n@@value LD_LIBRARY_PATH=/a\n@@shell interactive\n"
+             f"@@value LD_LIBRARY_PATH=/from/the/trace:{compat}\n@@shell login\n@@unset LD_LIBRARY_PATH\n")
+    (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/never/read\n")
+    script = (f"{shells.CAPTURED}={shlex.quote(trace)}\n"
+              + verify_gate.gated("echo '{}'", str(tmp_path / "venv"), 86400, str(tmp_path / "verify.json")))
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600,
+                         env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(tmp_path)})
+    parts = verify_gate.read(res.stdout).parts
+    assert parts["ld.interactive"] == f"/from/the/trace:{compat}" and parts["ld.login"] == ""
+    # the loader's pick for that path: the first directory holding libcuda.so.1, resolved (path, size, mtime)
+    assert parts["libcuda.interactive"].startswith(f"{compat}/libcuda.so.580.95.05 123 ")
+    assert parts["libcuda.login"] == parts["libcuda.noninteractive"] != parts["libcuda.interactive"]
+
+
+def test_the_fingerprint_is_the_same_inside_the_probe_and_in_a_command_of_its_own(tmp_path):
+    """A check-only command (the probe's guess was wrong) must not see a different fingerprint and re-run verify."""
+    (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/opt/extra:$LD_LIBRARY_PATH\n")
+    (tmp_path / ".profile").write_text("export LD_LIBRARY_PATH=/opt/login\n")
+    gate = verify_gate.gated("echo '{}'", str(tmp_path / "venv"), 86400, str(tmp_path / "verify.json"))
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(tmp_path)}
+    alone, in_probe = (verify_gate.read(subprocess.run(["bash", "-c", s], capture_output=True, text=True,
+                                                       timeout=600, env=env).stdout)
+                       for s in (gate, probe.script({"python_env": str(tmp_path / "venv")}) + "\n" + gate))
+    assert alone.parts["ld.interactive"].startswith("/opt/extra") and alone.parts["ld.login"] == "/opt/login"
+    assert in_probe.parts == alone.parts and in_probe.fingerprint == alone.fingerprint

@@ -1,0 +1,69 @@
+"""Where a probe's time goes ON the host: `python bench/sections.py apply INVENTORY [fleet options]` runs that fleet
+command with every section of every remote command timed by the host itself (bash's $EPOCHREALTIME around each
+framed section, reported on stderr and taken out again before fleet reads it), then prints, per section name, the
+median milliseconds over the hosts and the runs, largest first, and the whole command's on-host time.
+
+Figures for a person to read (bench/README.md), never assertions. Needs bash >= 5 on the hosts ($EPOCHREALTIME)."""
+
+from __future__ import annotations
+
+import collections
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fleet import connection, sections  # noqa: E402
+
+_MARK = re.compile(r"@@bench-t (\S+) (\d+)\n?")
+TIMES: dict[str, list[int]] = collections.defaultdict(list)
+
+
+def _timed(original):
+    def section(name, body, **kwargs):
+        return ("bench_t0=$EPOCHREALTIME\n" + original(name, body, **kwargs) +
+                f"bench_t1=$EPOCHREALTIME; printf '@@bench-t %s %s\\n' {name} "
+                "\"$(( ${bench_t1/./} - ${bench_t0/./} ))\" >&2\n")
+    return section
+
+
+def _run(original):
+    def run(self, script, **kwargs):
+        script = ("bench_all=$EPOCHREALTIME\n" + script + "\nbench_end=$EPOCHREALTIME; printf '@@bench-t "
+                  "WHOLE-COMMAND %s\\n' \"$(( ${bench_end/./} - ${bench_all/./} ))\" >&2\n")
+        result = original(self, script, **kwargs)
+        for name, micros in _MARK.findall(result.stderr or ""):
+            TIMES[name].append(int(micros))
+        try:
+            from dataclasses import replace
+            return replace(result, stderr=_MARK.sub("", result.stderr or ""))
+        except TypeError:
+            return result
+    return run
+
+
+def report(times: dict[str, list[int]], top: int = 40) -> str:
+    rows = sorted(((statistics.median(v) / 1000, k, len(v)) for k, v in times.items()), reverse=True)
+    lines = ["median ms  samples  section"]
+    lines += [f"{ms:9.1f}  {n:7d}  {name}" for ms, name, n in rows[:top]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    sections.section = _timed(sections.section)
+    from fleet.facts import probe
+    probe.section = sections.section           # imported by name there
+    connection.Connection.run = _run(connection.Connection.run)
+    from fleet.cli import main as fleet_main
+    try:
+        rc = fleet_main(argv)
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 1
+    print(report(TIMES), file=sys.stderr)
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
