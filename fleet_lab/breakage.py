@@ -48,7 +48,7 @@ time.sleep(float(sys.argv[1]))
 
 
 GPU_JOB = "/usr/lib/fleet-lab/gpu-job"
-GPU_JOBS = "/run/fleet-lab/gpu-jobs"   # files/nvidia-smi lists the processes holding one of these open
+GPU_JOBS = "/run/fleet-lab/gpu-jobs"   # native/nvidia_smi.c lists the processes holding one of these open
 GPU_JOB_SCRIPT = f'''#!/usr/bin/python3
 """fleet lab stand-in for someone else's training job: NOT a GPU program. Holds a lab GPU handle
 ({GPU_JOBS}/train, its content the MiB it uses) open until the host stops, as a CUDA process holds

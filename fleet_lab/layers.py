@@ -70,7 +70,7 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     put(layer, "/usr/lib/os-release", profile.os_release)
     link(layer, "/etc/os-release", "../usr/lib/os-release")
     put(layer, "/etc/lsb-release", _lsb_release(profile.os_release))
-    put(layer, "/usr/bin/nvidia-smi", (FILES / "nvidia-smi").read_bytes(), 0o755)
+    put(layer, "/usr/bin/nvidia-smi", mirror_mod.nvidia_smi(mirror).read_bytes(), 0o755)
     (layer / MIRROR_IN_HOST.lstrip("/")).mkdir(parents=True, exist_ok=True)
     if profile.tegra_release:
         put(layer, "/etc/nv_tegra_release", profile.tegra_release)

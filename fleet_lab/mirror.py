@@ -7,7 +7,7 @@
                                     PEP 503 indexes (torch; nvpl-blas, nvpl-lapack, nvidia-cudss-cu13, -cu12)
     redist/nvpl/  redist/cudss/     tarballs laid out as NVIDIA's compute/<product>/redist
     git/cutlass.git                 bare repository with tags v4.2.1, v4.3.0, v4.7.0
-    native/                         per-host objects: libcuda.so.<driver>, the uname() override
+    native/                         per-host objects: libcuda.so.<driver>, the uname() override, bin/nvidia-smi
 
     tls/                            the lab CA and the server certificate (fleet_lab/tls.py)
 
@@ -127,6 +127,16 @@ def driver_lib(mirror: Path, version: str, compat: bool = False) -> Path:
                                   {"LAB_DRIVER": native.c_string(version), "LAB_COMPAT": str(int(compat))})
         tmp = out.with_name(f".{out.name}.{os.getpid()}")
         native.build(obj, tmp)
+        tmp.rename(out)
+    return out
+
+
+def nvidia_smi(mirror: Path) -> Path:
+    """The stand-in nvidia-smi (fleet_lab/native/nvidia_smi.c), one program for every profile."""
+    out = mirror / "native" / "bin" / "nvidia-smi"
+    if not out.exists():
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        native.build_program("nvidia_smi.c", tmp)
         tmp.rename(out)
     return out
 

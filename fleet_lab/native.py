@@ -1,4 +1,4 @@
-"""Compile the stand-in shared objects (fleet_lab/native/*.c) with the system C compiler.
+"""Compile the stand-in shared objects and programs (fleet_lab/native/*.c) with the system C compiler.
 
 Every object carries the real soname and the real DT_NEEDED entries, so the real loader, `ldd` and
 `ldconfig` treat it as they treat NVIDIA's. The code inside is small and says it is a stand-in.
@@ -49,6 +49,17 @@ def build(obj: SharedObject, out: Path, link_dir: Path | None = None) -> Path:
         cmd += [f"-L{link_dir}", "-Wl,--no-as-needed"] + [f"-l:{soname}" for soname in obj.needed]
     if obj.source == "uname_override.c":
         cmd.append("-ldl")
+    return _compile(cmd, out)
+
+
+def build_program(source: str, out: Path) -> Path:
+    """Compile fleet_lab/native/`source` into the executable `out`: a stand-in command such as nvidia-smi,
+    a C program as NVIDIA's is, so that calling it costs what calling the real one costs (no interpreter)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return _compile([compiler(), "-O2", "-w", "-o", str(out), str(SOURCES / source), "-ldl"], out)
+
+
+def _compile(cmd: list[str], out: Path) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise LabError(f"building the stand-in {out.name} failed ({shlex.join(cmd)}): {proc.stderr.strip()}")

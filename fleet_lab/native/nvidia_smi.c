@@ -1,0 +1,500 @@
+/* fleet lab stand-in for nvidia-smi: NOT NVIDIA's. It answers from what the lab host exposes:
+ * the kernel driver in /proc/driver/nvidia/version, the GPU in /proc/driver/nvidia/fleet-lab-gpu, and
+ * the "CUDA Version" of whichever libcuda.so.1 the loader finds (as the real one does).
+ *
+ * It fails through the real mechanisms:
+ * - NVML "Driver/library version mismatch" (exit 18, NVML_ERROR_LIB_RM_VERSION_MISMATCH) when the user-space
+ *   driver library in the driver's directory (libcuda.so.1 -> libcuda.so.<version>) is not the kernel
+ *   module's version: what an unattended driver upgrade under a loaded module leaves.
+ * - Compute processes are the processes holding a lab GPU handle open: a file under /run/fleet-lab/gpu-jobs/
+ *   whose content is the MiB it holds (as the real one lists the processes with /dev/nvidia* contexts).
+ *
+ * A compiled program, as NVIDIA's is: fleet's facts probe runs it twice per host on every apply, and a
+ * Python stand-in's interpreter start-up (40-70 ms a call on a 2-core machine) was a third of a lab host's
+ * no-op probe (issue 14), a cost the real C binary does not have. Built by fleet_lab/native.py
+ * (build_program) into the mirror's native/bin/nvidia-smi; the profile layer puts it at /usr/bin/nvidia-smi. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const DRIVER_LIBS[] = {
+    "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+    "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1"};
+#define JOBS "/run/fleet-lab/gpu-jobs/"
+#define GPU_FILE "/proc/driver/nvidia/fleet-lab-gpu"
+#define N(array) (sizeof array / sizeof array[0])
+
+static const struct { const char *name, *header, *unit; } FIELDS[] = {  /* query field, csv header, unit */
+    {"index", "index", NULL}, {"name", "name", NULL}, {"driver_version", "driver_version", NULL},
+    {"compute_cap", "compute_cap", NULL}, {"memory.total", "memory.total [MiB]", "MiB"},
+    {"memory.used", "memory.used [MiB]", "MiB"}, {"memory.free", "memory.free [MiB]", "MiB"},
+    {"uuid", "uuid", NULL}, {"pci.bus_id", "pci.bus_id", NULL}, {"temperature.gpu", "temperature.gpu", NULL},
+    {"utilization.gpu", "utilization.gpu [%]", "%"}, {"power.draw", "power.draw [W]", "W"},
+    {"persistence_mode", "persistence_mode", NULL}, {"count", "count", NULL}};
+static const struct { const char *alias, *name; } ALIASES[] = {
+    {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"compute_capability", "compute_cap"}};
+static const struct { const char *name, *header; } APP_FIELDS[] = {
+    {"pid", "pid"}, {"process_name", "process_name"}, {"name", "process_name"},
+    {"used_memory", "used_gpu_memory [MiB]"}, {"used_gpu_memory", "used_gpu_memory [MiB]"}, {"gpu_uuid", "gpu_uuid"}};
+
+/* ---- small string helpers (Python's str.strip, split(",") and format widths, which count characters) ---- */
+
+static char *strip(char *s) {
+    while (*s && isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    return s;
+}
+
+static int count_parts(const char *s) {   /* how many parts s.split(",") has */
+    int n = 1;
+    for (; *s; s++) n += *s == ',';
+    return n;
+}
+
+/* Split `s` in place at every comma into stripped parts (room for count_parts(s)); returns how many. */
+static int split_commas(char *s, char **parts) {
+    int n = 0;
+    for (char *p = s;; ) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        parts[n++] = strip(p);
+        if (!comma) return n;
+        p = comma + 1;
+    }
+}
+
+static int has(char **parts, int n, const char *word) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(parts[i], word)) return 1;
+    return 0;
+}
+
+static size_t chars(const char *s, size_t bytes) {   /* UTF-8 code points in the first `bytes` bytes */
+    size_t n = 0;
+    for (size_t i = 0; i < bytes && s[i]; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* Python's f"{s[:limit]:<width}" (left) or f"{s:>width}" (right); limit 0 = no slicing. */
+static void pad(const char *s, int width, int right, size_t limit) {
+    size_t bytes = strlen(s);
+    if (limit) {
+        size_t seen = 0, i = 0;
+        for (; s[i]; i++) {
+            if (((unsigned char)s[i] & 0xC0) != 0x80 && seen++ == limit) break;
+        }
+        bytes = i;
+    }
+    size_t n = chars(s, bytes);
+    size_t fill = (size_t)width > n ? (size_t)width - n : 0;
+    if (right) printf("%*s", (int)fill, "");
+    fwrite(s, 1, bytes, stdout);
+    if (!right) printf("%*s", (int)fill, "");
+}
+
+/* Python's int(text.strip() or 0): 1 when `text` is a whole integer. */
+static int parse_int(char *text, long long *out) {
+    char *s = strip(text), *end;
+    if (!*s) { *out = 0; return 1; }
+    if (!isdigit((unsigned char)s[*s == '+' || *s == '-'])) return 0;
+    *out = strtoll(s, &end, 10);
+    return *end == '\0';
+}
+
+static char *read_file(const char *path) {   /* the whole file, NUL-terminated, or NULL */
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, got, mem);
+    int failed = ferror(f);   /* a directory opens but does not read (Python: IsADirectoryError) */
+    fclose(f);
+    fclose(mem);
+    if (failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- what the host exposes ---- */
+
+/* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...": the second word
+ * after "Module for ". */
+static char *kernel_driver(void) {
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    if (getline(&line, &cap, f) >= 0) {
+        char *p = strstr(line, "Module for ");
+        char *word = p ? strtok(p + 11, " \t\n\r\v\f") : NULL;
+        if (word) word = strtok(NULL, " \t\n\r\v\f");
+        if (word) found = strdup(word);
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* The version of the driver's own user-space library (never a cuda-compat one: NVML is not in compat). */
+static char *user_space_driver(void) {
+    char real[PATH_MAX];
+    struct stat st;
+    for (size_t i = 0; i < N(DRIVER_LIBS); i++) {
+        if (!realpath(DRIVER_LIBS[i], real) || stat(real, &st) != 0) continue;
+        char *base = strrchr(real, '/') + 1, *so = strstr(base, ".so.");
+        if (so) return strdup(so + 4);
+    }
+    return NULL;
+}
+
+struct job { long long pid, mib; char name[64]; };
+static struct job *held;
+static size_t nheld;
+static long long used_mib;
+
+static int by_pid(const void *a, const void *b) {
+    long long x = ((const struct job *)a)->pid, y = ((const struct job *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* One process's open files: the last lab GPU handle it holds (in directory order) names its memory. */
+static void scan_fds(const char *pid_name) {
+    char dir[64], fd[320], target[PATH_MAX], comm[96];
+    snprintf(dir, sizeof dir, "/proc/%s/fd", pid_name);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(fd, sizeof fd, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(fd, target, sizeof target - 1);
+        if (n < 0) continue;
+        target[n] = '\0';
+        if (strncmp(target, JOBS, strlen(JOBS)) != 0) continue;
+        snprintf(comm, sizeof comm, "/proc/%s/comm", pid_name);
+        char *content = read_file(target), *name = content ? read_file(comm) : NULL;
+        long long mib;
+        if (name && parse_int(content, &mib)) {
+            long long pid = strtoll(pid_name, NULL, 10);
+            size_t i = 0;
+            while (i < nheld && held[i].pid != pid) i++;
+            if (i == nheld) held = realloc(held, ++nheld * sizeof *held);
+            held[i].pid = pid;
+            held[i].mib = mib;
+            snprintf(held[i].name, sizeof held[i].name, "%s", strip(name));
+        }
+        free(content);
+        free(name);
+    }
+    closedir(d);
+}
+
+/* No file under JOBS, so no open file can be one: a handle counts only if its path opens here. Then the
+ * scan of every process's open files (20,000 readlinks on a machine running 5,000 processes: 200 ms) is
+ * skipped, and the answer is the same. A directory this user may not list is scanned all the same. */
+static int no_job_files(void) {
+    DIR *d = opendir(JOBS);
+    if (!d) return errno == ENOENT || errno == ENOTDIR;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d))) empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+/* The processes holding a lab GPU handle open, by pid (every /proc/<pid>/fd entry). */
+static void jobs(void) {
+    if (no_job_files()) return;
+    DIR *proc = opendir("/proc");
+    struct dirent *e;
+    while (proc && (e = readdir(proc)))
+        if (isdigit((unsigned char)e->d_name[0])) scan_fds(e->d_name);
+    if (proc) closedir(proc);
+    qsort(held, nheld, sizeof *held, by_pid);
+    for (size_t i = 0; i < nheld; i++) used_mib += held[i].mib;
+}
+
+/* /proc/driver/nvidia/fleet-lab-gpu: key=value lines (the lab's host.py writes it). */
+static char **gpu_keys, **gpu_values;
+static int ngpu;
+
+static void gpu(void) {
+    char *text = read_file(GPU_FILE);
+    if (!text) {   /* as the Python stand-in died: a traceback ending in this line, exit 1 */
+        fprintf(stderr, "FileNotFoundError: [Errno 2] No such file or directory: '%s'\n", GPU_FILE);
+        fflush(stdout);
+        exit(1);
+    }
+    size_t lines = 1;
+    for (const char *p = text; *p; p++) lines += *p == '\n';
+    gpu_keys = calloc(lines, sizeof *gpu_keys);
+    gpu_values = calloc(lines, sizeof *gpu_values);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (eq) *eq++ = '\0';
+        gpu_keys[ngpu] = line;
+        gpu_values[ngpu++] = eq ? eq : "";
+    }
+}
+
+static const char *gpu_get(const char *key) {   /* the last line naming `key` wins; NULL if none */
+    for (int i = ngpu - 1; i >= 0; i--)
+        if (!strcmp(gpu_keys[i], key)) return gpu_values[i];
+    return NULL;
+}
+
+static const char *gpu_need(const char *key) {
+    const char *value = gpu_get(key);
+    if (!value) {
+        fflush(stdout);
+        fprintf(stderr, "KeyError: '%s'\n", key);
+        exit(1);
+    }
+    return value;
+}
+
+/* "CUDA Version" from cuDriverGetVersion of whichever libcuda.so.1 the loader finds (dlopen, as ctypes does). */
+static const char *cuda_version(void) {
+    static char text[32];
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return "N/A";
+    int (*get)(int *) = (int (*)(int *))dlsym(lib, "cuDriverGetVersion");
+    if (!get) {
+        fflush(stdout);
+        fprintf(stderr, "AttributeError: libcuda.so.1: undefined symbol: cuDriverGetVersion\n");
+        exit(1);
+    }
+    int version = 0;
+    get(&version);
+    snprintf(text, sizeof text, "%d.%d", version / 1000, version % 1000 / 10);
+    return text;
+}
+
+/* ---- the answers ---- */
+
+static const char *canonical(const char *field) {
+    for (size_t i = 0; i < N(ALIASES); i++)
+        if (!strcmp(field, ALIASES[i].alias)) return ALIASES[i].name;
+    return field;
+}
+
+static int field_index(const char *field) {
+    for (size_t i = 0; i < N(FIELDS); i++)
+        if (!strcmp(field, FIELDS[i].name)) return (int)i;
+    return -1;
+}
+
+static void print_value(int f, const char *driver, int nounits) {
+    const char *name = FIELDS[f].name, *mem = gpu_get("memory_mb");
+    char number[32];
+    const char *known = number;
+    long long total = mem && *mem ? strtoll(mem, NULL, 10) : 0;
+    if (!mem) mem = "";
+    if (!strcmp(name, "index")) known = "0";
+    else if (!strcmp(name, "name")) known = gpu_need("name");
+    else if (!strcmp(name, "driver_version")) known = driver;
+    else if (!strcmp(name, "compute_cap")) known = gpu_need("compute_cap");
+    else if (!strcmp(name, "memory.total")) known = *mem ? mem : "[N/A]";
+    else if (!strcmp(name, "memory.used")) {
+        if (*mem) snprintf(number, sizeof number, "%lld", used_mib); else known = "[N/A]";
+    } else if (!strcmp(name, "memory.free")) {
+        if (*mem) snprintf(number, sizeof number, "%lld", total > used_mib ? total - used_mib : 0);
+        else known = "[N/A]";
+    } else if (!strcmp(name, "uuid")) known = gpu_need("uuid");
+    else if (!strcmp(name, "pci.bus_id")) known = gpu_need("bus_id");
+    else if (!strcmp(name, "temperature.gpu")) known = "31";
+    else if (!strcmp(name, "utilization.gpu")) known = nheld ? "100" : "0";
+    else if (!strcmp(name, "power.draw")) known = "69.42";
+    else if (!strcmp(name, "persistence_mode")) known = "Enabled";
+    else known = "1";   /* count */
+    fputs(known, stdout);
+    if (FIELDS[f].unit && !nounits && known[0] != '[') printf(" %s", FIELDS[f].unit);
+}
+
+static int query(char *spec, char *fmt, const char *driver) {
+    char *fields[count_parts(spec)], *options[count_parts(fmt)], fmt_copy[strlen(fmt) + 1];
+    int nf = split_commas(spec, fields);
+    for (int i = 0; i < nf; i++) {
+        fields[i] = (char *)canonical(fields[i]);
+        if (field_index(fields[i]) < 0) {
+            printf("Field \"%s\" is not a valid field to query.\n\n", fields[i]);
+            return 2;
+        }
+    }
+    int no = split_commas(strcpy(fmt_copy, fmt), options);
+    if (!has(options, no, "csv")) {
+        printf("\"%s\" is not a valid format. Only \"csv\" is supported (fleet lab stand-in).\n", fmt);
+        return 2;
+    }
+    if (!has(options, no, "noheader")) {
+        for (int i = 0; i < nf; i++) printf("%s%s", i ? ", " : "", FIELDS[field_index(fields[i])].header);
+        putchar('\n');
+    }
+    for (int i = 0; i < nf; i++)   /* only these answers depend on the jobs: skip the scan otherwise */
+        if (!strcmp(fields[i], "memory.used") || !strcmp(fields[i], "memory.free") ||
+            !strcmp(fields[i], "utilization.gpu")) {
+            jobs();
+            break;
+        }
+    const char *needed[] = {"name", "compute_cap", "uuid", "bus_id"};   /* the Python looked all of them up */
+    for (size_t i = 0; i < N(needed); i++) gpu_need(needed[i]);
+    for (int i = 0; i < nf; i++) {
+        if (i) fputs(", ", stdout);
+        print_value(field_index(fields[i]), driver, has(options, no, "nounits"));
+    }
+    putchar('\n');
+    return 0;
+}
+
+static int app_index(const char *field) {
+    for (size_t i = 0; i < N(APP_FIELDS); i++)
+        if (!strcmp(field, APP_FIELDS[i].name)) return (int)i;
+    return -1;
+}
+
+static int query_apps(char *spec, char *fmt) {
+    char *fields[count_parts(spec)], *options[count_parts(fmt)];
+    int nf = split_commas(spec, fields);
+    for (int i = 0; i < nf; i++)
+        if (app_index(fields[i]) < 0) {
+            printf("Field \"%s\" is not a valid field to query.\n\n", fields[i]);
+            return 2;
+        }
+    int no = split_commas(fmt, options), nounits = has(options, no, "nounits");
+    if (!has(options, no, "noheader")) {
+        for (int i = 0; i < nf; i++) printf("%s%s", i ? ", " : "", APP_FIELDS[app_index(fields[i])].header);
+        putchar('\n');
+    }
+    jobs();
+    const char *uuid = nheld ? gpu_need("uuid") : "";
+    for (size_t j = 0; j < nheld; j++) {
+        for (int i = 0; i < nf; i++) {
+            const char *f = fields[i];
+            if (i) fputs(", ", stdout);
+            if (!strcmp(f, "pid")) printf("%lld", held[j].pid);
+            else if (!strcmp(f, "process_name") || !strcmp(f, "name")) fputs(held[j].name, stdout);
+            else if (!strcmp(f, "gpu_uuid")) fputs(uuid, stdout);
+            else printf(nounits ? "%lld" : "%lld MiB", held[j].mib);   /* used_memory, used_gpu_memory */
+        }
+        putchar('\n');
+    }
+    return 0;
+}
+
+#define BAR "+-----------------------------------------+------------------------+----------------------+\n"
+
+static void table(const char *driver) {
+    const char *mem = gpu_get("memory_mb"), *name = gpu_need("name"), *bus = gpu_need("bus_id");
+    char usage[96], now[64];
+    time_t t = time(NULL);
+    const char *cuda = cuda_version();   /* all looked up before the first line, as the Python built its list */
+    if (mem && *mem) jobs();   /* the memory in use is shown only where the GPU has its own memory */
+    if (mem && *mem) snprintf(usage, sizeof usage, "%lldMiB / %6lldMiB", used_mib, strtoll(mem, NULL, 10));
+    else snprintf(usage, sizeof usage, "Not Supported");
+    strftime(now, sizeof now, "%a %b %d %H:%M:%S %Y", localtime(&t));
+    printf("%s       \n", now);
+    printf("+-----------------------------------------------------------------------------------------+\n");
+    printf("| NVIDIA-SMI ");
+    pad(driver, 22, 0, 0);
+    printf(" Driver Version: ");
+    pad(driver, 14, 0, 0);
+    printf(" CUDA Version: ");
+    pad(cuda, 9, 0, 0);
+    printf("|\n| fleet lab stand-in: no GPU here, these figures describe the simulated host              |\n");
+    printf(BAR);
+    printf("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+           "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n"
+           "|                                         |                        |               MIG M. |\n"
+           "|=========================================+========================+======================|\n");
+    printf("|   0  ");
+    pad(name, 28, 0, 28);
+    printf("        On  |   ");
+    pad(bus, 16, 0, 0);
+    printf(" Off |                    0 |\n| N/A   31C    P0             69W /  700W | ");
+    pad(usage, 22, 1, 0);
+    printf(" |      0%%      Default |\n");
+    printf("|                                         |                        |             Disabled |\n");
+    printf(BAR);
+}
+
+/* The NVML version of a library version: 580.159.04 -> 580.159 (as NVML reports it), else unchanged. */
+static void print_nvml_version(const char *label, const char *version) {
+    const char *last = strrchr(version, '.');
+    int dots = 0;
+    for (const char *p = version; *p; p++) dots += *p == '.';
+    if (dots == 2) printf("%s%.*s\n", label, (int)(last - version), version);
+    else printf("%s%s\n", label, version);
+}
+
+static char **keys, **values;   /* the command line as key -> value; the last of a key wins */
+static int nopts;
+
+static char *opt(const char *key) {
+    char *found = NULL;
+    for (int i = 0; i < nopts; i++)
+        if (!strcmp(keys[i], key)) found = values[i];
+    return found;
+}
+
+/* Exit codes and messages as NVIDIA's: nvidia-smi(1) RETURN VALUE "2 - A supplied argument or flag is invalid",
+ * "9 - NVIDIA driver is not loaded" (its message as on a real host, cpnr/computing#73); 18 is nvml.h's
+ * NVML_ERROR_LIB_RM_VERSION_MISMATCH, printed with the NVML library version "580.159" for a 580.159.04 library
+ * (a real host: cpnr/computing#109; EESSI/software-layer-scripts#105 "NVML library version: 580.95"). */
+int main(int argc, char **argv) {
+    char *driver = kernel_driver();
+    if (!driver) {
+        printf("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+               "Make sure that the latest NVIDIA driver is installed and running.\n");
+        return 9;
+    }
+    char *library = user_space_driver();
+    if (library && *library && strcmp(library, driver) != 0) {
+        printf("Failed to initialize NVML: Driver/library version mismatch\n");
+        print_nvml_version("NVML library version: ", library);
+        return 18;
+    }
+    /* --query-gpu=a,b and --query-gpu a,b both work, as with the real one */
+    keys = calloc((size_t)argc, sizeof *keys);
+    values = calloc((size_t)argc, sizeof *values);
+    for (int i = 1; i < argc; i++) {
+        char *arg = argv[i], *eq = strchr(arg, '=');
+        if (eq) { *eq = '\0'; keys[nopts] = arg; values[nopts] = eq + 1; }
+        else if ((!strcmp(arg, "--query-gpu") || !strcmp(arg, "--format") || !strcmp(arg, "--query-compute-apps"))
+                 && i + 1 < argc) { keys[nopts] = arg; values[nopts] = argv[++i]; }
+        else { keys[nopts] = arg; values[nopts] = ""; }
+        nopts++;
+    }
+    if (opt("--version")) {
+        printf("NVIDIA-SMI version  : %s\n", driver);
+        if (strrchr(driver, '.')) printf("NVML version        : %.*s\n", (int)(strrchr(driver, '.') - driver), driver);
+        else printf("NVML version        : %s\n", driver);
+        printf("DRIVER version      : %s\nCUDA Version        : %s\n", driver, cuda_version());
+        printf("fleet lab stand-in  : not NVIDIA's nvidia-smi\n");
+        return 0;
+    }
+    gpu();
+    if (opt("-L") || opt("--list-gpus")) {
+        printf("GPU 0: %s (UUID: %s)\n", gpu_need("name"), gpu_need("uuid"));
+        return 0;
+    }
+    char *fmt = opt("--format");
+    if (opt("--query-gpu")) return query(opt("--query-gpu"), fmt ? fmt : "csv", driver);
+    if (opt("--query-compute-apps")) return query_apps(opt("--query-compute-apps"), fmt ? fmt : "csv");
+    table(driver);
+    return 0;
+}
