@@ -43,6 +43,7 @@ class Run:
     changed: int = 0
     failed: int = 0
     commands: float = 0.0        # remote commands per host (mean over hosts)
+    failures: dict = field(default_factory=dict)   # host -> why it failed (fleet: its error or first failed task)
     doc: dict = field(default_factory=dict, repr=False)
 
 
@@ -73,7 +74,20 @@ def fleet(inventory: Path, *args: str, runner: str | None = None, env: dict | No
     failed = sum(1 for h in hosts.values() if isinstance(h, dict) and (h.get("failed") or h.get("unreachable")
                                                                         or h.get("error")))
     cmds = statistics.mean(s["remote_commands"] for s in stats.values()) if stats else 0
-    return Run(wall, rc, rss, changed, failed, cmds, doc)
+    return Run(wall, rc, rss, changed, failed, cmds, failures(hosts), doc)
+
+
+def failures(hosts: dict) -> dict[str, str]:
+    """Each failed host's reason, short: kept in the --json record (a run at 100 hosts cannot be read back)."""
+    out = {}
+    for name, h in hosts.items():
+        if not isinstance(h, dict):
+            continue
+        task = next((t for t in h.get("tasks", []) if t.get("status") == "failed"), None)
+        why = h.get("error") or (f"{task.get('role')}: {task.get('task')}: {task.get('reason')}" if task else None)
+        if why or h.get("unreachable"):
+            out[name] = str(why or "unreachable")[:300]
+    return out
 
 
 # -- peers ------------------------------------------------------------------------------------------
