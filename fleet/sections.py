@@ -41,16 +41,20 @@ def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
     )
 
 
-def background(name: str, body: str) -> tuple[str, str]:
+def background(name: str, body: str, *, keep_in: str | None = None) -> tuple[str, str]:
     """(start, collect) of a section that runs while the script goes on: `start` runs it at once, framed as
     section() frames it, into a pipe the script holds open (bash process substitution, an fd in a variable);
-    `collect` prints what it printed, waiting for it to end. All starts, then all collects, in order: the output
-    is what the sections would print one after the other, in the time of the slowest. Only for read-only
-    sections that need nothing from each other (a probe's facts)."""
-    fd = background_fd(name)
+    `collect` prints what it printed, waiting for it to end (keep_in: and keeps it in that shell variable too,
+    for sections after it). All starts, then all collects, in order: the output is what the sections would print
+    one after the other, in the time of the slowest. Only for read-only sections that need nothing from each
+    other (a probe's facts, fleet's own checks)."""
+    fd = "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
     start = f"exec {{{fd}}}< <(exec </dev/null\n{section(name, body)})"
     # mapfile, not cat: a builtin (a probe collects ~30 of these; each process is ~1-2 ms of a small host's CPU)
-    return start, f'mapfile -u "${fd}" fleet_lines; printf %s "${{fleet_lines[@]}}"; exec {{{fd}}}<&-'
+    read = f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; '
+    if keep_in:
+        return start, read + f'printf -v {keep_in} %s "${{fleet_lines[@]}}"; printf %s "${keep_in}"'
+    return start, read + 'printf %s "${fleet_lines[@]}"'
 
 
 def together(parts) -> str:
@@ -59,11 +63,6 @@ def together(parts) -> str:
     started = [p for p in parts if isinstance(p, tuple)]
     return "\n".join([start for start, _ in started] + [collect for _, collect in started]
                      + [p for p in parts if not isinstance(p, tuple)])
-
-
-def background_fd(name: str) -> str:
-    """The variable holding the fd a background section prints into."""
-    return "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 def script(sections: list[str], preamble: str = "") -> str:

@@ -11,7 +11,7 @@ import posixpath
 from datetime import datetime, timezone
 
 from .. import __version__
-from ..sections import Section, background, background_fd
+from ..sections import Section, background, together
 from . import cuda, gpu, shells, software, system
 from .record import assemble
 
@@ -71,17 +71,11 @@ def script(vars: dict | None = None) -> str:
     slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
-    started = {name: background(f"facts.{name}", f"export LC_ALL=C\n{body}") for name, body in bodies(vars).items()}
-    out = [start for start, _ in started.values()]
-    for name, (_, collect) in started.items():
-        if name == "shells":
-            # Kept at the top level: the verify gate the engine appends to this script reads each shell's
-            # LD_LIBRARY_PATH from this trace (its frame lines are ignored), starting no shell of its own.
-            fd = background_fd("facts.shells")
-            collect = (f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; printf -v {shells.CAPTURED} %s "${{fleet_lines[@]}}"; '
-                       f'printf %s "${shells.CAPTURED}"')
-        out.append(collect)
-    return "\n".join(out)
+    # The shells' trace is kept at the top level too: the verify gate the engine appends to this script reads each
+    # shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
+    started = [background(f"facts.{name}", f"export LC_ALL=C\n{body}",
+                          keep_in=shells.CAPTURED if name == "shells" else None) for name, body in bodies(vars).items()]
+    return together(started)
 
 
 def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None = None) -> dict:
