@@ -59,7 +59,8 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
     guessed = _sections_of(guess, max_age)
     probed_with = storage.host_vars(last_facts, host.vars)
-    found = run_sections(conn, "\n".join([probe.script(probed_with), sections.together(guessed)]), "probe")
+    # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
+    found = run_sections(conn, sections.together([*probe.parts(probed_with), *guessed]), "probe")
     facts = probe.parse(found, host.name)
     if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
         found.update(run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))

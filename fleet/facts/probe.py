@@ -62,20 +62,22 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
     }
 
 
-def script(vars: dict | None = None) -> str:
-    """The whole probe as one bash script: one `facts.<source>` section per source, all running at once.
-
-    Each source is a read-only section that needs nothing from the others, so they all start together in the
-    background and their output is printed in order as each ends (sections.background): the probe takes the time
-    of its slowest source, not the sum of them all (on the real H100 the sum was ~150 ms of a 245 ms probe, the
-    slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged."""
+def parts(vars: dict | None = None) -> list[tuple[str, str]]:
+    """The probe as background sections (sections.background), one per source, for sections.together: read-only
+    sources that need nothing from each other, so they all start at once and are printed in order as each ends.
+    The probe takes the time of its slowest source, not the sum (on the real H100 the sum was ~150 ms of a 245 ms
+    probe, the slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
-    # The shells' trace is kept at the top level too: the verify gate the engine appends to this script reads each
-    # shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
-    started = [background(f"facts.{name}", f"export LC_ALL=C\n{body}",
-                          keep_in=shells.CAPTURED if name == "shells" else None) for name, body in bodies(vars).items()]
-    return together(started)
+    # The shells' trace is kept at the top level too: the verify gate the engine runs after the background sections
+    # reads each shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
+    return [background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
+            for name, body in bodies(vars).items()]
+
+
+def script(vars: dict | None = None) -> str:
+    """The whole probe as one bash script: one `facts.<source>` section per source, all running at once."""
+    return together(parts(vars))
 
 
 def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None = None) -> dict:
