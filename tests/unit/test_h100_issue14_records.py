@@ -71,7 +71,7 @@ def test_on_the_merged_code_a_no_op_is_still_one_command_reusing_verify_and_an_a
     assert ran["at"] > reused["at"]
 
 
-S4 = DATA.parent / "issue14-s4"
+S4 = DATA.parent / "issue14-s4" / "final"
 
 
 def test_session_4_the_no_op_with_the_concurrent_probe_is_one_command_and_reuses_verify():
