@@ -215,6 +215,9 @@ def test_orin_without_its_toolkit_takes_jetpacks_from_the_l4t_apt_source_not_the
     assert tasks["cuda_toolkit.0"]["packages"] == ["cuda-toolkit-12-6"]
     assert not tasks["cuda_toolkit.0"]["keyring_deb"]      # no cuda-keyring, no desktop repo in its sources
     assert decide(record, {}).to_json()["cuda"]["source"] == "jetpack"
+    names = {t.id: t.spec.name for role in BUILTIN
+             for t in render_role(role, {}, record, decide(record, {}).to_json(), {"name": "orin", "user": "root", "root": True})}
+    assert names["cuda_toolkit.0"] == "the CUDA toolkit from the JetPack apt repository (held against unattended upgrades)"
     named = rendered(record, {"cuda_keyring_url": "https://mirror.example/cuda-keyring_1.1-1_all.deb"})
     assert named["cuda_toolkit.0"]["keyring_deb"] == "https://mirror.example/cuda-keyring_1.1-1_all.deb"   # asked for
     x86 = load("h100-pod-580-compat")
