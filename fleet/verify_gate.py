@@ -45,7 +45,7 @@ def fingerprint_script(python_env: str) -> str:
     Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
     at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
     return f"""{select_python(python_env)}
-{shells.capture(unless_done=True)}
+{shells.capture()}
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
 declare -A fleet_seen
 fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the

@@ -101,17 +101,16 @@ def command() -> str:
     return "\n".join(lines)
 
 
-# The traced shells' output, kept in one variable of the probe script (probe.script): the facts.shells section prints
-# it, and the verify gate's fingerprint reads each shell's LD_LIBRARY_PATH from it, so one probe starts each kind of
-# shell once.
+# The traced shells' output, kept in one variable of the probe script (probe.parts, sections.background keep_in): the
+# facts.shells section prints it, and the verify gate's fingerprint reads each shell's LD_LIBRARY_PATH from it, so one
+# probe starts each kind of shell once.
 CAPTURED = "fleet_shells_out"
 
 
-def capture(*, unless_done: bool = False) -> str:
-    """Shell that runs command() (read-only, LC_ALL=C) into $fleet_shells_out; with unless_done, only where this
-    script has not already (the verify gate, whose check may run in a command of its own, without the probe)."""
-    run = f"{CAPTURED}=$( ( export LC_ALL=C\n{command()}\n) 2>&1 </dev/null )"
-    return f'[ -n "${{{CAPTURED}+x}}" ] || {run}' if unless_done else run
+def capture() -> str:
+    """Shell that runs command() (read-only, LC_ALL=C) into $fleet_shells_out where this script has not already: the
+    verify gate's check can run in a command of its own, without the probe (the engine's checks-only command)."""
+    return f'[ -n "${{{CAPTURED}+x}}" ] || {CAPTURED}=$( ( export LC_ALL=C\n{command()}\n) 2>&1 </dev/null )'
 
 
 def parse(text: str) -> dict:
