@@ -78,9 +78,10 @@ def code(env, kind: str, text: str, build: Callable[[], object]):
 
 def names(texts: Iterable[str], find: Callable[[], set[str]]) -> set[str]:
     """find()'s answer for these texts (the variables they read), kept per digest of the texts."""
-    path = directory()
-    if path is None:
+    cache = _bytecode()        # the one directory, checked once per process
+    if cache is None:
         return find()
+    path = Path(cache.directory)
     digest = hashlib.sha256(__version__.encode())
     for text in texts:
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
