@@ -34,7 +34,7 @@ def own_lab(workdir: Path):
 
 def measure_host(host, rounds: int) -> dict:
     from fleet.connection import connect
-    from fleet.facts.gather import gather
+    from fleet.engine.session import gather
 
     connects, probes, commands = [], [], []
     for _ in range(rounds):
@@ -42,7 +42,7 @@ def measure_host(host, rounds: int) -> dict:
         conn = connect(host)
         connected = time.monotonic()
         try:
-            record, _ = gather(conn, host)
+            record = gather(conn, host, None)
         finally:
             conn.close()
         probes.append(time.monotonic() - connected)

@@ -25,7 +25,8 @@ import shlex
 from datetime import datetime, timezone
 
 from . import __version__, remote, shell
-from .engine import Decided, decide_tasks, gather_facts, maybe_sudo
+from .engine import Decided, decide_tasks, maybe_sudo
+from .engine.session import gather
 from .errors import HostError
 from .facts.software import VERIFY_PATH
 from .inventory import Host
@@ -66,7 +67,7 @@ fleet_confirm() {
 
 def gather_plan(conn, host: Host, roles) -> Decided:
     """Facts in ONE remote command, then the decisions and rendered tasks, as `fleet apply` makes them."""
-    return decide_tasks(roles, host, gather_facts(conn, host))
+    return decide_tasks(roles, host, gather(conn, host, None))
 
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, env) -> int:
     import time
 
-    from ..decide import decide
+    from ..engine.session import decide_facts as decide
     from ..errors import ExitStatus
     from ..parallel import Outcome
     from ..report import Reporter, terminal_safe
@@ -98,12 +98,14 @@ def _decide_file(decide, path: str, values: dict):
 
 def acting_roles(roles, facts: dict, d, values: dict) -> list[str]:
     """The built-in roles whose `when:` holds for this host: no role list lives in the decisions."""
+    from ..engine.session import variables
     from ..roles import role_applies
 
     if d.refuse:
         return []
     djson = d.to_json()
     host = {"name": d.host, "user": "root", "root": True}
+    values = variables(facts, values)   # as apply renders them: the venv on a pod's volume
     return [r.name for r in roles if role_applies(r, values, facts, djson, host)]
 
 

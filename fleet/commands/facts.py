@@ -76,17 +76,15 @@ def run(args: argparse.Namespace, env) -> int:
 
 
 def _gather_live(args, env, reporter, hosts, facts_dir):
+    from ..engine import session
     from ..facts import store
-    from ..facts.gather import gather
     from ..parallel import on_hosts
 
-    from ..decide import storage
-
     def work(conn, host):
-        # the venv where apply put it: on a pod's /workspace volume when the last record shows one
-        record, _sections = gather(conn, host, storage.host_vars(store.read(facts_dir, host.name), host.vars))
-        store.write(facts_dir, host.name, record)
-        return record
+        # the last record says where the venv was (a pod's /workspace volume): the probe asks that python
+        facts = session.gather(conn, host, store.read(facts_dir, host.name))
+        session.record(facts_dir, host.name, facts)
+        return facts
 
     options = _common.connect_options(args, reporter)
     return on_hosts(hosts, work, options=options, forks=args.forks, debug=env.debug)

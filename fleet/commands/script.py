@@ -45,7 +45,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, env) -> int:
     from .. import script_runtime
-    from ..engine import decide_tasks, gather_facts
+    from ..engine import decide_tasks
+    from ..engine.session import gather
     from ..errors import ExitStatus
     from ..roles import roles_dirs, roles_for_hosts
     from ..scriptgen import render_script
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace, env) -> int:
 
         reporter.progress(host.name, "gathering facts (one command) to decide from")
         with connect(host, _common.connect_options(args, reporter)) as conn:
-            facts = gather_facts(conn, host)
+            facts = gather(conn, host, None)
         plan = decide(facts)
         made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     else:

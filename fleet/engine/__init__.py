@@ -28,7 +28,7 @@ from ..facts.software import VERIFY_PATH
 from ..remote.verify_record import verify_record
 from .apply import Applied, apply, merged
 from .decided import Decided, check_sections, decide_tasks, maybe_sudo
-from .observe import Observed, gather_facts, last_facts, observe
+from .observe import Observed, last_facts, observe
 from .plan import Plan, TaskReport, confirm, plan
 from .report import HostReport, Judged, final_facts, judge, record, report, write_verify
 from .setup import Progress, Setup
@@ -83,5 +83,5 @@ def _clock(phases: dict):
 
 __all__ = ["Applied", "Decided", "FleetError", "HostReport", "Judged", "Observed", "Plan", "Progress", "Setup",
            "TaskReport", "VERIFY_PATH", "apply", "check_sections", "confirm", "converge", "decide_tasks",
-           "gather_facts", "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
+           "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
            "verify_record"]

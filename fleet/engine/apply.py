@@ -17,7 +17,7 @@ from ..errors import HostError
 from ..inventory import Host
 from ..roles import Task
 from .decided import maybe_sudo
-from .observe import tail
+from .session import tail
 from .plan import Plan, TaskReport
 
 _ALREADY = "@@fleet:already-in-state@@"

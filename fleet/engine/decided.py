@@ -14,7 +14,6 @@ import posixpath
 from dataclasses import dataclass
 
 from .. import sections, shell, verify_gate
-from ..decide import storage
 from ..errors import InputError
 from ..inventory import Host
 from ..roles import Task, render_role
@@ -32,11 +31,12 @@ class Decided:
 
 def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) -> Decided:
     """Decide from `facts` (and the host's variables) and render every role's tasks from the decisions."""
-    from ..decide import FactsError, VariableError, decide
+    from ..decide import FactsError, VariableError
+    from .session import decide_facts, variables
 
-    host_vars = storage.host_vars(facts, host.vars)   # venv and pip's files on a pod's volume
+    host_vars = variables(facts, host.vars)   # venv and pip's files on a pod's volume
     try:
-        decisions = decide(facts, host_vars)
+        decisions = decide_facts(facts, host.vars)
     except (FactsError, VariableError) as exc:
         raise InputError(f"{host.name}: {exc}") from None
     djson = decisions.to_json()

@@ -17,12 +17,12 @@ from typing import Mapping
 
 from .. import sections, verify_gate
 from ..connection import Connection
-from ..decide import storage
 from ..errors import FleetError, HostError, InputError
 from ..inventory import Host
 from ..resources.base import CheckResult
 from ..roles import Task
 from .decided import Decided, check_sections, decide_tasks, is_verify, without_readings
+from . import session
 from .setup import Setup
 
 
@@ -50,25 +50,18 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
             forced: str | None = None) -> Observed:
     """Facts + every check in one command (two when the live facts render the checks differently).
     `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified."""
-    from ..facts import probe
-
     setup.progress(host.name, "probe: facts and checks")
     forced = forced or setup.force_verify
     max_age = None if forced else verify_max_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
     guessed = _sections_of(guess, max_age)
-    probed_with = storage.host_vars(last_facts, host.vars)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
-    found = run_sections(conn, sections.together([*probe.parts(probed_with), *guessed]), "probe")
-    facts = probe.parse(found, host.name)
-    if storage.host_vars(facts, host.vars) != probed_with:   # first contact: the venv lives elsewhere
-        found.update(run_sections(conn, probe.script(storage.host_vars(facts, host.vars)), "probe"))
-        facts = probe.parse(found, host.name)
+    facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
     wanted = check_sections(decided, max_age)
     if wanted != guessed:
-        found.update(run_sections(conn, sections.together(wanted), "checks"))
+        found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     checks, folded = {}, dict(facts)
     for t in decided.tasks:
         if not t.enabled:
@@ -82,13 +75,6 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     return Observed(host.name, folded, decided, MappingProxyType(checks))
 
 
-def gather_facts(conn: Connection, host: Host) -> dict:
-    """The facts alone, in ONE remote command (fleet script decides from them)."""
-    from ..facts import probe
-
-    return probe.parse(run_sections(conn, probe.script(host.vars), "facts probe"), host.name)
-
-
 def last_facts(setup: Setup, host: Host) -> dict | None:
     """The host's last record, only to guess its checks: a damaged one is noted and ignored, never a failure
     (it is replaced by this run's record)."""
@@ -99,6 +85,13 @@ def last_facts(setup: Setup, host: Host) -> dict | None:
     except InputError as exc:
         setup.progress(host.name, f"note: ignoring the last facts record ({exc})")
         return None
+
+
+def deadline(decided: Decided | None) -> float:
+    """How long one probe may take: the facts' own limit plus each role author's check's (verify's is 900 s)."""
+    asked = sum(int(t.resource.p.get("timeout") or 0) for t in (decided.tasks if decided else ())
+                if t.enabled and not t.resource.concurrent_check)
+    return session.PROBE_TIMEOUT + asked
 
 
 def verify_max_age(setup: Setup, host: Host) -> float:
@@ -169,20 +162,6 @@ def parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a verify result of another shape
         why = f"the answer has a shape fleet cannot read ({type(exc).__name__}: {exc})"
         return CheckResult(False, why, error=why)
-
-
-def run_sections(conn: Connection, script: str, what: str) -> dict[str, sections.Section]:
-    result = conn.run(script)
-    found = sections.split_sections(result.stdout)
-    if not found:
-        raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "
-                        f"{tail(result.stderr or result.stdout)}")
-    return found
-
-
-def tail(text: str, n: int = 8) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
 def _now() -> str:

@@ -99,9 +99,9 @@ def write_verify(conn: Connection, host: Host, setup: Setup, verify: dict | None
 
 
 def record(setup: Setup, host: Host, facts: dict) -> None:
-    from ..facts import store
+    from . import session
 
-    store.write(setup.facts_dir, host.name, facts)
+    session.record(setup.facts_dir, host.name, facts)
 
 
 def report(host: Host, setup: Setup, observed: Observed, entries: tuple[TaskReport, ...] = (), *,

@@ -2,5 +2,5 @@
 and the side-by-side comparison. See docs/ARCHITECTURE.md "Facts record" for the schema.
 
     probe.script(vars) -> str            probe.parse(sections, host_name) -> record
-    gather.gather(conn, host, vars)      store.write / store.read        compare.compare / compare.drift
+    store.write / store.read (fleet.engine.session gathers and records)        compare.compare / compare.drift
 """

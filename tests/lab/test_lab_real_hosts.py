@@ -277,3 +277,16 @@ def test_runpod_container_disk_is_small_and_a_venv_there_is_refused_by_the_free_
     assert code != 0 and torch["status"] == "failed", torch
     assert "GB free at /opt; 10 GB needed: free space or point python_env at a bigger volume" in torch["reason"]
     assert real.sh("runpod", "test -e /opt/fleet/venv").exit == 1   # refused before the venv was made
+
+
+def test_fleet_decide_on_a_record_agrees_with_apply_check_on_that_host(real):
+    """One decide-and-render for every command: `fleet decide` on the record `fleet apply --check` just wrote for
+    the RunPod pod (venv on its /workspace volume) gives the same reasons, word for word, as that --check."""
+    code, check = fleet_json("apply", str(real.inv), "--check", "--limit=runpod")
+    assert code == 0, check
+    record = real.inv.parent / "facts" / "runpod.json"
+    code, offline = fleet_json("decide", str(record))
+    assert code == 0, offline
+    reasons = check["hosts"]["runpod"]["reasons"]
+    assert "/workspace/venv" in json.dumps(reasons)           # the volume's venv, named in what apply decided
+    assert offline["hosts"]["runpod"]["reasons"] == reasons

@@ -451,3 +451,24 @@ def test_470_capture_without_compute_cap_decides_from_the_name():
                  {"cuda_version": "12.6", "torch_index_url": "https://download.pytorch.org/whl/cu126"}).to_json()
     assert doc["refuse"] is None and doc["compat"]["use"] is True and doc["torch"]["supported"] is True
     assert "sm_70 runs on Tesla V100-SXM2-16GB, capability 7.0" in doc["torch"]["reason"]
+
+
+def test_fleet_decide_and_apply_decide_with_the_same_variables(tmp_path):
+    """An Orin whose /workspace is its own mount: apply puts the venv there (fleet.decide.storage), and so must
+    `fleet decide` on the same record: the NVPL/cuDSS wheel paths on LD_LIBRARY_PATH and every reason agree."""
+    from fleet.engine.decided import decide_tasks
+    from fleet.inventory import Host
+    from fleet.roles import load_roles, roles_dirs
+
+    facts = json.loads((RECORDS / "orin-jp6.json").read_text())
+    facts["system"]["disks"] = [{"path": "/workspace", "mount": "/workspace", "free_gb": 500.0}]
+    path = tmp_path / "orin.json"
+    path.write_text(json.dumps(facts))
+    status, out, err = run_cli(str(path), "--json")
+    assert status == 0, err
+    offline = json.loads(out)["hosts"]["orin-jp6"]
+    host = Host(name="orin-jp6", address="127.0.0.1")
+    applied = decide_tasks(load_roles(None, roles_dirs()), host, facts).decisions_json
+    assert any(d.startswith("/workspace/venv/") for d in applied["ld_library_path"])   # the volume's venv
+    assert offline["ld_library_path"] == applied["ld_library_path"]
+    assert offline["reasons"] == applied["reasons"]
