@@ -25,7 +25,7 @@ _BOOL_TEXT = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 def known_variables(roles) -> dict[str, Any]:
     """Name -> default (None where a role reads it without one), from every source of variables."""
     from .decide import DEFAULTS
-    from .facts.probe import DEFAULTS as PROBE_DEFAULTS
+    from .facts.sources import DEFAULTS as PROBE_DEFAULTS
 
     known: dict[str, Any] = {**DEFAULTS, **PROBE_DEFAULTS}
     for role in roles:

@@ -7,59 +7,21 @@ Everything the script does is read-only. Values from vars reach the shell throug
 
 from __future__ import annotations
 
-import posixpath
 from datetime import datetime, timezone
 
 from .. import __version__
 from ..sections import Section, background, together
-from . import cuda, gpu, shells, software, system
+from . import shells
 from .record import assemble
+from .sources import DEFAULTS, SOURCES, settings_of
 
-DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}
-
-
-def _settings(vars: dict | None) -> dict:
-    merged = {**DEFAULTS, **{k: v for k, v in (vars or {}).items() if v is not None}}
-    for name in ("python_env", "cutlass_dir"):
-        if not str(merged[name]).startswith("/"):
-            raise ValueError(f"{name} must be an absolute path, not {merged[name]!r}")
-    return merged
-
-
-def disk_dirs(vars: dict | None) -> list[str]:
-    """Where roles write: the venv's parent (torch is GBs), the CUTLASS checkout, / and /workspace."""
-    settings = _settings(vars)
-    python_parent = posixpath.dirname(str(settings["python_env"]).rstrip("/")) or "/"
-    # /workspace: a pod's volume disk, where fleet.decide.storage puts the venv when it is its own mount
-    return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/", "/workspace"]))
+__all__ = ["DEFAULTS", "bodies", "parts", "script", "parse"]
 
 
 def bodies(vars: dict | None = None) -> dict[str, str]:
-    """Source name -> shell body, in the order the script runs them (cheap first, torch last)."""
-    settings = _settings(vars)
-    return {
-        "uname": system.UNAME,
-        "os_release": system.OS_RELEASE,
-        "identity": system.IDENTITY,
-        "cpu": system.CPU,
-        "meminfo": system.MEMINFO,
-        "df": system.df_command(disk_dirs(settings)),
-        "driver": gpu.DRIVER,
-        "kernel_gpus": gpu.KERNEL_GPUS,
-        "tegra": gpu.TEGRA,
-        "dt_model": gpu.DT_MODEL,
-        "nvidia_smi": gpu.NVIDIA_SMI,
-        "nvidia_smi_header": gpu.NVIDIA_SMI_HEADER,
-        "cuda_toolkits": cuda.TOOLKITS.strip(),
-        "cuda_compat": cuda.COMPAT.strip(),
-        "libraries": cuda.libraries_command(),
-        "env": software.ENV,
-        "shells": shells.command(),
-        "python": software.python_command(str(settings["python_env"])),
-        "cutlass": software.cutlass_command(str(settings["cutlass_dir"])),
-        "verify": software.VERIFY,
-        "torch": software.torch_command(str(settings["python_env"])),
-    }
+    """Source name -> shell body, in the order the script runs them (fleet/facts/sources.py declares them)."""
+    settings = settings_of(vars)
+    return {source.name: source.command(settings) for source in SOURCES}
 
 
 def parts(vars: dict | None = None) -> list[tuple[str, str]]:
@@ -84,7 +46,7 @@ def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None 
     """Framed probe output -> the facts record (docs/ARCHITECTURE.md). Pure: never raises for host output."""
     gathered = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     outputs = {name[len("facts."):]: sec.output for name, sec in sections.items() if name.startswith("facts.")}
-    record = assemble(outputs, expected=list(bodies().keys()))
+    record = assemble(outputs, expected=[source.name for source in SOURCES])
     return {
         "host": host_name,
         "gathered_at": gathered.isoformat(timespec="seconds").replace("+00:00", "Z"),

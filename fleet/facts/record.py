@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..cuda_table import compare_versions, cuda_max_for_driver
-from . import cuda, gpu, shells, software, system
+from . import gpu, shells
 from .scrub import scrub_text
+from .sources import BY_NAME
 
 RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
 
@@ -21,30 +22,32 @@ class _Reader:
             if name not in outputs:
                 self.errors.append(f"facts.{name}: no output (the probe was cut short or this source is new)")
 
-    def read(self, name: str, parser, default=None, **kwargs):
+    def read(self, name: str, **kwargs):
+        """The source's parsed value (fleet/facts/sources.py: its parser), or its default."""
+        source = BY_NAME[name]
         if name not in self.outputs:
-            return default
+            return source.empty()
         text = self.outputs[name]
         try:
-            return parser(text, **kwargs)
+            return source.parser(text, **kwargs)
         except Exception as error:  # a parser bug or a format we have never seen must not stop the gather
             self.errors.append(scrub_text(f"facts.{name}: {error}"))
             self.raw[name] = scrub_text(text[:RAW_LIMIT])
-            return default
+            return source.empty()
 
 
 def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     """Source name -> section text, to every record key except host/gathered_at/fleet_version."""
     reader = _Reader(outputs, expected)
-    uname = reader.read("uname", system.parse_uname, {})
-    os_release = reader.read("os_release", system.parse_os_release, {})
-    smi = reader.read("nvidia_smi", gpu.parse_nvidia_smi, {"gpus": [], "rejected": None})
-    header = reader.read("nvidia_smi_header", gpu.parse_smi_header, {})
-    kernel_driver = reader.read("driver", gpu.parse_driver, {"version": None, "source": None})
-    tegra = reader.read("tegra", gpu.parse_tegra_release)
-    model = reader.read("dt_model", gpu.parse_dt_model)
+    uname = reader.read("uname")
+    os_release = reader.read("os_release")
+    smi = reader.read("nvidia_smi")
+    header = reader.read("nvidia_smi_header")
+    kernel_driver = reader.read("driver")
+    tegra = reader.read("tegra")
+    model = reader.read("dt_model")
 
-    kernel = reader.read("kernel_gpus", gpu.parse_kernel_gpus, {"gpus": [], "devices": []})
+    kernel = reader.read("kernel_gpus")
     gpus = [{key: g[key] for key in ("index", "name", "compute_cap", "memory_mb", "uuid")} for g in smi["gpus"]]
     if not gpus and kernel["gpus"]:
         # nvidia-smi missing or NVML failing: the kernel driver still proves the GPUs (issue 11)
@@ -58,15 +61,13 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     cuda_facts = _cuda(reader)
-    shell_facts = reader.read("shells", shells.parse)
-    env = reader.read("env", software.parse_env,
-                      {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []})
+    shell_facts = reader.read("shells")
+    env = reader.read("env")
     # every startup line (not fleet's) that puts cuda-compat on the path, with what it breaks
     env["compat_lines"] = shells.compat_lines(shell_facts, driver["version"], cuda_facts.get("compat"), platform,
                                               [g["name"] or "" for g in gpus])
-    libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
-                            arch=uname.get("arch"))
-    verify = reader.read("verify", software.parse_verify)
+    libraries = reader.read("libraries", arch=uname.get("arch"))
+    verify = reader.read("verify")
     return {
         "system": _system(reader, uname, os_release),
         "platform": platform,
@@ -76,10 +77,9 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "cuda": cuda_facts,
         "libraries": libraries["libraries"],
         "library_sources": libraries["sources"],
-        "python": reader.read("python", software.parse_python,
-                              {"version": None, "executable": None, "env": None, "env_exists": False}),
-        "torch": with_last_verify(reader.read("torch", software.parse_torch), verify),
-        "cutlass": reader.read("cutlass", software.parse_cutlass),
+        "python": reader.read("python"),
+        "torch": with_last_verify(reader.read("torch"), verify),
+        "cutlass": reader.read("cutlass"),
         "env": env,
         "shells": shell_facts,
         "verify": verify,
@@ -110,10 +110,10 @@ def with_last_verify(torch: dict | None, verify: dict | None) -> dict | None:
 
 
 def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
-    identity = reader.read("identity", system.parse_identity, {})
-    cpu = reader.read("cpu", system.parse_cpu, {})
-    memory = reader.read("meminfo", system.parse_meminfo, {})
-    disks = reader.read("df", system.parse_df, [])
+    identity = reader.read("identity")
+    cpu = reader.read("cpu")
+    memory = reader.read("meminfo")
+    disks = reader.read("df")
     # The first disk is the virtual environment's parent: torch and its CUDA wheels are the big write.
     first = disks[0] if disks else {}
     return {
@@ -163,8 +163,8 @@ def _jetson(tegra: dict | None, model: str | None, platform: str) -> dict | None
 
 
 def _cuda(reader: _Reader) -> dict:
-    toolkits = reader.read("cuda_toolkits", cuda.parse_toolkits, {"toolkits": [], "links": {}, "nvcc_on_path": None})
-    compat = reader.read("cuda_compat", cuda.parse_compat)
+    toolkits = reader.read("cuda_toolkits")
+    compat = reader.read("cuda_compat")
     default = toolkits["links"].get("/usr/local/cuda")
     if default is None and any(t["path"] == "/usr/local/cuda" for t in toolkits["toolkits"]):
         default = "/usr/local/cuda"

@@ -280,13 +280,19 @@ def test_runpod_container_disk_is_small_and_a_venv_there_is_refused_by_the_free_
 
 
 def test_fleet_decide_on_a_record_agrees_with_apply_check_on_that_host(real):
-    """One decide-and-render for every command: `fleet decide` on the record `fleet apply --check` just wrote for
-    the RunPod pod (venv on its /workspace volume) gives the same reasons, word for word, as that --check."""
-    code, check = fleet_json("apply", str(real.inv), "--check", "--limit=runpod")
+    """One decide-and-render for every command: the Orin given a /workspace volume (a mount of its own, as a pod's
+    is), `fleet decide` on the record `fleet apply --check` just wrote gives the same reasons, word for word, as
+    that --check, with the NVPL/cuDSS wheels in the volume's venv (fleet decide once put them in /opt/fleet/venv)."""
+    mounted = real.sh("orin", "mkdir -p /workspace && mount -t tmpfs -o size=64m fleet-test /workspace && "
+                              "findmnt -n -o TARGET /workspace")
+    assert mounted.stdout.strip() == "/workspace", mounted.stderr
+    try:
+        code, check = fleet_json("apply", str(real.inv), "--check", "--limit=orin")
+    finally:
+        real.sh("orin", "umount /workspace && rmdir /workspace")
     assert code == 0, check
-    record = real.inv.parent / "facts" / "runpod.json"
-    code, offline = fleet_json("decide", str(record))
+    code, offline = fleet_json("decide", str(real.inv.parent / "facts" / "orin.json"))
     assert code == 0, offline
-    reasons = check["hosts"]["runpod"]["reasons"]
-    assert "/workspace/venv" in json.dumps(reasons)           # the volume's venv, named in what apply decided
-    assert offline["hosts"]["runpod"]["reasons"] == reasons
+    reasons = check["hosts"]["orin"]["reasons"]
+    assert "/workspace/venv/" in reasons["env"]                # the volume's venv, on LD_LIBRARY_PATH
+    assert offline["hosts"]["orin"]["reasons"] == reasons

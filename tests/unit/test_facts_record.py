@@ -174,3 +174,19 @@ def check_h100_key_figures(record: dict) -> None:
     assert record["libraries"]["libcuda.so.1"] == "/usr/local/nvidia/lib64/libcuda.so.1"
     assert record["library_sources"]["libcuda.so.1"] == "LD_LIBRARY_PATH"  # LD_LIBRARY_PATH wins over the cache
     assert record["system"]["os_id"] == "ubuntu" and record["system"]["container"] is True
+
+
+def test_every_source_is_declared_once_and_a_missing_one_leaves_its_declared_default():
+    """fleet/facts/sources.py is the one declaration: the probe runs exactly its commands, in its order, and a
+    source the probe never printed leaves the default declared beside its parser (and an error naming it)."""
+    from fleet.facts import sources
+    from fleet.facts.record import assemble
+
+    assert list(probe.bodies()) == [s.name for s in sources.SOURCES]
+    record = assemble({}, expected=[s.name for s in sources.SOURCES])
+    assert record["probe"]["errors"] == [f"facts.{s.name}: no output (the probe was cut short or this source is new)"
+                                         for s in sources.SOURCES]
+    for name in ("python", "cutlass", "verify", "shells"):
+        assert record[name] == sources.BY_NAME[name].default
+    record["python"]["version"] = "mutated"              # a record's value is its own, never the declaration's
+    assert sources.BY_NAME["python"].default["version"] is None

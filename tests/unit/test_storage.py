@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.decide import storage
-from fleet.facts.probe import disk_dirs
+from fleet.facts.sources import disk_dirs, settings_of
 from fleet.facts.system import parse_df
 
 # `df -Pk` as the probe runs it, on a RunPod pod (overlay container disk, /workspace volume) and on a VM.
@@ -27,7 +27,7 @@ def facts(df: str) -> dict:
 
 
 def test_probe_looks_at_workspace():
-    assert disk_dirs({})[-1] == "/workspace"
+    assert disk_dirs(settings_of({}))[-1] == "/workspace"
 
 
 def test_pod_with_a_workspace_volume_gets_venv_cache_and_tmp_there():

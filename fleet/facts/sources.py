@@ -1,0 +1,78 @@
+"""Every source of facts, declared once: its name, the read-only shell that asks the host, the pure parser that
+turns what it printed into data, and the value the record holds when the source printed nothing or its parser
+failed. The probe runs `command` (fleet/facts/probe.py); the record reads with `parser` and `default`
+(fleet/facts/record.py). A new fact is one row here plus its parser's tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import cuda, gpu, shells, software, system
+
+DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str                                   # the record reads it as `facts.<name>` (its section's name)
+    command: Callable[[dict], str]              # settings (DEFAULTS + the host's variables) -> read-only shell
+    parser: Callable[..., Any]                  # the section's text -> data (pure; raises on what it cannot read)
+    default: Any = None                         # the value when the source is missing or its parser failed
+
+    def empty(self) -> Any:
+        return copy.deepcopy(self.default)
+
+
+def _fixed(text: str) -> Callable[[dict], str]:
+    return lambda settings: text
+
+
+def settings_of(vars: dict | None) -> dict:
+    merged = {**DEFAULTS, **{k: v for k, v in (vars or {}).items() if v is not None}}
+    for name in ("python_env", "cutlass_dir"):
+        if not str(merged[name]).startswith("/"):
+            raise ValueError(f"{name} must be an absolute path, not {merged[name]!r}")
+    return merged
+
+
+def disk_dirs(settings: dict) -> list[str]:
+    """Where roles write: the venv's parent (torch is GBs), the CUTLASS checkout, / and /workspace."""
+    python_parent = posixpath.dirname(str(settings["python_env"]).rstrip("/")) or "/"
+    # /workspace: a pod's volume disk, where fleet.decide.storage puts the venv when it is its own mount
+    return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/", "/workspace"]))
+
+
+_ENV_EMPTY = {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}
+
+# In the order the probe prints them (cheap first, torch last).
+SOURCES: tuple[Source, ...] = (
+    Source("uname", _fixed(system.UNAME), system.parse_uname, {}),
+    Source("os_release", _fixed(system.OS_RELEASE), system.parse_os_release, {}),
+    Source("identity", _fixed(system.IDENTITY), system.parse_identity, {}),
+    Source("cpu", _fixed(system.CPU), system.parse_cpu, {}),
+    Source("meminfo", _fixed(system.MEMINFO), system.parse_meminfo, {}),
+    Source("df", lambda s: system.df_command(disk_dirs(s)), system.parse_df, []),
+    Source("driver", _fixed(gpu.DRIVER), gpu.parse_driver, {"version": None, "source": None}),
+    Source("kernel_gpus", _fixed(gpu.KERNEL_GPUS), gpu.parse_kernel_gpus, {"gpus": [], "devices": []}),
+    Source("tegra", _fixed(gpu.TEGRA), gpu.parse_tegra_release),
+    Source("dt_model", _fixed(gpu.DT_MODEL), gpu.parse_dt_model),
+    Source("nvidia_smi", _fixed(gpu.NVIDIA_SMI), gpu.parse_nvidia_smi, {"gpus": [], "rejected": None}),
+    Source("nvidia_smi_header", _fixed(gpu.NVIDIA_SMI_HEADER), gpu.parse_smi_header, {}),
+    Source("cuda_toolkits", _fixed(cuda.TOOLKITS.strip()), cuda.parse_toolkits,
+           {"toolkits": [], "links": {}, "nvcc_on_path": None}),
+    Source("cuda_compat", _fixed(cuda.COMPAT.strip()), cuda.parse_compat),
+    Source("libraries", lambda s: cuda.libraries_command(), cuda.parse_libraries, {"libraries": {}, "sources": {}}),
+    Source("env", _fixed(software.ENV), software.parse_env, _ENV_EMPTY),
+    Source("shells", lambda s: shells.command(), shells.parse),
+    Source("python", lambda s: software.python_command(str(s["python_env"])), software.parse_python,
+           {"version": None, "executable": None, "env": None, "env_exists": False}),
+    Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
+    Source("verify", _fixed(software.VERIFY), software.parse_verify),
+    Source("torch", lambda s: software.torch_command(str(s["python_env"])), software.parse_torch),
+)
+
+BY_NAME = {source.name: source for source in SOURCES}
