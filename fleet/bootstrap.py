@@ -465,7 +465,7 @@ def _preview(conn, host: Host, setup, result: BootstrapResult):
         result.facts = observed.facts
         record(setup, host, observed.facts)
         return observed, None
-    result.facts = final_facts(observed, judge(observed, check_mode=True).verify)
+    result.facts = final_facts(observed, judge(observed, check_mode=True))
     record(setup, host, result.facts)
     return observed, plan(observed)
 

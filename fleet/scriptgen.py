@@ -93,13 +93,13 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
-        calls = [f"fleet_task {_label(t)} {i}" for i, t in numbered if t.spec.type != "assert"] or [":"]
+        calls = [f"fleet_task {_label(t)} {i}" for i, t in numbered if not t.resource.judged] or [":"]
         out.append(f"  {name})\n    printf 'run-time decision: %s\\n' \"$fleet_why\"\n    "
                    + "\n    ".join(calls) + " ;;")
     out.append("esac")
     out.append("# -- confirm: every changed task now checks in state -------------------------------------")
     labels = " ".join(f"{i}) fleet_confirm {_label(t)} {i} ;;" for name in runs for i, t in runs[name]
-                      if t.spec.type != "assert")
+                      if not t.resource.judged)
     if labels:
         out.append(f'for n in $fleet_applied; do case $n in {labels} esac; done')
     out.append("# -- verify, in a fresh shell as `ssh host cmd` gets it --------------------------------------")
@@ -107,7 +107,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
         providers = plans[name].decisions_json.get("missing_providers", {}) or {}
-        calls = [_assert_call(i, t, providers, verify_path, sudo) for i, t in numbered if t.spec.type == "assert"]
+        calls = [_assert_call(i, t, providers, verify_path, sudo) for i, t in numbered if t.resource.judged]
         out.append(f"  {name})\n" + "\n".join(calls or [":"]) + " ;;")
     out.append("esac")
     out.append("fleet_end 0")
@@ -116,12 +116,12 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
 
 def _number(task, root: bool, bodies: dict[str, int], defs: list[str]) -> tuple[int, object]:
     """The index of this task's functions, defining them on first sight (variants share equal tasks)."""
-    key = _task_functions(0, task, root) if task.spec.type != "assert" else _assert_function(0, task)
+    key = _task_functions(0, task, root) if not task.resource.judged else _assert_function(0, task)
     key += task.spec.role + task.spec.name
     if key not in bodies:
         bodies[key] = len(bodies)
         i = bodies[key]
-        defs.append(_task_functions(i, task, root) if task.spec.type != "assert" else _assert_function(i, task))
+        defs.append(_task_functions(i, task, root) if not task.resource.judged else _assert_function(i, task))
     return bodies[key], task
 
 
@@ -177,7 +177,7 @@ def _assert_function(i: int, task) -> str:
 
 def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> str:
     label = _label(task)
-    if not task.resource.p["json"]:
+    if not task.resource.writes_record:   # a role's own assert: its exit status (the host's verify: its record)
         return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
                 f'|| fleet_fail {label} "$(fleet_tail "$out")"')
     python = assert_.qpath(task.resource.p["python"])

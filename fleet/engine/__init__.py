@@ -25,12 +25,12 @@ from ..connection import Connection
 from ..errors import FleetError, HostError
 from ..inventory import Host
 from ..facts.software import VERIFY_PATH
-from ..remote.verify_record import verify_record
 from .apply import Applied, apply, merged
 from .decided import Decided, check_sections, decide_tasks, maybe_sudo
 from .observe import Observed, last_facts, observe
 from .plan import Plan, TaskReport, confirm, plan
 from .report import HostReport, Judged, final_facts, judge, record, report, write_verify
+from . import session
 from .setup import Progress, Setup
 
 def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
@@ -64,7 +64,7 @@ def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> 
     """Judge the asserts, write the verify record where verify ran, record the facts, report. Whatever the verify
     step answers or the host does with its file, the report and the record survive."""
     judged = judge(last, setup.check_mode)
-    facts = final_facts(last, judged.verify)
+    facts = final_facts(last, judged)
     error = judged.error or write_verify(conn, host, setup, judged.verify)
     record(setup, host, facts)
     return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases)
@@ -84,4 +84,4 @@ def _clock(phases: dict):
 __all__ = ["Applied", "Decided", "FleetError", "HostReport", "Judged", "Observed", "Plan", "Progress", "Setup",
            "TaskReport", "VERIFY_PATH", "apply", "check_sections", "confirm", "converge", "decide_tasks",
            "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
-           "verify_record"]
+           "session"]

@@ -10,10 +10,9 @@ connection needed (whether the user is root is a bool).
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass
 
-from .. import sections, shell, verify_gate
+from .. import sections, shell
 from ..errors import InputError
 from ..inventory import Host
 from ..roles import Task, render_role
@@ -54,9 +53,7 @@ def check_sections(decided: Decided, verify_max_age: float | None = None) -> tup
     for t in decided.tasks:
         if not t.enabled:
             continue
-        body = t.resource.check()
-        if is_verify(t):
-            body = verify_gate.gated(body, venv_of(t), verify_max_age)
+        body = t.resource.gate(t.resource.check(), verify_max_age)   # verify: behind its fingerprint
         name = f"check.{t.id}"
         out.append(sections.background(name, body) if t.resource.concurrent_check else sections.section(name, body))
     return tuple(out)
@@ -67,15 +64,6 @@ def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = Fa
     is fleet.shell.needs_sudo, the wrapping fleet.shell.as_root."""
     wants_root = not check and (task.spec.sudo if task.spec.sudo is not None else task.resource.root)
     return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root)
-
-
-def venv_of(task: Task) -> str:
-    """The environment verify's python lives in (its bin/python's grandparent)."""
-    return posixpath.dirname(posixpath.dirname(str(task.resource.p.get("python") or "/opt/fleet/venv/bin/python")))
-
-
-def is_verify(task: Task) -> bool:
-    return task.spec.type == "assert" and bool(task.resource.p.get("json"))
 
 
 # What a probe reads off the moment, and the engine's own note of when and why verify was last checked: no

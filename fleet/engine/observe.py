@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Mapping
 
@@ -19,9 +18,9 @@ from .. import sections, verify_gate
 from ..connection import Connection
 from ..errors import FleetError, HostError, InputError
 from ..inventory import Host
-from ..resources.base import CheckResult
+from ..resources.base import CheckResult, Seen
 from ..roles import Task
-from .decided import Decided, check_sections, decide_tasks, is_verify, without_readings
+from .decided import Decided, check_sections, decide_tasks, without_readings
 from . import session
 from .setup import Setup
 
@@ -62,16 +61,11 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     wanted = check_sections(decided, max_age)
     if wanted != guessed:
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
-    checks, folded = {}, dict(facts)
+    checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     for t in decided.tasks:
-        if not t.enabled:
-            continue
-        if is_verify(t):
-            checks[t.id], verify = gated_check(t, found.get(f"check.{t.id}"), facts, max_age, forced)
-            if verify is not None:
-                folded["verify"] = verify
-        else:
-            checks[t.id] = parse_check(t, found.get(f"check.{t.id}"))
+        if t.enabled:   # verify's answer may fold into the facts (a reused verify: its last record)
+            checks[t.id], fold = read_check(t, found.get(f"check.{t.id}"), seen)
+            folded.update(fold)
     return Observed(host.name, folded, decided, MappingProxyType(checks))
 
 
@@ -131,38 +125,13 @@ def _decide(setup: Setup, host: Host, facts: dict, guess: Decided | None) -> Dec
     return decide_tasks(setup.roles, host, facts, check_mode=setup.check_mode)
 
 
-def gated_check(task: Task, sec: sections.Section | None, facts: dict, max_age: float | None,
-                forced: str | None) -> tuple[CheckResult, dict | None]:
-    """The verify check's answer, and the verify fact to fold into the facts (None: leave it as it is).
-    A verify answered 'reused' stands on the last verify record (read back by this very probe)."""
+def read_check(task: Task, sec: sections.Section | None, seen: Seen) -> tuple[CheckResult, dict]:
+    """A task's check answer (Resource.read), and what it folds into the facts; never raises for host output."""
     if sec is None:
-        return parse_check(task, sec), None
-    gate = verify_gate.read(sec.output)
-    last = facts.get("verify") if isinstance(facts.get("verify"), dict) else None
-    if gate.reused:
-        if last is None:   # the host vouched for a record this probe could not read back
-            why = "the host reports a current verify record, but it could not be read back; run fleet verify"
-            return CheckResult(False, why, error=why), None
-        result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
-        return result, {**last, "reused": True, "checked_at": _now(),
-                        "reason": f"reused: nothing it proved has changed since {last.get('at')}"}
-    result = parse_check(task, dataclasses.replace(sec, output=gate.output))
-    if isinstance(result.data, dict):
-        result = dataclasses.replace(result, data={
-            **result.data, "fingerprint": gate.fingerprint, "fingerprint_parts": gate.parts, "reused": False,
-            "reason": "ran: " + verify_gate.run_reason(last, gate, max_age, datetime.now(timezone.utc), forced)})
-    return result, None
-
-
-def parse_check(task: Task, sec: sections.Section | None) -> CheckResult:
-    if sec is None:
-        return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)")
+        return CheckResult(False, "check did not run", error="no answer from the check (connection lost?)"), {}
     try:
-        return task.resource.parse(sec.rc, sec.output)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a verify result of another shape
+        return task.resource.read(sec.rc, sec.output, seen)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:   # e.g. a JSON answer of another shape
         why = f"the answer has a shape fleet cannot read ({type(exc).__name__}: {exc})"
-        return CheckResult(False, why, error=why)
+        return CheckResult(False, why, error=why), {}
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -38,7 +38,7 @@ def plan(observed: Observed) -> Plan:
         if not task.enabled:
             entries.append(TaskReport(role, name, "skipped", task.skip_reason or "", id=task.id))
             continue
-        if task.spec.type == "assert":
+        if task.resource.judged:
             continue  # judged on the last probe
         result = observed.checks[task.id]
         if result.error:

@@ -10,7 +10,6 @@ from typing import Mapping
 from ..connection import Connection
 from ..errors import HostError
 from ..inventory import Host
-from ..remote.verify_record import verify_record
 from .observe import Observed
 from .plan import TaskReport
 from .setup import Setup
@@ -45,44 +44,48 @@ class HostReport:
 
 @dataclass(frozen=True)
 class Judged:
-    entries: tuple[TaskReport, ...]     # one per enabled assert, in order (up to one fleet could not read)
-    verify: dict | None = None          # the new verify record, where verify ran
+    entries: tuple[TaskReport, ...]     # one per enabled assertion, in order (up to one fleet could not read)
+    records: tuple = ()                 # (resource, record) for each assertion that keeps one (verify), where it ran
     error: str | None = None
+
+    @property
+    def verify(self) -> dict | None:
+        """The new verify record, where verify ran (the one the host keeps in its verify file)."""
+        return next((record for resource, record in self.records if resource.writes_record), None)
 
 
 def judge(observed: Observed, check_mode: bool) -> Judged:
-    """The asserts (verify), judged on the last probe; a verify result of a shape fleet cannot read is an error
-    that keeps the report and the record."""
-    entries, verify = [], None
+    """The assertions (assert, verify), judged on the last probe. An answer that makes a record of a shape fleet
+    cannot read is an error that keeps the report and the facts record."""
+    entries, records = [], []
     providers = observed.decisions_json.get("missing_providers", {}) or {}
     for task in observed.tasks:
-        if task.spec.type != "assert" or not task.enabled:
+        if not task.resource.judged or not task.enabled:
             continue
         result = observed.checks[task.id]
         status = "ok" if result.in_state else "failed"
         reason = result.reason
-        if result.data is not None:
-            try:
-                verify = verify_record(result.data, providers)
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                return Judged(tuple(entries), None,
-                              f"the verify result has a shape fleet cannot read ({type(exc).__name__}: {exc}); "
-                              "check the verify role's assert output")
-            reason = verify["summary"]
+        try:
+            kept = task.resource.record(result, providers)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            return Judged(tuple(entries), tuple(records),
+                          f"the {task.spec.type} result of {task.spec.role} has a shape fleet cannot read "
+                          f"({type(exc).__name__}: {exc}); check the role's {task.spec.type} output")
+        if kept is not None:
+            records.append((task.resource, kept))
+            reason = kept.get("summary") or reason
         if check_mode and not result.in_state:
             status, reason = "changed", f"would fail now: {reason}"
         entries.append(TaskReport(task.spec.role, task.spec.name, status, reason, id=task.id))
-    return Judged(tuple(entries), verify)
+    return Judged(tuple(entries), tuple(records))
 
 
-def final_facts(observed: Observed, verify: dict | None) -> dict:
-    """The facts to record: the last probe's, with a verify that ran (and what it tells of torch) folded in."""
+def final_facts(observed: Observed, judged: Judged) -> dict:
+    """The facts to record: the last probe's, with each record an assertion made folded in (verify: the record and
+    what it tells of torch)."""
     facts = dict(observed.facts)
-    if verify is not None:
-        from ..facts.record import with_last_verify
-
-        facts["verify"] = verify
-        facts["torch"] = with_last_verify(facts.get("torch"), verify)
+    for resource, kept in judged.records:
+        facts = resource.fold(facts, kept)
     return facts
 
 

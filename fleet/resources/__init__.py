@@ -11,8 +11,10 @@ from .file import File
 from .git import Git
 from .ldconfig import Ldconfig
 from .pip import Pip
+from .verify import Verify
 
 TYPES: dict[str, type[Resource]] = {cls.type_name: cls for cls in
-                                    (Apt, File, Block, Directory, Git, Pip, Archive, Ldconfig, Command, Assert)}
+                                    (Apt, File, Block, Directory, Git, Pip, Archive, Ldconfig, Command, Assert,
+                                     Verify)}
 
 __all__ = ["TYPES", "Resource", "CheckResult"]

@@ -1,7 +1,8 @@
-"""An assertion (for verify): a script that must succeed on the host. It has nothing to apply.
+"""An assertion: a script that must succeed on the host. It has nothing to apply; it is judged on the last probe.
 
-With `json: true` the script prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...} and the
-engine records it as the host's verify result.
+With `json: true` the script prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...} as its last
+JSON line and the failed checks are the reason. It is a role's own check: the host's verify is its own resource
+type (fleet/resources/verify.py), and an assert never writes or replaces it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ def _interpreter_problem(value) -> str | None:
 
 class Assert(Resource):
     concurrent_check = False          # it runs what the role says: alone, after fleet's own checks
+    judged = True
     type_name = "assert"
     template_target = "script"
     params = {"script": Param((str,)), "template": Param((str,)),
@@ -39,12 +41,16 @@ class Assert(Resource):
         return f"echo {q('nothing to apply: ' + self.p['msg'])} >&2; exit 1"
 
     def parse(self, rc: int, output: str) -> CheckResult:
-        if not self.p["json"]:
+        if not self.p.get("json"):
             return super().parse(rc, output)
-        doc = _last_json(output)
-        if doc is None:
-            return CheckResult(False, f"{self.p['msg']}: no result ({output.strip()[-300:] or f'exit {rc}'})",
-                               error=None)
-        failed = [c for c in doc.get("checks", []) if not c.get("passed")]
-        reason = "all checks passed" if not failed else "; ".join(f"{c['name']}: {c.get('detail', '')}" for c in failed)
-        return CheckResult(bool(doc.get("passed")) and rc == 0, reason, data=doc)
+        return json_result(self.p["msg"], rc, output)
+
+
+def json_result(msg: str, rc: int, output: str) -> CheckResult:
+    """A JSON check's answer: passed when its last JSON line says so and it exited 0; the failed checks as reason."""
+    doc = _last_json(output)
+    if doc is None:
+        return CheckResult(False, f"{msg}: no result ({output.strip()[-300:] or f'exit {rc}'})", error=None)
+    failed = [c for c in doc.get("checks", []) if not c.get("passed")]
+    reason = "all checks passed" if not failed else "; ".join(f"{c['name']}: {c.get('detail', '')}" for c in failed)
+    return CheckResult(bool(doc.get("passed")) and rc == 0, reason, data=doc)

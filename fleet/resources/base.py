@@ -55,6 +55,14 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What a check's answer is read against: the facts of the same probe, and the verify gate's settings."""
+    facts: dict
+    max_age: float | None = None     # how old a verify record may be and still be reused (None: always run)
+    forced: str | None = None        # why verify must run whatever its fingerprint says
+
+
+@dataclass(frozen=True)
 class Param:
     types: tuple = (str,)
     required: bool = False
@@ -111,6 +119,10 @@ class Resource:
     # The check is fleet's own read-only shell, safe to run at the same time as other such checks
     # (sections.background); False where it runs what a role's author wrote (command's unless, assert's script).
     concurrent_check: ClassVar[bool] = True
+    # An assertion: nothing to apply, judged on the last probe after everything else converged (assert, verify).
+    judged: ClassVar[bool] = False
+    # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify).
+    writes_record: ClassVar[bool] = False
 
     def __init__(self, values: dict[str, Any]):
         self.p = values
@@ -171,6 +183,23 @@ class Resource:
         if rc == NEEDS_CHANGE:
             return CheckResult(False, text or "not in state", diff or None)
         return CheckResult(False, f"check failed (exit {rc})", error=text or f"exit {rc}")
+
+    # -- hooks for a check that answers with data (fleet/resources/verify.py); no-ops for every other type ----------
+    def gate(self, body: str, max_age: float | None) -> str:
+        """The check's shell as the probe runs it (verify: behind its fingerprint)."""
+        return body
+
+    def read(self, rc: int, output: str, seen: "Seen") -> tuple[CheckResult, dict]:
+        """The check's answer, and what to fold into the probe's facts ({}: nothing)."""
+        return self.parse(rc, output), {}
+
+    def record(self, result: CheckResult, providers: dict) -> dict | None:
+        """The record this check's answer makes (None: it keeps none)."""
+        return None
+
+    def fold(self, facts: dict, record: dict) -> dict:
+        """The facts with that record in them (a new dict)."""
+        return facts
 
     @property
     def root(self) -> bool:

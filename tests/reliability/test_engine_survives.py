@@ -26,7 +26,7 @@ tasks:
   - name: a file
     file: {{path: "{root}/etc/env.sh", content: "export A=1\\n"}}
   - name: verify
-    assert: {{json: true, msg: verify, script: {script}}}
+    verify: {{interpreter: bash, msg: verify, script: {script}}}
 """
 
 

@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import importlib
 import json
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -21,7 +22,8 @@ from fleet.connection import LocalConnection
 from fleet.engine import (HostReport, Observed, Setup, converge, decide_tasks, judge, last_facts,
                           observe, plan, report)
 from fleet.engine.decided import READINGS, reads_readings, without_readings
-from fleet.engine.observe import gated_check
+from fleet.engine.observe import read_check
+from fleet.resources.base import Seen
 from fleet.inventory import Host
 from fleet.resources.base import CheckResult
 from fleet.roles import load_role, load_roles, roles_dirs
@@ -106,7 +108,8 @@ def test_a_reused_verify_is_folded_into_new_facts_never_into_the_given_ones():
     facts = {"verify": {"passed": True, "summary": "verify passed: x", "at": "2026-11-20T10:00:00+00:00"}}
     before = copy.deepcopy(facts)
     sec = sections.Section("check.verify.0", 0, "@@fleet:fingerprint abc@@\n@@fleet:verify-reused@@")
-    result, folded = gated_check(verify, sec, facts, 86400.0, None)
+    result, fold = read_check(verify, sec, Seen(facts, 86400.0, None))
+    folded = fold["verify"]
     assert result.in_state and result.reason == "verify passed: x"
     assert folded["reused"] is True and folded["reason"].startswith("reused: nothing it proved has changed")
     assert facts == before
@@ -209,3 +212,25 @@ def test_the_shipped_verify_record_module_is_standalone_stdlib_python():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported and imported <= set(sys.stdlib_module_names)
     assert "fleet" not in imported and not any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
+
+
+def test_a_role_s_own_json_assert_is_judged_on_its_own_and_never_becomes_the_host_s_verify(tmp_path):
+    """verify is a resource type of its own: a user role's JSON assert, whatever its answer's extra fields, is
+    judged by its checks and neither writes the host's verify record nor replaces facts.verify."""
+    root = tmp_path / "host"
+    root.mkdir()
+    answer = {"passed": True, "checks": [{"name": "dataset_mounted", "passed": True}], "missing_libraries": 5}
+    path = tmp_path / "roles" / "mine" / "role.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent(f"""\
+        tasks:
+          - name: the dataset is there
+            assert: {{json: true, msg: dataset, script: {json.dumps("echo " + shlex.quote(json.dumps(answer)))}}}
+        """))
+    host = Host("here", connection="local")
+    setup = Setup([load_role(path)], facts_dir=tmp_path / "facts", verify_path=str(tmp_path / "verify.json"))
+    probed = observe(LocalConnection(host), host, setup, None).facts["verify"]
+    built = converge(LocalConnection(host), host, setup)
+    assert [(t.status, t.reason) for t in built.tasks] == [("ok", "all checks passed")] and not built.error
+    assert not (tmp_path / "verify.json").exists()
+    assert last_facts(setup, host)["verify"] == probed        # what the host's own verify record says, untouched

@@ -39,12 +39,10 @@ ROLES = {
             when: "false"
         """,
     "check": """
-        description: a verify-like assert
+        description: a verify of its own (the verify resource type)
         tasks:
           - name: the files are there
-            assert:
-              interpreter: python
-              json: true
+            verify:
               script: |
                 import json, os
                 ok = os.path.exists({{ (work ~ '/a.txt') | tojson }})

@@ -1,0 +1,77 @@
+"""The host's verify: a check that proves the GPU stack works and answers with data (a resource type of its own).
+
+Like an assert it has nothing to apply and is judged on the last probe; unlike one, it carries its own hooks:
+
+- `gate(body, max_age)`  the check behind its fingerprint (fleet/verify_gate.py): the host answers "reused" when
+                         nothing verify proved has changed since its own record, so a converged host imports no torch
+- `read(section, seen)`  the answer: a reused verify stands on the last record (read back by this very probe) and is
+                         folded into the facts; a run one carries the new fingerprint and why it ran
+- `record(result, providers)`  the verify record (fleet/remote/verify_record.py), what the host and the facts keep
+- `fold(facts, record)`  the facts with it: `verify`, and what importing torch told of torch
+
+The engine asks every resource the same questions (Resource.gate/read/record/fold, no-ops by default), so a user
+role's own JSON `assert` is only an assert: it never becomes, or overwrites, the host's verify.
+
+Its script prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...} as its last JSON line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from datetime import datetime, timezone
+
+from .. import verify_gate
+from .assert_ import Assert, json_result
+from .base import CheckResult, Param
+
+
+class Verify(Assert):
+    type_name = "verify"
+    params = {name: spec for name, spec in Assert.params.items() if name != "json"}
+    params["interpreter"] = Param((str,), default="python", check=Assert.params["interpreter"].check)
+    writes_record = True
+
+    @property
+    def venv(self) -> str:
+        """The environment verify's python lives in (its bin/python's grandparent; none for a bare `python3`)."""
+        python = str(self.p["python"])
+        return posixpath.dirname(posixpath.dirname(python)) if "/" in python else ""
+
+    def gate(self, body: str, max_age: float | None) -> str:
+        return verify_gate.gated(body, self.venv, max_age)
+
+    def parse(self, rc: int, output: str) -> CheckResult:
+        return json_result(self.p["msg"], rc, output)
+
+    def read(self, rc: int, output: str, seen) -> tuple[CheckResult, dict]:
+        gate = verify_gate.read(output)
+        last = seen.facts.get("verify") if isinstance(seen.facts.get("verify"), dict) else None
+        if gate.reused:
+            if last is None:   # the host vouched for a record this probe could not read back
+                why = "the host reports a current verify record, but it could not be read back; run fleet verify"
+                return CheckResult(False, why, error=why), {}
+            result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
+            return result, {"verify": {**last, "reused": True, "checked_at": _now(),
+                                       "reason": f"reused: nothing it proved has changed since {last.get('at')}"}}
+        result = self.parse(rc, gate.output)
+        if isinstance(result.data, dict):
+            why = verify_gate.run_reason(last, gate, seen.max_age, datetime.now(timezone.utc), seen.forced)
+            result = dataclasses.replace(result, data={
+                **result.data, "fingerprint": gate.fingerprint, "fingerprint_parts": gate.parts, "reused": False,
+                "reason": "ran: " + why})
+        return result, {}
+
+    def record(self, result: CheckResult, providers: dict) -> dict | None:
+        from ..remote.verify_record import verify_record
+
+        return None if result.data is None else verify_record(result.data, providers)
+
+    def fold(self, facts: dict, record: dict) -> dict:
+        from ..facts.record import with_last_verify
+
+        return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
