@@ -385,8 +385,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence)."""
     from .connection import ConnectOptions, connect
-    from .roles import roles_dirs, roles_for_hosts
-    from .validate import check_hosts
+    from .engine import session
 
     progress = progress or (lambda host, msg: None)
     old = load_existing(inventory_path)
@@ -401,8 +400,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
     if present and name and name != present.name:
         progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")
-    roles = roles_for_hosts([host], roles_dirs(inventory.roles_path))[host.name]   # bad roles stop here,
-    check_hosts([host], inventory.roles_path, {host.name: roles})                 # bad variables too
+    roles = session.roles_of([host], inventory.roles_path)[host.name]   # bad roles and variables stop here
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]

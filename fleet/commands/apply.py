@@ -37,18 +37,15 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
-    from ..engine import Setup, converge as converge_host
+    from ..engine import Setup, converge as converge_host, session
     from ..errors import ExitStatus
     from ..inventory import load_inventory
     from ..parallel import interrupted, on_hosts
     from ..report_apply import print_apply
-    from ..roles import roles_dirs, roles_for_hosts
-    from ..validate import check_hosts
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    by_host = roles_for_hosts(hosts, roles_dirs(inventory.roles_path), role_names(args))  # before any host
-    check_hosts(hosts, inventory.roles_path, by_host)                # bad variables: exit 2, nothing touched
+    by_host = session.roles_of(hosts, inventory.roles_path, role_names(args))   # bad input: exit 2, nobody touched
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):
         force_verify = "asked for (--verify)"

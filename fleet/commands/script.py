@@ -48,15 +48,13 @@ def run(args: argparse.Namespace, env) -> int:
     from ..engine import decide_tasks
     from ..engine.session import gather
     from ..errors import ExitStatus
-    from ..roles import roles_dirs, roles_for_hosts
+    from ..engine import session
     from ..scriptgen import render_script
-    from ..validate import check_hosts
     from .apply import role_names
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
-    roles = roles_for_hosts([host], roles_dirs(roles_path), role_names(args))[host.name]
-    check_hosts([host], roles_path, {host.name: roles})           # bad variables: exit 2, nothing touched
+    roles = session.roles_of([host], roles_path, role_names(args))[host.name]   # bad input: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
 
     def decide(facts: dict):                                      # plans only: nothing is recorded

@@ -22,16 +22,15 @@ import time
 from contextlib import contextmanager
 
 from ..connection import Connection
-from ..errors import FleetError, HostError
+from ..errors import HostError
 from ..inventory import Host
-from ..facts.software import VERIFY_PATH
-from .apply import Applied, apply, merged
+from .apply import apply, merged
 from .decided import Decided, check_sections, decide_tasks, maybe_sudo
 from .observe import Observed, last_facts, observe
 from .plan import Plan, TaskReport, confirm, plan
-from .report import HostReport, Judged, final_facts, judge, record, report, write_verify
+from .report import HostReport, final_facts, judge, record, report, write_verify
 from . import session
-from .setup import Progress, Setup
+from .setup import Setup
 
 def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     """One host to its roles; its checks are guessed from its last facts record."""
@@ -81,7 +80,6 @@ def _clock(phases: dict):
     return phase
 
 
-__all__ = ["Applied", "Decided", "FleetError", "HostReport", "Judged", "Observed", "Plan", "Progress", "Setup",
-           "TaskReport", "VERIFY_PATH", "apply", "check_sections", "confirm", "converge", "decide_tasks",
-           "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
+__all__ = ["Decided", "HostReport", "Observed", "Plan", "Setup", "TaskReport", "apply", "check_sections", "converge",
+           "decide_tasks", "final_facts", "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
            "session"]

@@ -7,6 +7,8 @@ through these, so that the same facts and the same variables give the same decis
     gather(conn, host, last)                 -> the facts alone (probe with no checks)
     decide_facts(facts, vars)                -> the Decisions, with exactly the variables apply renders with
     record(facts_dir, name, facts)           -> the one writer of facts records (atomic, scrubbed)
+    roles_of(hosts, roles_path, only)        -> each host's roles, every variable checked: the pre-flight of every
+                                                command that renders roles (nothing contacted; InputError, exit 2)
 
 `last` is the host's previous facts record (None: none): it says where the venv was, so a probe asks the right
 python. The decide-and-render of tasks is `engine.decided.decide_tasks`, which calls `variables` and
@@ -73,6 +75,17 @@ def record(facts_dir: Path, name: str, facts: dict) -> None:
     from ..facts import store
 
     store.write(facts_dir, name, facts)
+
+
+def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> dict[str, list]:
+    """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
+    a bad role or variable is an InputError naming its file:line before any host is contacted."""
+    from ..roles import roles_dirs, roles_for_hosts
+    from ..validate import check_hosts
+
+    by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
+    check_hosts(hosts, roles_path, by_host)
+    return by_host
 
 
 def run_sections(conn: Connection, script: str, what: str,
