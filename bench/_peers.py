@@ -14,7 +14,7 @@ BENCH = Path(__file__).resolve().parent
 PEERS = BENCH / "peers"
 VENV = BENCH / ".venv-peers"
 # The variables the peers read: the sources (every one points at the lab mirror) and the torch choice.
-CUTLASS_REPO = "https://github.com/NVIDIA/cutlass.git"   # fleet/builtin_roles/cutlass/role.yaml's default
+CUTLASS_REPO = "https://github.com/NVIDIA/cutlass.git"   # roles/cutlass/role.yaml's default
 SOURCE_VARS = ("cuda_keyring_url", "torch_index_url", "jetson_torch_index_url", "pip_index_url", "cutlass_repo",
                "torch_source")
 

@@ -221,7 +221,9 @@ def bytecode_as_installed() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     import sysconfig
 
-    trees = {BENCH.parent / "fleet", Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"])}
+    # roles/ is the package fleet.builtin_roles (its __init__.py), in the editable install this checkout runs from
+    trees = {BENCH.parent / "fleet", BENCH.parent / "roles", Path(sysconfig.get_paths()["purelib"]),
+             Path(sysconfig.get_paths()["platlib"])}
     trees |= {p for p in (BENCH / ".venv-peers",) if p.is_dir()}
     for tree in sorted(trees):
         subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(tree)],

@@ -32,7 +32,16 @@ from .resources import TYPES, Resource
 ROLE_KEYS = {"description", "defaults", "when", "why", "tasks"}
 TASK_KEYS = {"name", "when", "sudo"}
 DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin_roles"   # shipped inside the package
+
+# The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
+# package-dir): the import finds them in a wheel (fleet/builtin_roles/) and in an editable install (roles/) alike.
+try:
+    from . import builtin_roles
+except ImportError as exc:   # a checkout run without its install, or an editable install made before roles/ moved
+    raise ImportError("fleet's built-in roles (the package fleet.builtin_roles: roles/ in a checkout) are not "
+                      "installed with this fleet; install it (in a checkout: pip install -e . or "
+                      "./scripts/setup.sh)") from exc
+BUILTIN_DIR = Path(builtin_roles.__file__).resolve().parent
 
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                             autoescape=False)

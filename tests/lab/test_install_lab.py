@@ -1,9 +1,10 @@
 """Installed as a user installs it: the wheel built from this checkout, installed into a fresh virtual
 environment, runs `fleet apply --check` on a lab host from a directory outside the checkout. The built-in roles
-come from the installed package (package data), not from the checkout.
+(roles/ at the repository's root) come from the installed package fleet.builtin_roles (package data), not from
+the checkout.
 
-Fast: the wheel is built with pip's isolated build (setuptools and wheel from the configured index), and the
-fresh venv has no pip of its own (this venv's pip installs into it with --python), and
+Fast: the wheel is built with pip's isolated build (tests/wheel_build.py: setuptools and wheel from the
+configured index), and the fresh venv has no pip of its own (this venv's pip installs into it with --python), and
 it reaches the runtime dependencies (fabric, PyYAML, Jinja2, rich) through one .pth line naming this venv's
 site-packages. A .pth inside that directory is not processed from there, so this checkout's editable install
 stays out, and the new venv's own site-packages comes first on sys.path: the test proves which fleet ran."""
@@ -11,7 +12,6 @@ stays out, and the new venv's own site-packages comes first on sys.path: the tes
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,8 +19,7 @@ import zipfile
 from pathlib import Path
 
 import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
+from wheel_build import build_wheel
 
 
 def run(*argv, **kw) -> subprocess.CompletedProcess:
@@ -28,20 +27,12 @@ def run(*argv, **kw) -> subprocess.CompletedProcess:
 
 
 def build_and_install(tmp_path: Path) -> Path:
-    wheels, src = tmp_path / "wheels", tmp_path / "src"
-    # Built from a copy of what the wheel is made of: setuptools leaves build/ in the tree it builds, and a
-    # stale build/lib there could carry files the checkout no longer has.
-    shutil.copytree(ROOT / "fleet", src / "fleet", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    # pip's isolated build fetches setuptools and wheel from the configured index (a local one here)
-    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, src, cwd=tmp_path)
-    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
-    wheel = next(wheels.glob("fleet-*.whl"))
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
+    # roles/ at the repository's root ships as fleet/builtin_roles/ (tests/unit/test_packaging.py checks every file)
     assert "fleet/builtin_roles/verify/role.yaml" in names and "fleet/builtin_roles/env_hooks/templates/env.sh.j2" \
         in names
-    assert not any(n.startswith(("tests/", "examples/", "inventories/")) for n in names)
+    assert not any(n.startswith(("roles/", "tests/", "examples/", "inventories/")) for n in names)
     venv = tmp_path / "venv"
     made = run(sys.executable, "-m", "venv", "--without-pip", venv)
     assert made.returncode == 0, made.stderr
@@ -67,6 +58,10 @@ def test_the_installed_wheel_runs_apply_check_on_a_lab_host_from_outside_the_che
                 cwd=elsewhere, env=env)
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
+    builtin = Path(where.stdout.split()[1])
+    assert builtin.parts[-2:] == ("fleet", "builtin_roles") and sorted(p.parent.name for p in builtin.glob(
+        "*/role.yaml")) == sorted(["cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch",
+                                   "verify"]), where.stdout
 
     lab.reset(["pod-580"])
     result = run(venv / "bin" / "fleet", "apply", "pods.yaml", "--check", cwd=elsewhere, env=env)

@@ -182,7 +182,7 @@ def test_a_role_that_reads_a_reading_of_the_moment_is_decided_afresh(tmp_path, m
 
 
 @pytest.mark.parametrize("name", ["h100-pod-570", "thor", "spark", "cpu-only"])
-def test_the_builtin_roles_render_the_same_whatever_the_readings_of_the_moment(name):
+def test_the_built_in_roles_render_the_same_whatever_the_readings_of_the_moment(name):
     """What lets one Decided stand for a later probe's facts: the readings change nothing that is rendered."""
     roles = load_roles(None, roles_dirs())
     assert not reads_readings(roles)

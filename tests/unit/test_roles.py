@@ -15,7 +15,8 @@ from fleet.roles import DEFAULT_ORDER, load_role, load_roles, render_role, roles
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BAD = DATA / "roles"
-SHIPPED = Path(__file__).resolve().parents[2] / "fleet" / "builtin_roles"
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "roles"      # the built-in roles, at the repository's root
 HOST = {"name": "pod-570", "user": "root", "root": True}
 
 

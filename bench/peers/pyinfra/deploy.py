@@ -1,4 +1,4 @@
-"""fleet's eight roles (fleet/builtin_roles/*/role.yaml) as one pyinfra deploy: the same packages, files, block, git clone,
+"""fleet's eight roles (roles/*/role.yaml) as one pyinfra deploy: the same packages, files, block, git clone,
 pip installs and the same verify script, from the same sources (the lab mirror, through host data that
 bench/compare.py writes from the lab inventory). Decisions are fleet's rules (shared/DOMAIN.md), computed
 here from one probe command.
@@ -89,7 +89,7 @@ pip.packages(name="torch 2.11.0", packages=["torch==2.11.0+cu130"], virtualenv=P
              extra_install_args=host.data.torch_pip_args,
              _sudo=SUDO)
 
-# --- verify: fleet's own verify script (rendered from fleet/builtin_roles/verify/templates), run as the user in the
+# --- verify: fleet's own verify script (rendered from roles/verify/templates), run as the user in the
 # non-interactive shell `ssh host cmd` gets, so the env hook applies.
 files.put(name="verify script", src=host.data.verify_py, dest="/var/lib/fleet/verify.py", create_remote_dir=True,
           _sudo=SUDO)
