@@ -35,13 +35,22 @@ DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "c
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
 # package-dir): the import finds them in a wheel (fleet/builtin_roles/) and in an editable install (roles/) alike.
-try:
-    from . import builtin_roles
-except ImportError as exc:   # a checkout run without its install, or an editable install made before roles/ moved
-    raise ImportError("fleet's built-in roles (the package fleet.builtin_roles: roles/ in a checkout) are not "
-                      "installed with this fleet; install it (in a checkout: pip install -e . or "
-                      "./scripts/setup.sh)") from exc
-BUILTIN_DIR = Path(builtin_roles.__file__).resolve().parent
+def _builtin_dir() -> Path:
+    try:
+        from . import builtin_roles
+    except ImportError as exc:
+        # a checkout run from its source without an install (PYTHONPATH=checkout, as on the lent GPU machine):
+        # roles/ beside the package; else an install made before roles/ moved
+        checkout = Path(__file__).resolve().parent.parent / "roles"
+        if (checkout / "verify" / "role.yaml").is_file():
+            return checkout
+        raise ImportError("fleet's built-in roles (the package fleet.builtin_roles: roles/ in a checkout) are not "
+                          "installed with this fleet; install it (in a checkout: pip install -e . or "
+                          "./scripts/setup.sh)") from exc
+    return Path(builtin_roles.__file__).resolve().parent
+
+
+BUILTIN_DIR = _builtin_dir()
 
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                             autoescape=False)

@@ -6,6 +6,7 @@ the roles through that import alone. tests/lab/test_install_lab.py runs the inst
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -66,16 +67,29 @@ def test_this_checkout_finds_its_built_in_roles_at_the_repository_root_through_i
                for r in roles.load_roles(None, roles.roles_dirs()))
 
 
-def test_a_fleet_without_its_built_in_roles_installed_says_how_to_install_it(tmp_path):
-    """An editable install made before the roles moved (or a checkout run with no install) cannot import
-    fleet.builtin_roles: the error names the fix, not only the missing name."""
+def _import_roles_without_install(source: Path, cwd: Path) -> subprocess.CompletedProcess:
     code = ("import sys\n"
             "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]\n"
-            f"sys.path.insert(0, {str(ROOT)!r})\n"
-            "import fleet.roles\n")
+            f"sys.path.insert(0, {str(source)!r})\n"
+            "import fleet.roles\n"
+            "print(fleet.roles.BUILTIN_DIR)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
-                            timeout=60)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+
+
+def test_a_checkout_run_without_an_install_finds_roles_beside_its_package(tmp_path):
+    """PYTHONPATH=checkout python -m fleet (how the lent GPU machine runs this checkout) takes roles/ from the
+    checkout's root."""
+    result = _import_roles_without_install(ROOT, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(ROOT / "roles")
+
+
+def test_a_fleet_without_its_built_in_roles_installed_says_how_to_install_it(tmp_path):
+    """A fleet package with neither fleet.builtin_roles nor a checkout's roles/ beside it (an editable install made
+    before the roles moved): the error names the fix, not only the missing name."""
+    shutil.copytree(ROOT / "fleet", tmp_path / "src" / "fleet", ignore=shutil.ignore_patterns("__pycache__"))
+    result = _import_roles_without_install(tmp_path / "src", tmp_path)
     assert result.returncode == 1
     assert ("ImportError: fleet's built-in roles (the package fleet.builtin_roles: roles/ in a checkout) are not "
             "installed with this fleet; install it (in a checkout: pip install -e . or ./scripts/setup.sh)"
