@@ -17,6 +17,7 @@ from fleet.cuda_table import (
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
+from fleet.decide.platforms import SHIPPED_BY
 from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
@@ -61,12 +62,12 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
         return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
     installed = host.toolkit(cuda)
     if installed:
-        source = "jetpack" if host.jetson else {"dgx-spark": "dgx-os"}.get(host.platform)
-        where = {"jetpack": "shipped with JetPack", "dgx-os": "preinstalled by DGX OS"}.get(source, "installed")
+        source = host.row.cuda_shipped_by
+        where = SHIPPED_BY.get(source, "installed")
         release = installed.get("full_version") or installed.get("version")
         nvcc = f" (nvcc {release})" if release and release != cuda else ""
         return result("present", source, None, f"CUDA {cuda} is {where} at {path}{nvcc}: nothing to install")
-    if host.jetson:
+    if host.row.cuda_source == "jetpack":
         return result("install", "jetpack", None,
                       f"CUDA {cuda} is not installed: install {package} from {host.jetson.label}'s apt "
                       f"repository (Jetson takes CUDA from JetPack, not from the desktop repo)")

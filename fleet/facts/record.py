@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..cuda_table import compare_versions, cuda_max_for_driver
+from ..decide import platforms
+from ..decide.gpu import compat_harm
 from . import cuda, gpu, shells, software, system
 from .scrub import scrub_text
 
@@ -61,9 +63,12 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     shell_facts = reader.read("shells", shells.parse)
     env = reader.read("env", software.parse_env,
                       {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []})
-    # every startup line (not fleet's) that puts cuda-compat on the path, with what it breaks
-    env["compat_lines"] = shells.compat_lines(shell_facts, driver["version"], cuda_facts.get("compat"), platform,
-                                              [g["name"] or "" for g in gpus])
+    # every startup line (not fleet's) that puts cuda-compat on the path, with what decide's forward-compatibility
+    # rule says it breaks here
+    seen = shells.compat_lines(shell_facts)
+    harm = compat_harm(platform, [g["name"] or "" for g in gpus], driver["version"],
+                       (cuda_facts.get("compat") or {}).get("version")) if seen else ""
+    env["compat_lines"] = shells.judged(seen, harm)
     libraries = reader.read("libraries", cuda.parse_libraries, {"libraries": {}, "sources": {}},
                             arch=uname.get("arch"))
     verify = reader.read("verify", software.parse_verify)
@@ -155,7 +160,7 @@ def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None
 
 
 def _jetson(tegra: dict | None, model: str | None, platform: str) -> dict | None:
-    if tegra is None and not platform.startswith("jetson-"):
+    if tegra is None and not platforms.platform(platform).jetson:
         return None
     tegra = tegra or {}
     return {"l4t": tegra.get("l4t"), "l4t_full": tegra.get("l4t_full"),
