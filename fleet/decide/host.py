@@ -86,7 +86,7 @@ def read_host(facts) -> Host:
     names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
     jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
         if platforms.platform(platform).jetson or jetson else None
-    if jetpack:  # records gathered before fleet told JetPack 6 from 7 say jetson-thor on an Orin
+    if jetpack:  # records gathered before fleet told JetPack 6 from 7 name the Thor row on an Orin
         platform = next(p.name for p in platforms.jetsons() if p.generation == jetpack.generation)
     gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
     if jetpack and not gpus:  # Orin on JetPack 6 has no nvidia-smi: its integrated GPU is still there
