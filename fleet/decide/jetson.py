@@ -32,11 +32,10 @@ class JetPack:
 
     @property
     def major(self) -> str:
-        return "7" if self.generation == "thor" else "6"
+        return str(platforms.jetson_generation(self.generation).jetpack[0])
 
 
 JETPACK_CUDA = {"6.0": "12.2", "6.1": "12.6", "6.2": "12.6", "7.0": "13.0", "7.1": "13.0"}
-JETSON_INDEX = {"orin": "https://pypi.jetson-ai-lab.io/jp6/cu126", "thor": "https://pypi.jetson-ai-lab.io/sbsa/cu130"}
 
 
 def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:
@@ -46,11 +45,10 @@ def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:
 
 
 def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
-    gen = generation(l4t, jetpack, gpu_names)
-    cuda = JETPACK_CUDA.get(str(jetpack)) if jetpack else None
-    if cuda is None and gen == "thor":
-        cuda = "13.0"  # every JetPack 7 release so far ships CUDA 13.0
-    return JetPack(gen, str(jetpack) if jetpack else None, cuda, JETSON_INDEX[gen], l4t or None)
+    row = platforms.jetson_row(l4t, gpu_names, jetpack)
+    # the row's shipped_cuda where the release is not in JETPACK_CUDA: every JetPack 7 so far ships CUDA 13.0
+    cuda = (JETPACK_CUDA.get(str(jetpack)) if jetpack else None) or row.shipped_cuda
+    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, row.jetson_index, l4t or None)
 
 
 def is_jetson_index(url: str) -> bool:
@@ -59,8 +57,8 @@ def is_jetson_index(url: str) -> bool:
 
 
 def jetson_gpu(gen: str) -> Gpu:
-    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6): Orin is 8.7,
-    Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
-    if gen == "thor":
-        return Gpu("NVIDIA Thor", "11.0", "from the JetPack generation", "thor")
-    return Gpu("Orin (integrated GPU)", "8.7", "from the JetPack generation", "jetson")
+    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6), from its row: Orin is
+    8.7, Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
+    row = platforms.jetson_generation(gen)
+    name, capability = row.integrated_gpu
+    return Gpu(name, capability, "from the JetPack generation", row.gpu_kind)

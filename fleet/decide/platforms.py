@@ -91,6 +91,9 @@ class Platform:
     cuda_shipped_by: str | None = None       # the OS image that ships CUDA: jetpack | dgx-os | None
     driver_form: str = "full"     # full: 580.95.05; branch: Jetson drivers report the branch only (580.00)
     torch_sources: tuple[str, ...] = ("official",)   # torch_source values it runs, the default first
+    jetson_index: str | None = None   # a Jetson's torch index (Jetson AI Lab) for its JetPack
+    shipped_cuda: str | None = None   # the CUDA its JetPack ships where the facts name no JetPack release
+    integrated_gpu: tuple[str, str] | None = None   # a Jetson's GPU (name, capability) where facts list none
     perf: tuple[Perf, ...] = ()
     summary: str = ""
 
@@ -110,11 +113,14 @@ class Platform:
 PLATFORMS: tuple[Platform, ...] = (
     Platform("jetson-orin", "aarch64", True, r"\b(Orin|Xavier|Tegra)\b", True, l4t=(36, 38), jetpack=(6, 7),
              generation="orin", gpu_kind="jetson", cuda_source="jetpack", cuda_shipped_by="jetpack",
-             driver_form="branch", torch_sources=("jetson",),
+             driver_form="branch", torch_sources=("jetson",), jetson_index="https://pypi.jetson-ai-lab.io/jp6/cu126",
+             integrated_gpu=("Orin (integrated GPU)", "8.7"),
              summary="Jetson AGX Orin on JetPack 6 (L4T R36): Tegra CUDA 12.x from JetPack"),
     Platform("jetson-thor", "aarch64", True, r"\bThor\b", True, l4t=(38, None), jetpack=(7, None),
              generation="thor", gpu_kind="thor", cuda_source="jetpack", cuda_shipped_by="jetpack",
              driver_form="branch", torch_sources=("official", "jetson"),
+             jetson_index="https://pypi.jetson-ai-lab.io/sbsa/cu130", shipped_cuda="13.0",
+             integrated_gpu=("NVIDIA Thor", "11.0"),
              perf=(Perf("Thor", 250, 10, 5),),
              summary="Jetson AGX Thor on JetPack 7 (L4T R38+): SBSA CUDA 13 from JetPack"),
     Platform("dgx-spark", "aarch64", False, r"\bGB10\b", True, gpu_kind="spark", cuda_shipped_by="dgx-os",
@@ -146,6 +152,11 @@ def kind(name: str) -> Kind:
 
 def jetsons() -> tuple[Platform, ...]:
     return tuple(p for p in PLATFORMS if p.jetson)
+
+
+def jetson_generation(generation: str) -> Platform:
+    """The Jetson row of a generation ('orin', 'thor')."""
+    return next(p for p in jetsons() if p.generation == generation)
 
 
 def _major(version: str | None) -> int | None:

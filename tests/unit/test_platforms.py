@@ -10,7 +10,8 @@ import pytest
 
 import fleet
 from fleet.decide import decide, platforms
-from fleet.decide.gpu import compat_harm, forward_compat_refusal, Gpu
+from fleet.decide.gpu import Gpu, compat_harm, forward_compat_refusal
+from fleet.decide.jetson import jetpack_of, jetson_gpu
 from fleet.facts import gpu as gpu_facts
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
@@ -222,3 +223,12 @@ def _rows_named_outside_the_table() -> dict[str, set[str]]:
         if words:
             out[str(path.relative_to(PACKAGE))] = words
     return out
+
+
+@pytest.mark.parametrize("row", platforms.jetsons(), ids=[p.name for p in platforms.jetsons()])
+def test_each_jetson_row_holds_what_decide_jetson_reads(row):
+    assert row.generation and row.l4t and row.jetpack and row.gpu_kind and row.driver_form == "branch"
+    assert row.jetson_index.startswith("https://") and row.integrated_gpu
+    jp = jetpack_of(f"{row.l4t[0]}.0", None, "")
+    assert jp.generation == row.generation and jp.index_url == row.jetson_index and jp.major == str(row.jetpack[0])
+    assert jetson_gpu(row.generation).kind == row.gpu_kind
