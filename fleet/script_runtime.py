@@ -23,6 +23,7 @@ import copy
 import shlex
 
 from .cuda_table import min_driver_for, version_key
+from .decide import platforms
 from .errors import FleetError
 
 # Reads the kernel driver's version as the facts probe does (fleet.facts.gpu.DRIVER / parse_driver_version).
@@ -81,7 +82,8 @@ def guard(plan, plans: dict, label: str) -> str:
     if need is None or not driver:
         return "\n".join(lines + ["fleet_variant=direct fleet_why='the decisions as frozen'"])
     found = '"$fleet_driver"'
-    if facts.get("platform") == "jetson-thor" or facts.get("jetson"):   # Jetson drivers report the branch only
+    row = platforms.platform(facts.get("platform"))
+    if (row and row.driver_form == "branch") or facts.get("jetson"):   # Jetson drivers report the branch only
         found, need = '"${fleet_driver%%.*}"', str(version_key(need)[0])
         lines.append(_assign(need=need))
     lines.append(_assign(branch=str(version_key(driver)[0])))
@@ -140,4 +142,5 @@ def _min_driver(plan) -> str | None:
 
 
 def _has_gpu(facts: dict) -> bool:
-    return bool(facts.get("gpus")) and facts.get("platform") != "cpu-only"
+    row = platforms.platform(facts.get("platform"))
+    return bool(facts.get("gpus")) and (row is None or row.has_gpu)

@@ -38,7 +38,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,
         ld_library_path=path,
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
-        gpu=host.has_gpu, env_reason=env_reason(path, compat),
+        gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
     )
 
 

@@ -17,6 +17,8 @@ from fleet.cuda_table import (
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
+from fleet.decide import platforms
+from fleet.decide.platforms import SHIPPED_BY
 from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
@@ -61,12 +63,12 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
         return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
     installed = host.toolkit(cuda)
     if installed:
-        source = "jetpack" if host.jetson else {"dgx-spark": "dgx-os"}.get(host.platform)
-        where = {"jetpack": "shipped with JetPack", "dgx-os": "preinstalled by DGX OS"}.get(source, "installed")
+        source = host.row.cuda_shipped_by
+        where = SHIPPED_BY.get(source, "installed")
         release = installed.get("full_version") or installed.get("version")
         nvcc = f" (nvcc {release})" if release and release != cuda else ""
         return result("present", source, None, f"CUDA {cuda} is {where} at {path}{nvcc}: nothing to install")
-    if host.jetson:
+    if host.row.cuda_source == "jetpack":
         return result("install", "jetpack", None,
                       f"CUDA {cuda} is not installed: install {package} from {host.jetson.label}'s apt "
                       f"repository (Jetson takes CUDA from JetPack, not from the desktop repo)")
@@ -170,15 +172,17 @@ def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
     """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: newer 12.x through cuda-compat,
     which forward compatibility supports on Jetson boards."""
     jp, cuda, path = host.jetson, v.cuda_version, compat_dir(v)
+    never = platforms.kind(host.row.gpu_kind).refusal   # the Jetson row's GPU kind: Thor's refuses (803)
     ships = jp.cuda or native_cuda(host)
     if ships and version_key(cuda) <= version_key(ships):
         return off(f"{jp.label} ships CUDA {ships} with kernel driver {host.driver} (the r{version_key(host.driver)[0]} "
                    f"branch: Jetson drivers report the branch only), which runs CUDA {cuda}: no cuda-compat"
-                   + (" (never on Thor: error 803)" if jp.generation == "thor" else "") + _keep_off_note(host, path))
-    if jp.generation == "thor":
-        why = "cuda-compat breaks CUDA on Jetson Thor (error 803)"
+                   + (f" (never on {jp.generation.capitalize()}: error {platforms.kind(host.row.gpu_kind).compat_error})"
+                      if never else "") + _keep_off_note(host, path))
+    if never:
+        why = never
         return off(f"{jp.label} ships CUDA {ships}, older than {cuda}, but {why}",
-                   refuse=f"Thor on {jp.label} (driver {host.driver}) cannot run CUDA {cuda}: it ships CUDA {ships} "
+                   refuse=f"{jp.generation.capitalize()} on {jp.label} (driver {host.driver}) cannot run CUDA {cuda}: it ships CUDA {ships} "
                           f"and {why}; install a JetPack that ships CUDA {cuda}, or set cuda_version={ships}")
     if version_key(cuda)[0] != version_key(ships or "12.0")[0]:
         return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} is another family, refused with the toolkit")

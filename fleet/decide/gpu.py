@@ -1,14 +1,16 @@
 """What a GPU is: its compute capability, its class (for forward compatibility), and
 whether a list of compiled architectures runs on it.
 
-Capabilities and names: developer.nvidia.com/cuda-gpus. Forward compatibility is allowed
-on data-center GPUs and Jetson, never on GeForce (error 804), never on Thor (its JetPack
-driver is new enough and compat breaks it: error 803); shared/DOMAIN.md.
+Capabilities and names: developer.nvidia.com/cuda-gpus. Which kinds of GPU may use forward
+compatibility (data-center GPUs and Jetson; never GeForce, error 804; never Thor, error 803) is the
+kinds table in fleet/decide/platforms.py; shared/DOMAIN.md.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from fleet.decide import platforms
 
 # First match wins, so the longer names (GH200, GB200, A100) come before those they contain.
 _CAPABILITY_BY_NAME: tuple[tuple[str, str], ...] = (
@@ -23,13 +25,6 @@ _CAPABILITY_BY_NAME: tuple[tuple[str, str], ...] = (
     (r"\bV100\b|TITAN V\b", "7.0"),
     (r"\bP100\b", "6.0"), (r"\bP40\b|\bP4\b|GTX 10\d0", "6.1"),
 )
-
-# Data-center parts that may use cuda-compat (forward compatibility's "NVIDIA Data Center GPUs").
-_DATA_CENTER = re.compile(
-    r"\b(GH200|GB200|GB300|B300|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A16|A10G?|A2|"
-    r"L40S?|L20|L4|T4|V100|P100|P40|P4)\b|\bTesla\b")
-_GEFORCE = re.compile(r"GeForce|\bTITAN\b|\bGTX\b")
-
 
 @dataclass(frozen=True)
 class Gpu:
@@ -63,34 +58,35 @@ def capability_from_name(name: str) -> str | None:
 
 
 def gpu_kind(name: str, platform: str) -> str:
-    if platform == "jetson-thor" or re.search(r"\bThor\b", name):
-        return "thor"
-    if platform == "jetson-orin" or re.search(r"\b(Orin|Xavier|Tegra)\b", name):
-        return "jetson"
-    if platform == "dgx-spark" or re.search(r"\bGB10\b", name):
-        return "spark"
-    if _GEFORCE.search(name):
-        return "geforce"
-    if _DATA_CENTER.search(name):
-        return "data-center"
-    if re.search(r"\b(RTX|Quadro)\b", name):
-        return "workstation"
-    return "unknown"
+    return platforms.gpu_kind(name, platform)
 
 
 def forward_compat_refusal(gpu: Gpu) -> str | None:
-    """Why this GPU may not use cuda-compat, or None where it may."""
-    if gpu.kind in ("data-center", "jetson"):
-        return None
-    return {
-        "geforce": "forward compatibility is not supported on GeForce GPUs (error 804)",
-        "thor": "cuda-compat breaks CUDA on Jetson Thor (error 803)",
-        "spark": "the DGX Spark's GB10 is neither a data-center GPU nor a Jetson, the only GPUs forward "
-                 "compatibility supports (error 804 otherwise)",
-        "workstation": "forward compatibility covers only select NGC-ready RTX boards, and fleet "
-                       "does not know this one to be one (error 804 otherwise)",
-    }.get(gpu.kind, "fleet does not know this GPU to be a data-center GPU, and forward "
-                    "compatibility works only on those (error 804 otherwise)")
+    """Why this GPU may not use cuda-compat, or None where it may (its kind's row, fleet/decide/platforms.py)."""
+    return platforms.kind(gpu.kind).refusal
+
+
+def compat_harm(platform: str | None, gpu_names: list[str], driver: str | None, compat_version: str | None) -> str:
+    """What a cuda-compat directory that something other than fleet put on LD_LIBRARY_PATH does on this host,
+    by the rule decide_compat follows (the kinds table): on a GPU whose kind forward compatibility excludes,
+    that kind's error; a compat libcuda not newer than the kernel driver, 803. facts/record.py records it
+    beside each such startup line (env.compat_lines), which facts/shells.py observes without judging."""
+    gpus = [read_gpu({"name": name}, platform or "") for name in gpu_names if name]
+    row = platforms.platform(platform)
+    if not gpus and row and row.gpu_kind:   # the platform fixes its GPU's kind (Thor, Spark): no name needed
+        gpus = [Gpu("", None, "unknown", row.gpu_kind)]
+    harm = next((platforms.kind(g.kind).harm for g in gpus if platforms.kind(g.kind).harm), None)
+    if harm:
+        return harm
+    if driver and compat_version and _loose_key(compat_version) <= _loose_key(driver):
+        return f"error 803 under driver {driver} (cuda-compat {compat_version} is not newer)"
+    if driver and compat_version:
+        return f"compat {compat_version} over driver {driver}: fleet alone decides where it goes on the path"
+    return "a compat libcuda placed by hand: fleet alone decides where it goes on the path"
+
+
+def _loose_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 # ---------------------------------------------------------------- architectures

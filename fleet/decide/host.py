@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.decide import platforms
 from fleet.decide.gpu import Gpu, read_gpu
 from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu
 from fleet.decide.versions import major_minor, version_key
-
-PLATFORMS = ("jetson-thor", "jetson-orin", "dgx-spark", "x86_64-dgpu", "sbsa-dgpu", "cpu-only")
 
 # NVIDIA's apt repository names for (os_id, os_version).
 _DISTROS = {("ubuntu", "24.04"): "ubuntu2404", ("ubuntu", "22.04"): "ubuntu2204", ("debian", "12"): "debian12"}
@@ -41,8 +40,13 @@ class Host:
     jetson: JetPack | None = None   # the JetPack generation, on a Jetson
 
     @property
+    def row(self) -> platforms.Platform:
+        """This host's platform row (fleet/decide/platforms.py)."""
+        return platforms.platform(self.platform)
+
+    @property
     def has_gpu(self) -> bool:
-        return bool(self.gpus) and self.platform != "cpu-only"
+        return bool(self.gpus) and self.row.has_gpu
 
     @property
     def repo_arch(self) -> str:
@@ -73,16 +77,17 @@ def read_host(facts) -> Host:
     if arch not in ("x86_64", "aarch64"):
         raise FactsError(f"system.arch is {arch!r}, not x86_64 or aarch64: re-gather the record with `fleet facts`.")
     gpu_entries = _list(facts, "gpus")
-    platform = facts.get("platform") or ("cpu-only" if not gpu_entries else "")
-    if platform not in PLATFORMS:
-        raise FactsError(f"platform is {platform!r}, not one of {', '.join(PLATFORMS)}: "
+    no_gpu = next(p.name for p in platforms.PLATFORMS if not p.has_gpu)
+    platform = facts.get("platform") or (no_gpu if not gpu_entries else "")
+    if platforms.platform(platform) is None:
+        raise FactsError(f"platform is {platform!r}, not one of {', '.join(platforms.NAMES)}: "
                          f"re-gather the record with `fleet facts`.")
     cuda, python, jetson = _object(facts, "cuda"), _object(facts, "python"), _object(facts, "jetson")
     names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
     jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
-        if platform.startswith("jetson-") or jetson else None
-    if jetpack and jetpack.generation == "orin":
-        platform = "jetson-orin"  # records gathered before fleet told JetPack 6 from 7 say jetson-thor
+        if platforms.platform(platform).jetson or jetson else None
+    if jetpack:  # records gathered before fleet told JetPack 6 from 7 name the Thor row on an Orin
+        platform = next(p.name for p in platforms.jetsons() if p.generation == jetpack.generation)
     gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
     if jetpack and not gpus:  # Orin on JetPack 6 has no nvidia-smi: its integrated GPU is still there
         gpus = (jetson_gpu(jetpack.generation),)
@@ -112,6 +117,10 @@ def host_refusal(host: Host) -> str | None:
     The mismatch is what a user-space driver upgrade under a loaded kernel module leaves; a reboot or a
     module reload fixes it (tinygrad/open-gpu-kernel-modules#47, oddmario/NVIDIA-Ubuntu-Driver-Guide#4).
     """
+    if host.jetson:
+        old = platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)
+        if old:
+            return old
     nvml = host.nvml_error or {}
     if nvml.get("mismatch"):
         library = f" (NVML {nvml['library_version']})" if nvml.get("library_version") else ""
@@ -119,7 +128,7 @@ def host_refusal(host: Host) -> str | None:
                 f"matches the loaded kernel module {host.driver or '(unknown)'}, as an unattended driver upgrade "
                 "leaves it, and CUDA fails the same way; reboot the host, or reload the nvidia kernel modules "
                 "(rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), then run fleet again")
-    if host.driver and not host.gpus and not host.platform.startswith("jetson"):
+    if host.driver and not host.gpus and not host.row.jetson:
         why = f" (nvidia-smi: {nvml['message']})" if nvml.get("message") else ""
         return (f"the kernel has NVIDIA driver {host.driver} but no GPU could be read{why}; fleet will not plan "
                 "CPU torch on a GPU host: check /proc/driver/nvidia/gpus and nvidia-smi, then run fleet again")

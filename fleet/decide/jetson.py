@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.decide import platforms
 from fleet.decide.gpu import Gpu
-from fleet.decide.versions import version_key
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class JetPack:
     jetpack: str | None    # "6.2", "7.0"; None where the facts do not name it
     cuda: str | None       # the CUDA this JetPack ships ("12.6"); None where fleet does not know it
     index_url: str         # the Jetson AI Lab index for this JetPack's torch wheels
+    l4t: str | None = None  # "36.4": the L4T release, where the facts name it
 
     @property
     def label(self) -> str:
@@ -31,35 +32,23 @@ class JetPack:
 
     @property
     def major(self) -> str:
-        return "7" if self.generation == "thor" else "6"
+        return str(platforms.jetson_generation(self.generation).jetpack[0])
 
 
 JETPACK_CUDA = {"6.0": "12.2", "6.1": "12.6", "6.2": "12.6", "7.0": "13.0", "7.1": "13.0"}
-JETSON_INDEX = {"orin": "https://pypi.jetson-ai-lab.io/jp6/cu126", "thor": "https://pypi.jetson-ai-lab.io/sbsa/cu130"}
-FIRST_THOR_L4T = 38        # R38.2 is JetPack 7.0, the first JetPack for Thor
 
 
 def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:
-    """'thor' for L4T R38+ / JetPack 7+ / a Thor GPU, else 'orin' (R36, JetPack 6)."""
-    if "Thor" in gpu_names:
-        return "thor"
-    for value, first in ((l4t, FIRST_THOR_L4T), (jetpack, 7)):
-        try:
-            if value and version_key(str(value))[0] >= first:
-                return "thor"
-            if value:
-                return "orin"
-        except ValueError:
-            continue
-    return "thor" if "Orin" not in gpu_names else "orin"
+    """The Jetson row's generation (fleet/decide/platforms.py): by L4T release (R38+ is Thor's JetPack 7),
+    else by JetPack, else by the GPU's name; 'thor' where nothing tells."""
+    return platforms.jetson_row(l4t, gpu_names, jetpack).generation
 
 
 def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
-    gen = generation(l4t, jetpack, gpu_names)
-    cuda = JETPACK_CUDA.get(str(jetpack)) if jetpack else None
-    if cuda is None and gen == "thor":
-        cuda = "13.0"  # every JetPack 7 release so far ships CUDA 13.0
-    return JetPack(gen, str(jetpack) if jetpack else None, cuda, JETSON_INDEX[gen])
+    row = platforms.jetson_row(l4t, gpu_names, jetpack)
+    # the row's shipped_cuda where the release is not in JETPACK_CUDA: every JetPack 7 so far ships CUDA 13.0
+    cuda = (JETPACK_CUDA.get(str(jetpack)) if jetpack else None) or row.shipped_cuda
+    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, row.jetson_index, l4t or None)
 
 
 def is_jetson_index(url: str) -> bool:
@@ -68,8 +57,8 @@ def is_jetson_index(url: str) -> bool:
 
 
 def jetson_gpu(gen: str) -> Gpu:
-    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6): Orin is 8.7,
-    Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
-    if gen == "thor":
-        return Gpu("NVIDIA Thor", "11.0", "from the JetPack generation", "thor")
-    return Gpu("Orin (integrated GPU)", "8.7", "from the JetPack generation", "jetson")
+    """The integrated GPU of a Jetson whose facts list none (no nvidia-smi on JetPack 6), from its row: Orin is
+    8.7, Thor 11.0 (developer.nvidia.com/cuda-gpus)."""
+    row = platforms.jetson_generation(gen)
+    name, capability = row.integrated_gpu
+    return Gpu(name, capability, "from the JetPack generation", row.gpu_kind)

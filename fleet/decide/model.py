@@ -4,7 +4,7 @@ Every decision carries `reason`: one line a person can act on.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 @dataclass
 class CudaDecision:
@@ -80,6 +80,8 @@ class Decisions:
     missing_providers: dict[str, Provider]
     gpu: bool = False                  # the host has an NVIDIA GPU (roles gate CUDA-only work on it)
     env_reason: str = ""               # why LD_LIBRARY_PATH is what it is
+    # the host's platform row as roles read it (fleet/decide/platforms.py): {name, gpu, perf}
+    platform: dict = field(default_factory=dict)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -104,4 +106,5 @@ class Decisions:
             "cudss": strip(self.cudss),
             "missing_providers": {soname: asdict(p) for soname, p in self.missing_providers.items()},
             "reasons": self.reasons,
+            "platform": self.platform,
         }

@@ -32,12 +32,12 @@ def index_cuda(url: str) -> str | None:
 
 
 def torch_source(host: Host, v: Vars) -> str:
-    """'jetson' where asked, where torch_index_url is the Jetson index, or on an Orin left to defaults
-    (PyTorch's aarch64 wheels are SBSA builds, which JetPack 6's Tegra CUDA does not run)."""
+    """'jetson' where asked or where torch_index_url is the Jetson index; else, left to defaults, the first of
+    the platform row's torch sources ('jetson' on an Orin: PyTorch's aarch64 wheels are SBSA builds, which
+    JetPack 6's Tegra CUDA does not run)."""
     if v.torch_source == "jetson" or is_jetson_index(v.torch_index_url):
         return "jetson"
-    orin = host.jetson is not None and host.jetson.generation == "orin"
-    return "jetson" if orin and "torch_source" not in v.explicit else "official"
+    return host.row.torch_sources[0] if "torch_source" not in v.explicit else "official"
 
 
 def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
@@ -92,7 +92,7 @@ def _official_problem(host: Host, v: Vars) -> str | None:
     if host.arch == "aarch64" and version_key(v.torch_version)[:2] < FIRST_AARCH64_CUDA_TORCH:
         return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (they start at 2.9; pip would "
                 f"install a CPU build): set torch_version=2.9.0 or newer")
-    if host.jetson and host.jetson.generation == "orin":
+    if "official" not in host.row.torch_sources and host.jetson:
         return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
                 f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
     return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..decide import platforms
+
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
 QUERY_OLD = "index,name,driver_version,memory.total,uuid"
@@ -199,7 +201,6 @@ def parse_driver(text: str) -> dict:
 # L4T release -> JetPack (shared/DOMAIN.md; JetPack 6 release notes: R36.3 = 6.0, R36.4 = 6.1, R36.4.3 = 6.2).
 # Only releases we know; others record the L4T alone.
 JETPACK_FOR_L4T = {"36.3": "6.0", "36.4": "6.1", "36.4.3": "6.2", "38.2": "7.0", "38.4": "7.1", "39": "7.2"}
-FIRST_THOR_L4T = 38  # JetPack 7 (R38+) is Thor's; R36 (JetPack 6) is Orin's
 
 
 def jetpack_for_l4t(l4t: str | None) -> str | None:
@@ -233,17 +234,10 @@ def parse_dt_model(text: str) -> str | None:
 
 def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
                     has_driver: bool, l4t: str | None = None) -> str:
-    """jetson-thor | jetson-orin | dgx-spark | x86_64-dgpu | sbsa-dgpu | cpu-only (the signs in shared/DOMAIN.md).
+    """The name of the platform whose detection signs these are (fleet/decide/platforms.py, in its order).
 
-    Jetson first: a tegra release file, a `-tegra` kernel or a Thor GPU. Then GB10 on aarch64 is a Spark.
-    A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is there, the tool is not).
+    Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its L4T release tells which.
+    Then GB10 on aarch64 is a Spark. A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is
+    there, the tool is not).
     """
-    names = " ".join(name or "" for name in gpu_names)
-    if tegra or (kernel or "").endswith("-tegra") or "Thor" in names:
-        older = l4t and l4t.split(".")[0].isdigit() and int(l4t.split(".")[0]) < FIRST_THOR_L4T
-        return "jetson-orin" if older or "Orin" in names else "jetson-thor"
-    if arch == "aarch64" and "GB10" in names:
-        return "dgx-spark"
-    if not gpu_names and not has_driver:
-        return "cpu-only"
-    return "sbsa-dgpu" if arch == "aarch64" else "x86_64-dgpu"
+    return platforms.detect(arch, kernel, gpu_names, tegra, has_driver, l4t).name

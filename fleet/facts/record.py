@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..cuda_table import compare_versions, cuda_max_for_driver
+from ..decide import platforms
+from ..decide.gpu import compat_harm
 from . import gpu, shells
 from .scrub import scrub_text
 from .sources import BY_NAME
@@ -63,9 +65,12 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     cuda_facts = _cuda(reader)
     shell_facts = reader.read("shells")
     env = reader.read("env")
-    # every startup line (not fleet's) that puts cuda-compat on the path, with what it breaks
-    env["compat_lines"] = shells.compat_lines(shell_facts, driver["version"], cuda_facts.get("compat"), platform,
-                                              [g["name"] or "" for g in gpus])
+    # every startup line (not fleet's) that puts cuda-compat on the path, with what decide's forward-compatibility
+    # rule says it breaks here
+    seen = shells.compat_lines(shell_facts)
+    harm = compat_harm(platform, [g["name"] or "" for g in gpus], driver["version"],
+                       (cuda_facts.get("compat") or {}).get("version")) if seen else ""
+    env["compat_lines"] = shells.judged(seen, harm)
     libraries = reader.read("libraries", arch=uname.get("arch"))
     verify = reader.read("verify")
     return {
@@ -155,7 +160,7 @@ def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None
 
 
 def _jetson(tegra: dict | None, model: str | None, platform: str) -> dict | None:
-    if tegra is None and not platform.startswith("jetson-"):
+    if tegra is None and not platforms.platform(platform).jetson:
         return None
     tegra = tegra or {}
     return {"l4t": tegra.get("l4t"), "l4t_full": tegra.get("l4t_full"),

@@ -183,14 +183,12 @@ def effect(change: dict) -> str | None:
     return None
 
 
-def compat_lines(shells: dict | None, driver: str | None, compat: dict | None, platform: str | None,
-                 gpu_names: list[str] | None = None) -> list[dict]:
-    """Every startup line (not fleet's hook) that puts a cuda-compat directory on LD_LIBRARY_PATH.
+def compat_lines(shells: dict | None) -> list[dict]:
+    """Every startup line (not fleet's hook) that puts a cuda-compat directory on LD_LIBRARY_PATH: what was seen,
+    no verdict (`judged` adds what fleet.decide.gpu.compat_harm makes of it).
 
-    -> [{where: "~/.bashrc:118", origin: "/root/pod_setup.sh:3", text, shells: [...], effect: "puts ... first",
-         harm: "error 803 ...", says: "~/.bashrc:118 (via /root/pod_setup.sh:3) puts ... first: error 803 ..."}]
-    The harm follows NVIDIA's forward-compatibility rules: a compat libcuda not newer than the kernel driver
-    fails with 803; on a GPU without forward compatibility, 804.
+    -> [{where: "~/.bashrc:118", origin: "/root/pod_setup.sh:3", file, line, text, effect: "puts ... first",
+         shells: ["interactive", ...]}]
     """
     if not shells:
         return []
@@ -210,36 +208,26 @@ def compat_lines(shells: dict | None, driver: str | None, compat: dict | None, p
         # name the outermost startup line (the one a person edits: ~/.bashrc:118), and where it led
         origin = _tilde(f"{change['file']}:{change['line']}", home)
         via = [_tilde(v, home) for v in change.get("via", [])]
-        where = via[0] if via else origin
-        harm = _harm(driver, compat, platform, " ".join(gpu_names or []))
         entry = found.setdefault((change["file"], change["line"]), {
-            "where": where, "origin": origin, "file": change["file"], "line": change["line"],
-            "text": change["text"], "effect": what, "shells": [], "harm": harm,
-            "says": f"{where}{f' (via {origin})' if via else ''} {what}: {harm}",
-            # without line numbers: fleet's own blocks shift the lines of the files it edits
-            "file_says": f"{where.rsplit(':', 1)[0]}{f' (via {origin})' if via else ''} {what}: {harm}"})
+            "where": via[0] if via else origin, "origin": origin, "file": change["file"], "line": change["line"],
+            "text": change["text"], "effect": what, "shells": [], "via": bool(via)})
         name = "all (/etc/environment)" if kind == "etc" else kind
         if name not in entry["shells"]:
             entry["shells"].append(name)
     return list(found.values())
 
 
+def judged(lines: list[dict], harm: str) -> list[dict]:
+    """The observed lines with the harm decide found, in the record's words (harm, says, file_says)."""
+    out = []
+    for seen in lines:
+        line = {k: v for k, v in seen.items() if k != "via"}
+        via = f" (via {line['origin']})" if seen.get("via") else ""
+        out.append({**line, "harm": harm, "says": f"{line['where']}{via} {line['effect']}: {harm}",
+                    # without line numbers: fleet's own blocks shift the lines of the files it edits
+                    "file_says": f"{line['where'].rsplit(':', 1)[0]}{via} {line['effect']}: {harm}"})
+    return out
+
+
 def _tilde(where: str, home: str) -> str:
     return "~" + where[len(home):] if home and home != "/" and where.startswith(home + "/") else where
-
-
-def _harm(driver: str | None, compat: dict | None, platform: str | None, names: str) -> str:
-    version = (compat or {}).get("version")
-    if platform == "jetson-thor":
-        return "error 803: cuda-compat breaks CUDA on Jetson Thor (NVIDIA container toolkit PR #1679)"
-    if platform == "dgx-spark" or re.search(r"GeForce|\bTITAN\b|\bGTX\b", names):
-        return "error 804: forward compatibility is not supported on this GPU"
-    if driver and version and _key(version) <= _key(driver):
-        return f"error 803 under driver {driver} (cuda-compat {version} is not newer)"
-    if driver and version:
-        return f"compat {version} over driver {driver}: fleet alone decides where it goes on the path"
-    return "a compat libcuda placed by hand: fleet alone decides where it goes on the path"
-
-
-def _key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))

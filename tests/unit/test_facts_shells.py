@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from fleet.decide.gpu import compat_harm
 from fleet.facts import shells
 
 COMPAT = "/usr/local/cuda-13.0/compat"
@@ -76,25 +77,20 @@ def test_only_path_changing_lines_leave_the_host(traced):
 
 def test_compat_lines_name_the_user_line_and_the_harm(traced):
     home, found = traced
-    lines = shells.compat_lines(found, "580.159.04", {"version": "580.95.05"}, "x86_64-dgpu", ["NVIDIA H100"])
-    assert len(lines) == 1
-    line = lines[0]
+    seen = shells.compat_lines(found)
+    assert len(seen) == 1 and "harm" not in seen[0]          # the facts layer observes; decide judges
+    harm = compat_harm("x86_64-dgpu", ["NVIDIA H100"], "580.159.04", "580.95.05")
+    line = shells.judged(seen, harm)[0]
     assert line["where"] == "~/.bashrc:9" and line["origin"] == "~/pod_setup.sh:2"
     assert line["shells"] == ["interactive"]
     assert line["says"] == (f"~/.bashrc:9 (via ~/pod_setup.sh:2) puts {COMPAT} first: "
                             "error 803 under driver 580.159.04 (cuda-compat 580.95.05 is not newer)")
+    assert list(line) == ["where", "origin", "file", "line", "text", "effect", "shells", "harm", "says", "file_says"]
 
 
-def test_compat_harm_follows_forward_compatibility_rules():
-    # NVIDIA forward compatibility guide: a compat libcuda older than the kernel driver -> 803; GeForce -> 804
-    change = {"before": None, "after": COMPAT, "file": "/etc/x", "line": 1, "text": "", "via": []}
-    found = {"home": "/root", "etc_environment": [], "interactive": {"ld_changes": [change]}}
-    assert "803" in shells.compat_lines(found, "580.159.04", {"version": "580.95.05"}, "x86_64-dgpu")[0]["harm"]
-    assert "804" in shells.compat_lines(found, "570.1", {"version": "580.95.05"}, "x86_64-dgpu",
-                                        ["NVIDIA GeForce RTX 4090"])[0]["harm"]
-    assert "803" not in shells.compat_lines(found, "570.133.20", {"version": "580.95.05"}, "x86_64-dgpu")[0]["harm"]
-    fleet_own = {**change, "file": shells.HOOK_FILE}
-    assert shells.compat_lines({**found, "interactive": {"ld_changes": [fleet_own]}}, "570.1", None, "x") == []
+def test_fleets_own_hook_is_not_a_compat_line():
+    change = {"before": None, "after": COMPAT, "file": shells.HOOK_FILE, "line": 1, "text": "", "via": []}
+    assert shells.compat_lines({"home": "/root", "etc_environment": [], "interactive": {"ld_changes": [change]}}) == []
 
 
 def test_a_missing_shell_trace_is_an_error():

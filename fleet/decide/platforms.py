@@ -1,0 +1,217 @@
+"""The GPU platforms fleet knows, one row each, and the kinds of GPU they carry (shared/DOMAIN.md).
+
+Facts detect a platform from the signs in its row (`detect`); decisions read the rest of the row: the kind of
+its GPU (and so whether forward compatibility may use cuda-compat), where its CUDA comes from, the form of its
+driver's version, its torch sources and the verify role's performance rows. Adding a platform is adding a row
+here (and its tests); tests/unit/test_platforms.py fails where any file of the package names a platform that
+is not a row. Standard library only: fleet/script_runtime.py and the facts layer read it too.
+
+Sources: developer.nvidia.com/cuda-gpus (GPU names); docs.nvidia.com/deploy/cuda-compatibility/forward-
+compatibility.html (data-center GPUs and Jetson boards only; 804 elsewhere); NVIDIA/nvidia-container-toolkit
+PR #1679 (compat on Thor -> 803); the JetPack release notes (L4T R36 is JetPack 6 on Orin, R38+ JetPack 7 on
+Thor; R35 is JetPack 5); NVIDIA's dense bf16 peaks per data sheet (H100 SXM 989, PCIe 756, GH200 989).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A class of GPU, as forward compatibility sorts them."""
+    name: str                 # data-center | jetson | thor | spark | geforce | workstation | unknown
+    pattern: str | None       # GPU names of this kind on a discrete-GPU platform (None: only by platform)
+    compat_error: int | None  # None: cuda-compat may be used; else the error a compat libcuda fails with
+    refusal: str | None       # why cuda-compat may not be used, in decisions' reasons
+
+    @property
+    def harm(self) -> str | None:
+        """What a startup line that puts cuda-compat on the path does here, regardless of the driver."""
+        if self.compat_error is None:
+            return None
+        if self.name == "thor":
+            return "error 803: cuda-compat breaks CUDA on Jetson Thor (NVIDIA container toolkit PR #1679)"
+        return f"error {self.compat_error}: forward compatibility is not supported on this GPU"
+
+
+_UNKNOWN_REFUSAL = ("fleet does not know this GPU to be a data-center GPU, and forward compatibility works only "
+                    "on those (error 804 otherwise)")
+
+# Name patterns first match wins, in this order (GeForce before data-center: "TITAN" would otherwise not matter,
+# but a GeForce name never holds a data-center one).
+KINDS: tuple[Kind, ...] = (
+    Kind("thor", None, 803, "cuda-compat breaks CUDA on Jetson Thor (error 803)"),
+    Kind("jetson", None, None, None),
+    Kind("spark", None, 804, "the DGX Spark's GB10 is neither a data-center GPU nor a Jetson, the only GPUs "
+                             "forward compatibility supports (error 804 otherwise)"),
+    Kind("geforce", r"GeForce|\bTITAN\b|\bGTX\b", 804,
+         "forward compatibility is not supported on GeForce GPUs (error 804)"),
+    Kind("data-center", r"\b(GH200|GB200|GB300|B300|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A16|A10G?|A2|"
+                        r"L40S?|L20|L4|T4|V100|P100|P40|P4)\b|\bTesla\b", None, None),
+    Kind("workstation", r"\b(RTX|Quadro)\b", 804,
+         "forward compatibility covers only select NGC-ready RTX boards, and fleet does not know this one to be "
+         "one (error 804 otherwise)"),
+    Kind("unknown", None, 804, _UNKNOWN_REFUSAL),
+)
+
+
+@dataclass(frozen=True)
+class Perf:
+    """The verify role's performance row: a GPU name substring, its dense bf16/fp16 peak and the floors verify
+    demands (TFLOP/s). Rows are tried in order, first match wins."""
+    match: str
+    peak: int
+    matmul_floor: int
+    attention_floor: int
+
+    def as_dict(self) -> dict:
+        return {"match": self.match, "peak": self.peak, "matmul_floor": self.matmul_floor,
+                "attention_floor": self.attention_floor}
+
+
+# Discrete data-center GPUs run on x86_64 and on Arm (SBSA) servers alike. "H100 PCIe" before "H100".
+_DGPU_PERF = (Perf("H100 PCIe", 756, 450, 250), Perf("H100", 989, 600, 350), Perf("H200", 989, 600, 350))
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    # -- detection signs (what facts see) -------------------------------------------------------------
+    arch: str | None              # uname -m it needs; None: any
+    jetson: bool                  # a Jetson: /etc/nv_tegra_release, a `-tegra` kernel, or its GPU's name
+    gpu: str | None               # GPU names that tell this platform (a Jetson's or the Spark's GB10)
+    has_gpu: bool                 # False: the row for hosts with neither a GPU nor a loaded driver
+    l4t: tuple[int, int | None] | None = None   # a Jetson's supported L4T majors [first, end)
+    jetpack: tuple[int, int | None] | None = None   # ... and the JetPack majors they are [first, end)
+    # -- what decisions read ------------------------------------------------------------------------
+    generation: str | None = None  # a Jetson's generation (decide/jetson.py): orin | thor
+    gpu_kind: str | None = None    # its GPU's kind where the platform fixes it; None: from the GPU's name
+    cuda_source: str | None = "nvidia-apt"   # where fleet installs CUDA from: nvidia-apt | jetpack | None
+    cuda_shipped_by: str | None = None       # the OS image that ships CUDA: jetpack | dgx-os | None
+    driver_form: str = "full"     # full: 580.95.05; branch: Jetson drivers report the branch only (580.00)
+    torch_sources: tuple[str, ...] = ("official",)   # torch_source values it runs, the default first
+    jetson_index: str | None = None   # a Jetson's torch index (Jetson AI Lab) for its JetPack
+    shipped_cuda: str | None = None   # the CUDA its JetPack ships where the facts name no JetPack release
+    integrated_gpu: tuple[str, str] | None = None   # a Jetson's GPU (name, capability) where facts list none
+    perf: tuple[Perf, ...] = ()
+    summary: str = ""
+
+    def as_json(self) -> dict:
+        """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
+        return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf]}
+
+    @property
+    def supported(self) -> str:
+        """A Jetson row's releases in words: 'Orin on JetPack 6 (L4T R36)', 'Thor on JetPack 7+ (L4T R38+)'."""
+        (l4t, l4t_end), (jp, jp_end) = self.l4t, self.jetpack
+        return (f"{self.generation.capitalize()} on JetPack {jp}{'+' if jp_end is None else ''} "
+                f"(L4T R{l4t}{'+' if l4t_end is None else ''})")
+
+
+# In detection order: a Jetson before anything else, the Spark before other Arm GPU servers, cpu-only last.
+PLATFORMS: tuple[Platform, ...] = (
+    Platform("jetson-orin", "aarch64", True, r"\b(Orin|Xavier|Tegra)\b", True, l4t=(36, 38), jetpack=(6, 7),
+             generation="orin", gpu_kind="jetson", cuda_source="jetpack", cuda_shipped_by="jetpack",
+             driver_form="branch", torch_sources=("jetson",), jetson_index="https://pypi.jetson-ai-lab.io/jp6/cu126",
+             integrated_gpu=("Orin (integrated GPU)", "8.7"),
+             summary="Jetson AGX Orin on JetPack 6 (L4T R36): Tegra CUDA 12.x from JetPack"),
+    Platform("jetson-thor", "aarch64", True, r"\bThor\b", True, l4t=(38, None), jetpack=(7, None),
+             generation="thor", gpu_kind="thor", cuda_source="jetpack", cuda_shipped_by="jetpack",
+             driver_form="branch", torch_sources=("official", "jetson"),
+             jetson_index="https://pypi.jetson-ai-lab.io/sbsa/cu130", shipped_cuda="13.0",
+             integrated_gpu=("NVIDIA Thor", "11.0"),
+             perf=(Perf("Thor", 250, 10, 5),),
+             summary="Jetson AGX Thor on JetPack 7 (L4T R38+): SBSA CUDA 13 from JetPack"),
+    Platform("dgx-spark", "aarch64", False, r"\bGB10\b", True, gpu_kind="spark", cuda_shipped_by="dgx-os",
+             perf=(Perf("GB10", 250, 20, 10),),
+             summary="DGX Spark (GB10) on DGX OS, which ships CUDA"),
+    Platform("sbsa-dgpu", "aarch64", False, None, True, perf=(Perf("GH200", 989, 600, 350), *_DGPU_PERF),
+             summary="an Arm (SBSA) server with NVIDIA GPUs: GH200 / Grace-Hopper, GB200"),
+    Platform("x86_64-dgpu", "x86_64", False, None, True, perf=_DGPU_PERF,
+             summary="an x86_64 server with NVIDIA GPUs (H100 pods)"),
+    Platform("cpu-only", None, False, None, False, cuda_source=None, summary="no NVIDIA GPU and no driver"),
+)
+
+NAMES: tuple[str, ...] = tuple(p.name for p in PLATFORMS)
+_BY_NAME = {p.name: p for p in PLATFORMS}
+_KIND_BY_NAME = {k.name: k for k in KINDS}
+
+# What each source of a preinstalled CUDA is, in decisions' reasons.
+SHIPPED_BY = {"jetpack": "shipped with JetPack", "dgx-os": "preinstalled by DGX OS"}
+
+
+def platform(name) -> Platform | None:
+    """The row named `name`; None for anything else (a damaged record's dict or number included)."""
+    return _BY_NAME.get(name) if isinstance(name, str) else None
+
+
+def kind(name: str) -> Kind:
+    return _KIND_BY_NAME.get(name, _KIND_BY_NAME["unknown"])
+
+
+def jetsons() -> tuple[Platform, ...]:
+    return tuple(p for p in PLATFORMS if p.jetson)
+
+
+def jetson_generation(generation: str) -> Platform:
+    """The Jetson row of a generation ('orin', 'thor')."""
+    return next(p for p in jetsons() if p.generation == generation)
+
+
+def _major(version: str | None) -> int | None:
+    head = str(version or "").split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None) -> Platform:
+    """Which Jetson: by its L4T release (or JetPack), else by its GPU's name, else the newest.
+    An L4T older than every row's is the oldest row's board, which decisions refuse (`unsupported`)."""
+    rows = sorted(jetsons(), key=lambda p: p.l4t[0])
+    for version, field in ((l4t, "l4t"), (jetpack, "jetpack")):
+        major = _major(version)
+        if major is None:
+            continue
+        for row in rows:
+            first, end = getattr(row, field)
+            if major >= first and (end is None or major < end):
+                return row
+        return rows[0]   # older than every row (the newest row has no end)
+    return next((row for row in rows if re.search(row.gpu, gpu_names)), rows[-1])
+
+
+def detect(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool, has_driver: bool,
+           l4t: str | None = None) -> Platform:
+    """The row whose signs the facts show (facts/gpu.py: detect_platform)."""
+    names = " ".join(name or "" for name in gpu_names)
+    if tegra or (kernel or "").endswith("-tegra") or any(re.search(p.gpu, names) for p in jetsons()):
+        return jetson_row(l4t, names)
+    has_gpu = bool(gpu_names) or has_driver
+    for row in PLATFORMS:
+        if row.jetson or row.has_gpu != has_gpu or (row.arch and row.arch != arch):
+            continue
+        if row.gpu is None or re.search(row.gpu, names):
+            return row
+    return _BY_NAME["x86_64-dgpu"]   # a GPU on a CPU fleet knows no row for: judged as a discrete GPU
+
+
+def gpu_kind(name: str, platform_name: str) -> str:
+    """The kind of a GPU: the platform's where it fixes one, else a platform's GPU name, else the name's kind."""
+    row = platform(platform_name)
+    if row and row.gpu_kind:
+        return row.gpu_kind
+    for row in PLATFORMS:
+        if row.gpu and row.gpu_kind and re.search(row.gpu, name):
+            return row.gpu_kind
+    return next((k.name for k in KINDS if k.pattern and re.search(k.pattern, name)), "unknown")
+
+
+def unsupported(platform_name: str, l4t: str | None, jetpack: str | None) -> str | None:
+    """Why fleet refuses this Jetson's release (JetPack 5 on an Orin), with the fix; None where it is supported."""
+    row, major = platform(platform_name), _major(l4t)
+    if row is None or not row.jetson or major is None or major >= min(p.l4t[0] for p in jetsons()):
+        return None
+    named = f"JetPack {jetpack} (L4T R{l4t})" if jetpack else f"L4T R{l4t}"
+    rows = sorted(jetsons(), key=lambda p: p.l4t[0])
+    return (f"this Jetson runs {named}, older than fleet supports ({', '.join(p.supported for p in rows)}): "
+            f"reflash it with JetPack {rows[0].jetpack[0]} or later using NVIDIA SDK Manager, then run fleet again")
