@@ -49,7 +49,7 @@ def decisions_of(inventory: Path) -> dict[str, dict]:
     import sys
 
     from fleet.decide import decide
-    from fleet.facts import store
+    from fleet.record import store
     from fleet.inventory import load_inventory
 
     # its exit status says whether every host looks healthy (fresh hosts do not): the records are what counts

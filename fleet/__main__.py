@@ -1,3 +1,3 @@
-from .cli import entry
+from fleet.cli import entry
 
 entry()

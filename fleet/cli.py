@@ -10,10 +10,10 @@ import traceback
 
 from rich.markup import escape
 
-from . import __version__
-from .commands import NAMES
-from .env import Environment
-from .errors import ExitStatus, FleetError, InputError
+from fleet import __version__
+from fleet.commands import NAMES
+from fleet.env import Environment
+from fleet.errors import ExitStatus, FleetError, InputError
 
 DESCRIPTION = """\
 Converge a small, mixed fleet of GPU hosts (Jetson Thor, DGX Spark, rented H100 pods) over SSH with

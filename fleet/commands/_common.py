@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..connection import DEAD_AFTER, ConnectOptions
-from ..env import Environment
-from ..report import Reporter
+from fleet.connection import DEAD_AFTER, ConnectOptions
+from fleet.env import Environment
+from fleet.report import Reporter
 
 
 def add_inventory(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:

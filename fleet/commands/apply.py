@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
+from fleet.commands import _common
 
 HELP = "converge hosts to their roles (--check to plan only)"
 DESCRIPTION = """\
@@ -37,11 +37,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
-    from ..engine import Setup, converge as converge_host, session
-    from ..errors import ExitStatus
-    from ..inventory import load_inventory
-    from ..parallel import interrupted, on_hosts
-    from ..report_apply import print_apply
+    from fleet.engine import Setup, converge as converge_host, session
+    from fleet.errors import ExitStatus
+    from fleet.inventory import load_inventory
+    from fleet.connection.parallel import interrupted, on_hosts
+    from fleet.report.apply import print_apply
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
@@ -77,7 +77,7 @@ def print_role_origins(reporter, hosts, by_host) -> None:
     """One line per distinct role list: which hosts, the roles in order, and where each came from."""
     from rich.markup import escape
 
-    from ..inventory import DEFAULT_ROLES_FROM
+    from fleet.inventory import DEFAULT_ROLES_FROM
 
     groups: dict[tuple, list[str]] = {}
     for host in hosts:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
+from fleet.commands import _common
 
 HELP = "a new pod, from its SSH line to a verified stack, in one shot"
 DESCRIPTION = """\
@@ -43,8 +43,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, env) -> int:
     import shlex
 
-    from ..bootstrap import DEFAULT_INVENTORY, bootstrap, parse_target
-    from ..errors import ExitStatus
+    from fleet.workflows.bootstrap import DEFAULT_INVENTORY, bootstrap, parse_target
+    from fleet.errors import ExitStatus
 
     words = list(args.target) + [w for opt in args.ssh_options for w in ("-o", opt)]
     line = words[0] if len(words) == 1 else shlex.join(words)
@@ -65,7 +65,7 @@ def print_result(reporter, result, *, json_out: bool) -> None:
         _print_json(reporter, result)
         return
     console = reporter.env.console
-    from ..report import markup_safe as escape   # remote text: no secrets, no terminal escapes
+    from fleet.report import markup_safe as escape   # remote text: no secrets, no terminal escapes
 
     state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
     reporter.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}")   # '== ...' in a pipe
@@ -113,7 +113,7 @@ def _summary_rows(result) -> list[tuple[str, str]]:
 
 
 def _print_json(reporter, result) -> None:
-    from ..parallel import Outcome
+    from fleet.connection.parallel import Outcome
 
     host = result.report.to_json() if result.report is not None else {
         "ok": 0, "changed": 0, "failed": 1, "skipped": 0, "unreachable": not result.phases.get("facts"),

@@ -34,12 +34,12 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace, env) -> int:
     import time
 
-    from ..engine.session import decide_facts as decide
-    from ..errors import ExitStatus
-    from ..parallel import Outcome
-    from ..report import Reporter, terminal_safe
+    from fleet.engine.session import decide_facts as decide
+    from fleet.errors import ExitStatus
+    from fleet.connection.parallel import Outcome
+    from fleet.report import Reporter, terminal_safe
 
-    from ..roles import load_roles, roles_dirs
+    from fleet.roles import load_roles, roles_dirs
 
     roles = load_roles(None, roles_dirs())
     values = parse_assignments(args.assignments, roles)
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, env) -> int:
 
 def parse_assignments(assignments: list[str], roles) -> dict[str, str]:
     """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; names and values checked as the inventory's are."""
-    from ..validate import known_variables, parse_assignments as checked
+    from fleet.inventory.validate import known_variables, parse_assignments as checked
 
     return checked(assignments, known_variables(roles))
 
@@ -73,9 +73,9 @@ def parse_assignments(assignments: list[str], roles) -> dict[str, str]:
 def _decide_file(decide, path: str, values: dict):
     import json
 
-    from ..decide import FactsError, VariableError
-    from ..errors import InputError
-    from ..report import terminal_safe
+    from fleet.decide import FactsError, VariableError
+    from fleet.errors import InputError
+    from fleet.report import terminal_safe
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -98,8 +98,8 @@ def _decide_file(decide, path: str, values: dict):
 
 def acting_roles(roles, facts: dict, d, values: dict) -> list[str]:
     """The built-in roles whose `when:` holds for this host: no role list lives in the decisions."""
-    from ..engine.session import variables
-    from ..roles import role_applies
+    from fleet.engine.session import variables
+    from fleet.roles import role_applies
 
     if d.refuse:
         return []
@@ -114,7 +114,7 @@ def print_decisions(reporter, name: str, d, acting: list[str], skipped: list[str
     quote the facts record (GPU names, versions, paths): remote text, printed only through markup_safe."""
     from rich.table import Table
 
-    from ..report import markup_safe as escape
+    from fleet.report import markup_safe as escape
 
     status, style = ("REFUSED", "red") if d.refuse else ("ok", "green")
     reporter.host_block(name, status, "", style)

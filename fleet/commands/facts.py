@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
+from fleet.commands import _common
 
 HELP = "gather and record every host's facts; compare hosts side by side"
 DESCRIPTION = """\
@@ -44,10 +44,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from ..errors import ExitStatus
-    from ..inventory import load_inventory
-    from ..facts import store
-    from ..validate import check_hosts
+    from fleet.errors import ExitStatus
+    from fleet.inventory import load_inventory
+    from fleet.record import store
+    from fleet.inventory.validate import check_hosts
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
@@ -76,9 +76,9 @@ def run(args: argparse.Namespace, env) -> int:
 
 
 def _gather_live(args, env, reporter, hosts, facts_dir):
-    from ..engine import session
-    from ..facts import store
-    from ..parallel import on_hosts
+    from fleet.engine import session
+    from fleet.record import store
+    from fleet.connection.parallel import on_hosts
 
     def work(conn, host):
         # the last record says where the venv was (a pod's /workspace volume): the probe asks that python
@@ -91,8 +91,8 @@ def _gather_live(args, env, reporter, hosts, facts_dir):
 
 
 def _read_cached(hosts, facts_dir):
-    from ..facts import store
-    from ..parallel import Outcome
+    from fleet.record import store
+    from fleet.connection.parallel import Outcome
 
     outcomes = {}
     for host in hosts:
@@ -103,7 +103,7 @@ def _read_cached(hosts, facts_dir):
 
 
 def _print_json(reporter, records, outcomes, facts_dir, with_drift: bool) -> None:
-    from ..facts import store
+    from fleet.record import store
 
     extra = {}
     errors = {name: o.error for name, o in outcomes.items() if o.error}
@@ -120,8 +120,9 @@ def _print_json(reporter, records, outcomes, facts_dir, with_drift: bool) -> Non
 def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
     from rich.markup import escape
 
-    from ..facts import compare, store
-    from ..report import safe_value
+    from fleet.report import compare
+    from fleet.record import store
+    from fleet.report import safe_value
 
     last = safe_value(last)  # remote text (OS name, GPU name, raw probe text): no secrets, no terminal escapes
 
@@ -154,10 +155,13 @@ def _export(args, env, reporter, outcomes, last) -> None:
     """md, csv or html: every row (differing first), each host's record age."""
     from datetime import datetime, timezone
 
-    from .. import __version__
-    from ..atomic import write_atomic
-    from ..facts import compare, export, html, store
-    from ..report import safe_value
+    from fleet import __version__
+    from fleet.atomic import write_atomic
+    from fleet.report import compare
+    from fleet.report import export
+    from fleet.report import html
+    from fleet.record import store
+    from fleet.report import safe_value
 
     last = safe_value(last)  # remote text: no secrets, no terminal escapes, in a report as on a terminal
     for outcome in outcomes.values():
@@ -181,8 +185,9 @@ def _export(args, env, reporter, outcomes, last) -> None:
 
 
 def _column(name, outcome, record, *, cached: bool):
-    from ..facts import compare, store
-    from ..report import safe_value
+    from fleet.report import compare
+    from fleet.record import store
+    from fleet.report import safe_value
 
     age = store.describe_age(store.age_seconds(record)) if record else None
     if outcome.error:
@@ -192,7 +197,8 @@ def _column(name, outcome, record, *, cached: bool):
 
 
 def _drift(facts_dir, name):
-    from ..facts import compare, store
+    from fleet.report import compare
+    from fleet.record import store
 
     current = store.read(facts_dir, name)
     previous = store.read(facts_dir, name, previous=True)
@@ -200,7 +206,7 @@ def _drift(facts_dir, name):
 
 
 def _age(record):
-    from ..facts import store
+    from fleet.record import store
 
     seconds = store.age_seconds(record) if record else None
     return round(seconds, 1) if seconds is not None else None

@@ -75,7 +75,7 @@ def _lab_package():
     """fleet_lab, the lab's own package: fleet ships without it and imports it only here."""
     import importlib
 
-    from ..errors import LabError
+    from fleet.errors import LabError
 
     try:
         return importlib.import_module("fleet_lab")
@@ -95,6 +95,6 @@ def _table(env, title: str, states) -> None:
     for s in states:
         port = "" if s.port == 22 else f":{s.port}"
         table.add_row(s.name, f"{s.address}{port}", s.profile, s.driver, s.state, f"{s.seconds:.2f}" if s.seconds else "")
-    from ..report import Reporter
+    from fleet.report import Reporter
 
     Reporter(env).print(table)   # drawn on a terminal, tab-separated in a pipe

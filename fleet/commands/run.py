@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
-from .. import shell
+from fleet.commands import _common
+from fleet import shell
 
 HELP = "run an ad-hoc command on every selected host"
 DESCRIPTION = """\
@@ -33,9 +33,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from ..errors import ExitStatus, InputError
-    from ..inventory import load_inventory
-    from ..parallel import interrupted, on_hosts
+    from fleet.errors import ExitStatus, InputError
+    from fleet.inventory import load_inventory
+    from fleet.connection.parallel import interrupted, on_hosts
 
     words = list(args.command) + list(args.rest)
     if not words:
@@ -72,8 +72,8 @@ def _warn_bad_variables(reporter, hosts, roles_path) -> None:
     variable cannot make its result wrong and does not block it (run is what one reaches for to look at a host
     while fixing an inventory); each problem is a warning, so the typo is seen now rather than at the next
     apply or facts, which refuse it (exit 2)."""
-    from ..errors import InputError
-    from ..validate import check_hosts
+    from fleet.errors import InputError
+    from fleet.inventory.validate import check_hosts
 
     try:
         check_hosts(hosts, roles_path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
+from fleet.commands import _common
 
 HELP = "write a standalone, idempotent bash script doing what apply would do to one host"
 DESCRIPTION = """\
@@ -44,13 +44,13 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from .. import script_runtime
-    from ..engine import decide_tasks
-    from ..engine.session import gather
-    from ..errors import ExitStatus
-    from ..engine import session
-    from ..scriptgen import render_script
-    from .apply import role_names
+    from fleet.workflows import script_runtime
+    from fleet.engine import decide_tasks
+    from fleet.engine.session import gather
+    from fleet.errors import ExitStatus
+    from fleet.engine import session
+    from fleet.workflows.script import render_script
+    from fleet.commands.apply import role_names
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, env) -> int:
         return decide_tasks(roles, host, facts)
 
     if record is None:
-        from ..connection import connect
+        from fleet.connection import connect
 
         reporter.progress(host.name, "gathering facts (one command) to decide from")
         with connect(host, _common.connect_options(args, reporter)) as conn:
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace, env) -> int:
 def _host(args, record: dict | None):
     """The host to script and its inventory's roles_path: from the inventory (--limit, or the record's host),
     or, with only --from-facts, the record's host with default variables and the built-in roles."""
-    from ..errors import InputError
-    from ..inventory import Host, load_inventory
+    from fleet.errors import InputError
+    from fleet.inventory import Host, load_inventory
 
     if args.inventory is None:
         if record is None:
@@ -111,7 +111,7 @@ def _host(args, record: dict | None):
 def _read_facts(path) -> dict:
     import json
 
-    from ..errors import InputError
+    from fleet.errors import InputError
 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -127,7 +127,7 @@ def _read_facts(path) -> dict:
 
 
 def _write(path, text: str) -> None:
-    from ..atomic import write_atomic
+    from fleet.atomic import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.encode("utf-8"), mode=0o755)

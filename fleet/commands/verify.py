@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _common
+from fleet.commands import _common
 
 HELP = "run verify now (torch, CUDA, a matmul, the perf smoke) and record it"
 DESCRIPTION = """\
@@ -27,7 +27,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from . import apply
+    from fleet.commands import apply
 
     args.roles, args.check, args.diff, args.verify = ["verify"], False, False, False
     return apply.run(args, env, force_verify="asked for (fleet verify)")

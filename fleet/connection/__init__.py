@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..inventory import Host
-from .base import DEAD_AFTER, ConnectOptions, Connection, Result, dead_after_default
-from .capture import MAX_CAPTURE, TAIL, TRUNCATED, Capture, OutputCallback
-from .local import LocalConnection
+from fleet.inventory import Host
+from fleet.connection.base import DEAD_AFTER, ConnectOptions, Connection, Result, dead_after_default
+from fleet.connection.capture import MAX_CAPTURE, TAIL, TRUNCATED, Capture, OutputCallback
+from fleet.connection.local import LocalConnection
 # The shell text lives in fleet/shell.py; these names stay importable from here for callers of the old module.
-from ..shell import exports as _exports, stdin_for, wrap_bash, write_file_script  # noqa: F401
+from fleet.shell import exports as _exports, stdin_for, wrap_bash, write_file_script  # noqa: F401
 
 __all__ = ["DEAD_AFTER", "MAX_CAPTURE", "TAIL", "TRUNCATED", "Capture", "ConnectOptions", "Connection",
            "LocalConnection", "OutputCallback", "Result", "connect", "dead_after_default", "open_connection"]
@@ -36,7 +36,7 @@ def open_connection(host: Host, options: ConnectOptions | None = None,
     if host.connection == "local":
         conn: Connection = LocalConnection(host)
     else:
-        from .ssh import SSHConnection  # fabric/paramiko only when an SSH connection opens
+        from fleet.connection.ssh import SSHConnection  # fabric/paramiko only when an SSH connection opens
 
         conn = SSHConnection(host, options)
     conn.on_command = options.on_command

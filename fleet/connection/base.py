@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import HostError
-from ..inventory import Host
-from ..shell import exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
-from .capture import OutputCallback
+from fleet.errors import HostError
+from fleet.inventory import Host
+from fleet.shell import exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
+from fleet.connection.capture import OutputCallback
 
 
 @dataclass

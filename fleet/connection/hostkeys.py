@@ -19,8 +19,8 @@ from pathlib import Path
 
 import paramiko
 
-from ..errors import HostKeyError
-from .base import ConnectOptions
+from fleet.errors import HostKeyError
+from fleet.connection.base import ConnectOptions
 
 
 def fingerprint(key: paramiko.PKey) -> str:

@@ -7,8 +7,8 @@ import os
 import subprocess
 import threading
 
-from .base import Connection, Result
-from .capture import Capture
+from fleet.connection.base import Connection, Result
+from fleet.connection.capture import Capture
 
 
 class LocalConnection(Connection):

@@ -3,7 +3,7 @@
 - Host keys are checked by hostkeys.py: unknown keys refused unless --accept-new-host-keys, @revoked honoured; a
   changed key is always refused here, with both fingerprints and how to accept a new one deliberately.
 - A host still booting (connection refused, timeout) is retried with backoff up to `wait` seconds.
-- Where the host is comes from ~/.ssh/config as ssh would read it (fleet/ssh_config.py: HostName, Port, User,
+- Where the host is comes from ~/.ssh/config as ssh would read it (fleet/connection/ssh_config.py: HostName, Port, User,
   IdentityFile, ProxyJump; the inventory's own values win). fabric's and invoke's config files are never read.
 - A host that stops answering (no output, no reply to keep-alives for `dead_after` seconds) is given up.
 """
@@ -22,12 +22,12 @@ from fabric import Connection as FabricConnection
 from fabric.runners import Remote
 from invoke.exceptions import CommandTimedOut
 
-from ..errors import FleetError, HostError, HostKeyError
-from ..inventory import Host
-from ..ssh_config import Target, resolve
-from .base import Connection, ConnectOptions, Result
-from .capture import Capture
-from .hostkeys import Policy, _warn_once, fingerprint, host_key_name, read_known_hosts
+from fleet.errors import FleetError, HostError, HostKeyError
+from fleet.inventory import Host
+from fleet.connection.ssh_config import Target, resolve
+from fleet.connection.base import Connection, ConnectOptions, Result
+from fleet.connection.capture import Capture
+from fleet.connection.hostkeys import Policy, _warn_once, fingerprint, host_key_name, read_known_hosts
 
 __all__ = ["SSHConnection", "fingerprint", "host_key_name", "read_known_hosts"]
 

@@ -1,6 +1,6 @@
 """CUDA toolkit (which release, present or from where) and cuda-compat (on or off, and which rule decided).
 
-Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/cuda_table.py):
+Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/decide/cuda_table.py):
 1. full support: driver >= the release's own minimum (CUDA release notes, table 3);
 2. minor-version compatibility: driver >= the family minimum (525.60.13 for 12.x, 580 for 13.x; release
    notes table 2, as uv's torch backend uses it): no cuda-compat, SASS runs, a few features do not;
@@ -11,7 +11,7 @@ Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 """
 from __future__ import annotations
 
-from fleet.cuda_table import (
+from fleet.decide.cuda_table import (
     family_min_driver, forward_compat_branch, forward_compat_branches, forward_compat_supported, minor_compat_runs,
 )
 from fleet.decide.gpu import forward_compat_refusal

@@ -4,7 +4,7 @@ Facts detect a platform from the signs in its row (`detect`); decisions read the
 its GPU (and so whether forward compatibility may use cuda-compat), where its CUDA comes from, the form of its
 driver's version, its torch sources and the verify role's performance rows. Adding a platform is adding a row
 here (and its tests); tests/unit/test_platforms.py fails where any file of the package names a platform that
-is not a row. Standard library only: fleet/script_runtime.py and the facts layer read it too.
+is not a row. Standard library only: fleet/workflows/script_runtime.py and the facts layer read it too.
 
 Sources: developer.nvidia.com/cuda-gpus (GPU names); docs.nvidia.com/deploy/cuda-compatibility/forward-
 compatibility.html (data-center GPUs and Jetson boards only; 804 elsewhere); NVIDIA/nvidia-container-toolkit

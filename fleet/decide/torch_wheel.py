@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from fleet.cuda_table import family_min_driver, minor_compat_runs
+from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
 from fleet.decide.archs import official_archs, official_row, variants
 from fleet.decide.cuda import native_cuda
 from fleet.decide.gpu import runs_on

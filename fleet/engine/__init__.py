@@ -12,7 +12,7 @@ facts, report. Round trips are the cost: a converged host costs one remote comma
 
 Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
 non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
-(fleet/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
+(fleet/resources/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
 `verify_max_age`, after any change in this apply, or when asked (`fleet verify`, `fleet apply --verify`).
 """
 
@@ -21,16 +21,17 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from ..connection import Connection
-from ..errors import HostError
-from ..inventory import Host
-from .apply import apply, merged
-from .decided import Decided, check_sections, decide_tasks, maybe_sudo
-from .observe import Observed, last_facts, observe
-from .plan import Plan, TaskReport, confirm, plan
-from .report import HostReport, final_facts, judge, record, report, write_verify
-from . import session
-from .setup import Setup
+from fleet.connection import Connection
+from fleet.errors import HostError
+from fleet.inventory import Host
+from fleet.engine.apply import apply, merged
+from fleet.engine.decided import Decided, check_sections, decide_tasks, maybe_sudo
+from fleet.engine.observe import Observed, last_facts, observe
+from fleet.engine.plan import Plan, TaskReport, confirm, plan
+from fleet.engine.judge import final_facts, judge, write_verify
+from fleet.engine.report import HostReport, report
+from fleet.engine import session
+from fleet.engine.setup import Setup
 
 def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     """One host to its roles; its checks are guessed from its last facts record."""
@@ -39,7 +40,7 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     with clock("probe"):
         first = observe(conn, host, setup, last_facts(setup, host))
     if first.refuse:
-        record(setup, host, first.facts)
+        session.record(setup.facts_dir, host.name, first.facts)
         return report(host, setup, first, refuse=first.refuse, phases=phases)
     planned = plan(first)
     if setup.check_mode or not planned.to_apply:
@@ -65,7 +66,7 @@ def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> 
     judged = judge(last, setup.check_mode)
     facts = final_facts(last, judged)
     error = judged.error or write_verify(conn, host, setup, judged.verify)
-    record(setup, host, facts)
+    session.record(setup.facts_dir, host.name, facts)
     return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases)
 
 
@@ -81,5 +82,5 @@ def _clock(phases: dict):
 
 
 __all__ = ["Decided", "HostReport", "Observed", "Plan", "Setup", "TaskReport", "apply", "check_sections", "converge",
-           "decide_tasks", "final_facts", "judge", "last_facts", "maybe_sudo", "observe", "plan", "record", "report",
+           "decide_tasks", "final_facts", "judge", "last_facts", "maybe_sudo", "observe", "plan", "report",
            "session"]

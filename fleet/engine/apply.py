@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from .. import hostlock, sections
-from ..connection import Connection
-from ..errors import HostError
-from ..inventory import Host
-from ..roles import Task
-from .decided import maybe_sudo
-from .session import tail
-from .plan import Plan, TaskReport
+from fleet import sections
+from fleet.engine import hostlock
+from fleet.connection import Connection
+from fleet.errors import HostError
+from fleet.inventory import Host
+from fleet.roles import Task
+from fleet.engine.decided import maybe_sudo
+from fleet.engine.session import tail
+from fleet.engine.plan import Plan, TaskReport
 
 _ALREADY = "@@fleet:already-in-state@@"
 

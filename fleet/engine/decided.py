@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import sections, shell
-from ..errors import InputError
-from ..inventory import Host
-from ..roles import Task, render_role
+from fleet import sections, shell
+from fleet.errors import InputError
+from fleet.inventory import Host
+from fleet.roles import Task, render_role
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,8 @@ class Decided:
 
 def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) -> Decided:
     """Decide from `facts` (and the host's variables) and render every role's tasks from the decisions."""
-    from ..decide import FactsError, VariableError
-    from .session import decide_facts, variables
+    from fleet.decide import FactsError, VariableError
+    from fleet.engine.session import decide_facts, variables
 
     host_vars = variables(facts, host.vars)   # venv and pip's files on a pod's volume
     try:
@@ -47,7 +47,7 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
 
 def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
-    fingerprint gate (fleet/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
+    fingerprint gate (fleet/resources/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
     the ones that run what a role's author wrote one after the other: join them with sections.together."""
     out = []
     for t in decided.tasks:

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from .. import sections, verify_gate
-from ..connection import Connection
-from ..errors import FleetError, HostError, InputError
-from ..inventory import Host
-from ..resources.base import CheckResult, Seen
-from ..roles import Task
-from .decided import Decided, check_sections, decide_tasks, without_readings
-from . import session
-from .setup import Setup
+from fleet import sections
+from fleet.resources import verify_gate
+from fleet.connection import Connection
+from fleet.errors import FleetError, HostError, InputError
+from fleet.inventory import Host
+from fleet.resources.base import CheckResult, Seen
+from fleet.roles import Task
+from fleet.engine.decided import Decided, check_sections, decide_tasks, without_readings
+from fleet.engine import session
+from fleet.engine.setup import Setup
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
 def last_facts(setup: Setup, host: Host) -> dict | None:
     """The host's last record, only to guess its checks: a damaged one is noted and ignored, never a failure
     (it is replaced by this run's record)."""
-    from ..facts import store
+    from fleet.record import store
 
     try:
         return store.read(setup.facts_dir, host.name)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..resources.base import CheckResult
-from ..roles import Task
-from .observe import Observed
+from fleet.resources.base import CheckResult
+from fleet.roles import Task
+from fleet.engine.observe import Observed
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import sections
-from ..connection import Connection
-from ..decide import storage
-from ..errors import HostError
-from ..inventory import Host
+from fleet import sections
+from fleet.connection import Connection
+from fleet.decide import storage
+from fleet.errors import HostError
+from fleet.inventory import Host
 
 # Generous: a probe is ~0.1-0.3 s on a real host, but a cold disk or a slow NFS mount under the venv can take
 # seconds; without a limit a `df` blocked on a dead mount holds the run open for ever.
@@ -43,7 +43,7 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
     The facts sections are rendered with the variables `last` implies; where the live facts imply others (first
     contact with a pod whose /workspace volume holds the venv), the facts are probed once more with those, so the
     record always describes the venv apply will use."""
-    from ..facts import probe as facts_probe
+    from fleet.facts import probe as facts_probe
 
     try:
         asked_with = variables(last, host.vars)
@@ -65,14 +65,14 @@ def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | 
 
 def decide_facts(facts: dict, vars: dict):
     """decide() with the variables apply renders with: `fleet decide FACTS` and `fleet apply --check` agree."""
-    from ..decide import decide
+    from fleet.decide import decide
 
     return decide(facts, variables(facts, vars))
 
 
 def record(facts_dir: Path, name: str, facts: dict) -> None:
-    """Write the host's facts record (fleet.facts.store: atomic, secrets scrubbed, the previous one kept)."""
-    from ..facts import store
+    """Write the host's facts record (fleet.record.store: atomic, secrets scrubbed, the previous one kept)."""
+    from fleet.record import store
 
     store.write(facts_dir, name, facts)
 
@@ -80,8 +80,8 @@ def record(facts_dir: Path, name: str, facts: dict) -> None:
 def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> dict[str, list]:
     """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
     a bad role or variable is an InputError naming its file:line before any host is contacted."""
-    from ..roles import roles_dirs, roles_for_hosts
-    from ..validate import check_hosts
+    from fleet.roles import roles_dirs, roles_for_hosts
+    from fleet.inventory.validate import check_hosts
 
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
     check_hosts(hosts, roles_path, by_host)

@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from ..facts.software import VERIFY_PATH
+from fleet.facts.software import VERIFY_PATH
 
 Progress = Callable[[str, str], None]
 
@@ -33,6 +33,6 @@ class Setup:
     @cached_property
     def reads_readings(self) -> bool:
         """Whether a role reads what a probe reads off the moment (fleet/engine/decided.py, READINGS)."""
-        from .decided import reads_readings
+        from fleet.engine.decided import reads_readings
 
         return reads_readings(self.roles)

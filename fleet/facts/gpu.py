@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..decide import platforms
+from fleet.decide import platforms
 
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.

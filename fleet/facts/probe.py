@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from .. import __version__
-from ..sections import Section, background, together
-from . import shells
-from .record import assemble
-from .sources import DEFAULTS, SOURCES, settings_of
+from fleet import __version__
+from fleet.sections import Section, background, together
+from fleet.facts import shells
+from fleet.facts.record import assemble
+from fleet.facts.sources import DEFAULTS, SOURCES, settings_of
 
 __all__ = ["DEFAULTS", "bodies", "parts", "script", "parse"]
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..cuda_table import compare_versions, cuda_max_for_driver
-from ..decide import platforms
-from ..decide.gpu import compat_harm
-from . import gpu, shells
-from .scrub import scrub_text
-from .sources import BY_NAME
+from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
+from fleet.decide import platforms
+from fleet.decide.gpu import compat_harm
+from fleet.facts import gpu, shells
+from fleet.facts.scrub import scrub_text
+from fleet.facts.sources import BY_NAME
 
 RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
-from ..shell import quote
-from .scrub import scrub_text
+from fleet.shell import quote
+from fleet.facts.scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
 VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME")

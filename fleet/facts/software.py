@@ -130,7 +130,7 @@ def parse_python(text: str) -> dict:
 # initialisation) and takes GPU memory from whatever runs there. The version comes from the distribution's
 # METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
 # packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
-# last verify, which the engine re-runs only when its fingerprint changes (fleet/verify_gate.py).
+# last verify, which the engine re-runs only when its fingerprint changes (fleet/resources/verify_gate.py).
 _TORCH_READ = r"""json() { j=${1//\\/\\\\}; j=${j//\"/\\\"}; }
 version=
 while IFS= read -r line || [ -n "$line" ]; do

@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import cuda, gpu, shells, software, system
+from fleet.facts import cuda, gpu, shells, software, system
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 

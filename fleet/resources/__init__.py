@@ -1,17 +1,17 @@
 """Resource types, one module each; `TYPES` maps the name a role uses to its class."""
 
-from .apt import Apt
-from .archive import Archive
-from .assert_ import Assert
-from .base import CheckResult, Resource
-from .block import Block
-from .command import Command
-from .directory import Directory
-from .file import File
-from .git import Git
-from .ldconfig import Ldconfig
-from .pip import Pip
-from .verify import Verify
+from fleet.resources.apt import Apt
+from fleet.resources.archive import Archive
+from fleet.resources.assert_ import Assert
+from fleet.resources.base import CheckResult, Resource
+from fleet.resources.block import Block
+from fleet.resources.command import Command
+from fleet.resources.directory import Directory
+from fleet.resources.file import File
+from fleet.resources.git import Git
+from fleet.resources.ldconfig import Ldconfig
+from fleet.resources.pip import Pip
+from fleet.resources.verify import Verify
 
 TYPES: dict[str, type[Resource]] = {cls.type_name: cls for cls in
                                     (Apt, File, Block, Directory, Git, Pip, Archive, Ldconfig, Command, Assert,

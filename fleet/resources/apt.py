@@ -12,9 +12,9 @@ repair once and goes on. Pinned packages can be held so unattended-upgrades cann
 
 from __future__ import annotations
 
-from ..shell import write_file_script
-from .archive import sha256_problem, verify_sha256
-from .base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
+from fleet.shell import write_file_script
+from fleet.resources.archive import sha256_problem, verify_sha256
+from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
 # `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
 # SECONDS in all. When apt says dpkg was interrupted, repair that once (dpkg --configure -a) and retry. Any other

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .base import FETCH, NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, q, qpath
 
 INCOMPLETE = ".fleet-archive-incomplete"
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")

@@ -7,8 +7,8 @@ type (fleet/resources/verify.py), and an assert never writes or replaces it.
 
 from __future__ import annotations
 
-from ..remote.verify_record import last_json as _last_json
-from .base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.remote.verify_record import last_json as _last_json
+from fleet.resources.base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..errors import InputError
-from ..shell import quote, quote_path
+from fleet.errors import InputError
+from fleet.shell import quote, quote_path
 
 IN_STATE, NEEDS_CHANGE = 0, 10
 DIFF_MARK = "@@diff@@"
@@ -136,7 +136,7 @@ class Resource:
         if not isinstance(values, dict):
             raise InputError(f"{where}: '{cls.type_name}' takes a mapping of parameters "
                              f"({', '.join(cls.params)})")
-        from ..yamlsrc import closest
+        from fleet.inventory.yamlsrc import closest
 
         out = {}
         for key in values:

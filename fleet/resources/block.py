@@ -11,8 +11,8 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
-from ..errors import InputError
-from .base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
+from fleet.errors import InputError
+from fleet.resources.base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
                    qpath)
 
 # One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 
 class Command(Resource):

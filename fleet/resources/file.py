@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ..shell import write_file_script
-from .base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
+from fleet.shell import write_file_script
+from fleet.resources.base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, q, qpath
 
 _DIFF_LIMIT = 65536
 

@@ -7,7 +7,7 @@ never deleted or overwritten (`checkout --force` would drop the changes without 
 
 from __future__ import annotations
 
-from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 
 class Git(Resource):

@@ -5,8 +5,8 @@ Never use this for cuda-compat: a registered compat libcuda breaks CUDA wherever
 
 from __future__ import annotations
 
-from ..shell import write_file_script
-from .base import NEEDS_CHANGE, Param, Resource, one_line_problem, plain_name_problem, q
+from fleet.shell import write_file_script
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, one_line_problem, plain_name_problem, q
 
 
 class Ldconfig(Resource):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InputError
-from .base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.errors import InputError
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 # What the check can judge: a name, or a name pinned with ==. Anything else (>=, extras, a stray option)
 # would check "absent" forever and reinstall on every apply.

@@ -2,7 +2,7 @@
 
 Like an assert it has nothing to apply and is judged on the last probe; unlike one, it carries its own hooks:
 
-- `gate(body, max_age)`  the check behind its fingerprint (fleet/verify_gate.py): the host answers "reused" when
+- `gate(body, max_age)`  the check behind its fingerprint (fleet/resources/verify_gate.py): the host answers "reused" when
                          nothing verify proved has changed since its own record, so a converged host imports no torch
 - `read(section, seen)`  the answer: a reused verify stands on the last record (read back by this very probe) and is
                          folded into the facts; a run one carries the new fingerprint and why it ran
@@ -21,9 +21,9 @@ import dataclasses
 import posixpath
 from datetime import datetime, timezone
 
-from .. import verify_gate
-from .assert_ import Assert, json_result
-from .base import CheckResult, Param
+from fleet.resources import verify_gate
+from fleet.resources.assert_ import Assert, json_result
+from fleet.resources.base import CheckResult, Param
 
 
 class Verify(Assert):
@@ -63,12 +63,12 @@ class Verify(Assert):
         return result, {}
 
     def record(self, result: CheckResult, providers: dict) -> dict | None:
-        from ..remote.verify_record import verify_record
+        from fleet.remote.verify_record import verify_record
 
         return None if result.data is None else verify_record(result.data, providers)
 
     def fold(self, facts: dict, record: dict) -> dict:
-        from ..facts.record import with_last_verify
+        from fleet.facts.record import with_last_verify
 
         return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
 

@@ -129,7 +129,7 @@ def test_a_changed_host_key_is_still_refused(lab, tmp_path, isolated_home):
 
 
 def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path):
-    """Written once the pod is known provisionable, before the first change (fleet/bootstrap.py says why)."""
+    """Written once the pod is known provisionable, before the first change (fleet/workflows/bootstrap.py says why)."""
     lab.reset(["pod-580"])
     pods_inventory(lab, tmp_path, cutlass_ref="v0.0.0-no-such-tag")
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--json")

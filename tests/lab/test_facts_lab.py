@@ -11,7 +11,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.facts import store
+from fleet.record import store
 
 
 def run_facts(lab, *argv) -> tuple[int, str, str]:

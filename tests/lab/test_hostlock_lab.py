@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fleet import hostlock
+from fleet.engine import hostlock
 from fleet.engine import Setup, converge
 from fleet.errors import HostError
 from fleet.roles import load_role

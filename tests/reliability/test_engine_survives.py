@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 
-from fleet import hostlock
+from fleet.engine import hostlock
 from fleet.connection import LocalConnection
 from fleet.engine import Setup, converge as converge_host
 from fleet.errors import HostError, InputError
-from fleet.facts import store
+from fleet.record import store
 from fleet.inventory import Host
 from fleet.roles import load_role
 
@@ -135,7 +135,7 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path, isolated_home):
 
 
 def test_two_bootstraps_of_one_name_or_one_pod_fail_before_contacting(tmp_path, monkeypatch):
-    from fleet.bootstrap import bootstrap, parse_target
+    from fleet.workflows.bootstrap import bootstrap, parse_target
 
     contacted = []
     monkeypatch.setattr("fleet.connection.connect", lambda *a, **k: contacted.append(a) or (_ for _ in ()).throw(

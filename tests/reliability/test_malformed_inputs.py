@@ -92,7 +92,7 @@ def no_host_contacted(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a host was contacted for bad input")
     monkeypatch.setattr("fleet.connection.connect", refuse)
-    monkeypatch.setattr("fleet.parallel.open_connection", refuse)
+    monkeypatch.setattr("fleet.connection.parallel.open_connection", refuse)
 
 
 def assert_bad_input(path, code, out, err, *, where=None):

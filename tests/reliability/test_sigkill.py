@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from fleet.facts import store
+from fleet.record import store
 from resource_shell import make
 
 WRITER = """
 import sys
-from fleet.facts import store
+from fleet.record import store
 facts_dir = sys.argv[1]
 for i in range(1, 100000):
     store.write(facts_dir, "pod", {"host": "pod", "n": i, "pad": [str(i) * 64] * 20000})  # ~1-2 MB each

@@ -14,9 +14,9 @@ from rich.console import Console
 from fleet.engine import HostReport, TaskReport
 from fleet.env import Environment
 from fleet.facts.scrub import scrub_text
-from fleet.parallel import Outcome
+from fleet.connection.parallel import Outcome
 from fleet.report import Reporter, terminal_safe
-from fleet.report_apply import print_apply
+from fleet.report.apply import print_apply
 from reliability_helpers import HOSTILE, TOKEN, assert_clean, run
 
 
@@ -115,7 +115,7 @@ def test_facts_table_and_json_of_a_live_record_show_no_secret(tmp_path, monkeypa
 
 
 def test_facts_table_of_a_hostile_record_is_clean(tmp_path):
-    from fleet.facts import store
+    from fleet.record import store
 
     inv = facts_inventory(tmp_path)
     record = json.loads((Path(__file__).parents[1] / "data" / "records" / "h100-pod-570.json").read_text())
@@ -130,7 +130,7 @@ def test_facts_table_of_a_hostile_record_is_clean(tmp_path):
 
 
 def test_bootstrap_json_and_summary_are_scrubbed():
-    from fleet.bootstrap import BootstrapResult, Target
+    from fleet.workflows.bootstrap import BootstrapResult, Target
     from fleet.commands.bootstrap import print_result
 
     target = Target("root", "203.0.113.10", 22)

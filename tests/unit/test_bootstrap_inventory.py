@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.bootstrap import HEADER, Target, find_pod, insert_host, load_existing, write_entry
+from fleet.workflows.bootstrap import HEADER, Target, find_pod, insert_host, load_existing, write_entry
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
 

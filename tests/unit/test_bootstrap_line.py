@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.bootstrap import Target, derive_name, parse_target
+from fleet.workflows.bootstrap import Target, derive_name, parse_target
 from fleet.errors import InputError
 
 

@@ -17,7 +17,7 @@ from fleet.connection import Connection, LocalConnection, Result
 from fleet.engine import Setup, TaskReport, apply, check_sections, converge as converge_host, decide_tasks, maybe_sudo
 from fleet.engine.plan import Plan
 from fleet.remote.verify_record import verify_record
-from fleet.facts import store
+from fleet.record import store
 from fleet.inventory import Host
 from fleet.roles import load_role, load_roles, roles_dirs
 from resource_shell import make, syntax_ok

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.facts import store
+from fleet.record import store
 
 ROOT = Path(__file__).parents[2]
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fleet.facts import compare, probe
+from fleet.facts import probe
+from fleet.report import compare
 from fleet.facts.record import assemble
 
 CAPTURED = Path(__file__).parents[1] / "data" / "captured"

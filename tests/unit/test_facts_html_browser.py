@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts import compare, html, store
+from fleet.report import compare
+from fleet.report import html
+from fleet.record import store
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -155,7 +155,7 @@ def test_real_h100_framed_probe_output_parses_to_its_key_figures():
 
 
 def test_real_h100_record_written_by_fleet_facts():
-    from fleet.facts import store
+    from fleet.record import store
     check_h100_key_figures(store.load(REAL / "record.json"))
 
 

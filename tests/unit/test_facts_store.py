@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import HostError, InputError
-from fleet.facts import store
+from fleet.record import store
 
 ROOT = Path(__file__).parents[2]
 
@@ -59,7 +59,7 @@ def test_failure_mid_write_leaves_old_record_whole_and_no_temp(tmp_path, monkeyp
 CRASHER = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[2])
-from fleet.facts import store
+from fleet.record import store
 real = os.fsync
 def fsync(fd):
     if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp") and "/.pod.json." in os.readlink(f"/proc/self/fd/{fd}"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet import hostlock
+from fleet.engine import hostlock
 from fleet.connection import LocalConnection
 from fleet.inventory import Host
 

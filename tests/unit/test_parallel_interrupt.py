@@ -1,4 +1,4 @@
-"""Ctrl-C in fleet.parallel: queued hosts never start, running commands are killed, outcomes say which."""
+"""Ctrl-C in fleet.connection.parallel: queued hosts never start, running commands are killed, outcomes say which."""
 
 import _thread
 import signal
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet.inventory import Host
-from fleet.parallel import interrupted, on_hosts
+from fleet.connection.parallel import interrupted, on_hosts
 
 
 @pytest.fixture(autouse=True)

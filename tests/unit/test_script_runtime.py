@@ -1,4 +1,4 @@
-"""fleet script's run-time decisions (fleet/script_runtime.py), without SSH: which variants a facts record
+"""fleet script's run-time decisions (fleet/workflows/script_runtime.py), without SSH: which variants a facts record
 gets, the bash version comparison, and the guard's refusals on this machine's real CPU and (absent) GPU.
 The lab proves the rest on real hosts (tests/lab/test_script_runtime_lab.py)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fleet import script_runtime
+from fleet.workflows import script_runtime
 from fleet.cli import main
 from fleet.engine import decide_tasks
 from fleet.env import Environment

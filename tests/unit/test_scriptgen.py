@@ -18,7 +18,7 @@ from fleet.env import Environment
 from fleet.inventory import Host
 from fleet.remote.verify_record import verify_record
 from fleet.roles import load_roles
-from fleet.scriptgen import gather_plan, render_script, verify_record_program
+from fleet.workflows.script import gather_plan, render_script, verify_record_program
 
 HOSTILE = "it's $(touch PWNED) `touch PWNED` \"; touch PWNED; \""
 

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from fleet import hostlock, shell
+from fleet import shell
+from fleet.engine import hostlock
 from fleet.connection import Connection, LocalConnection, Result
 from fleet.inventory import Host
 

@@ -1,10 +1,10 @@
-"""fleet.ssh_config: ~/.ssh/config applied to an inventory host, inventory values winning where given."""
+"""fleet.connection.ssh_config: ~/.ssh/config applied to an inventory host, inventory values winning where given."""
 
 import pytest
 
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
-from fleet.ssh_config import resolve
+from fleet.connection.ssh_config import resolve
 
 
 @pytest.fixture

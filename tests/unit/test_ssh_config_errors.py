@@ -11,7 +11,7 @@ from fleet.cli import main
 from fleet.env import Environment
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
-from fleet.ssh_config import resolve
+from fleet.connection.ssh_config import resolve
 
 
 def host(tmp_path, spec: str):

@@ -1,4 +1,4 @@
-"""Role texts compiled once per machine (fleet/template_cache.py): what a later process takes from the cache, and
+"""Role texts compiled once per machine (fleet/roles/template_cache.py): what a later process takes from the cache, and
 what it never takes (a damaged entry, an error, a directory others can write to). Each case runs `fleet` code in
 a fresh Python process, as every command is one."""
 
@@ -15,7 +15,8 @@ import pytest
 # Loads the built-in roles and reads their variables, then says how many texts Jinja compiled and parsed.
 PROBE = """
 import json, jinja2
-from fleet import roles, validate
+from fleet import roles
+from fleet.inventory import validate
 compiled = parsed = 0
 compile_, parse_ = jinja2.Environment.compile, jinja2.Environment.parse
 def counting_compile(self, *a, **k):
@@ -83,7 +84,8 @@ def test_an_expression_jinja_refuses_is_refused_with_a_cache_too(tmp_path, monke
     """The cached form is a template setting `result`; Jinja's own expression check still runs first."""
     import jinja2
 
-    from fleet import roles, template_cache
+    from fleet import roles
+    from fleet.roles import template_cache
     monkeypatch.setenv("FLEET_CACHE_DIR", str(tmp_path))
     template_cache._bytecode.cache_clear()
     roles._expression.cache_clear()

@@ -16,7 +16,7 @@ from fleet.errors import InputError
 from fleet.facts.probe import DEFAULTS as PROBE_DEFAULTS
 from fleet.inventory import load_inventory
 from fleet.roles import load_roles, roles_dirs
-from fleet.validate import check_hosts, check_value, known_variables, parse_assignments
+from fleet.inventory.validate import check_hosts, check_value, known_variables, parse_assignments
 
 CASES = sorted((Path(__file__).resolve().parent.parent / "data" / "variables").glob("*.yaml"))
 

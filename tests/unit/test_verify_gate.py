@@ -1,4 +1,4 @@
-"""The fingerprint rules that decide whether verify runs again (fleet/verify_gate.py), without SSH; the lab
+"""The fingerprint rules that decide whether verify runs again (fleet/resources/verify_gate.py), without SSH; the lab
 test tests/lab/test_verify_fingerprint.py runs them on a real host."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fleet import verify_gate
+from fleet.resources import verify_gate
 from fleet.facts import probe, shells
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)

@@ -25,9 +25,10 @@ from typing import Any
 
 import jinja2
 
-from . import template_cache, yamlsrc
-from .errors import InputError
-from .resources import TYPES, Resource
+from fleet.roles import template_cache
+from fleet.inventory import yamlsrc
+from fleet.errors import InputError
+from fleet.resources import TYPES, Resource
 
 ROLE_KEYS = {"description", "defaults", "when", "why", "tasks"}
 TASK_KEYS = {"name", "when", "sudo"}
@@ -37,11 +38,11 @@ DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "c
 # package-dir): the import finds them in a wheel (fleet/builtin_roles/) and in an editable install (roles/) alike.
 def _builtin_dir() -> Path:
     try:
-        from . import builtin_roles
+        from fleet import builtin_roles
     except ImportError as exc:
         # a checkout run from its source without an install (PYTHONPATH=checkout, as on the lent GPU machine):
         # roles/ beside the package; else an install made before roles/ moved
-        checkout = Path(__file__).resolve().parent.parent / "roles"
+        checkout = Path(__file__).resolve().parents[2] / "roles"
         if (checkout / "verify" / "role.yaml").is_file():
             return checkout
         raise ImportError("fleet's built-in roles (the package fleet.builtin_roles: roles/ in a checkout) are not "
@@ -315,7 +316,7 @@ def context(variables: dict[str, Any], facts: dict | None, decisions: dict | Non
 
 
 def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> list[Task]:
-    from .decide import DEFAULTS  # the stack's own defaults (cuda_version, python_env, sources) come first
+    from fleet.decide import DEFAULTS  # the stack's own defaults (cuda_version, python_env, sources) come first
 
     merged = dict(DEFAULTS)
     merged.update(role.defaults)
@@ -345,7 +346,7 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
 
 def role_applies(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> bool:
     """The role's `when:` for one host (what `fleet decide` lists as acting)."""
-    from .decide import DEFAULTS
+    from fleet.decide import DEFAULTS
 
     ctx = context({**DEFAULTS, **role.defaults, **variables}, facts, decisions, host)
     return _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True

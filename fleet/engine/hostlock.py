@@ -22,7 +22,7 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import InputError
+from fleet.errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
 MARK = "@@fleet:host-locked@@"
@@ -30,7 +30,7 @@ MARK = "@@fleet:host-locked@@"
 
 def wrap(script: str, conn) -> str:
     """`script` run under the host's apply lock; exit BUSY with MARK and the holder when another apply holds it."""
-    from .connection import LocalConnection
+    from fleet.connection import LocalConnection
 
     where = "/var/lib/fleet" if conn.is_root and not isinstance(conn, LocalConnection) else '"$HOME"/.cache/fleet'
     holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"

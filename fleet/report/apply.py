@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.syntax import Syntax
 from rich.table import Table
 
-from .engine import HostReport
-from .parallel import Outcome
-from .report import Reporter, markup_safe as _safe, terminal_safe
+from fleet.engine import HostReport
+from fleet.connection.parallel import Outcome
+from fleet.report import Reporter, markup_safe as _safe, terminal_safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 

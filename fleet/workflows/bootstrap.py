@@ -34,10 +34,10 @@ from typing import Callable
 
 import yaml
 
-from . import hostlock
-from .atomic import write_atomic
-from .errors import FleetError, InputError
-from .inventory import NAME_RE, Host, Inventory, load_inventory
+from fleet.engine import hostlock
+from fleet.atomic import write_atomic
+from fleet.errors import FleetError, InputError
+from fleet.inventory import NAME_RE, Host, Inventory, load_inventory
 
 DEFAULT_INVENTORY = "inventories/pods.yaml"
 DEFAULT_WAIT = 300.0
@@ -282,7 +282,7 @@ def load_existing(path: Path) -> Inventory | None:
     """The inventory as it is; None when absent or when it has no hosts yet (load_inventory demands some)."""
     if not path.exists():
         return None
-    from . import yamlsrc
+    from fleet.inventory import yamlsrc
 
     doc = yamlsrc.load(path).data
     if isinstance(doc, dict) and not doc.get("hosts"):
@@ -384,8 +384,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
               progress: Progress | None = None) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence)."""
-    from .connection import ConnectOptions, connect
-    from .engine import session
+    from fleet.connection import ConnectOptions, connect
+    from fleet.engine import session
 
     progress = progress or (lambda host, msg: None)
     old = load_existing(inventory_path)
@@ -431,7 +431,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
 
 
 def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress) -> None:
-    from .engine import Setup, converge
+    from fleet.engine import Setup, converge
 
     with _phase(result, "facts"):
         observed, planned = _preview(conn, host, Setup(roles, facts_dir=inventory.facts_dir, check_mode=True,
@@ -456,15 +456,15 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
 
 def _preview(conn, host: Host, setup, result: BootstrapResult):
     """The facts phase: observe + plan in check mode (nothing changed), the facts recorded as a --check would."""
-    from .engine import final_facts, judge, last_facts, observe, plan, record
+    from fleet.engine import final_facts, judge, last_facts, observe, plan, session
 
     observed = observe(conn, host, setup, last_facts(setup, host))
     if observed.refuse:
         result.facts = observed.facts
-        record(setup, host, observed.facts)
+        session.record(setup.facts_dir, host.name, observed.facts)
         return observed, None
     result.facts = final_facts(observed, judge(observed, check_mode=True))
-    record(setup, host, result.facts)
+    session.record(setup.facts_dir, host.name, result.facts)
     return observed, plan(observed)
 
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import copy
 import shlex
 
-from .cuda_table import min_driver_for, version_key
-from .decide import platforms
-from .errors import FleetError
+from fleet.decide.cuda_table import min_driver_for, version_key
+from fleet.decide import platforms
+from fleet.errors import FleetError
 
 # Reads the kernel driver's version as the facts probe does (fleet.facts.gpu.DRIVER / parse_driver_version).
 _READ_DRIVER = r"""fleet_driver=''

@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .env import Environment
-from .facts.scrub import scrub, scrub_text
-from .parallel import Outcome
+from fleet.env import Environment
+from fleet.facts.scrub import scrub, scrub_text
+from fleet.connection.parallel import Outcome
 
 # What a hostile host could make the operator's terminal do: retitle the window, hide a HOST KEY CHANGED
 # line, write the clipboard (OSC 52). ECMA-48: CSI (ESC [ ... final byte), OSC/DCS/PM/APC/SOS strings (ESC ]

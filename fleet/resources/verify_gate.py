@@ -23,8 +23,8 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .facts import shells
-from .facts.software import VERIFY_PATH, select_python
+from fleet.facts import shells
+from fleet.facts.software import VERIFY_PATH, select_python
 
 DEFAULT_MAX_AGE = "24h"
 _FP = "@@fleet:fingerprint "

@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from jinja2.bccache import Bucket, FileSystemBytecodeCache
 
-from . import __version__
+from fleet import __version__
 
 
 def directory() -> Path | None:

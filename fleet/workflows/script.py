@@ -24,13 +24,13 @@ import re
 import shlex
 from datetime import datetime, timezone
 
-from . import __version__, remote, shell
-from .engine import Decided, decide_tasks, maybe_sudo
-from .engine.session import gather
-from .errors import HostError
-from .facts.software import VERIFY_PATH
-from .inventory import Host
-from .resources import assert_
+from fleet import __version__, remote, shell
+from fleet.engine import Decided, decide_tasks, maybe_sudo
+from fleet.engine.session import gather
+from fleet.errors import HostError
+from fleet.facts.software import VERIFY_PATH
+from fleet.inventory import Host
+from fleet.resources import assert_
 
 NEEDS_CHANGE = 10
 
@@ -74,9 +74,9 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
                   made_from: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
-    `plans`: the run-time variants (fleet.script_runtime.variants; default: `plan` alone, as 'direct'), of
+    `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
     which the script picks one on the host from the kernel driver it finds there."""
-    from . import script_runtime
+    from fleet.workflows import script_runtime
 
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")

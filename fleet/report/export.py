@@ -1,6 +1,6 @@
 """`fleet facts --format md|csv`: the side-by-side comparison as Markdown or CSV (every row, differing first).
 
-Pure: a Comparison (fleet.facts.compare) in, text out. Markdown escapes `|` and line breaks in values so a
+Pure: a Comparison (fleet.report.compare) in, text out. Markdown escapes `|` and line breaks in values so a
 cell never splits the table; CSV quotes as RFC 4180 (the csv module) and says which rows differ.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
-from .compare import Comparison
+from fleet.report.compare import Comparison
 
 
 def markdown(comparison: Comparison, ages: dict[str, str | None]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InputError
+from fleet.errors import InputError
 
 
 @dataclass

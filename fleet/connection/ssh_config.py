@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError
-from .inventory import Host
+from fleet.errors import InputError
+from fleet.inventory import Host
 
 DEFAULT_USER = "root"   # fleet's default (pods log in as root); ssh's would be the local user
 

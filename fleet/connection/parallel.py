@@ -16,9 +16,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .connection import Connection, ConnectOptions, open_connection
-from .errors import FleetError, HostError
-from .inventory import Host
+from fleet.connection import Connection, ConnectOptions, open_connection
+from fleet.errors import FleetError, HostError
+from fleet.inventory import Host
 
 # After Ctrl-C, how long running hosts get to unwind once their connections are closed. Their outcome is
 # "interrupted" whatever they do now, so this only lets them close cleanly; the 2 s a person waits for Ctrl-C
@@ -54,7 +54,7 @@ def interrupted(outcomes: dict[str, Outcome]) -> bool:
 def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | None = None,
              forks: int | None = None, debug: bool = False) -> dict[str, Outcome]:
     """Connect to each host, call work(conn, host), close; hosts run in parallel, results in inventory order."""
-    from .ssh_config import check
+    from fleet.connection.ssh_config import check
 
     check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
     run = _Run(hosts, work, options, debug)

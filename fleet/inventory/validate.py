@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from . import template_cache, yamlsrc
-from .errors import InputError
+from fleet.roles import template_cache
+from fleet.inventory import yamlsrc
+from fleet.errors import InputError
 
 _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables
 _URL = re.compile(r"^(https?|file)://\S+$")
@@ -24,8 +25,8 @@ _BOOL_TEXT = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 def known_variables(roles) -> dict[str, Any]:
     """Name -> default (None where a role reads it without one), from every source of variables."""
-    from .decide import DEFAULTS
-    from .facts.sources import DEFAULTS as PROBE_DEFAULTS
+    from fleet.decide import DEFAULTS
+    from fleet.facts.sources import DEFAULTS as PROBE_DEFAULTS
 
     known: dict[str, Any] = {**DEFAULTS, **PROBE_DEFAULTS}
     for role in roles:
@@ -52,8 +53,8 @@ def check_hosts(hosts, roles_path=(), by_host: dict[str, list] | None = None) ->
 
 def check_values(values: dict[str, Any], known: dict[str, Any], where: dict[str, str]) -> list[str]:
     """Problems with `values` (merged variables of one host), each '<file:line>: sentence with a fix'."""
-    from .decide import VariableError
-    from .decide.variables import resolve
+    from fleet.decide import VariableError
+    from fleet.decide.variables import resolve
 
     problems, good = [], {}
     for name, value in values.items():
@@ -131,7 +132,7 @@ def parse_assignments(assignments: Iterable[str], known: dict[str, Any]) -> dict
 
 def _all_roles(roles_path, by_host) -> list:
     """The roles the hosts run, plus every other one their inventory could name."""
-    from .roles import available_roles, load_roles, roles_dirs
+    from fleet.roles import available_roles, load_roles, roles_dirs
 
     roles = {r.name: r for rs in (by_host or {}).values() for r in rs}
     rest = [n for n in available_roles(roles_path) if n not in roles]
@@ -142,7 +143,7 @@ def _names_read(role) -> set[str]:
     """Variables a role's task values, `when:`, `why:` and templates read (jinja2.meta does the parsing)."""
     from jinja2 import meta
 
-    from .roles import _JINJA
+    from fleet.roles import _JINJA
 
     texts = [f"{{{{ {expr} }}}}" for expr in [role.when, *(t.when for t in role.tasks)] if expr]
     texts += [role.why or ""] + [s for t in role.tasks for s in [t.name, *_strings(t.params)]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .compare import Comparison
+from fleet.report.compare import Comparison
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24;background:#fff}

@@ -13,9 +13,9 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..atomic import write_atomic
-from ..errors import HostError, InputError
-from .scrub import scrub
+from fleet.atomic import write_atomic
+from fleet.errors import HostError, InputError
+from fleet.facts.scrub import scrub
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
 

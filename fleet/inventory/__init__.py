@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import yamlsrc
-from .errors import InputError
+from fleet.inventory import yamlsrc
+from fleet.errors import InputError
 
 TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "vars", "hosts", "groups"}
 HOST_KEYS = {"address", "port", "user", "key", "known_hosts", "connection", "lab", "vars", "roles"}
@@ -339,7 +339,7 @@ def _merge_vars(loc, hosts: dict[str, Host], groups, all_vars: dict) -> None:
 
 def _role_lists(loc, doc: dict, hosts: dict[str, Host], roles_path: list[Path]) -> list[str] | None:
     """Check every `roles:` list (top, group, host) names roles that exist; returns the top-level one."""
-    from .roles import available_roles   # jinja2 is needed only once roles are in play
+    from fleet.roles import available_roles   # jinja2 is needed only once roles are in play
 
     known = available_roles(roles_path)
     top = _role_list(loc, ("roles",), doc.get("roles"), known, roles_path)
