@@ -1,5 +1,5 @@
 """bootstrap's summary: drawn (a rule, aligned keys, colour) on a terminal; plain lines in a pipe or a file,
-as every command's piped output is (fleet/report.py Reporter.plain): no box drawing, no colour, no padding."""
+as every command's piped output is (fleet/report/__init__.py Reporter.plain): no box drawing, no colour, no padding."""
 
 import io
 from pathlib import Path
