@@ -32,18 +32,31 @@ step F apply "$INV" --check
 step F apply "$INV"
 step bash -c "ldconfig -p | grep 'libcuda.so.1 '; ls /etc/ld.so.conf.d/"
 ask
+note "left from trap 2, undone by hand where apply did not (so that each trap below is seen alone)"
+step bash -c "ls /etc/ld.so.conf.d/; rm -fv /etc/ld.so.conf.d/000-cuda-compat.conf; ldconfig"
 note "TRAP 3 (ours): no ~/.bash_profile, a ~/.bash_login that puts compat first (bash reads it before ~/.profile)"
 rm -f ~/.bash_profile
 printf 'export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$C" > ~/.bash_login
 ask
 step F apply "$INV"
 ask
+rm -f ~/.bash_login
 note "TRAP 4 (ours): /etc/profile.d/cuda-compat.sh (as some images ship it) puts compat first in every login shell"
 printf 'export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$C" > /etc/profile.d/cuda-compat.sh
 ask
 step F apply "$INV"
 ask
+rm -f /etc/profile.d/cuda-compat.sh
 note "a second apply changes nothing (JSON in apply-noop.json)"
 F apply "$INV" --json > "$OUT/apply-noop.json" 2>> "$T"; printf '[exit %s]\n' "$?" >> "$T"
 cp "$FACTS" "$OUT/facts-after.json"
 step F facts "$INV"
+
+note "PULL MODE: the issue's ~/.bash_profile trap and the ld cache trap, then the script fleet script --from-facts writes, run as a pod's start command runs it (no startup file, no fleet on the host)"
+printf 'export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$C" > ~/.bash_profile
+echo "$C" > /etc/ld.so.conf.d/000-cuda-compat.conf && ldconfig
+ask
+step F script "$INV" --from-facts "$FACTS" -o /tmp/issue23/pod.sh
+step env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash /tmp/issue23/pod.sh
+ask
+step env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash /tmp/issue23/pod.sh
