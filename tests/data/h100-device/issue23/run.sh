@@ -2,6 +2,7 @@
 # Four traps of one family, each set by hand on a host whose kernel driver (580.159.04) is NEWER than the
 # installed cuda-compat (580.95.05), so compat must reach no process; after each, `fleet apply`, then every kind
 # of process is asked by a plain SSH client (ask.py, paramiko) what it loads. Writes transcript.txt and records.
+# .old (optional, carried): fleet as it was before issue 23 (git archive e86dd01 fleet roles), run on trap 4 first.
 set -u
 export PYTHONUNBUFFERED=1
 T=$OUT/transcript.txt
@@ -11,6 +12,7 @@ mkdir -p /tmp/issue23 && cp tests/data/h100-device/issue23/ask.py tests/data/h10
 step() { printf '\n$ %s\n' "$*" >> "$T"; "$@" >> "$T" 2>&1; printf '[exit %s]\n' "$?" >> "$T"; }
 note() { printf '\n# %s\n' "$*" >> "$T"; }
 F() { local sub=$1; shift; python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
+FOLD() { local sub=$1; shift; PYTHONPATH=/tmp/fleet-site:$PWD/.old python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
 ask() { step env PYTHONPATH=/tmp/fleet-site python3 /tmp/issue23/ask.py 127.0.0.1 2222 root /tmp/fleet-sshd/client_ed25519; }
 C=/usr/local/cuda-13.0/compat
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(head -1 /proc/driver/nvidia/version)"
@@ -41,7 +43,20 @@ ask
 step F apply "$INV"
 ask
 rm -f ~/.bash_login
-note "TRAP 4 (ours): /etc/profile.d/cuda-compat.sh (as some images ship it) puts compat first in every login shell"
+note "TRAP 4 (ours): /etc/ld.so.preload names the compat libcuda (every process, whatever its environment)"
+echo "$C/libcuda.so.1" > /etc/ld.so.preload
+ask
+if [ -d .old/fleet ]; then
+  note "fleet as it was before issue 23 (.old, carried): what it printed and left on this trap"
+  step FOLD apply "$INV"
+  ask
+fi
+step F apply "$INV" --check
+step F apply "$INV"
+step bash -c "cat /etc/ld.so.preload; ls /var/lib/fleet/aside 2>&1"
+ask
+if [ -s /etc/ld.so.preload ] && grep -qv '^#' /etc/ld.so.preload; then note "undone by hand"; : > /etc/ld.so.preload; fi
+note "TRAP 5 (ours): /etc/profile.d/cuda-compat.sh (as some images ship it) puts compat first in every login shell"
 printf 'export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n' "$C" > /etc/profile.d/cuda-compat.sh
 ask
 step F apply "$INV"
