@@ -64,13 +64,13 @@ def variables_read(role, host_vars: dict) -> dict[str, str]:
     return {name: digest(merged[name]) for name in sorted(names_read(role)) if name in merged}
 
 
-def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple:
+def check_sections(decided: Decided, verify_max_age: float | None = None, *, without_verify: bool = False) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
     fingerprint gate (fleet/resources/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
     the ones that run what a role's author wrote one after the other: join them with sections.together."""
     out = []
     for t in decided.tasks:
-        if not t.enabled:
+        if not t.enabled or (without_verify and t.resource.writes_record):
             continue
         body = t.resource.gate(t.resource.check(), verify_max_age)   # verify: behind its fingerprint
         name = f"check.{t.id}"
