@@ -120,11 +120,11 @@ def run_reason(last: dict | None, gate: Gate, max_age_s: float | None, now: date
         return forced or "asked for"
     if not isinstance(last, dict) or not last.get("fingerprint"):
         return "no earlier verify with a fingerprint on the host"
-    if not last.get("passed", last.get("was_passed")):
-        return "the last verify failed (a failed verify is never reused)"
     if last.get("fingerprint") != gate.fingerprint:
         changed = changed_parts(last.get("fingerprint_parts"), gate.parts)
         return "changed since the last verify: " + (", ".join(changed) if changed else "the fingerprint")
+    if not (last.get("was_passed") if "was_passed" in last else last.get("passed")):   # (a stale one: what it said)
+        return "the last verify failed (a failed verify is never reused)"
     try:
         at = datetime.fromisoformat(str(last.get("at")).replace("Z", "+00:00"))
         age = (now - (at if at.tzinfo else at.replace(tzinfo=timezone.utc))).total_seconds()
