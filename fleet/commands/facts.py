@@ -20,6 +20,10 @@ and one row per fact: rows where hosts differ first and highlighted, identical r
 --format md|csv|html prints every fact (differing rows first) as Markdown, CSV or one self-contained HTML
 page (verify and its perf figures per host, each record's age; no external assets).
 
+The last verify is shown as passed only while what it proved is as the host shows it now (its fingerprint:
+torch, the driver, the libcuda each shell loads, the variables verify reads); otherwise verify.passed says
+"stale" and verify.stale why ("torch changed: 2.11.0+cu130 -> -", "variable verify_perf changed").
+
 Exit status is 1 if any host was unreachable (its column shows the age of its last record).
 """
 

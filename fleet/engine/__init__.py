@@ -13,7 +13,9 @@ facts, report. Round trips are the cost: a converged host costs one remote comma
 Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
 non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
 (fleet/resources/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
-`verify_max_age`, after any change in this apply, or when asked (`fleet verify`, `fleet apply --verify`).
+`verify_max_age`, after any change in this apply, when the last one failed (a failed verify is never reused), or
+when asked (`fleet verify`, `fleet apply --verify`); after a task failed in this run it is not run at all, and the
+report's `verify` says so (HostReport.verify: this run's verdict, or why verify did not run).
 """
 
 from __future__ import annotations
