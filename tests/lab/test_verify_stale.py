@@ -180,3 +180,36 @@ def test_the_recap_says_verify_was_not_in_this_run(converged):
     host_doc = apply(converged.inventory_path, "--roles", "torch")
     assert host_doc["verify"] == "skipped: role not in this run"
     assert not any(t["role"] == "verify" for t in host_doc["tasks"])
+
+
+def test_a_changed_kernel_driver_makes_the_verdict_stale_until_it_is_back(converged):
+    """The kernel driver the host shows changes under a converged host (the file the lab binds on /proc/driver,
+    rewritten in place: what a pod restarted on another host shows): the verdict is stale, 'driver changed'."""
+    from fleet_lab.paths import host_dir
+
+    lab = converged
+    zero_changes(apply(lab.inventory_path))
+    version = host_dir(HOST, lab.root) / "proc-driver" / "nvidia" / "version"
+    original = version.read_text()
+    assert "580.159.04" in ok(lab, HOST, "head -n 1 /proc/driver/nvidia/version")
+    with open(version, "r+") as fh:                   # same file, new text: the bind shows it at once
+        fh.write(original.replace("580.159.04", "580.165.02"))
+    try:
+        assert "580.165.02" in ok(lab, HOST, "head -n 1 /proc/driver/nvidia/version")   # the host says so
+        code, out, _ = fleet("facts", str(lab.inventory_path), "--limit", HOST)
+        assert code == 0
+        rows = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        assert rows["driver.version"] == "580.165.02"
+        assert rows["verify.passed"] == "stale" and rows["verify.stale"] == "driver changed: 580.159.04 -> 580.165.02"
+        # the user-space driver no longer matches the kernel module (the stand-in's NVML says so, as a real one
+        # does): apply refuses, and its recap says verify did not run, and why; the record stays stale
+        host_doc = apply(lab.inventory_path, code=1)
+        assert host_doc["refuse"] and host_doc["verify"] == "skipped: refused"
+        assert record(lab)["verify"]["verdict"] == "stale"
+    finally:
+        with open(version, "r+") as fh:
+            fh.write(original)
+    assert "580.159.04" in ok(lab, HOST, "head -n 1 /proc/driver/nvidia/version")
+    host_doc = apply(lab.inventory_path)              # the driver verify ran on is back: its verdict holds again
+    zero_changes(host_doc)
+    assert host_doc["verify"] == "passed (reused)" and record(lab)["verify"]["verdict"] == "passed"
