@@ -213,3 +213,24 @@ def test_a_changed_kernel_driver_makes_the_verdict_stale_until_it_is_back(conver
     host_doc = apply(lab.inventory_path)              # the driver verify ran on is back: its verdict holds again
     zero_changes(host_doc)
     assert host_doc["verify"] == "passed (reused)" and record(lab)["verify"]["verdict"] == "passed"
+
+
+def test_the_same_bootstrap_again_runs_a_failed_verify_again(lab, tmp_path):
+    """bootstrap's advice after a failure is "run the same bootstrap again": that must not replay the failed
+    verify from the host's record. verify_perf on fails the stand-in's perf smoke; the second bootstrap runs
+    verify again (the host's record says so: a new time, not reused, why)."""
+    from test_bootstrap_lab import POD, fleet as fleet_in, pods_inventory, ssh_line
+
+    lab.reset([POD])
+    pods_inventory(lab, tmp_path, verify_perf=True)
+    runs = []
+    for _ in range(2):
+        code, out, err = fleet_in(tmp_path, "bootstrap", ssh_line(lab, POD), "--json")
+        assert code != 0, out[-2000:] + err[-2000:]
+        host = next(iter(json.loads(out)["hosts"].values()))
+        assert host["bootstrap"]["verify"]["passed"] is False and host["verify"] == "failed"
+        assert "run the same bootstrap again" in json.dumps(host)
+        runs.append(json.loads(ok(lab, POD, "cat /var/lib/fleet/verify.json")))   # the host's own record
+    assert runs[0]["passed"] is False and runs[1]["passed"] is False
+    assert runs[1]["reused"] is False and runs[1]["at"] >= runs[0]["at"]
+    assert runs[1]["reason"] == "ran: the last verify failed (a failed verify is never reused)"
