@@ -20,6 +20,10 @@ and one row per fact: rows where hosts differ first and highlighted, identical r
 --format md|csv|html prints every fact (differing rows first) as Markdown, CSV or one self-contained HTML
 page (verify and its perf figures per host, each record's age; no external assets).
 
+The last verify is shown as passed only while what it proved is as the host shows it now (its fingerprint:
+torch, the driver, the libcuda each shell loads, the variables verify reads); otherwise verify.passed says
+"stale" and verify.stale why ("torch changed: 2.11.0+cu130 -> -", "variable verify_perf changed").
+
 Exit status is 1 if any host was unreachable (its column shows the age of its last record).
 """
 
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace, env) -> int:
     if args.cached:
         outcomes = _read_cached(hosts, inventory.facts_dir)
     else:
-        outcomes = _gather_live(args, env, reporter, hosts, inventory.facts_dir)
+        outcomes = _gather_live(args, env, reporter, hosts, inventory.facts_dir, inventory.roles_path)
     records = {name: outcome.value for name, outcome in outcomes.items()}
     last = {name: record or store.read(inventory.facts_dir, name) for name, record in records.items()}
     if args.json:
@@ -75,14 +79,35 @@ def run(args: argparse.Namespace, env) -> int:
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
 
 
-def _gather_live(args, env, reporter, hosts, facts_dir):
+def with_verify_variables(facts: dict, host, roles) -> dict:
+    """The facts with the last verify judged on the variables it read too (the inventory's and the verify role's
+    defaults, as apply renders them): a changed verify_perf makes it stale ("variable verify_perf changed")."""
+    from fleet.engine.decided import variables_read
+    from fleet.engine.session import variables
+    from fleet.facts import fingerprint
+
+    verify = facts.get("verify")
+    role = next((r for r in roles if any(t.type == "verify" for t in r.tasks)), None)
+    if not isinstance(verify, dict) or role is None:
+        return facts
+    now = variables_read(role, variables(facts, host.vars))
+    reasons = fingerprint.stale_reasons(verify, facts.get("verify_fingerprint"), facts.get("torch"), now)
+    return {**facts, "verify": fingerprint.judged(verify, reasons)}
+
+
+def _gather_live(args, env, reporter, hosts, facts_dir, roles_path=None):
     from fleet.engine import session
     from fleet.record import store
     from fleet.connection.parallel import on_hosts
 
+    from fleet.roles import roles_dirs, roles_for_hosts
+
+    roles = roles_for_hosts(hosts, roles_dirs(roles_path or []))
+
     def work(conn, host):
         # the last record says where the venv was (a pod's /workspace volume): the probe asks that python
         facts = session.gather(conn, host, store.read(facts_dir, host.name))
+        facts = with_verify_variables(facts, host, roles.get(host.name, []))
         session.record(facts_dir, host.name, facts)
         return facts
 

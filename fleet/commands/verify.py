@@ -10,7 +10,8 @@ HELP = "run verify now (torch, CUDA, a matmul, the perf smoke) and record it"
 DESCRIPTION = """\
 Run the verify role now on every selected host and record the result, even where nothing it proved has
 changed. `fleet apply` re-runs verify by itself only when its fingerprint changes (driver, libcuda, torch,
-the venv's Python, the env hook, LD_LIBRARY_PATH of each kind of shell), after a change in that apply, or
+the venv's Python, the env hook, LD_LIBRARY_PATH of each kind of shell, the variables verify reads such as
+verify_perf), after a change in that apply, when the last run failed (a failed verify is never reused), or
 when the last run is older than verify_max_age (default 24h). Nothing else is applied.
 
   fleet verify inventories/pods.yaml --limit pod-1

@@ -13,7 +13,9 @@ facts, report. Round trips are the cost: a converged host costs one remote comma
 Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
 non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
 (fleet/resources/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
-`verify_max_age`, after any change in this apply, or when asked (`fleet verify`, `fleet apply --verify`).
+`verify_max_age`, after any change in this apply, when the last one failed (a failed verify is never reused), or
+when asked (`fleet verify`, `fleet apply --verify`); after a task failed in this run it is not run at all, and the
+report's `verify` says so (HostReport.verify: this run's verdict, or why verify did not run).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from fleet.engine.apply import apply, merged
 from fleet.engine.decided import Decided, check_sections, decide_tasks, maybe_sudo
 from fleet.engine.observe import Observed, last_facts, observe
 from fleet.engine.plan import Plan, TaskReport, confirm, plan
-from fleet.engine.judge import final_facts, judge, write_verify
+from fleet.engine.judge import final_facts, judge, verify_verdict, write_verify
 from fleet.engine.report import HostReport, report
 from fleet.engine import session
 from fleet.engine.setup import Setup
@@ -41,7 +43,7 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
         first = observe(conn, host, setup, last_facts(setup, host))
     if first.refuse:
         session.record(setup.facts_dir, host.name, first.facts)
-        return report(host, setup, first, refuse=first.refuse, phases=phases)
+        return report(host, setup, first, refuse=first.refuse, phases=phases, verify="skipped: refused")
     planned = plan(first)
     if setup.check_mode or not planned.to_apply:
         return _finish(conn, host, setup, first, planned.entries, phases)
@@ -52,22 +54,32 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
                         "changed. Wait for it to finish, then run again")
     entries = merged(planned.entries, applied)
     if applied.unreachable:   # nothing more can be asked of the host; its last record stays as it was
-        return report(host, setup, first, entries, error=applied.error, unreachable=True, phases=phases)
+        return report(host, setup, first, entries, error=applied.error, unreachable=True, phases=phases,
+                      verify="skipped: host unreachable")
     with clock("verify"):
         changed = [e.task for e in entries if e.status == "changed"]
         again = observe(conn, host, setup, first, forced="after changes in this apply: " + ", ".join(changed[:3])
-                        + (" ..." if len(changed) > 3 else ""))
+                        + (" ..." if len(changed) > 3 else ""), without_verify=_failed_earlier(entries) is not None)
     return _finish(conn, host, setup, again, confirm(entries, again), phases)
+
+
+def _failed_earlier(entries) -> str | None:
+    """Why verify does not run in this run: a task failed before it ("host failed earlier: role: task")."""
+    failed = next((e for e in entries if e.status == "failed"), None)
+    return f"host failed earlier ({failed.role}: {failed.task})" if failed else None
 
 
 def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> HostReport:
     """Judge the asserts, write the verify record where verify ran, record the facts, report. Whatever the verify
-    step answers or the host does with its file, the report and the record survive."""
-    judged = judge(last, setup.check_mode)
+    step answers or the host does with its file, the report and the record survive. Where a task failed in this
+    run, verify is not judged (nor recorded): the recap says so."""
+    skipped = _failed_earlier(entries)
+    judged = judge(last, setup.check_mode, skip_verify=skipped)
     facts = final_facts(last, judged)
     error = judged.error or write_verify(conn, host, setup, judged.verify)
     session.record(setup.facts_dir, host.name, facts)
-    return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases)
+    return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases,
+                  verify=verify_verdict(last, judged, setup.check_mode, skipped=skipped))
 
 
 def _clock(phases: dict):

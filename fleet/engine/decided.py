@@ -41,17 +41,36 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
     djson = decisions.to_json()
     # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
     info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode}
-    tasks = tuple(t for role in roles for t in render_role(role, host_vars, facts, djson, info))
-    return Decided(facts, decisions, djson, tasks)
+    tasks = []
+    for role in roles:
+        rendered = render_role(role, host_vars, facts, djson, info)
+        if any(t.enabled and getattr(t.resource, "reads_variables", False) for t in rendered):
+            reads = variables_read(role, host_vars)
+            for t in rendered:
+                if getattr(t.resource, "reads_variables", False):
+                    t.resource.variables = reads
+        tasks += rendered
+    return Decided(facts, decisions, djson, tuple(tasks))
 
 
-def check_sections(decided: Decided, verify_max_age: float | None = None) -> tuple:
+def variables_read(role, host_vars: dict) -> dict[str, str]:
+    """name -> digest of the value, for every variable the role's texts read (its defaults, the stack's, the
+    host's): what verify's fingerprint holds of them, so a changed verify_perf runs verify again and says so."""
+    from fleet.decide import DEFAULTS
+    from fleet.facts.fingerprint import digest
+    from fleet.inventory.validate import names_read
+
+    merged = {**DEFAULTS, **role.defaults, **host_vars}
+    return {name: digest(merged[name]) for name in sorted(names_read(role)) if name in merged}
+
+
+def check_sections(decided: Decided, verify_max_age: float | None = None, *, without_verify: bool = False) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
     fingerprint gate (fleet/resources/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
     the ones that run what a role's author wrote one after the other: join them with sections.together."""
     out = []
     for t in decided.tasks:
-        if not t.enabled:
+        if not t.enabled or (without_verify and t.resource.writes_record):
             continue
         body = t.resource.gate(t.resource.check(), verify_max_age)   # verify: behind its fingerprint
         name = f"check.{t.id}"

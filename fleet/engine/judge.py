@@ -26,13 +26,18 @@ class Judged:
         return next((record for resource, record in self.records if resource.writes_record), None)
 
 
-def judge(observed: Observed, check_mode: bool) -> Judged:
+def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = None) -> Judged:
     """The assertions (assert, verify), judged on the last probe. An answer that makes a record of a shape fleet
-    cannot read is an error that keeps the report and the facts record."""
+    cannot read is an error that keeps the report and the facts record. `skip_verify`: why verify is not judged in
+    this run (a task failed earlier): its entry says so, and no record is kept, none is written."""
     entries, records = [], []
     providers = observed.decisions_json.get("missing_providers", {}) or {}
     for task in observed.tasks:
         if not task.resource.judged or not task.enabled:
+            continue
+        if task.resource.writes_record and (skip_verify or task.id not in observed.checks):
+            entries.append(TaskReport(task.spec.role, task.spec.name, "skipped",
+                                      f"not run: {skip_verify or 'its check was left out'}", id=task.id))
             continue
         result = observed.checks[task.id]
         status = "ok" if result.in_state else "failed"
@@ -71,3 +76,27 @@ def write_verify(conn: Connection, host: Host, setup: Setup, verify: dict | None
     except HostError as exc:
         return f"could not record the verify result on the host: {exc}"
     return None
+
+
+def verify_verdict(observed: Observed, judged: Judged | None, check_mode: bool, *, skipped: str | None = None) -> str:
+    """What the recap's verify column says: THIS run's verdict, or that verify did not run and why. Never "passed"
+    for a host whose task failed in this run (verify is not run then: `skipped`)."""
+    tasks = [t for t in observed.tasks if t.resource.writes_record]
+    if not tasks:
+        return "skipped: role not in this run"
+    enabled = next((t for t in tasks if t.enabled), None)
+    if enabled is None:
+        return f"skipped: {tasks[0].skip_reason or 'its condition is false'}"
+    if skipped:   # verify ran in the probe that found the failure (nothing to apply): it ran but does not count
+        return f"{'not counted' if enabled.id in observed.checks else 'skipped'}: {skipped}"
+    entry = next((e for e in (judged.entries if judged else ()) if e.id == enabled.id), None)
+    if entry is None or entry.status == "skipped":
+        return f"skipped: {entry.reason if entry else 'not judged'}"
+    verify = observed.facts.get("verify") if isinstance(observed.facts.get("verify"), dict) else {}
+    reused = enabled.id in observed.checks and bool(verify.get("reused")) and entry.status == "ok"
+    if check_mode:
+        return ("passed (reused)" if reused else "passed (check mode: no perf smoke)") if entry.status == "ok" \
+            else "would fail"
+    if entry.status == "ok":
+        return "passed (reused)" if reused else "passed"
+    return "failed"

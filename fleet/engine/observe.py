@@ -47,24 +47,26 @@ class Observed:
 
 
 def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed | None", *,
-            forced: str | None = None) -> Observed:
+            forced: str | None = None, without_verify: bool = False) -> Observed:
     """Facts + every check in one command (two when the live facts render the checks differently).
-    `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified."""
+    `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified.
+    `without_verify`: verify's check is left out (a task failed earlier in this run: judge skips verify)."""
     setup.progress(host.name, "probe: facts and checks")
     forced = forced or setup.force_verify
     max_age = None if forced else verify_max_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
-    guessed = _sections_of(guess, max_age)
+    guessed = _sections_of(guess, max_age, without_verify)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
     facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
-    wanted = check_sections(decided, max_age)
+    wanted = check_sections(decided, max_age, without_verify=without_verify)
     if wanted != guessed:
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     for t in decided.tasks:
-        if t.enabled:   # verify's answer may fold into the facts (a reused verify: its last record)
+        if t.enabled and not (without_verify and t.resource.writes_record):
+            # verify's answer may fold into the facts (a reused verify: its last record)
             checks[t.id], fold = read_check(t, found.get(f"check.{t.id}"), seen)
             folded.update(fold)
     return Observed(host.name, folded, decided, MappingProxyType(checks))
@@ -109,11 +111,11 @@ def _guess(setup: Setup, host: Host, facts: dict | None) -> Decided | None:
         return None
 
 
-def _sections_of(guess: Decided | None, max_age: float | None) -> tuple[str, ...]:
+def _sections_of(guess: Decided | None, max_age: float | None, without_verify: bool = False) -> tuple[str, ...]:
     if guess is None:
         return ()
     try:
-        return check_sections(guess, max_age)
+        return check_sections(guess, max_age, without_verify=without_verify)
     except (FleetError, TypeError, ValueError, KeyError, AttributeError):
         return ()
 

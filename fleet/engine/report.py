@@ -22,6 +22,8 @@ class HostReport:
     error: str | None = None
     phases: Mapping[str, float] = field(default_factory=dict)
     unreachable: bool = False      # the connection dropped mid-apply: `error` names the task it was in
+    verify: str = ""               # THIS run's verify verdict ("passed", "passed (reused)", "failed", "would fail"),
+                                   # or "skipped: why" (role not in this run, host failed earlier, refused, ...)
 
     def count(self, status: str) -> int:
         return sum(1 for t in self.tasks if t.status == status)
@@ -35,13 +37,14 @@ class HostReport:
                 (1 if (self.error or self.refuse) and not self.count("failed") else 0),
                 "skipped": self.count("skipped"), "unreachable": self.unreachable, "check": self.check_mode,
                 "refuse": self.refuse, "error": self.error, "tasks": [t.to_json() for t in self.tasks],
-                "reasons": (self.decisions or {}).get("reasons", {}), "phases": dict(self.phases)}
+                "reasons": (self.decisions or {}).get("reasons", {}), "phases": dict(self.phases),
+                "verify": self.verify}
 
 
 def report(host: Host, setup: Setup, observed: Observed, entries: tuple[TaskReport, ...] = (), *,
            facts: dict | None = None, error: str | None = None, refuse: str | None = None,
-           unreachable: bool = False, phases: Mapping[str, float] | None = None) -> HostReport:
+           unreachable: bool = False, phases: Mapping[str, float] | None = None, verify: str = "") -> HostReport:
     """The host's report, from the values: the last Observed's decisions, the task entries, the recorded facts."""
     return HostReport(host.name, setup.check_mode, tuple(entries), refuse, observed.decisions_json,
                       observed.facts if facts is None else facts,
-                      f"refused: {refuse}" if refuse else error, dict(phases or {}), unreachable)
+                      f"refused: {refuse}" if refuse else error, dict(phases or {}), unreachable, verify)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from fleet import __version__
-from fleet.sections import Section, background, together
+from fleet.sections import Section, background, section, together
 from fleet.facts import shells
 from fleet.facts.record import assemble
 from fleet.facts.sources import DEFAULTS, SOURCES, settings_of
@@ -33,7 +33,10 @@ def parts(vars: dict | None = None) -> list[tuple[str, str]]:
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
     # The shells' trace is kept at the top level too: the verify gate the engine runs after the background sections
     # reads each shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
-    return [background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
+    # A source `kept_as` a variable (the verify fingerprint) runs after them at the top level, reading what they kept.
+    kept = {source.name: source.kept_as for source in SOURCES if source.kept_as}
+    return [f"{body}\n" + section(f"facts.{name}", f'printf "%s\\n" "${kept[name]}"') if name in kept else
+            background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
             for name, body in bodies(vars).items()]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
 from fleet.decide import platforms
 from fleet.decide.gpu import compat_harm
-from fleet.facts import gpu, shells
+from fleet.facts import fingerprint, gpu, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
 
@@ -72,7 +72,10 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
                        (cuda_facts.get("compat") or {}).get("version")) if seen else ""
     env["compat_lines"] = shells.judged(seen, harm)
     libraries = reader.read("libraries", arch=uname.get("arch"))
+    torch = reader.read("torch")
+    # the last verify's verdict holds only while what it proved is as the host shows it now (stale: why not)
     verify = reader.read("verify")
+    verify = fingerprint.judged(verify, fingerprint.stale_reasons(verify, reader.read("verify_fingerprint"), torch))
     return {
         "system": _system(reader, uname, os_release),
         "platform": platform,
@@ -83,11 +86,12 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "libraries": libraries["libraries"],
         "library_sources": libraries["sources"],
         "python": reader.read("python"),
-        "torch": with_last_verify(reader.read("torch"), verify),
+        "torch": with_last_verify(torch, verify),
         "cutlass": reader.read("cutlass"),
         "env": env,
         "shells": shell_facts,
         "verify": verify,
+        "verify_fingerprint": reader.read("verify_fingerprint"),
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
 

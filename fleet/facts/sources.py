@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, gpu, shells, software, system
+from fleet.facts import cuda, fingerprint, gpu, shells, software, system
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 
@@ -22,6 +22,8 @@ class Source:
     command: Callable[[dict], str]              # settings (DEFAULTS + the host's variables) -> read-only shell
     parser: Callable[..., Any]                  # the section's text -> data (pure; raises on what it cannot read)
     default: Any = None                         # the value when the source is missing or its parser failed
+    kept_as: str | None = None                  # runs after the background sources, at the top level, into this
+                                                # shell variable (later sections read it); its section prints it
 
     def empty(self) -> Any:
         return copy.deepcopy(self.default)
@@ -72,6 +74,10 @@ SOURCES: tuple[Source, ...] = (
            {"version": None, "executable": None, "env": None, "env_exists": False}),
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
+    # what the last verify proved, as the host shows it now (after the shells' trace: it reads it); the verify gate
+    # reuses it, and the record says from it whether the last verify is stale
+    Source("verify_fingerprint", lambda s: fingerprint.probe_part(str(s["python_env"])), fingerprint.parse, {},
+           kept_as=fingerprint.HOST_PARTS),
     Source("torch", lambda s: software.torch_command(str(s["python_env"])), software.parse_torch),
 )
 

@@ -32,7 +32,7 @@ def known_variables(roles) -> dict[str, Any]:
     for role in roles:
         for name, value in role.defaults.items():
             known.setdefault(name, value)
-        for name in _names_read(role):
+        for name in names_read(role):
             known.setdefault(name, None)
     return known
 
@@ -139,7 +139,7 @@ def _all_roles(roles_path, by_host) -> list:
     return list(roles.values()) + (load_roles(rest, roles_dirs(roles_path)) if rest else [])
 
 
-def _names_read(role) -> set[str]:
+def names_read(role) -> set[str]:
     """Variables a role's task values, `when:`, `why:` and templates read (jinja2.meta does the parsing)."""
     from jinja2 import meta
 

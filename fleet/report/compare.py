@@ -14,7 +14,7 @@ from rich.table import Table
 # Bookkeeping that always differs, or detail already summarised elsewhere in the table.
 SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "library_sources", "system.disks",
         "torch.warnings", "cuda.compat.all", "system.mem_available_mb", "shells.home", "verify.cuda",
-        "verify.perf.look"}
+        "verify.perf.look", "verify_fingerprint", "verify.verdict", "verify.was_passed"}
 # Figures that move a little between any two gathers: not drift.
 DRIFT_SKIP = {"system.disk_free_gb"}
 # Unique per host by nature: they would always "differ" in the table (they stay in records and drift).
@@ -76,6 +76,12 @@ def flatten(record: dict | None) -> dict[str, str]:
 
 def _walk(value, prefix: str, rows: dict[str, str]) -> None:
     if prefix in SKIP:
+        return
+    if prefix == "verify" and isinstance(value, dict) and value.get("verdict") == "stale":
+        # shown as passed only while its fingerprint holds: a stale verdict says "stale" and why, never "yes"
+        value = {**value, "passed": "stale", "summary": f"stale (was: {value.get('summary')})"}
+    if prefix == "verify.stale" and isinstance(value, list):
+        rows[prefix] = "; ".join(str(reason) for reason in value) if value else "no"
         return
     if prefix == "verify.checks" and isinstance(value, list):
         passed = sum(1 for check in value if isinstance(check, dict) and check.get("passed"))

@@ -78,6 +78,10 @@ def _age_cell(column, age: str | None) -> str:
 def _verify_cell(verify: dict | None) -> str:
     if not verify:
         return '<span class="none">not run</span>'
+    if verify.get("verdict") == "stale":   # passed only while its fingerprint holds: stale, and why
+        was = "passed" if verify.get("was_passed") else "failed"
+        why = "".join(f"<br>{escape(str(reason))}" for reason in verify.get("stale") or [])
+        return f'<span class="stale">stale</span> (it {was} when it ran){why}'
     return '<span class="pass">passed</span>' if verify.get("passed") else '<span class="fail">failed</span>'
 
 

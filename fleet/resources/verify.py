@@ -3,7 +3,9 @@
 Like an assert it has nothing to apply and is judged on the last probe; unlike one, it carries its own hooks:
 
 - `gate(body, max_age)`  the check behind its fingerprint (fleet/resources/verify_gate.py): the host answers "reused" when
-                         nothing verify proved has changed since its own record, so a converged host imports no torch
+                         nothing verify proved has changed since its own record, and that record passed (a failed
+                         verify is never reused), so a converged host imports no torch. The variables verify reads
+                         (`variables`, name -> digest, set when its role is rendered) are parts of that fingerprint
 - `read(section, seen)`  the answer: a reused verify stands on the last record (read back by this very probe) and is
                          folded into the facts; a run one carries the new fingerprint and why it ran
 - `record(result, providers)`  the verify record (fleet/remote/verify_record.py), what the host and the facts keep
@@ -31,6 +33,11 @@ class Verify(Assert):
     params = {name: spec for name, spec in Assert.params.items() if name != "json"}
     params["interpreter"] = Param((str,), default="python", check=Assert.params["interpreter"].check)
     writes_record = True
+    reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
+
+    def __init__(self, values):
+        super().__init__(values)
+        self.variables: dict[str, str] = {}
 
     @property
     def venv(self) -> str:
@@ -39,7 +46,7 @@ class Verify(Assert):
         return posixpath.dirname(posixpath.dirname(python)) if "/" in python else ""
 
     def gate(self, body: str, max_age: float | None) -> str:
-        return verify_gate.gated(body, self.venv, max_age)
+        return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
 
     def parse(self, rc: int, output: str) -> CheckResult:
         return json_result(self.p["msg"], rc, output)
@@ -51,6 +58,7 @@ class Verify(Assert):
             if last is None:   # the host vouched for a record this probe could not read back
                 why = "the host reports a current verify record, but it could not be read back; run fleet verify"
                 return CheckResult(False, why, error=why), {}
+            last = verify_gate.judged(last, [])   # the host vouched for it: nothing it proved has changed
             result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
             return result, {"verify": {**last, "reused": True, "checked_at": _now(),
                                        "reason": f"reused: nothing it proved has changed since {last.get('at')}"}}
@@ -70,6 +78,7 @@ class Verify(Assert):
     def fold(self, facts: dict, record: dict) -> dict:
         from fleet.facts.record import with_last_verify
 
+        record = verify_gate.judged(record, [])   # it ran on the host as last probed: its verdict holds
         return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
 
 

@@ -11,9 +11,21 @@ verify_max_age (its mtime: it is written whenever verify runs); otherwise the ch
 result records the new fingerprint. The host's record decides, not the controller's cached copy: a record that
 is missing, unreadable or from another fleet means verify runs.
 
-    gated(check_snippet, python_env, max_age_s)  # shell for the check section; max_age_s=None always runs verify
+A failed verify is never reused: the host reuses only a record that says it passed (a top-level
+`"passed": true`), so after a failure the next apply, verify or bootstrap runs it again. The variables verify reads
+(verify_perf, its floors, the venv: the names its role's texts read) are parts of the fingerprint too, each as a
+digest of its value (`var.NAME`), so changing one runs verify again and the reason names it.
+
+The same fingerprint, taken by the facts probe (the `verify_fingerprint` source: once per probe, after the shells'
+trace, kept for the gate), tells whether the last verify still describes the host: `stale_reasons` compares it
+with the parts the verify record holds, and `judged` gives the verify record its verdict (passed, failed or
+stale, with why) for the facts, the tables, the HTML report and --json.
+
+    gated(check_snippet, python_env, max_age_s, variables=...)  # shell for the check section; None always runs
     read(output) -> Gate                          # the fingerprint parts, reused or not, and the check's own output
     run_reason(last, gate, max_age_s, now, forced) # why verify ran, in words
+    stale_reasons(verify, parts_now, torch_now, variables_now) -> [why, ...]   # [] while the verdict holds
+    judged(verify, reasons) -> verify with "verdict" (and "stale") set, "passed" None while stale
 """
 
 from __future__ import annotations
@@ -23,101 +35,42 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from fleet.facts import shells
-from fleet.facts.software import VERIFY_PATH, select_python
+from fleet.facts.fingerprint import (HOST_PARTS, HOST_PARTS_ENV, PART_NAMES, VAR, digest, fingerprint_script,  # noqa: F401
+                                     judged, part_name, probe_part, stale_reasons, variable_lines)
+from fleet.facts.software import VERIFY_PATH
 
 DEFAULT_MAX_AGE = "24h"
 _FP = "@@fleet:fingerprint "
 _PART = "@@fp "
 _REUSED = "@@fleet:verify-reused@@"
 
-# What each part of the fingerprint is, for the reason a person reads ("re-run: torch changed").
-PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch": "torch distribution",
-              "hook": "fleet's env hook", "ld.noninteractive": "LD_LIBRARY_PATH of `ssh host cmd`",
-              "ld.interactive": "LD_LIBRARY_PATH of interactive shells", "ld.login": "LD_LIBRARY_PATH of login shells",
-              "libcuda.noninteractive": "libcuda.so.1 of `ssh host cmd`",
-              "libcuda.interactive": "libcuda.so.1 of interactive shells", "libcuda.login": "libcuda.so.1 of login shells"}
-
-
-def fingerprint_script(python_env: str) -> str:
-    """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
-
-    Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
-    at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
-    return f"""{select_python(python_env)}
-{shells.capture()}
-fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
-declare -A fleet_seen
-fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
-  # ld cache, read once), as `path size mtime`; each file is resolved and stat'ed once for all three shells
-  local fleet_d fleet_c= IFS=:
-  for fleet_d in $1; do
-    if [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ]; then fleet_c=$fleet_d/libcuda.so.1; break; fi
-  done
-  IFS=$' \\t\\n'
-  if [ -z "$fleet_c" ]; then
-    [ -n "${{fleet_cached+x}}" ] || fleet_cached=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
-    [ -n "$fleet_cached" ] || {{ fleet_r=none; return; }}
-    fleet_c=$fleet_cached
-  fi
-  [ -n "${{fleet_seen[$fleet_c]+x}}" ] || fleet_seen[$fleet_c]=$(fleet_stat "$(readlink -f "$fleet_c")")
-  fleet_r=${{fleet_seen[$fleet_c]}}
-}}
-fleet_ld_of() {{  # fleet_v: the LD_LIBRARY_PATH a fresh session's shell of this kind ends up with, as the probe's own
-  # trace of the startup files found it (facts.shells: the same trace, so the gate starts no shell of its own)
-  local line kind=
-  fleet_v=
-  while IFS= read -r line; do
-    case $line in
-      "@@shell "*) kind=${{line#@@shell }} ;;
-      "@@value LD_LIBRARY_PATH="*) [ "$kind" = "$1" ] && fleet_v=${{line#@@value LD_LIBRARY_PATH=}} ;;
-    esac
-  done <<< "${shells.CAPTURED}"
-}}
-fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
-  [ -r "$1" ] || {{ echo none; return; }}
-  local line=; IFS= read -r line < "$1"; printf '%s\\n' "$line"
-}}
-echo "driver $(fleet_first_line /proc/driver/nvidia/version)"
-echo "python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
-fleet_recs=$(shopt -s nullglob; printf '%s\\n' "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD)
-case $fleet_recs in
-  *$'\\n'*) fleet_rec=$(ls -d $fleet_recs 2>/dev/null | head -n 1) ;;  # several: ls's order picks, as it always did
-  *) fleet_rec=$fleet_recs ;;
-esac
-fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
-echo "torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
-fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
-echo "hook ${{fleet_h:0:16}}"
-fleet_ni=${{LD_LIBRARY_PATH:-}}
-fleet_ld_of interactive; fleet_i=$fleet_v
-fleet_ld_of login; fleet_l=$fleet_v
-echo "ld.noninteractive $fleet_ni"
-echo "ld.interactive $fleet_i"
-echo "ld.login $fleet_l"
-fleet_libcuda "$fleet_ni"; echo "libcuda.noninteractive $fleet_r"
-fleet_libcuda "$fleet_i"; echo "libcuda.interactive $fleet_r"
-fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
-"""
-
-
-def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str = VERIFY_PATH) -> str:
-    """The verify check behind the fingerprint: the host answers 'reused' when its own verify record holds this
-    fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says."""
+def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str = VERIFY_PATH,
+          variables: dict[str, str] | None = None) -> str:
+    """The verify check behind the fingerprint: the host answers 'reused' when its own verify record PASSED, holds
+    this fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says.
+    `variables`: name -> digest of the variables verify reads (parts of the fingerprint). Inside the probe the
+    host's parts are the ones the facts took ($fleet_fp_host, same venv); alone, the gate takes its own."""
     allow = "yes" if max_age_s is not None else ""
-    return (f"fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\n"
+    extra = variable_lines(variables)
+    add = f"fleet_fp_parts=\"$fleet_fp_parts\"$'\\n'{shlex.quote(extra)}\n" if extra else ""
+    return (f"if [ -n \"${{{HOST_PARTS}+x}}\" ] && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
+            f"fleet_fp_parts=${HOST_PARTS}\n"
+            f"else fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\nfi\n"
+            f"{add}"
             "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum); fleet_fp=${fleet_fp:0:16}\n"
             f"printf '{_FP}%s@@\\n' \"$fleet_fp\"\n"
             f"while IFS= read -r fleet_l; do printf '{_PART}%s\\n' \"$fleet_l\"; done <<< \"$fleet_fp_parts\"\n"
             f"fleet_vf={shlex.quote(verify_path)}\n"
             f"if [ -n '{allow}' ] && [ -r \"$fleet_vf\" ]; then\n"
-            # the first "fingerprint": "HEX" line of the record (json.dumps with indent puts each key on its line)
-            "  fleet_last=\n"
+            # the record's top-level "fingerprint": "HEX" and "passed": true lines (json.dumps with indent=1 puts
+            # each top-level key on its own line, one space in; a check's own "passed" is indented deeper)
+            "  fleet_last= fleet_passed=\n"
             "  while IFS= read -r fleet_l || [ -n \"$fleet_l\" ]; do\n"
-            "    if [[ $fleet_l =~ ^\\ *\\\"fingerprint\\\":\\ *\\\"([0-9a-f]*)\\\" ]]; then fleet_last=${BASH_REMATCH[1]}; break; fi\n"
+            "    if [[ $fleet_l =~ ^\\ \\\"fingerprint\\\":\\ *\\\"([0-9a-f]*)\\\" ]]; then fleet_last=${BASH_REMATCH[1]}\n"
+            "    elif [[ $fleet_l =~ ^\\ \\\"passed\\\":\\ *true ]]; then fleet_passed=yes; fi\n"
             "  done < \"$fleet_vf\"\n"
             "  fleet_age=$(( ${EPOCHSECONDS:-$(date +%s)} - $(stat -c %Y \"$fleet_vf\") ))\n"
-            f"  if [ \"$fleet_last\" = \"$fleet_fp\" ] && [ \"$fleet_age\" -le {int(max_age_s or 0)} ]; then "
+            f"  if [ -n \"$fleet_passed\" ] && [ \"$fleet_last\" = \"$fleet_fp\" ] && [ \"$fleet_age\" -le {int(max_age_s or 0)} ]; then "
             f"echo '{_REUSED}'; exit 0; fi\n"
             "fi\n"
             f"{check}")
@@ -148,7 +101,7 @@ def read(output: str) -> Gate:
 
 def changed_parts(old: dict | None, new: dict) -> list[str]:
     old = old if isinstance(old, dict) else {}
-    return [PART_NAMES.get(k, k) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return [part_name(k) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
 
 
 def parse_age(text) -> float:
@@ -170,6 +123,8 @@ def run_reason(last: dict | None, gate: Gate, max_age_s: float | None, now: date
     if last.get("fingerprint") != gate.fingerprint:
         changed = changed_parts(last.get("fingerprint_parts"), gate.parts)
         return "changed since the last verify: " + (", ".join(changed) if changed else "the fingerprint")
+    if not (last.get("was_passed") if "was_passed" in last else last.get("passed")):   # (a stale one: what it said)
+        return "the last verify failed (a failed verify is never reused)"
     try:
         at = datetime.fromisoformat(str(last.get("at")).replace("Z", "+00:00"))
         age = (now - (at if at.tzinfo else at.replace(tzinfo=timezone.utc))).total_seconds()

@@ -1,0 +1,190 @@
+"""The fingerprint of what verify proves, as the host shows it, and whether the last verify still describes it.
+
+The parts are a few cheap reads, no Python and no GPU work (fingerprint_script): the kernel driver, the
+`libcuda.so.1` each kind of shell would load (path, size, mtime), the torch distribution (its RECORD's digest),
+the venv's Python, fleet's env hook, each shell's effective LD_LIBRARY_PATH; the verify gate adds the variables
+verify reads (`var.NAME DIGEST`). The facts probe takes them once per probe (`verify_fingerprint`, after the
+background sources: it reads the shells' trace they keep) and keeps them for the gate
+(fleet/resources/verify_gate.py), which compares them with the host's own verify record.
+
+    stale_reasons(verify, parts_now, torch_now, variables_now) -> [why, ...]   # [] while the verdict holds
+    judged(verify, reasons) -> the record with "verdict" passed | failed | stale (and "stale": reasons)
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from fleet.facts import shells
+from fleet.facts.software import select_python
+
+# What each part of the fingerprint is, for the reason a person reads ("re-run: torch changed").
+PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch": "torch distribution",
+              "hook": "fleet's env hook", "ld.noninteractive": "LD_LIBRARY_PATH of `ssh host cmd`",
+              "ld.interactive": "LD_LIBRARY_PATH of interactive shells", "ld.login": "LD_LIBRARY_PATH of login shells",
+              "libcuda.noninteractive": "libcuda.so.1 of `ssh host cmd`",
+              "libcuda.interactive": "libcuda.so.1 of interactive shells", "libcuda.login": "libcuda.so.1 of login shells"}
+VAR = "var."          # a variable verify reads: `var.NAME DIGEST`
+HOST_PARTS = "fleet_fp_host"          # the probe's own fingerprint (facts.verify_fingerprint), kept for the gate
+HOST_PARTS_ENV = "fleet_fp_host_env"  # ... and the venv it was taken for
+
+
+def part_name(key: str) -> str:
+    return f"variable {key[len(VAR):]}" if key.startswith(VAR) else PART_NAMES.get(key, key)
+
+
+def fingerprint_script(python_env: str) -> str:
+    """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
+
+    Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
+    at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
+    return f"""{select_python(python_env)}
+{shells.capture()}
+fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
+declare -A fleet_seen
+fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
+  # ld cache, read once), as `path size mtime`; each file is resolved and stat'ed once for all three shells
+  local fleet_d fleet_c= IFS=:
+  for fleet_d in $1; do
+    if [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ]; then fleet_c=$fleet_d/libcuda.so.1; break; fi
+  done
+  IFS=$' \\t\\n'
+  if [ -z "$fleet_c" ]; then
+    [ -n "${{fleet_cached+x}}" ] || fleet_cached=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
+    [ -n "$fleet_cached" ] || {{ fleet_r=none; return; }}
+    fleet_c=$fleet_cached
+  fi
+  [ -n "${{fleet_seen[$fleet_c]+x}}" ] || fleet_seen[$fleet_c]=$(fleet_stat "$(readlink -f "$fleet_c")")
+  fleet_r=${{fleet_seen[$fleet_c]}}
+}}
+fleet_ld_of() {{  # fleet_v: the LD_LIBRARY_PATH a fresh session's shell of this kind ends up with, as the probe's own
+  # trace of the startup files found it (facts.shells: the same trace, so the gate starts no shell of its own)
+  local line kind=
+  fleet_v=
+  while IFS= read -r line; do
+    case $line in
+      "@@shell "*) kind=${{line#@@shell }} ;;
+      "@@value LD_LIBRARY_PATH="*) [ "$kind" = "$1" ] && fleet_v=${{line#@@value LD_LIBRARY_PATH=}} ;;
+    esac
+  done <<< "${shells.CAPTURED}"
+}}
+fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
+  [ -r "$1" ] || {{ echo none; return; }}
+  local line=; IFS= read -r line < "$1"; printf '%s\\n' "$line"
+}}
+echo "driver $(fleet_first_line /proc/driver/nvidia/version)"
+echo "python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
+fleet_recs=$(shopt -s nullglob; printf '%s\\n' "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD)
+case $fleet_recs in
+  *$'\\n'*) fleet_rec=$(ls -d $fleet_recs 2>/dev/null | head -n 1) ;;  # several: ls's order picks, as it always did
+  *) fleet_rec=$fleet_recs ;;
+esac
+fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
+echo "torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
+fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
+echo "hook ${{fleet_h:0:16}}"
+fleet_ni=${{LD_LIBRARY_PATH:-}}
+fleet_ld_of interactive; fleet_i=$fleet_v
+fleet_ld_of login; fleet_l=$fleet_v
+echo "ld.noninteractive $fleet_ni"
+echo "ld.interactive $fleet_i"
+echo "ld.login $fleet_l"
+fleet_libcuda "$fleet_ni"; echo "libcuda.noninteractive $fleet_r"
+fleet_libcuda "$fleet_i"; echo "libcuda.interactive $fleet_r"
+fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
+"""
+
+
+def probe_part(python_env: str) -> str:
+    """Top-level shell for the facts probe: the host's parts of the fingerprint, taken once after the background
+    sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them."""
+    return (f"{HOST_PARTS}=$( ( {fingerprint_script(python_env)} ) 2>/dev/null </dev/null )\n"
+            f"{HOST_PARTS_ENV}={shlex.quote(python_env)}")
+
+
+def variable_lines(variables: dict[str, str] | None) -> str:
+    """`var.NAME DIGEST` lines, sorted: the variables verify reads, each as a digest of its value."""
+    return "\n".join(f"{VAR}{name} {digest}" for name, digest in sorted((variables or {}).items()))
+
+
+def digest(value) -> str:
+    """A value's short digest (JSON, keys sorted): what the fingerprint holds of a variable."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+_DRIVER = re.compile(r"(?<![\d.])(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])")
+
+
+def _driver_of(line: str | None) -> str:
+    """The version in /proc/driver/nvidia/version's first line ("... Kernel Module  580.95.05  Tue ..."), or "-"."""
+    found = _DRIVER.search(line or "") if line and line != "none" else None
+    return found[1] if found else "-"
+
+
+def stale_reasons(verify: dict | None, parts_now: dict | None, torch_now: dict | None = None,
+                  variables_now: dict[str, str] | None = None) -> list[str]:
+    """Why the last verify no longer describes the host as last probed, one phrase per change ("torch changed:
+    2.11.0 -> -", "driver changed: 580.95.05 -> 570.195.03", "variable verify_perf changed"); [] while it holds.
+    Only what both sides hold is compared: a record without a fingerprint (an older fleet) or a probe without one
+    (it failed) says nothing; variables only where the caller knows them (the inventory's, with the roles)."""
+    if not isinstance(verify, dict) or not parts_now:
+        return []
+    then = verify.get("fingerprint_parts")
+    if not isinstance(then, dict) or not then:
+        return []
+    now = {**parts_now, **{f"{VAR}{k}": v for k, v in (variables_now or {}).items()}}
+    reasons, seen = [], set()
+    for key in then:
+        if key not in now or then[key] == now[key] or (key.startswith(VAR) and variables_now is None):
+            continue
+        if key == "torch":
+            was = ((verify.get("torch") or {}) if isinstance(verify.get("torch"), dict) else {}).get("version")
+            is_ = (torch_now or {}).get("version") if isinstance(torch_now, dict) else None
+            if now[key].startswith("none"):
+                is_ = "-"
+            reasons.append(f"torch changed: {was or '?'} -> {is_ or '-'}" if was != is_
+                           else f"torch changed: its files differ from those verify imported ({was})")
+        elif key == "driver":
+            reasons.append(f"driver changed: {_driver_of(then[key])} -> {_driver_of(now[key])}")
+        elif key.startswith("libcuda."):
+            if "libcuda" in seen:
+                continue
+            seen.add("libcuda")
+            kinds = [k for k in then if k.startswith("libcuda.") and k in now and then[k] != now[k]]
+            was, is_ = then[key].split(" ")[0], now[key].split(" ")[0]
+            where = ", ".join(PART_NAMES.get(k, k).replace("libcuda.so.1 of ", "") for k in kinds)
+            reasons.append(f"libcuda.so.1 changed ({where}): {was} -> {is_}" if was != is_
+                           else f"libcuda.so.1 changed ({where}): {is_} is another file now")
+        else:
+            reasons.append(f"{part_name(key)} changed")
+    return reasons
+
+
+def judged(verify: dict | None, reasons: list[str]) -> dict | None:
+    """The verify record with its verdict for the facts: "passed" or "failed" while it describes the host; "stale"
+    (with why) when it no longer does: then `passed` is None (shown as passed only while it holds) and
+    `was_passed` keeps what it said. Idempotent: a judged record judged again keeps what it was."""
+    if not isinstance(verify, dict):
+        return verify
+    base = {k: v for k, v in verify.items() if k not in ("verdict", "stale", "was_passed")}
+    base["passed"] = verify.get("was_passed", verify.get("passed")) if "was_passed" in verify else verify.get("passed")
+    if reasons:
+        return {**base, "passed": None, "was_passed": base["passed"], "verdict": "stale", "stale": list(reasons)}
+    return {**base, "verdict": "passed" if base["passed"] else "failed", "stale": []}
+
+
+
+def parse(text: str) -> dict[str, str]:
+    """The verify_fingerprint section -> {part: value}; no parts -> ValueError (the probe could not take them)."""
+    parts = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(" ")
+        if name and (sep or name in PART_NAMES):
+            parts[name] = value
+    if "driver" not in parts:
+        raise ValueError("no fingerprint parts (no 'driver' line)")
+    return parts
