@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from fleet.shell import quote
+from fleet.facts import loader
 from fleet.facts.scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
@@ -62,6 +63,7 @@ _AWK = r"""
   stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pcmd = cmd; next
 }
 /^@@(value|unset) / { print }
+/^@@ld(var|find|obj|missing) / { print }
 """
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
@@ -76,7 +78,10 @@ def command() -> str:
         'base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHELL="${SHELL:-/bin/bash}"'
         ' TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
         ' SSH_CLIENT="${SSH_CLIENT:-127.0.0.1 22 22}" SSH_CONNECTION="${SSH_CONNECTION:-127.0.0.1 22 127.0.0.1 22}")',
-        "if [ -r /etc/environment ]; then n=0",
+        # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
+        "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
+        "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",
+        "if [ -n \"$pam\" ] && [ -r /etc/environment ]; then n=0",
         "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l#\"${l%%[![:space:]]*}\"}; l=${l#export }",
         "    case $l in ''|'#'*) continue;; esac; case $l in *=*) ;; *) continue;; esac",
         "    k=${l%%=*}; v=${l#*=}",
@@ -94,7 +99,8 @@ def command() -> str:
     ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@ '; set -x; "
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
-        body = ps4 + startup + "; " + _SHOW
+        # then the loader's own answer in the environment those files left (fleet/facts/loader.py)
+        body = ps4 + startup + "; " + _SHOW + "\n" + loader.QUERY
         lines.append(f"printf '@@shell {kind}\\n'")
         lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)} </dev/null 2>&1 | awk \"$awkp\"")
         lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
@@ -135,9 +141,11 @@ def parse(text: str) -> dict:
             n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
             out["etc_environment"].append({"file": "/etc/environment", "line": int(n), "name": name, "value": value})
         elif raw.startswith("@@shell "):
-            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": []}
+            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": []}
         elif current is None:
             continue
+        elif raw.startswith("@@ld"):
+            current["_ld"].append(raw)
         elif raw.startswith("@@value "):
             name, _, value = raw[8:].partition("=")
             if name in VARS:
@@ -151,6 +159,10 @@ def parse(text: str) -> dict:
                 "file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0),
                 "text": scrub_text(cmd), "before": _unset(before), "after": _unset(after),
                 "via": [v for v in via.split(">") if v]})
+    for kind in KINDS:
+        if kind in out:
+            lines = out[kind].pop("_ld")
+            out[kind]["loader"] = loader.parse_query(lines) if lines else None
     missing = [k for k in KINDS if k not in out]
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")

@@ -91,7 +91,8 @@ def test_idle_perf_is_the_standard_case_within_floor_and_peak():
 def test_the_real_probe_parses_without_errors_and_the_kernel_names_the_gpu():
     sections = split_sections((DATA / "probe-framed.txt").read_text())
     record = probe.parse(sections, "h100")
-    assert record["probe"]["errors"] == []
+    # the loader source is newer than this capture (issue 23): missing, and said so, nothing else
+    assert record["probe"]["errors"] == ["facts.loader: no output (the probe was cut short or this source is new)"]
     kernel = gpu.parse_kernel_gpus(sections["facts.kernel_gpus"].output)
     assert kernel["gpus"] == [{"name": "NVIDIA H100 80GB HBM3", "uuid": record["gpus"][0]["uuid"],
                                "bus": "0000:00:06.0"}]
