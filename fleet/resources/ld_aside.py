@@ -58,7 +58,7 @@ class LdAside(Resource):
     needs_root = True
     params = {
         "dirs": Param((str,), required=True, check=_dirs_problem),   # ERE for one harmful directory
-        "keep": Param((list,), default=[]),                            # files never touched
+        "keep": Param((list, str), default=[]),                        # files never touched (a list, or blank-separated)
         "aside": Param((str,), default=ASIDE),
         "sysroot": Param((str,), default=""),                          # stands in for / (tests)
     }
@@ -69,7 +69,8 @@ class LdAside(Resource):
     def _find(self) -> str:
         """Shell that prints the findings (see _FIND), one per line, into $found."""
         root = self.p["sysroot"].rstrip("/")
-        keep = "\n".join(str(k) for k in self.p["keep"] or [])
+        keep_list = self.p["keep"].split() if isinstance(self.p["keep"], str) else self.p["keep"] or []
+        keep = "\n".join(str(k) for k in keep_list)
         return (
             f"R={q(root)}; pat={q(self.p['dirs'])}; keep={q(keep)}\n"
             "fs=()\n"
