@@ -223,7 +223,7 @@ def parse(text: str) -> dict:
             if in_bare:
                 bare.append(raw)
         elif raw.startswith("@@cache "):
-            name, path, real = (raw[8:].split("\t") + ["", ""])[:3]
+            name, path, real = (raw[8:].lstrip(" \t").split("\t") + ["", ""])[:3]
             out["cache"].append({"name": name.strip(), "path": path, "real": real or path,
                                  "version": version_of(real or path), "dir": posixpath.dirname(path),
                                  "compat": is_compat(path), "stub": is_stub(path) or is_stub(real)})
