@@ -74,5 +74,19 @@ def decide_loader(facts: dict, host, compat) -> dict:
             aside.append({"file": line.get("file") or "/etc/ld.so.preload", "line": line.get("line"),
                           "text": line.get("entry"), "harm": harm})
     says = [f"takes {a['file']}:{a['line']} ({a['text']}) out of the ld cache/preload: {a['harm']}" for a in aside]
+    env = facts.get("env") if isinstance(facts.get("env"), dict) else {}
+    lines = judged_lines(env.get("compat_lines") or [], compat_off_harm)
     return {"kinds": kinds, "harmful": harmful, "aside": aside, "keep": keep,
-            "dirs": harmful_dirs(compat=not compat.use, stubs=True), "says": says}
+            "dirs": harmful_dirs(compat=not compat.use, stubs=True), "says": says, "lines": lines}
+
+
+def judged_lines(lines: list[dict], harm: str) -> list[dict]:
+    """facts.env.compat_lines (startup lines that put cuda-compat on LD_LIBRARY_PATH, observed) with what the compat
+    rule says each breaks here: `harm`, and `says` (where, what it does, the harm) as env_hooks' why quotes it."""
+    out = []
+    for seen in lines:
+        if not isinstance(seen, dict) or not seen.get("where"):
+            continue
+        said = seen.get("says") or f"{seen['where']} {seen.get('effect')}"   # what facts observed it to do
+        out.append({**seen, "harm": harm, "says": f"{said}: {harm}"})
+    return out

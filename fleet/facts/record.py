@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
 from fleet.decide import platforms
-from fleet.decide.gpu import compat_harm
 from fleet.facts import gpu, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
@@ -65,12 +64,8 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     cuda_facts = _cuda(reader)
     shell_facts = reader.read("shells")
     env = reader.read("env")
-    # every startup line (not fleet's) that puts cuda-compat on the path, with what decide's forward-compatibility
-    # rule says it breaks here
-    seen = shells.compat_lines(shell_facts)
-    harm = compat_harm(platform, [g["name"] or "" for g in gpus], driver["version"],
-                       (cuda_facts.get("compat") or {}).get("version")) if seen else ""
-    env["compat_lines"] = shells.judged(seen, harm)
+    # every startup line (not fleet's) that puts cuda-compat on the path, observed; fleet.decide.loader judges it
+    env["compat_lines"] = shells.observed(shells.compat_lines(shell_facts))
     loader_facts = _loader(reader.read("loader"), shell_facts)
     libraries = reader.read("libraries", arch=uname.get("arch"))
     verify = reader.read("verify")

@@ -197,7 +197,7 @@ def effect(change: dict) -> str | None:
 
 def compat_lines(shells: dict | None) -> list[dict]:
     """Every startup line (not fleet's hook) that puts a cuda-compat directory on LD_LIBRARY_PATH: what was seen,
-    no verdict (`judged` adds what fleet.decide.gpu.compat_harm makes of it).
+    no verdict (fleet.decide.loader.judged_lines adds what the compat rule makes of it).
 
     -> [{where: "~/.bashrc:118", origin: "/root/pod_setup.sh:3", file, line, text, effect: "puts ... first",
          shells: ["interactive", ...]}]
@@ -229,15 +229,14 @@ def compat_lines(shells: dict | None) -> list[dict]:
     return list(found.values())
 
 
-def judged(lines: list[dict], harm: str) -> list[dict]:
-    """The observed lines with the harm decide found, in the record's words (harm, says, file_says)."""
+def observed(lines: list[dict]) -> list[dict]:
+    """The lines in the record's words, without a verdict: `says` is what the line does (fleet.decide.loader adds
+    what it breaks under this driver)."""
     out = []
     for seen in lines:
         line = {k: v for k, v in seen.items() if k != "via"}
         via = f" (via {line['origin']})" if seen.get("via") else ""
-        out.append({**line, "harm": harm, "says": f"{line['where']}{via} {line['effect']}: {harm}",
-                    # without line numbers: fleet's own blocks shift the lines of the files it edits
-                    "file_says": f"{line['where'].rsplit(':', 1)[0]}{via} {line['effect']}: {harm}"})
+        out.append({**line, "says": f"{line['where']}{via} {line['effect']}"})
     return out
 
 
