@@ -56,6 +56,7 @@ END { flush() }
 class LdAside(Resource):
     type_name = "ld_aside"
     needs_root = True
+    renders_diff = True      # the check prints the whole diff (--diff): what differs is per host, no one wanted text
     params = {
         "dirs": Param((str,), required=True, check=_dirs_problem),   # ERE for one harmful directory
         "keep": Param((list, str), default=[]),                        # files never touched (a list, or blank-separated)
@@ -94,9 +95,11 @@ class LdAside(Resource):
             "diff=\n"
             "while IFS=$'\\t' read -r op f n text; do\n"
             "  [ -n \"$op\" ] || continue\n"
-            f"  if [ \"$op\" = move ]; then echo \"moves ${{f#$R}} aside to {aside}${{f#$R}}\";"
-            " diff+=\"$(sed 's/^/- /' \"$f\" | sed \"s|^|${f#$R}: |\")\"$'\\n'\n"
-            "  else echo \"comments out ${f#$R}:$n ($text)\"; diff+=\"${f#$R}:$n: - $text\"$'\\n'; fi\n"
+            f"  if [ \"$op\" = move ]; then echo \"moves ${{f#$R}} aside to {aside}${{f#$R}}\"\n"
+            f"    diff+=\"--- ${{f#$R}} (now)\"$'\\n'\"+++ {aside}${{f#$R}} (moved aside)\"$'\\n'\"$(sed 's/^/-/' \"$f\")\"$'\\n'\n"
+            "  else echo \"comments out ${f#$R}:$n ($text)\"\n"
+            "    diff+=\"--- ${f#$R} (now)\"$'\\n'\"+++ ${f#$R} (after)\"$'\\n'\"@@ -$n +$n @@\"$'\\n'\"-$text\"$'\\n'"
+            f"\"+{MARKER}$text\"$'\\n'\n  fi\n"
             "done <<< \"$found\"\n"
             "[ -n \"$stale\" ] && [ -z \"$found\" ] && echo \"rebuilds the ld cache: it still lists $stale (ldconfig)\"\n"
             f"printf '\\n{DIFF_MARK}\\n%s' \"$diff\"\n"

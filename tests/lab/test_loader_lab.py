@@ -169,6 +169,9 @@ def test_round1_plan_names_each_file_and_decide_judges_them(round1):
     for where in ("/etc/ld.so.conf.d/000-cuda-compat.conf", f"/etc/ld.so.preload:1 ({STUBS}/libcuda.so)",
                   "~/.bash_profile"):
         assert where in plan, (where, plan[-4000:])
+    # --diff: what moves and what is commented out, as diff lines
+    assert "+++ /var/lib/fleet/aside/etc/ld.so.conf.d/000-cuda-compat.conf (moved aside)" in plan, plan[-4000:]
+    assert f"-{STUBS}/libcuda.so\n+# fleet ld_aside: {STUBS}/libcuda.so" in plan, plan[-4000:]
 
 
 def test_round1_after_apply_every_kind_loads_the_drivers_libcuda_and_torch_has_cuda(round1):

@@ -49,7 +49,10 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
     assert f"comments out /etc/ld.so.conf.d/mixed.conf:2 ({COMPAT}/   # trailing)" in result.reason
     assert f"comments out /etc/ld.so.preload:2 ({STUBS}/libcuda.so.1)" in result.reason
     assert "000-fleet-cuda-compat" not in result.reason and "x86_64-linux-gnu" not in result.reason
-    assert f"- {COMPAT}" in result.diff
+    assert ("--- /etc/ld.so.conf.d/000-cuda-compat.conf (now)\n+++ /var/lib/fleet/aside/etc/ld.so.conf.d/"
+            f"000-cuda-compat.conf (moved aside)\n-# from an image built on an old driver\n-{COMPAT}\n") in result.diff
+    assert (f"--- /etc/ld.so.preload (now)\n+++ /etc/ld.so.preload (after)\n@@ -2 +2 @@\n-{STUBS}/libcuda.so.1\n"
+            f"+# fleet ld_aside: {STUBS}/libcuda.so.1\n") in result.diff
     assert not (tmp / "ldconfig.log").exists()          # the check changes nothing
 
     rc, out = sh(res.apply(), path_prefix=bin_dir)
