@@ -23,7 +23,8 @@ def tree(tmp_path):
     (conf_d / "000-fleet-cuda-compat.conf").write_text(f"{COMPAT}\n")
     (conf_d / "mixed.conf").write_text(f"/opt/other\n{COMPAT}/   # trailing\n")
     (conf_d / "x86_64-linux-gnu.conf").write_text("/usr/lib/x86_64-linux-gnu\n")
-    (root / "etc/ld.so.preload").write_text(f"/usr/lib/libfoo.so\n{STUBS}/libcuda.so.1\n")
+    (root / "etc/ld.so.preload").write_text(f"/usr/lib/libfoo.so\n{STUBS}/libcuda.so.1\n# {COMPAT}/libcuda.so.1\n"
+                                            f"/usr/lib/libbar.so {COMPAT}/libcuda.so.1\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "ldconfig").write_text(f'#!/bin/bash\nif [ "$1" = -p ]; then cat {tmp_path}/cache 2>/dev/null; '
@@ -48,6 +49,8 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
     assert f"comments out /etc/ld.so.conf:2 ({STUBS})" in result.reason
     assert f"comments out /etc/ld.so.conf.d/mixed.conf:2 ({COMPAT}/   # trailing)" in result.reason
     assert f"comments out /etc/ld.so.preload:2 ({STUBS}/libcuda.so.1)" in result.reason
+    assert f"comments out /etc/ld.so.preload:4 (/usr/lib/libbar.so {COMPAT}/libcuda.so.1)" in result.reason
+    assert "/etc/ld.so.preload:3" not in result.reason                   # a comment is no entry
     assert "000-fleet-cuda-compat" not in result.reason and "x86_64-linux-gnu" not in result.reason
     assert ("--- /etc/ld.so.conf.d/000-cuda-compat.conf (now)\n+++ /var/lib/fleet/aside/etc/ld.so.conf.d/"
             f"000-cuda-compat.conf (moved aside)\n-# from an image built on an old driver\n-{COMPAT}\n") in result.diff
@@ -62,7 +65,9 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
     assert (root / "etc/ld.so.conf").read_text() == \
         f"include /etc/ld.so.conf.d/*.conf\n# fleet ld_aside: {STUBS}\n/opt/keep/lib\n"
     assert (root / "etc/ld.so.conf.d/mixed.conf").read_text() == f"/opt/other\n# fleet ld_aside: {COMPAT}/   # trailing\n"
-    assert (root / "etc/ld.so.preload").read_text() == f"/usr/lib/libfoo.so\n# fleet ld_aside: {STUBS}/libcuda.so.1\n"
+    assert (root / "etc/ld.so.preload").read_text() == (f"/usr/lib/libfoo.so\n# fleet ld_aside: {STUBS}/libcuda.so.1\n"
+                                                        f"# {COMPAT}/libcuda.so.1\n"
+                                                        f"# fleet ld_aside: /usr/lib/libbar.so {COMPAT}/libcuda.so.1\n")
     assert (root / "etc/ld.so.conf.d/000-fleet-cuda-compat.conf").read_text() == f"{COMPAT}\n"   # kept
     assert (tmp / "ldconfig.log").read_text() == "run\n"
     assert "moved /etc/ld.so.conf.d/000-cuda-compat.conf aside to /var/lib/fleet/aside/etc/ld.so.conf.d/" in out

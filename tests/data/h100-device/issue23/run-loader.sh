@@ -16,16 +16,16 @@ C=/usr/local/cuda-13.0/compat
 S=/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs
 note "facts.loader on the converged host (after run.sh)"
 step F facts "$INV"; kinds; cp "$FACTS" "$OUT/facts-loader-0.json"
-note "TRAP 5: a compat line at the top of /etc/ld.so.conf, ldconfig"
+note "LOADER TRAP A: a compat line at the top of /etc/ld.so.conf, ldconfig"
 sed -i "1i $C" /etc/ld.so.conf && ldconfig
 step bash -c "head -3 /etc/ld.so.conf; ldconfig -p | grep 'libcuda.so.1 '"
 ask
-step F facts "$INV"; kinds; cp "$FACTS" "$OUT/facts-loader-5-before.json"
+step F facts "$INV"; kinds; cp "$FACTS" "$OUT/facts-loader-A-before.json"
 step F apply "$INV" --check --diff
 step F apply "$INV"
 step bash -c "head -3 /etc/ld.so.conf; ldconfig -p | grep 'libcuda.so.1 '"
 ask
-note "TRAP 6: a stub libcuda in /etc/ld.so.preload (the toolkit's stub where there is one, else one built like it)"
+note "LOADER TRAP B: a stub libcuda in /etc/ld.so.preload (the toolkit's stub where there is one, else one built like it)"
 if [ ! -e "$S/libcuda.so" ]; then
   mkdir -p "$S" && printf 'int cuInit(unsigned f){return 34;} int cuDriverGetVersion(int *v){*v=13000;return 0;}\n' > /tmp/stub.c &&
     gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$S/libcuda.so" /tmp/stub.c && note "built a stub (no toolkit stub here)"
@@ -33,7 +33,7 @@ fi
 echo "$S/libcuda.so" >> /etc/ld.so.preload
 step cat /etc/ld.so.preload
 ask
-step F facts "$INV"; kinds; cp "$FACTS" "$OUT/facts-loader-6-before.json"
+step F facts "$INV"; kinds; cp "$FACTS" "$OUT/facts-loader-B-before.json"
 step F apply "$INV" --check --diff
 step F apply "$INV"
 step cat /etc/ld.so.preload
