@@ -88,5 +88,10 @@ def judged_lines(lines: list[dict], harm: str) -> list[dict]:
         if not isinstance(seen, dict) or not seen.get("where"):
             continue
         said = seen.get("says") or f"{seen['where']} {seen.get('effect')}"   # what facts observed it to do
-        out.append({**seen, "harm": harm, "says": f"{said}: {harm}"})
+        # "neutralizes" only where no process keeps it after apply: fleet's hook runs last in every shell, but
+        # pam_env also gives /etc/environment to PAM sessions that start no shell (cron jobs)
+        pam = str(seen.get("file")) == "/etc/environment"
+        claim = "overrides in every shell (cron and other PAM sessions without a shell still get it)" if pam \
+            else "neutralizes"
+        out.append({**seen, "harm": harm, "says": f"{said}: {harm}", "claim": claim})
     return out

@@ -88,7 +88,10 @@ def test_compat_lines_name_the_user_line_and_the_harm(traced):
     assert line["shells"] == ["interactive"]
     assert line["says"] == (f"~/.bashrc:9 (via ~/pod_setup.sh:2) puts {COMPAT} first: "
                             "error 803 under driver 580.159.04 (cuda-compat 580.95.05 is not newer)")
-    assert list(line) == ["where", "origin", "file", "line", "text", "effect", "shells", "says", "harm"]
+    assert list(line) == ["where", "origin", "file", "line", "text", "effect", "shells", "says", "harm", "claim"]
+    assert line["claim"] == "neutralizes"
+    etc = judged_lines([{**observed, "file": "/etc/environment", "where": "/etc/environment:3"}], harm)[0]
+    assert etc["claim"].startswith("overrides in every shell (cron")
 
 
 def test_fleets_own_hook_is_not_a_compat_line():
