@@ -228,3 +228,59 @@ def test_round2_after_apply_every_kind_loads_the_drivers_libcuda_and_converges(p
     assert files.rstrip().endswith("# END fleet env_hooks (login)"), files
     code, second = round2["second"]
     assert code == 0 and second["hosts"][POD]["changed"] == 0, second["hosts"][POD]["tasks"]
+
+
+# -- where compat IS decided (driver 570.133.20): fleet's own drop-in is kept, a stub still goes -----------------
+
+POD570 = "loader-pod-570"
+FLEET_CONF = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"
+
+
+@pytest.fixture(scope="module")
+def decided(lab, tmp_path_factory):
+    """An H100 pod on driver 570.133.20 (CUDA 13 needs cuda-compat: decided), converged once; then fleet's own
+    compat drop-in written by hand (the cuda_compat role's gate writes it on its branch) and a stub directory in the
+    ld cache; then apply."""
+    from fleet.inventory import load_inventory
+    path = tmp_path_factory.mktemp("loader570") / "lab.yaml"
+    doc = {"facts_dir": "facts", "vars": {"verify_perf": False},
+           "hosts": {POD570: {"address": f"{testing.test_net()}.49",
+                              "lab": {"profile": "h100-pod", "driver": "570.133.20"}}}}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    control.up(path, None, lab.root)
+    pod = testing.TestLab(lab.root, path, load_inventory(path))
+    inventory = str(path)
+    try:
+        fleet_json("apply", inventory, "--limit", POD570)
+        ok(pod, POD570, "set -e\n"
+           f"echo {COMPAT} > {FLEET_CONF}\n"
+           f"mkdir -p {STUBS}; printf '%s' {shlex.quote(STUB_C)} > /tmp/stub.c\n"
+           f"gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o {STUBS}/libcuda.so /tmp/stub.c\n"
+           f"echo {STUBS} > /etc/ld.so.conf.d/00-cuda-stubs.conf\n"
+           "ldconfig\n")
+        before = ok(pod, POD570, "ldconfig -p | grep 'libcuda.so.1 '")
+        bare_before = ok(pod, POD570, KINDS["bare"])
+        code, plan, _ = fleet("apply", inventory, "--limit", POD570, "--check")
+        show("compat decided: fleet apply --check", plan)
+        first = fleet_json("apply", inventory, "--limit", POD570)
+        files = ok(pod, POD570, f"cat {FLEET_CONF}; ls /etc/ld.so.conf.d /var/lib/fleet/aside/etc/ld.so.conf.d; "
+                                "ldconfig -p | grep 'libcuda.so.1 '")
+        bare = ok(pod, POD570, KINDS["bare"])
+        second = fleet_json("apply", inventory, "--limit", POD570)
+        yield {"before": before, "bare_before": bare_before, "plan": plan, "first": first, "files": files, "bare": bare, "second": second}
+    finally:
+        control.down(path, lab.root)
+
+
+def test_compat_decided_keeps_fleets_drop_in_and_takes_the_stub_out(decided):
+    assert f"{STUBS}/libcuda.so.1" in decided["before"]          # ldconfig made the stub's soname link
+    assert f"cuInit 34 {STUBS}/libcuda.so" in decided["bare_before"], decided["bare_before"]   # first in the cache
+    plan = decided["plan"]
+    assert "moves /etc/ld.so.conf.d/00-cuda-stubs.conf aside" in plan and FLEET_CONF not in plan, plan[-3000:]
+    files = decided["files"]
+    assert files.startswith(f"{COMPAT}\n") and "000-fleet-cuda-compat.conf" in files and "00-cuda-stubs.conf" in files
+    assert STUBS not in files.split("\n", 1)[1].split("libcuda.so.1 ", 1)[-1], files   # the cache no longer lists it
+    # a bare process gets the compat libcuda through fleet's drop-in, and it works on this older driver
+    assert "cuInit 0 /usr/local/cuda-13.0/compat/libcuda.so.580.95.05" in decided["bare"], decided["bare"]
+    code, second = decided["second"]
+    assert code == 0 and second["hosts"][POD570]["changed"] == 0, second["hosts"][POD570]["tasks"]
