@@ -10,8 +10,9 @@ debian/rules of the bash package):
     login           `bash -l`        /etc/profile (+ /etc/profile.d/*.sh), the first of ~/.bash_profile,
                                      ~/.bash_login, ~/.profile (Ubuntu's sources ~/.bashrc)
 
-Each starts from the environment sshd and PAM hand a new session: a clean one, plus /etc/environment
-(pam_env reads it; it is parsed here, statically, as pam_env does: KEY=VALUE, no expansion). The container's
+Each starts from the environment sshd and PAM hand a new session: a clean one, plus /etc/environment where sshd
+says `UsePAM yes` (pam_env reads it; it is parsed here, statically, as pam_env does: KEY=VALUE, no expansion). The
+loader's own answer for each kind (fleet/facts/loader.py's QUERY) runs at the end of each traced shell. The container's
 own environment (Docker ENV) is not passed by sshd, which is why RunPod images source /etc/rp_environment
 from ~/.bashrc.
 
