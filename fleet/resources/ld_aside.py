@@ -9,7 +9,8 @@ resource takes each mention out of effect, reversibly, and never deletes:
 - an /etc/ld.so.conf.d/*.conf file whose every directory line is harmful is MOVED to `<aside>/<its path>`
   (/var/lib/fleet/aside/etc/ld.so.conf.d/000-cuda-compat.conf); to undo: move it back and run ldconfig;
 - a harmful line in a file shared with other entries (/etc/ld.so.conf, a mixed conf.d file, /etc/ld.so.preload)
-  is commented out with the marker `# fleet ld_aside: ` in front of it; to undo: delete the marker;
+  is commented out with the marker `# fleet ld_aside: ` in front of it (a preload line's other libraries stay in
+  effect on a line of their own below it); to undo: delete the marker (and that line);
 - then `ldconfig`, so the cache no longer lists the directory. A cache that still lists one with no file behind it
   (ldconfig not run since) is rebuilt too.
 
@@ -51,6 +52,20 @@ FNR == 1 { flush(); file = FILENAME; hits = 0; lines = 0; preload = (FILENAME ~ 
 }
 END { flush() }
 """
+
+
+# Comment out line n of a file; in /etc/ld.so.preload, the line's other entries (another preloaded library) stay in
+# effect on a line of their own below it.
+_COMMENT = r"""FNR == n {
+  print m $0
+  if (FILENAME ~ /ld\.so\.preload$/) {
+    k = split($0, part, /[[:space:]:]+/); keep = ""
+    for (i = 1; i <= k; i++) if (part[i] != "" && part[i] !~ ("^" pat "/?/[^/]+$")) keep = keep (keep == "" ? "" : " ") part[i]
+    if (keep != "") print keep
+  }
+  next
+}
+{ print }"""
 
 
 class LdAside(Resource):
@@ -119,10 +134,11 @@ class LdAside(Resource):
             "    mv -- \"$f\" \"$d\"; echo \"moved ${f#$R} aside to ${d#$R}\"\n"
             "  else\n"
             "    t=$(mktemp \"$(dirname -- \"$f\")/.fleet-aside.XXXXXX\")\n"
-            f"    awk -v n=\"$n\" -v m={q(MARKER)} 'FNR == n {{ $0 = m $0 }} {{ print }}' \"$f\" > \"$t\"\n"
+            f"    awk -v n=\"$n\" -v m={q(MARKER)} -v pat=\"$pat\" {q(_COMMENT)} \"$f\" > \"$t\"\n"
             "    chmod --reference=\"$f\" \"$t\"; mv -f -- \"$t\" \"$f\"\n"
             "    echo \"commented out ${f#$R}:$n ($text)\"\n"
             "  fi\n"
-            "done <<< \"$found\"\n"
+            # the last line first: a preload line that keeps other entries adds a line below itself
+            "done < <(printf '%s\\n' \"$found\" | sort -t $'\\t' -k3,3nr)\n"
             "\"$lc\" && echo 'ran ldconfig'\n"
         )

@@ -67,7 +67,8 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
     assert (root / "etc/ld.so.conf.d/mixed.conf").read_text() == f"/opt/other\n# fleet ld_aside: {COMPAT}/   # trailing\n"
     assert (root / "etc/ld.so.preload").read_text() == (f"/usr/lib/libfoo.so\n# fleet ld_aside: {STUBS}/libcuda.so.1\n"
                                                         f"# {COMPAT}/libcuda.so.1\n"
-                                                        f"# fleet ld_aside: /usr/lib/libbar.so {COMPAT}/libcuda.so.1\n")
+                                                        f"# fleet ld_aside: /usr/lib/libbar.so {COMPAT}/libcuda.so.1\n"
+                                                        "/usr/lib/libbar.so\n")     # the other library stays
     assert (root / "etc/ld.so.conf.d/000-fleet-cuda-compat.conf").read_text() == f"{COMPAT}\n"   # kept
     assert (tmp / "ldconfig.log").read_text() == "run\n"
     assert "moved /etc/ld.so.conf.d/000-cuda-compat.conf aside to /var/lib/fleet/aside/etc/ld.so.conf.d/" in out
