@@ -69,8 +69,8 @@ def forward_compat_refusal(gpu: Gpu) -> str | None:
 def compat_harm(platform: str | None, gpu_names: list[str], driver: str | None, compat_version: str | None) -> str:
     """What a cuda-compat directory that something other than fleet put on LD_LIBRARY_PATH does on this host,
     by the rule decide_compat follows (the kinds table): on a GPU whose kind forward compatibility excludes,
-    that kind's error; a compat libcuda not newer than the kernel driver, 803. facts/record.py records it
-    beside each such startup line (env.compat_lines), which facts/shells.py observes without judging."""
+    that kind's error; a compat libcuda not newer than the kernel driver, 803. fleet/decide/loader.py puts it
+    beside each such startup line (facts.env.compat_lines, observed by facts/shells.py) and each ld cache entry."""
     gpus = [read_gpu({"name": name}, platform or "") for name in gpu_names if name]
     row = platforms.platform(platform)
     if not gpus and row and row.gpu_kind:   # the platform fixes its GPU's kind (Thor, Spark): no name needed

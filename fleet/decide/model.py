@@ -82,6 +82,8 @@ class Decisions:
     env_reason: str = ""               # why LD_LIBRARY_PATH is what it is
     # the host's platform row as roles read it (fleet/decide/platforms.py): {name, gpu, perf}
     platform: dict = field(default_factory=dict)
+    # what each kind of process loads and which loader step is harmful here (fleet/decide/loader.py)
+    loader: dict = field(default_factory=dict)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -107,4 +109,5 @@ class Decisions:
             "missing_providers": {soname: asdict(p) for soname, p in self.missing_providers.items()},
             "reasons": self.reasons,
             "platform": self.platform,
+            "loader": self.loader,
         }

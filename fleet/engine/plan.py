@@ -66,6 +66,8 @@ def confirm(entries: tuple[TaskReport, ...], observed: Observed) -> tuple[TaskRe
 
 
 def diff(task: Task, result: CheckResult) -> str | None:
+    if getattr(task.resource, "renders_diff", False):   # the check printed the whole diff itself (ld_aside)
+        return result.diff or None
     want = getattr(task.resource, "wanted_text", None)
     if want is None:
         return None

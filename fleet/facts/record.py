@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
 from fleet.decide import platforms
-from fleet.decide.gpu import compat_harm
-from fleet.facts import fingerprint, gpu, shells
+from fleet.facts import fingerprint, gpu, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
 
@@ -65,12 +64,9 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     cuda_facts = _cuda(reader)
     shell_facts = reader.read("shells")
     env = reader.read("env")
-    # every startup line (not fleet's) that puts cuda-compat on the path, with what decide's forward-compatibility
-    # rule says it breaks here
-    seen = shells.compat_lines(shell_facts)
-    harm = compat_harm(platform, [g["name"] or "" for g in gpus], driver["version"],
-                       (cuda_facts.get("compat") or {}).get("version")) if seen else ""
-    env["compat_lines"] = shells.judged(seen, harm)
+    # every startup line (not fleet's) that puts cuda-compat on the path, observed; fleet.decide.loader judges it
+    env["compat_lines"] = shells.observed(shells.compat_lines(shell_facts))
+    loader_facts = _loader(reader.read("loader"), shell_facts)
     libraries = reader.read("libraries", arch=uname.get("arch"))
     torch = reader.read("torch")
     # the last verify's verdict holds only while what it proved is as the host shows it now (stale: why not)
@@ -90,10 +86,22 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "cutlass": reader.read("cutlass"),
         "env": env,
         "shells": shell_facts,
+        "loader": loader_facts,
         "verify": verify,
         "verify_fingerprint": reader.read("verify_fingerprint"),
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
+
+
+def _loader(section: dict, shell_facts: dict | None) -> dict:
+    """facts.loader: each kind's libcuda.so.1 and the step that put it first (fleet/facts/loader.py), then the ld
+    cache's libcuda entries, the ld.so.conf and ld.so.preload lines; each shell's own answer moves here from
+    facts.shells (one place)."""
+    kinds = loader.explain(section, shell_facts)
+    for shell in (shell_facts or {}).values():
+        if isinstance(shell, dict):
+            shell.pop("loader", None)
+    return {"kinds": kinds, **{k: section.get(k) for k in ("cache", "conf", "preload", "use_pam")}}
 
 
 _FROM_IMPORT = ("cuda_available", "arch_list", "capability", "device_name", "missing_libraries", "from_verify_at")

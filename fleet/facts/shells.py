@@ -10,8 +10,9 @@ debian/rules of the bash package):
     login           `bash -l`        /etc/profile (+ /etc/profile.d/*.sh), the first of ~/.bash_profile,
                                      ~/.bash_login, ~/.profile (Ubuntu's sources ~/.bashrc)
 
-Each starts from the environment sshd and PAM hand a new session: a clean one, plus /etc/environment
-(pam_env reads it; it is parsed here, statically, as pam_env does: KEY=VALUE, no expansion). The container's
+Each starts from the environment sshd and PAM hand a new session: a clean one, plus /etc/environment where sshd
+says `UsePAM yes` (pam_env reads it; it is parsed here, statically, as pam_env does: KEY=VALUE, no expansion). The
+loader's own answer for each kind (fleet/facts/loader.py's QUERY) runs at the end of each traced shell. The container's
 own environment (Docker ENV) is not passed by sshd, which is why RunPod images source /etc/rp_environment
 from ~/.bashrc.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 
 from fleet.shell import quote
+from fleet.facts import loader
 from fleet.facts.scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
@@ -62,6 +64,7 @@ _AWK = r"""
   stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pcmd = cmd; next
 }
 /^@@(value|unset) / { print }
+/^@@ld(var|find|obj|missing) / { print }
 """
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
@@ -76,7 +79,10 @@ def command() -> str:
         'base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHELL="${SHELL:-/bin/bash}"'
         ' TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
         ' SSH_CLIENT="${SSH_CLIENT:-127.0.0.1 22 22}" SSH_CONNECTION="${SSH_CONNECTION:-127.0.0.1 22 127.0.0.1 22}")',
-        "if [ -r /etc/environment ]; then n=0",
+        # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
+        "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
+        "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",
+        "if [ -n \"$pam\" ] && [ -r /etc/environment ]; then n=0",
         "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l#\"${l%%[![:space:]]*}\"}; l=${l#export }",
         "    case $l in ''|'#'*) continue;; esac; case $l in *=*) ;; *) continue;; esac",
         "    k=${l%%=*}; v=${l#*=}",
@@ -94,7 +100,8 @@ def command() -> str:
     ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@ '; set -x; "
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
-        body = ps4 + startup + "; " + _SHOW
+        # then the loader's own answer in the environment those files left (fleet/facts/loader.py)
+        body = ps4 + startup + "; " + _SHOW + "\n" + loader.QUERY
         lines.append(f"printf '@@shell {kind}\\n'")
         lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)} </dev/null 2>&1 | awk \"$awkp\"")
         lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
@@ -135,9 +142,11 @@ def parse(text: str) -> dict:
             n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
             out["etc_environment"].append({"file": "/etc/environment", "line": int(n), "name": name, "value": value})
         elif raw.startswith("@@shell "):
-            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": []}
+            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": []}
         elif current is None:
             continue
+        elif raw.startswith("@@ld"):
+            current["_ld"].append(raw)
         elif raw.startswith("@@value "):
             name, _, value = raw[8:].partition("=")
             if name in VARS:
@@ -151,6 +160,10 @@ def parse(text: str) -> dict:
                 "file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0),
                 "text": scrub_text(cmd), "before": _unset(before), "after": _unset(after),
                 "via": [v for v in via.split(">") if v]})
+    for kind in KINDS:
+        if kind in out:
+            lines = out[kind].pop("_ld")
+            out[kind]["loader"] = loader.parse_query(lines) if lines else None
     missing = [k for k in KINDS if k not in out]
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")
@@ -185,7 +198,7 @@ def effect(change: dict) -> str | None:
 
 def compat_lines(shells: dict | None) -> list[dict]:
     """Every startup line (not fleet's hook) that puts a cuda-compat directory on LD_LIBRARY_PATH: what was seen,
-    no verdict (`judged` adds what fleet.decide.gpu.compat_harm makes of it).
+    no verdict (fleet.decide.loader.judged_lines adds what the compat rule makes of it).
 
     -> [{where: "~/.bashrc:118", origin: "/root/pod_setup.sh:3", file, line, text, effect: "puts ... first",
          shells: ["interactive", ...]}]
@@ -217,15 +230,14 @@ def compat_lines(shells: dict | None) -> list[dict]:
     return list(found.values())
 
 
-def judged(lines: list[dict], harm: str) -> list[dict]:
-    """The observed lines with the harm decide found, in the record's words (harm, says, file_says)."""
+def observed(lines: list[dict]) -> list[dict]:
+    """The lines in the record's words, without a verdict: `says` is what the line does (fleet.decide.loader adds
+    what it breaks under this driver)."""
     out = []
     for seen in lines:
         line = {k: v for k, v in seen.items() if k != "via"}
         via = f" (via {line['origin']})" if seen.get("via") else ""
-        out.append({**line, "harm": harm, "says": f"{line['where']}{via} {line['effect']}: {harm}",
-                    # without line numbers: fleet's own blocks shift the lines of the files it edits
-                    "file_says": f"{line['where'].rsplit(':', 1)[0]}{via} {line['effect']}: {harm}"})
+        out.append({**line, "says": f"{line['where']}{via} {line['effect']}"})
     return out
 
 

@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, fingerprint, gpu, shells, software, system
+from fleet.facts import cuda, fingerprint, gpu, loader, shells, software, system
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 
@@ -70,6 +70,8 @@ SOURCES: tuple[Source, ...] = (
     Source("libraries", lambda s: cuda.libraries_command(), cuda.parse_libraries, {"libraries": {}, "sources": {}}),
     Source("env", _fixed(software.ENV), software.parse_env, _ENV_EMPTY),
     Source("shells", lambda s: shells.command(), shells.parse),
+    Source("loader", lambda s: loader.command(), loader.parse, {"bare": None, "cache": [], "conf": [], "preload": [],
+                                                              "use_pam": None}),
     Source("python", lambda s: software.python_command(str(s["python_env"])), software.parse_python,
            {"version": None, "executable": None, "env": None, "env_exists": False}),
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),

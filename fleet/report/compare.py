@@ -95,6 +95,21 @@ def _walk(value, prefix: str, rows: dict[str, str]) -> None:
         for i, line in enumerate(value):
             rows[f"{prefix}.{i}"] = show(line.get("says") if isinstance(line, dict) else line)
         return
+    if prefix == "loader.kinds" and isinstance(value, dict):   # one row per kind of process: its libcuda and why
+        for kind, seen in value.items():
+            if isinstance(seen, dict):
+                rows[f"loader.{kind}"] = " ".join(str(part) for part in (
+                    seen.get("libcuda") or "none", f"({seen['version']})" if seen.get("version") else "",
+                    "stub" if seen.get("stub") else "", f"by {seen['step']}" if seen.get("step") else "",
+                    seen.get("set_by") or "") if part)
+        return
+    if prefix in ("loader.conf", "loader.preload") and isinstance(value, list):   # file:line dir, one cell
+        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}={c.get('dir') or c.get('entry')}"
+                                for c in value if isinstance(c, dict)) or "none"
+        return
+    if prefix == "loader.cache" and isinstance(value, list):
+        rows[prefix] = " ".join(f"{c.get('name')}={c.get('real')}" for c in value if isinstance(c, dict)) or "none"
+        return
     if re.fullmatch(r"shells\.\w+\.ld_changes", prefix) and isinstance(value, list):   # file:line of each change
         rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}" for c in value if isinstance(c, dict)) or "none"
         return

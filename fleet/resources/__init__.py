@@ -9,12 +9,13 @@ from fleet.resources.command import Command
 from fleet.resources.directory import Directory
 from fleet.resources.file import File
 from fleet.resources.git import Git
+from fleet.resources.ld_aside import LdAside
 from fleet.resources.ldconfig import Ldconfig
 from fleet.resources.pip import Pip
 from fleet.resources.verify import Verify
 
 TYPES: dict[str, type[Resource]] = {cls.type_name: cls for cls in
                                     (Apt, File, Block, Directory, Git, Pip, Archive, Ldconfig, Command, Assert,
-                                     Verify)}
+                                     Verify, LdAside)}
 
 __all__ = ["TYPES", "Resource", "CheckResult"]

@@ -64,6 +64,9 @@ class Block(Resource):
         "position": Param((str,), default="bottom", check=one_of("top", "bottom", "before_return", "last")),
         "mode": Param((str, int), default="0644", check=mode_problem),   # for a file it creates
         "root": Param((bool,), default=None),
+        # Only a file that exists gets the block (a login shell's ~/.bash_profile, ~/.bash_login: creating one
+        # would hide ~/.profile from bash); an absent file is in state and stays absent.
+        "only_if_exists": Param((bool,), default=False),
     }
 
     @classmethod
@@ -80,7 +83,8 @@ class Block(Resource):
         return out
 
     def describe(self) -> str:
-        return f"manage block '{self.p['marker']}' in {self.p['path']} ({self.p['position']})"
+        where = f"{self.p['path']} ({self.p['position']}{', if it exists' if self.p.get('only_if_exists') else ''})"
+        return f"manage block '{self.p['marker']}' in {where}"
 
     def _markers(self) -> tuple[str, str]:
         return f"# BEGIN {self.p['marker']}", f"# END {self.p['marker']}"
@@ -113,6 +117,8 @@ class Block(Resource):
         path = qpath(self.p["path"])
         return (
             self._vars()
+            + (f"if [ ! -e {path} ]; then echo 'file absent: nothing reads it, so no block'; exit 0; fi\n"
+               if self.p.get("only_if_exists") else "")
             + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
             f"have=$({_awk('keep', path)}; echo x)\n"
             "have=${have%x}\n"
@@ -143,8 +149,9 @@ class Block(Resource):
             "set -e\n"
             + self._vars()
             + f"f={qpath(self.p['path'])}\n"
+            + ("if [ ! -e \"$f\" ]; then echo 'file absent: left absent'; exit 0; fi\n" if self.p.get("only_if_exists") else "")
             # a dotfiles symlink stays a symlink: edit the file it points to
-            "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
+            + "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
             "mkdir -p -- \"$(dirname -- \"$f\")\"\n"
             "if [ -f \"$f\" ]; then new=''; else new=1; fi\n"
             "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); wantf=$(mktemp)\n"

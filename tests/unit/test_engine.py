@@ -72,7 +72,8 @@ def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
     plan = plan_of(shipped, "pod-570")
     tasks = enabled(plan)
     assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "env_hooks.0", "env_hooks.1", "env_hooks.2",
-                          "env_hooks.3", "env_hooks.4", "cutlass.1", "torch.1", "verify.0"}
+                          "env_hooks.3", "env_hooks.4", "env_hooks.5", "env_hooks.6", "env_hooks.7", "cutlass.1", "torch.1",
+                          "verify.0"}
     compat = tasks["cuda_compat.0"].resource.p
     assert compat["packages"] == ["cuda-compat-13-0"] and compat["hold"] is True
     assert tasks["cuda_toolkit.0"].resource.p["packages"] == ["cuda-toolkit-13-0"]
@@ -116,7 +117,7 @@ def test_pod_580_never_gets_compat(shipped, tmp_path):
 def test_thor_with_the_jetson_index_gets_nvpl_and_cudss_wheels(shipped, tmp_path):
     tasks = enabled(plan_of(shipped, "thor-jetson"))
     assert set(tasks) == {"nvpl.0", "cudss.0", "env_hooks.0", "env_hooks.1", "env_hooks.2", "env_hooks.3",
-                          "env_hooks.4", "cutlass.1", "torch.1", "verify.0"}
+                          "env_hooks.4", "env_hooks.5", "env_hooks.6", "env_hooks.7", "cutlass.1", "torch.1", "verify.0"}
     for task_id, packages in (("nvpl.0", ["nvpl-blas", "nvpl-lapack"]), ("cudss.0", ["nvidia-cudss-cu13==0.7.1.4"])):
         assert tasks[task_id].spec.type == "pip"
         assert {k: tasks[task_id].resource.p[k] for k in ("packages", "venv", "index_url")} == {

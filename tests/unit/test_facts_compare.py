@@ -112,3 +112,21 @@ def test_shell_traces_and_neutralized_lines_read_as_one_row_each():
     assert rows["shells.interactive.ld_changes"] == ("/etc/rp_environment:1 /etc/fleet/env.sh:38 /root/pod_setup.sh:1 "
                                                      "/etc/fleet/env.sh:38")
     assert not [k for k in rows if k.startswith(("verify.cuda", "shells.home", "shells.interactive.ld_changes."))]
+
+
+def test_the_loader_reads_as_one_row_per_kind_of_process():
+    record = {"loader": {"kinds": {
+        "bare": {"libcuda": "/usr/local/cuda-13.0/compat/libcuda.so.1", "version": "580.95.05", "stub": False,
+                 "step": "ld cache", "set_by": "/etc/ld.so.conf.d/000-cuda-compat.conf:1", "searched": ["x"] * 40},
+        "login": {"libcuda": None, "version": None, "stub": False, "step": None, "set_by": None}},
+        "cache": [{"name": "libcuda.so.1", "real": "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"}],
+        "conf": [{"file": "/etc/ld.so.conf.d/000-cuda-compat.conf", "line": 1, "dir": "/usr/local/cuda-13.0/compat"}],
+        "preload": [], "use_pam": True}}
+    rows = compare.flatten(record)
+    assert rows == {
+        "loader.bare": "/usr/local/cuda-13.0/compat/libcuda.so.1 (580.95.05) by ld cache "
+                       "/etc/ld.so.conf.d/000-cuda-compat.conf:1",
+        "loader.login": "none",
+        "loader.cache": "libcuda.so.1=/usr/local/cuda-13.0/compat/libcuda.so.580.95.05",
+        "loader.conf": "/etc/ld.so.conf.d/000-cuda-compat.conf:1=/usr/local/cuda-13.0/compat",
+        "loader.preload": "none", "loader.use_pam": "yes"}

@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from fleet.decide.gpu import compat_harm
+from fleet.decide.loader import judged_lines
 from fleet.facts import shells
 
 COMPAT = "/usr/local/cuda-13.0/compat"
@@ -79,13 +80,18 @@ def test_compat_lines_name_the_user_line_and_the_harm(traced):
     home, found = traced
     seen = shells.compat_lines(found)
     assert len(seen) == 1 and "harm" not in seen[0]          # the facts layer observes; decide judges
+    observed = shells.observed(seen)[0]
+    assert observed["says"] == f"~/.bashrc:9 (via ~/pod_setup.sh:2) puts {COMPAT} first" and "harm" not in observed
     harm = compat_harm("x86_64-dgpu", ["NVIDIA H100"], "580.159.04", "580.95.05")
-    line = shells.judged(seen, harm)[0]
+    line = judged_lines([observed], harm)[0]
     assert line["where"] == "~/.bashrc:9" and line["origin"] == "~/pod_setup.sh:2"
     assert line["shells"] == ["interactive"]
     assert line["says"] == (f"~/.bashrc:9 (via ~/pod_setup.sh:2) puts {COMPAT} first: "
                             "error 803 under driver 580.159.04 (cuda-compat 580.95.05 is not newer)")
-    assert list(line) == ["where", "origin", "file", "line", "text", "effect", "shells", "harm", "says", "file_says"]
+    assert list(line) == ["where", "origin", "file", "line", "text", "effect", "shells", "says", "harm", "claim"]
+    assert line["claim"] == "neutralizes"
+    etc = judged_lines([{**observed, "file": "/etc/environment", "where": "/etc/environment:3"}], harm)[0]
+    assert etc["claim"].startswith("overrides in every shell (cron")
 
 
 def test_fleets_own_hook_is_not_a_compat_line():

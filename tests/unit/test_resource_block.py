@@ -231,3 +231,19 @@ def test_last_block_moves_back_down_when_a_line_is_appended_below_it(bashrc, iso
     assert text.count(b"# BEGIN fleet end") == 1
     assert interactive_command(isolated_home, 'echo "[$FLEET_HOOK]"').endswith("[reached]\n")
     assert check(res).in_state
+
+
+def test_only_if_exists_leaves_an_absent_file_absent_and_guards_one_that_exists(isolated_home):
+    """A login shell's ~/.bash_profile: creating one would hide ~/.profile from bash, so an absent one stays absent."""
+    path = isolated_home / ".bash_profile"
+    res = block(path, marker="fleet login", position="last", only_if_exists=True)
+    result = check(res)
+    assert result.in_state and "file absent" in result.reason
+    apply(res)
+    assert not path.exists()
+    path.write_text("export LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:$LD_LIBRARY_PATH\n")
+    assert not check(res).in_state
+    apply(res)
+    assert path.read_bytes() == (b"export LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:$LD_LIBRARY_PATH\n"
+                                 + wanted(marker="fleet login"))
+    assert check(res).in_state

@@ -47,7 +47,7 @@ def test_every_shipped_role_loads_in_the_default_order():
         "cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
-    assert kinds["env_hooks"] == ["file", "block", "block", "file", "block"] and kinds["verify"] == ["verify"]
+    assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside"] and kinds["verify"] == ["verify"]
     assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
 
 
@@ -62,7 +62,7 @@ LOAD_ERRORS = [
     ("unknown_role_key", 3, "unknown key 'task' in the role; did you mean 'tasks'?"),
     ("unknown_task_key", 7, "unknown key 'whn' in a task; did you mean 'when'?"),
     ("two_types", 5, "a task names exactly one resource type (apt, archive, assert, block, command, directory, "
-                     "file, git, ldconfig, pip, verify); this one names 2"),
+                     "file, git, ld_aside, ldconfig, pip, verify); this one names 2"),
     ("no_type", 3, "this one names 0"),
     ("unknown_param", 9, "unknown parameter 'dset' for git; did you mean 'dest'?"),
     ("bad_when", 5, "'when' is not a valid expression (unexpected 'end of template'); "

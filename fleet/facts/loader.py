@@ -1,0 +1,304 @@
+"""Which libcuda.so.1 the dynamic loader gives each kind of process, and why: the loader's own answer.
+
+Kinds of process (shared/DOMAIN.md, "Forward compatibility" and "Seen on a real H100"):
+
+    bare         `env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=$HOME`, no startup file: services, cron,
+                 a supervised Jupyter kernel, `docker exec`
+    ssh          `ssh host cmd`: the non-interactive bash sshd starts (~/.bashrc up to its early return)
+    interactive  `bash -i`
+    login        `bash -l`: /etc/profile (+ /etc/profile.d/*.sh), then the FIRST of ~/.bash_profile,
+                 ~/.bash_login, ~/.profile
+
+The three shells are the ones fleet/facts/shells.py already starts and traces (one start per kind per probe):
+`QUERY` runs at the end of each of them, in the environment its startup files left, and its lines ride in the
+shells section (`@@ld...`). This module's own Source (`command`) asks for the bare kind and for what is the same
+for every process: the ld cache's libcuda entries, the /etc/ld.so.conf* lines, /etc/ld.so.preload, and whether
+sshd applies /etc/environment (UsePAM).
+
+The question is put to the REAL loader, not a re-implementation of its search: `ld.so` in trace mode
+(LD_TRACE_LOADED_OBJECTS, what ldd does: nothing runs, no constructor, no cuInit) with `libcuda.so.1` appended
+to LD_PRELOAD (a name without a slash: the loader searches it exactly as dlopen would: LD_LIBRARY_PATH, the
+ld cache, the system directories) and LD_DEBUG=libs, which says where it searched and why ("(LD_LIBRARY_PATH)",
+"search cache=", "(system search path)"). An explicit preload that is a libcuda (LD_PRELOAD, /etc/ld.so.preload)
+is already loaded when a program dlopens libcuda.so.1, so it wins: the parser says so from the same trace.
+
+Facts only observe: "compat" (a directory named like cuda-compat's, /usr/local/cuda-X.Y/compat) and "stub" (a
+file under .../stubs/, which answers CUDA_ERROR_STUB_LIBRARY, 34) describe what a path is; which of them is
+harmful under this kernel driver is fleet.decide.loader's judgement.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+KINDS = ("bare", "ssh", "interactive", "login")
+SHELL_KIND = {"noninteractive": "ssh", "interactive": "interactive", "login": "login"}   # shells.KINDS -> ours
+BARE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+# A cuda-compat directory (/usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib) and a stub directory
+# (/usr/local/cuda/lib64/stubs, targets/x86_64-linux/lib/stubs): as ERE, for the host's grep/awk too.
+COMPAT_DIR_ERE = r"/cuda[^/:]*/compat(/lib([.]real)?)?"
+STUB_DIR_ERE = r"/stubs"
+_COMPAT_DIR = re.compile(f"{COMPAT_DIR_ERE}/?$")
+_STUB_DIR = re.compile(f"{STUB_DIR_ERE}/?$")
+_VERSION = re.compile(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+# Run inside a shell of one kind, after its startup files (shells.py appends it to each traced shell's body).
+# `fleet_ldq` prints the process's LD_PRELOAD and LD_LIBRARY_PATH as the loader sees them, the loader's search for
+# libcuda.so.1 (LD_DEBUG's lines for that library, pid stripped), the trace's libcuda objects, and the real file
+# (symlinks resolved) behind each.
+QUERY = r"""fleet_ldq() {
+  printf '@@ldvar LD_PRELOAD=%s\n' "${LD_PRELOAD-@unset@}"
+  printf '@@ldvar LD_LIBRARY_PATH=%s\n' "${LD_LIBRARY_PATH-@unset@}"
+  local o l p t= f=0
+  o=$(LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }libcuda.so.1" /bin/true 2>&1)
+  while IFS= read -r l; do
+    l=${l#*:$'\t'}
+    case $l in
+      "find library=libcuda.so.1"*) f=1 ;;
+      "") [ -n "$t" ] && printf '@@ldfind %s\n' "$t"; f=0; t= ;;
+    esac
+    if [ "$f" = 1 ]; then
+      case $l in *"trying file="*) t=$l ;; *) [ ${#l} -gt 300 ] && l="${l:0:200} ... ${l: -60}"; printf '@@ldfind %s\n' "$l" ;; esac
+      continue
+    fi
+    case $l in
+      *libcuda*" => /"*) p=${l#* => }; p=${p%% (0x*}; printf '@@ldobj %s\t%s\n' "$p" "$(readlink -f -- "$p" 2>/dev/null)" ;;
+      *"/libcuda"*" (0x"*) p=${l#"${l%%[![:space:]]*}"}; p=${p%% (0x*}; printf '@@ldobj %s\t%s\n' "$p" "$(readlink -f -- "$p" 2>/dev/null)" ;;
+      *"libcuda"*"cannot be preloaded"*) printf '@@ldmissing %s\n' "$l" ;;
+    esac
+  done <<< "$o"
+}
+fleet_ldq"""
+
+
+def command() -> str:
+    """The loader Source: the bare kind, then the ld cache, the ld.so.conf lines, /etc/ld.so.preload, UsePAM."""
+    return "\n".join([
+        "printf '@@kind bare\\n'",
+        f'env -i PATH={BARE_PATH} HOME="$HOME" bash --norc --noprofile -c {_q(QUERY)} </dev/null 2>&1',
+        "lc=$(command -v ldconfig || echo /sbin/ldconfig)",
+        # the ld cache's libcuda entries, in the cache's order (the loader takes the first of its arch)
+        "\"$lc\" -p 2>/dev/null | while IFS= read -r l; do case $l in *libcuda.so*' => '*)"
+        " p=${l##* => }; printf '@@cache %s\\t%s\\t%s\\n' \"${l%% (*}\" \"$p\" \"$(readlink -f -- \"$p\" 2>/dev/null)\";; esac; done",
+        # every directory line of /etc/ld.so.conf and the files it includes (comments and includes left out)
+        "for f in /etc/ld.so.conf /etc/ld.so.conf.d/*.conf; do [ -r \"$f\" ] || continue; n=0",
+        "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l%%#*}; l=${l#\"${l%%[![:space:]]*}\"};"
+        " l=${l%\"${l##*[![:space:]]}\"}",
+        "    case $l in ''|include*) continue;; esac; printf '@@conf %s\\t%s\\t%s\\n' \"$f\" \"$n\" \"$l\"",
+        "  done < \"$f\"",
+        "done",
+        "if [ -r /etc/ld.so.preload ]; then n=0; while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1));"
+        " case $l in ''|'#'*) continue;; esac; printf '@@preload %s\\t%s\\n' \"$n\" \"$l\"; done < /etc/ld.so.preload; fi",
+        # sshd applies /etc/environment (pam_env) only with UsePAM yes; its first value wins (sshd_config(5))
+        "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
+        "printf '@@usepam %s\\n' \"$(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z')\"",
+    ])
+
+
+def _q(text: str) -> str:
+    from fleet.shell import quote
+    return quote(text)
+
+
+def is_compat(path: str | None) -> bool:
+    """A path inside a cuda-compat directory (or that directory itself)."""
+    if not path:
+        return False
+    return bool(_COMPAT_DIR.search(path.rstrip("/")) or _COMPAT_DIR.search(posixpath.dirname(path)))
+
+
+def is_stub(path: str | None) -> bool:
+    """A path inside a stubs directory (or that directory): CUDA_ERROR_STUB_LIBRARY (34) when it is the libcuda."""
+    if not path:
+        return False
+    return bool(_STUB_DIR.search(path.rstrip("/")) or _STUB_DIR.search(posixpath.dirname(path)))
+
+
+def version_of(real: str | None) -> str | None:
+    """'/usr/local/cuda-13.0/compat/libcuda.so.580.95.05' -> '580.95.05' (the real file's name)."""
+    match = _VERSION.search(real or "")
+    return match.group(1) if match else None
+
+
+def parse_query(lines: list[str]) -> dict:
+    """One kind's @@ld lines -> what the loader resolved and the step that put it first (no file:line yet).
+
+    -> {libcuda, real, version, stub, compat, step: LD_PRELOAD|/etc/ld.so.preload|LD_LIBRARY_PATH|ld cache|
+        system path|None, entry (the LD_LIBRARY_PATH entry or the directory), ld_library_path, ld_preload,
+        searched: [LD_DEBUG's lines]}"""
+    out: dict = {"libcuda": None, "real": None, "version": None, "stub": False, "compat": False, "step": None,
+                 "entry": None, "ld_library_path": None, "ld_preload": None, "searched": []}
+    objects: list[tuple[str, str]] = []
+    for raw in lines:
+        if raw.startswith("@@ldvar "):
+            name, _, value = raw[8:].partition("=")
+            key = {"LD_PRELOAD": "ld_preload", "LD_LIBRARY_PATH": "ld_library_path"}.get(name)
+            if key:
+                out[key] = None if value == "@unset@" else value
+        elif raw.startswith("@@ldfind "):
+            out["searched"].append(raw[9:].strip())
+        elif raw.startswith("@@ldobj "):
+            path, _, real = raw[8:].partition("\t")
+            objects.append((path.strip(), real.strip() or path.strip()))
+    user_preload = [p for p in re.split(r"[\s:]+", out["ld_preload"] or "") if p]
+    chosen = None
+    # An explicit preload of a libcuda (a path) is loaded before any dlopen: it wins by its soname.
+    for path, real in objects:
+        if "/" in path and path in user_preload:
+            chosen, out["step"] = (path, real), "LD_PRELOAD"
+            break
+    if chosen is None:
+        # our own preload by name is the first libcuda object; a later libcuda path is /etc/ld.so.preload's
+        found = _found_by_search(out["searched"])
+        if found not in {p for p, _ in objects}:
+            found = None
+        for path, real in objects:
+            if found and path != found and "libcuda" in posixpath.basename(path) and not _same(path, found, objects):
+                chosen, out["step"] = (path, real), "/etc/ld.so.preload"
+                break
+        if chosen is None and found:
+            chosen = next(((p, r) for p, r in objects if p == found), (found, found))
+            if "(LD_LIBRARY_PATH)" in _search_line_for(out["searched"], found):
+                out["step"] = "LD_LIBRARY_PATH"
+            elif "search cache=" in _search_line_for(out["searched"], found):
+                out["step"] = "ld cache"
+            elif "(RUNPATH" in _search_line_for(out["searched"], found):
+                out["step"] = "RUNPATH"
+            else:
+                out["step"] = "system path"
+        elif chosen is None and objects:
+            chosen, out["step"] = objects[0], "loaded already"
+    if chosen:
+        path, real = chosen
+        out.update(libcuda=path, real=real, version=version_of(real), stub=is_stub(path) or is_stub(real),
+                   compat=is_compat(path) or is_compat(real), entry=posixpath.dirname(path))
+    return out
+
+
+def _found_by_search(searched: list[str]) -> str | None:
+    """The file the loader took: the last `trying file=` of the libcuda.so.1 search (it stops at the first that
+    opens), when the search did not end in failure."""
+    tried = [line.split("trying file=", 1)[1].strip() for line in searched if "trying file=" in line]
+    return tried[-1] if tried else None
+
+
+def _search_line_for(searched: list[str], found: str) -> str:
+    """The `search ...` line under which the loader tried `found`."""
+    current = ""
+    for line in searched:
+        if line.startswith("search ") or line.startswith(" search") or "search path=" in line or "search cache=" in line:
+            current = line
+        if "trying file=" in line and line.split("trying file=", 1)[1].strip() == found:
+            return current
+    return current
+
+
+def _same(path: str, found: str, objects: list[tuple[str, str]]) -> bool:
+    reals = dict(objects)
+    return reals.get(path) is not None and reals.get(path) == reals.get(found)
+
+
+def parse(text: str) -> dict:
+    """The loader section -> {bare: {...}, cache: [...], conf: [...], preload: [...], use_pam: bool|None}.
+
+        @@kind bare
+        @@ldvar LD_PRELOAD=@unset@
+        @@ldfind  search cache=/etc/ld.so.cache
+        @@ldfind   trying file=/usr/lib/x86_64-linux-gnu/libcuda.so.1
+        @@ldobj /usr/lib/x86_64-linux-gnu/libcuda.so.1	/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+        @@cache libcuda.so.1	/usr/local/cuda-13.0/compat/libcuda.so.1	/usr/local/cuda-13.0/compat/libcuda.so.580.95.05
+        @@conf /etc/ld.so.conf.d/000-cuda-compat.conf	1	/usr/local/cuda-13.0/compat
+        @@preload 1	/usr/local/cuda/lib64/stubs/libcuda.so
+        @@usepam yes
+    """
+    bare: list[str] = []
+    out: dict = {"cache": [], "conf": [], "preload": [], "use_pam": None}
+    in_bare = False
+    for raw in text.splitlines():
+        if raw.startswith("@@kind "):
+            in_bare = raw[7:].strip() == "bare"
+        elif raw.startswith("@@ld"):
+            if in_bare:
+                bare.append(raw)
+        elif raw.startswith("@@cache "):
+            name, path, real = (raw[8:].lstrip(" \t").split("\t") + ["", ""])[:3]
+            out["cache"].append({"name": name.strip(), "path": path, "real": real or path,
+                                 "version": version_of(real or path), "dir": posixpath.dirname(path),
+                                 "compat": is_compat(path), "stub": is_stub(path) or is_stub(real)})
+        elif raw.startswith("@@conf "):
+            file, line, value = (raw[7:].split("\t") + ["", ""])[:3]
+            out["conf"].append({"file": file, "line": int(line) if line.isdigit() else None, "dir": value,
+                                "compat": is_compat(value), "stub": is_stub(value)})
+        elif raw.startswith("@@preload "):
+            line, _, value = raw[10:].partition("\t")
+            out["preload"].append({"file": "/etc/ld.so.preload", "line": int(line) if line.isdigit() else None,
+                                   "entry": value.strip(), "compat": is_compat(value.strip()),
+                                   "stub": is_stub(value.strip()), "libcuda": "libcuda" in value})
+        elif raw.startswith("@@usepam"):
+            value = raw[8:].strip()
+            out["use_pam"] = True if value == "yes" else False if value == "no" else None
+    if not any(line.startswith("@@ld") for line in bare) and "@@kind bare" not in text:
+        raise ValueError("no answer from the loader for a bare process")
+    out["bare"] = parse_query(bare)
+    return out
+
+
+def explain(loader_facts: dict | None, shell_facts: dict | None) -> dict:
+    """Each kind's libcuda with the step that put it first, named by file:line: the LD_LIBRARY_PATH entry and the
+    startup line that set it (facts.shells' trace), the ld cache entry and the /etc/ld.so.conf* line that listed its
+    directory, the /etc/ld.so.preload line. Observation only (no harm): fleet.decide.loader judges.
+
+    -> {bare|ssh|interactive|login: {libcuda, real, version, stub, compat, step, entry, set_by, ...}}"""
+    loader_facts = loader_facts or {}
+    shell_facts = shell_facts or {}
+    home = shell_facts.get("home") or ""
+    kinds: dict = {}
+    for kind in KINDS:
+        if kind == "bare":
+            seen = loader_facts.get("bare")
+            changes: list = []
+        else:
+            shell = next((v for k, v in shell_facts.items() if SHELL_KIND.get(k) == kind and isinstance(v, dict)), {})
+            seen = shell.get("loader")
+            changes = shell.get("ld_changes") or []
+        if not seen:
+            continue
+        row = dict(seen)
+        row["set_by"] = _set_by(row, changes, loader_facts, shell_facts, home)
+        kinds[kind] = row
+    return kinds
+
+
+def _set_by(row: dict, changes: list, loader_facts: dict, shell_facts: dict, home: str) -> str | None:
+    step, entry = row.get("step"), (row.get("entry") or "").rstrip("/")
+    if step == "LD_LIBRARY_PATH":
+        for change in reversed(changes):
+            after = [d.rstrip("/") for d in (change.get("after") or "").split(":")]
+            before = [d.rstrip("/") for d in (change.get("before") or "").split(":")]
+            if entry in after and (entry not in before or after.index(entry) < before.index(entry)):
+                via = change.get("via") or []
+                where = f"{change['file']}:{change['line']}"
+                return _tilde(via[0], home) + f" (via {_tilde(where, home)})" if via else _tilde(where, home)
+        for line in shell_facts.get("etc_environment") or []:
+            if line.get("name") == "LD_LIBRARY_PATH" and entry in [d.rstrip("/") for d in line["value"].split(":")]:
+                return f"/etc/environment:{line['line']}"
+        return "the environment the process started with"
+    if step == "ld cache":
+        for conf in loader_facts.get("conf") or []:
+            if conf["dir"].rstrip("/") == entry:
+                return f"{conf['file']}:{conf['line']}"
+        return "/etc/ld.so.cache (no /etc/ld.so.conf* line lists it: a cache older than its files)"
+    if step == "/etc/ld.so.preload":
+        for line in loader_facts.get("preload") or []:
+            if "libcuda" in line["entry"]:
+                return f"/etc/ld.so.preload:{line['line']}"
+        return "/etc/ld.so.preload"
+    if step == "LD_PRELOAD":
+        return "LD_PRELOAD"
+    return None
+
+
+def _tilde(where: str, home: str) -> str:
+    return "~" + where[len(home):] if home and home != "/" and where.startswith(home + "/") else where
