@@ -137,3 +137,24 @@ def test_a_preload_of_the_compat_libcuda_is_named_as_the_preload(lab, converged)
         detail = checks[CHECK[kind]]["detail"]
         assert f"loaded because /etc/ld.so.preload:1 preloads {COMPAT}/libcuda.so.1" in detail, detail
         assert f"fix: take {COMPAT}/libcuda.so.1 out of /etc/ld.so.preload" in detail
+
+
+def test_a_compat_needing_pod_is_judged_in_a_bare_process_as_a_bare_process_answers(lab):
+    """pod-570 (driver 570, CUDA 13.0 wheel: compat decided): verify's bare verdict is what a process that reads
+    no startup file gets from torch on the host, whether or not compat reaches such processes (the cuda_compat
+    role's part of issue 23); where it does not, the failure names the bare kind, the driver's libcuda and why."""
+    pod = "pod-570"
+    lab.reset([pod])
+    fleet_json("apply", str(lab.inventory_path), "--limit", pod)   # its verify may fail: judged below
+    answer = ok(lab, pod, "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root /opt/fleet/venv/bin/python -c "
+                          "'import torch; print(torch.cuda.is_available())' 2>/dev/null").split()[-1]
+    code, doc = fleet_json("verify", str(lab.inventory_path), "--limit", pod)
+    record = json.loads((lab.inventory.facts_dir / f"{pod}.json").read_text())["verify"]
+    bare = next(c for c in record["checks"] if c["name"] == "cuda_available_bare")
+    print(f"\n===== pod-570 bare process: torch says {answer}; verify: {bare['detail']}")
+    assert bare["passed"] == (answer == "True"), (answer, bare)
+    assert record["kinds"]["bare"]["passed"] == bare["passed"] and (code == 0) == record["passed"]
+    if not bare["passed"]:
+        assert bare["detail"].startswith(f"{SAYS['bare']}: cuInit succeeded through /usr/lib/x86_64-linux-gnu/"
+                                         "libcuda.so.570.133.20"), bare
+        assert "driver API 12080 (libcuda 570.133.20) is older than the wheel's CUDA 13.0 needs: this kind of process does not get cuda-compat" in bare["detail"]
