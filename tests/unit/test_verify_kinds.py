@@ -106,7 +106,7 @@ def test_compat_in_the_ld_cache_is_blamed_on_the_conf_file_never_on_ld_library_p
         assert step["mechanism"] == "ld cache" and step["conf"] == conf_file
         text = verify["explain"](r, step)
         assert f"loaded because {conf_file}:1 puts {compat} in the ld cache (ldconfig -p: libcuda.so.1 => " in text
-        assert text.endswith(f"fix: move {conf_file} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig")
+        assert f"fix: move {conf_file} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig; " in text
     # the conf file gone but ldconfig not run: the cache itself is named
     step = verify["loader_step"](report(real), "bare", trace={}, cache=cache, conf=[], preload_file=str(tmp_path / "x"))
     assert "no /etc/ld.so.conf file names its directory" in step["says"] and step["fix"] == "run ldconfig"
@@ -119,7 +119,7 @@ def test_a_preload_wins_over_every_path_and_is_named(verify, tmp_path):
     r = report(real, ld_library_path=str(compat))
     step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["says"] == f"{preload}:2 preloads {compat}/libcuda.so.1"
-    assert step["fix"] == f"take {compat}/libcuda.so.1 out of {preload}"
+    assert step["fix"].startswith(f"take {compat}/libcuda.so.1 out of {preload} ")
     r["ld_preload"] = f"{compat}/libcuda.so.1"
     step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["mechanism"] == "LD_PRELOAD" and step["says"].startswith(f"LD_PRELOAD={compat}/libcuda.so.1 preloads")
@@ -172,3 +172,12 @@ def test_the_verify_check_hands_over_the_facts_own_trace_command():
     plan = decide_tasks(load_roles(None, roles_dirs()), Host("h", address="192.0.2.1"), facts)
     check = next(t for t in plan.tasks if t.id == "verify.0").resource.check()
     assert f"env FLEET_VERIFY_TRACE={shells.quote(shells.command())} " in check
+
+
+def test_fleets_own_gated_drop_in_at_fault_sends_to_its_gate_not_aside(verify, tmp_path):
+    compat, real = compat_tree(tmp_path)
+    own = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"      # the cuda_compat role's, kept by its start gate
+    step = verify["loader_step"](report(real), "bare", trace={}, cache=[("libc6,x86-64", f"{compat}/libcuda.so.1")],
+                                 conf=[(own, 1, str(compat))], preload_file=str(tmp_path / "none"))
+    assert step["says"].startswith(f"{own}:1 puts {compat} in the ld cache")
+    assert "run /usr/local/sbin/fleet-cuda-compat-gate" in step["fix"] and "aside" not in step["fix"]
