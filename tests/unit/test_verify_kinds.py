@@ -181,3 +181,21 @@ def test_fleets_own_gated_drop_in_at_fault_sends_to_its_gate_not_aside(verify, t
                                  conf=[(own, 1, str(compat))], preload_file=str(tmp_path / "none"))
     assert step["says"].startswith(f"{own}:1 puts {compat} in the ld cache")
     assert "run /usr/local/sbin/fleet-cuda-compat-gate" in step["fix"] and "aside" not in step["fix"]
+
+
+def test_each_kind_of_process_really_starts_here_and_a_failure_names_its_kind(verify, monkeypatch, tmp_path):
+    """bare (env -i), bash -i and bash -l started for real on this machine (no NVIDIA driver: the loader finds no
+    libcuda.so.1 in any of them, or the machine's own where it has one); each answers, in its own environment."""
+    monkeypatch.setenv("HOME", str(tmp_path))       # startup files of our own: a login shell that says where it is
+    (tmp_path / ".bash_profile").write_text("export LD_LIBRARY_PATH=/nonexistent/login\n")
+    (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/nonexistent/interactive\n")
+    answers = verify["other_kinds"](13000)
+    assert set(answers) == {"bare", "interactive", "login"}
+    assert answers["bare"]["ld_library_path"] is None
+    assert answers["interactive"]["ld_library_path"] == "/nonexistent/interactive"
+    assert answers["login"]["ld_library_path"] == "/nonexistent/login"
+    for kind, r in answers.items():
+        entry = verify["judge_kind"](kind, r)
+        assert entry["passed"] == bool(r.get("available")), (kind, r)
+        if not entry["passed"]:
+            assert verify["CHECKS"][-1]["detail"].startswith(verify["KINDS"][kind] + ": ")
