@@ -161,3 +161,23 @@ def test_a_compat_needing_pod_is_judged_in_a_bare_process_as_a_bare_process_answ
         assert bare["detail"].startswith(f"{SAYS['bare']}: cuInit succeeded through /usr/lib/x86_64-linux-gnu/"
                                          "libcuda.so.570.133.20"), bare
         assert "driver API 12080 (libcuda 570.133.20) is older than the wheel's CUDA 13.0 needs: this kind of process does not get cuda-compat" in bare["detail"]
+
+
+def test_a_line_appended_to_bashrc_fails_the_interactive_kind_naming_its_line(lab, converged):
+    """Below fleet's guard at the end of ~/.bashrc: only `bash -i` reads it (`ssh host cmd` and `bash -l` stop
+    at the file's non-interactive return), as the host shows; verify names that kind and that line."""
+    ok(lab, HOST, "cp /root/.bashrc /root/.bashrc.vk && "
+                  f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' >> /root/.bashrc")
+    try:
+        line = int(ok(lab, HOST, "wc -l < /root/.bashrc").strip())
+        before = asked(lab)
+        assert before["interactive"] == (803, COMPAT_LIB), before
+        assert all(before[k] == (0, DRIVER_LIB) for k in ("bare", "ssh", "login")), before
+        code, record, checks = verify(converged)
+    finally:
+        ok(lab, HOST, "mv /root/.bashrc.vk /root/.bashrc")
+    assert code != 0
+    assert {k for k, v in record["kinds"].items() if not v["passed"]} == {"interactive"}
+    detail = checks["cuda_available_interactive"]["detail"]
+    assert detail.startswith(f"{SAYS['interactive']}: CUDA error 803 ") and COMPAT_LIB in detail
+    assert f"loaded because ~/.bashrc:{line} puts {COMPAT} first on LD_LIBRARY_PATH" in detail
