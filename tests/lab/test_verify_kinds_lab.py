@@ -181,3 +181,24 @@ def test_a_line_appended_to_bashrc_fails_the_interactive_kind_naming_its_line(la
     detail = checks["cuda_available_interactive"]["detail"]
     assert detail.startswith(f"{SAYS['interactive']}: CUDA error 803 ") and COMPAT_LIB in detail
     assert f"loaded because ~/.bashrc:{line} puts {COMPAT} first on LD_LIBRARY_PATH" in detail
+
+
+def test_apply_with_the_bash_profile_trap_reports_the_login_shell_as_the_host_has_it(lab, converged):
+    """Issue 23's false "verify passed": after `fleet apply` with a ~/.bash_profile putting compat first, apply's
+    verify says of login shells what a login shell on the host then gets (whether or not apply neutralized the
+    file: the env_hooks part of issue 23), and where it fails, names the kind and the file."""
+    ok(lab, HOST, f"cp /root/.bashrc /root/.bashrc.vk; cp /root/.profile /root/.profile.vk; "
+                  f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' > /root/.bash_profile")
+    try:
+        code, doc = fleet_json("apply", converged, "--limit", HOST, "--verify")
+        after = asked(lab)
+        record = json.loads((pathlib.Path(converged).parent / "facts" / f"{HOST}.json").read_text())["verify"]
+    finally:
+        ok(lab, HOST, "rm -f /root/.bash_profile; mv /root/.bashrc.vk /root/.bashrc; mv /root/.profile.vk /root/.profile")
+    login = next(c for c in record["checks"] if c["name"] == "cuda_available_login")
+    print(f"\n===== apply with ~/.bash_profile (exit {code}), login shell afterwards {after['login']}: "
+          f"{record['summary']}")
+    assert login["passed"] == (after["login"] == (0, DRIVER_LIB)), (after, login)
+    assert (code == 0) == record["passed"] == all(a == (0, DRIVER_LIB) for a in after.values()), (code, after)
+    if not login["passed"]:
+        assert login["detail"].startswith(f"{SAYS['login']}: CUDA error 803 ") and "~/.bash_profile:" in login["detail"]
