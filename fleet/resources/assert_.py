@@ -32,8 +32,13 @@ class Assert(Resource):
     def describe(self) -> str:
         return self.p["msg"]
 
+    def environment(self) -> str:
+        """`env NAME=value ` put before the check's interpreter (none for a role's own assert)."""
+        return ""
+
     def check(self) -> str:
-        run = _RUN[self.p["interpreter"]].format(script=q(self.p["script"]), python=qpath(self.p["python"]))
+        run = self.environment() + _RUN[self.p["interpreter"]].format(script=q(self.p["script"]),
+                                                                      python=qpath(self.p["python"]))
         return (f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
                 f"[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 

@@ -45,6 +45,14 @@ class Verify(Assert):
         python = str(self.p["python"])
         return posixpath.dirname(posixpath.dirname(python)) if "/" in python else ""
 
+    def environment(self) -> str:
+        """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE), which
+        runs it only where a kind of process failed through LD_LIBRARY_PATH, to name the file:line that set it."""
+        from fleet.facts import shells
+        from fleet.shell import quote
+
+        return f"env FLEET_VERIFY_TRACE={quote(shells.command())} "
+
     def gate(self, body: str, max_age: float | None) -> str:
         return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
 
