@@ -2,7 +2,8 @@
 
 The parts are a few cheap reads, no Python and no GPU work (fingerprint_script): the kernel driver, the
 `libcuda.so.1` each kind of shell would load (path, size, mtime), the torch distribution (its RECORD's digest),
-the venv's Python, fleet's env hook, each shell's effective LD_LIBRARY_PATH; the verify gate adds the variables
+the venv's Python, fleet's env hook, each shell's effective LD_LIBRARY_PATH, the libcuda a process that reads
+no startup file loads (the ld cache alone) and the loader's own files (preload, ld.so.conf*); the verify gate adds the variables
 verify reads (`var.NAME DIGEST`). The facts probe takes them once per probe (`verify_fingerprint`, after the
 background sources: it reads the shells' trace they keep) and keeps them for the gate
 (fleet/resources/verify_gate.py), which compares them with the host's own verify record.
@@ -24,7 +25,9 @@ PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch":
               "hook": "fleet's env hook", "ld.noninteractive": "LD_LIBRARY_PATH of `ssh host cmd`",
               "ld.interactive": "LD_LIBRARY_PATH of interactive shells", "ld.login": "LD_LIBRARY_PATH of login shells",
               "libcuda.noninteractive": "libcuda.so.1 of `ssh host cmd`",
-              "libcuda.interactive": "libcuda.so.1 of interactive shells", "libcuda.login": "libcuda.so.1 of login shells"}
+              "libcuda.interactive": "libcuda.so.1 of interactive shells", "libcuda.login": "libcuda.so.1 of login shells",
+              "libcuda.bare": "libcuda.so.1 of processes that read no startup file",
+              "ld.files": "the loader's files (/etc/ld.so.preload, /etc/ld.so.conf, /etc/ld.so.conf.d)"}
 VAR = "var."          # a variable verify reads: `var.NAME DIGEST`
 HOST_PARTS = "fleet_fp_host"          # the probe's own fingerprint (facts.verify_fingerprint), kept for the gate
 HOST_PARTS_ENV = "fleet_fp_host_env"  # ... and the venv it was taken for
@@ -93,6 +96,9 @@ echo "ld.login $fleet_l"
 fleet_libcuda "$fleet_ni"; echo "libcuda.noninteractive $fleet_r"
 fleet_libcuda "$fleet_i"; echo "libcuda.interactive $fleet_r"
 fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
+fleet_libcuda ""; echo "libcuda.bare $fleet_r"
+fleet_h=$(shopt -s nullglob; cat /etc/ld.so.preload /etc/ld.so.conf /etc/ld.so.conf.d/*.conf 2>/dev/null | sha256sum)
+echo "ld.files ${{fleet_h:0:16}}"
 """
 
 

@@ -106,7 +106,7 @@ def test_compat_in_the_ld_cache_is_blamed_on_the_conf_file_never_on_ld_library_p
         assert step["mechanism"] == "ld cache" and step["conf"] == conf_file
         text = verify["explain"](r, step)
         assert f"loaded because {conf_file}:1 puts {compat} in the ld cache (ldconfig -p: libcuda.so.1 => " in text
-        assert f"fix: move {conf_file} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig; " in text
+        assert f"fix: move {conf_file} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig: fleet apply does so " in text
     # the conf file gone but ldconfig not run: the cache itself is named
     step = verify["loader_step"](report(real), "bare", trace={}, cache=cache, conf=[], preload_file=str(tmp_path / "x"))
     assert "no /etc/ld.so.conf file names its directory" in step["says"] and step["fix"] == "run ldconfig"
@@ -119,7 +119,7 @@ def test_a_preload_wins_over_every_path_and_is_named(verify, tmp_path):
     r = report(real, ld_library_path=str(compat))
     step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["says"] == f"{preload}:2 preloads {compat}/libcuda.so.1"
-    assert step["fix"].startswith(f"take {compat}/libcuda.so.1 out of {preload} ")
+    assert step["fix"].startswith(f"take {compat}/libcuda.so.1 out of {preload}: fleet apply comments the line out")
     r["ld_preload"] = f"{compat}/libcuda.so.1"
     step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["mechanism"] == "LD_PRELOAD" and step["says"].startswith(f"LD_PRELOAD={compat}/libcuda.so.1 preloads")
