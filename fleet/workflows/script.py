@@ -5,6 +5,8 @@ once (one remote command) to freeze the decisions, which the script states in co
 rendered from them exactly as `fleet apply` renders them (fleet.engine.decide_tasks), with the resources' own
 check and apply snippets. Then, on the host:
 
+- the cuda-compat gate a converged host has (roles/cuda_compat) runs first, as at every start: a pod template
+  runs the script at start, where a changed kernel driver shows first;
 - each enabled task: its check; its apply only when the check says "not in state" (exit 10); a check that
   cannot run or an apply that fails stops the script, naming the task;
 - every changed task is checked again at the end (as apply's second observe does): idempotence proved;
