@@ -92,6 +92,13 @@ def changed(doc: dict) -> set[tuple[str, str]]:
     return {(t["role"], t["task"]) for t in doc["hosts"][HOST]["tasks"] if t["status"] == "changed"}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def host_as_the_inventory_has_it(lab):
+    """Leave pod-570 as the inventory makes it (its driver), so the session's other tests find it as `up` would."""
+    yield
+    lab.reset([HOST])
+
+
 @pytest.fixture(scope="module")
 def applied(lab):
     lab.reset([HOST])
@@ -211,3 +218,18 @@ def test_fleet_script_applies_the_same_and_its_start_keeps_compat_from_a_newer_d
     for kind, got in every_ssh_kind(lab).items():
         assert got == (True, DRIVER_580), kind
     lab.exec(HOST, ["rm", "-f", "/pre_start.sh"])
+
+
+def test_fleet_lab_restart_changes_the_driver_and_keeps_what_the_host_wrote(lab):
+    lab.reset([HOST])
+    assert ssh(lab, "echo kept > /root/mark").returncode == 0
+    inv = str(lab.inventory_path)
+    code, out, err = fleet("lab", "restart", HOST, "--driver", "580.159.04", "--inventory", inv)
+    assert code == 0 and "restarted" in out and "580.159.04" in out, out + err
+    asked = ssh(lab, "cat /root/mark; nvidia-smi --query-gpu=driver_version --format=csv,noheader; "
+                     "readlink /usr/lib/x86_64-linux-gnu/libcuda.so.1; cat /proc/driver/nvidia/version")
+    assert asked.returncode == 0, asked.stderr
+    mark, smi, link, proc = asked.stdout.splitlines()[:4]
+    assert (mark, smi, link) == ("kept", "580.159.04", "libcuda.so.580.159.04") and "  580.159.04  " in proc
+    code, _, err = fleet("lab", "restart", HOST, "--driver", "580; true", "--inventory", inv)
+    assert code == 2 and "is not a driver version such as 580.159.04" in err
