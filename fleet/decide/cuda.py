@@ -12,7 +12,8 @@ Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 from __future__ import annotations
 
 from fleet.decide.cuda_table import (
-    FORWARD_COMPAT_BRANCHES, family_min_driver, forward_compat_branch, forward_compat_branches, forward_compat_supported, minor_compat_runs,
+    FORWARD_COMPAT_BRANCHES, family_min_driver, forward_compat_branch, forward_compat_branches,
+    forward_compat_supported, minor_compat_runs,
 )
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host

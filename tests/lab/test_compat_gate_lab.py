@@ -180,7 +180,8 @@ def test_apply_finds_and_repairs_a_drop_in_that_disagrees_with_the_driver(applie
     assert code == 0
     gate = next(t for t in check["hosts"][HOST]["tasks"] if t["task"].startswith("compat in the ld cache"))
     assert gate["status"] == "changed"
-    assert gate["reason"].startswith("kernel driver 580.159.04 >= 580.65.06") and "the gate removes it" in gate["reason"]
+    assert gate["reason"].startswith("kernel driver 580.159.04 >= 580.65.06")
+    assert "the gate removes it" in gate["reason"]
     code, first = fleet_json("apply", inv, "--limit", HOST)
     assert code == 0, json.dumps(first)[-3000:]
     assert bare(lab)[:2] == (True, DRIVER_580)
