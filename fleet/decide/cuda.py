@@ -222,7 +222,8 @@ def _keep_off_note(host: Host, path: str) -> str:
     compat = host.compat
     label = f"cuda-compat {compat['version']}" if compat.get("version") else "cuda-compat"
     note = f"; {label} is installed but must stay off the path (error 803)"
-    if compat.get("in_use") or compat.get("on_ld_library_path") or path in host.env_ld_library_path.split(":"):
+    # `in_use` counts the ld cache too: the path claim only where compat is on the path itself
+    if compat.get("on_ld_library_path") or path in host.env_ld_library_path.split(":"):
         note += ": it is on LD_LIBRARY_PATH now and env_hooks takes it off"
     if compat.get("registered_ldconfig"):
         note += "; it is registered with ldconfig: remove its /etc/ld.so.conf.d entry and run ldconfig"

@@ -351,6 +351,14 @@ def test_cli_prints_each_decision_and_its_reason():
     assert "roles 6 act cuda_toolkit cuda_compat env_hooks cutlass torch verify (skipped: nvpl cudss)" in text
 
 
+def test_compat_in_the_ld_cache_only_is_not_said_to_be_on_the_path():
+    """The facts' in_use counts the ld cache (a drop-in such as a 570 image's): that is no LD_LIBRARY_PATH entry."""
+    doc = decided(patched(load("h100-pod-580-compat"), {"cuda.compat.registered_ldconfig": True,
+                                                         "cuda.compat.in_use": True}), {})
+    assert "registered with ldconfig" in doc["compat"]["reason"]
+    assert "on LD_LIBRARY_PATH now" not in doc["compat"]["reason"]
+
+
 def test_cli_json_shape():
     status, out, _ = run_cli(str(RECORDS / "h100-pod-580-compat.json"), str(RECORDS / "cpu-only.json"), "--json")
     doc = json.loads(out)
