@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -244,3 +246,38 @@ def reset(inventory, names, root=None) -> list[HostState]:
         host.stop()
         host.wipe()
     return up(inventory, [s.name for s in specs], root)
+
+
+def restart(inventory, names, driver: str | None = None, root=None) -> list[HostState]:
+    """Stop each named host and start it again KEEPING what it wrote (its upper dir), as a pod restarts; with
+    `driver`, on a host of that kernel driver: /proc/driver/nvidia/version and the user-space libcuda (which the
+    container runtime mounts from the host) change, nothing else, and nothing is re-applied. The start runs the
+    host's /pre_start.sh when it has one (the image's start command, as RunPod's start.sh does), then sshd. The
+    host's record then holds that driver: the next `up` from the inventory makes it afresh with its own."""
+    check_machine()
+    if driver is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}", driver):
+        raise InputError(f"--driver {driver!r} is not a driver version such as 580.159.04")
+    root = paths.lab_root(root)
+    specs = lab_specs(inventory, list(names))
+    mirror_dir = mirror.ensure(root)
+    mirror_address = serve.address_for(root, mirror_dir, lab_specs(inventory)[0].address)
+    serve.ensure(root, mirror_dir, mirror_address)
+    states = []
+    for spec in specs:
+        started = time.monotonic()
+        host = LabHost(spec.name, root)
+        rec = host.record()
+        if host.fresh() or not rec:
+            raise LabError(f"lab host {spec.name} is not up, so there is nothing to restart; start it with: "
+                           f"fleet lab up --limit {spec.name}")
+        spec.extra["mirror"] = mirror_dir.name
+        spec.extra["mirror_address"] = mirror_address
+        spec = dataclasses.replace(spec, driver=driver or rec.get("driver") or spec.driver)
+        host.stop()
+        if spec.driver != rec.get("driver"):
+            host.swap_driver(spec, mirror_dir)
+        host.write_proc_driver(spec)
+        host.start(spec, mirror_dir)
+        states.append(_state(spec, "restarted", started))
+    write_known_hosts(root)
+    return states

@@ -31,6 +31,8 @@ from .profiles import HostSpec
 SSHD = "/usr/sbin/sshd"
 _CHILDREN: dict[int, subprocess.Popen] = {}   # hosts started by this process: reaped when stopped
 SSHD_CONFIG = "/etc/ssh/fleet-lab/sshd_config"
+# What a container's processes start with (Docker's defaults for root): the start command and `docker exec`.
+CONTAINER_ENV = "HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def sshd_config(spec: HostSpec) -> str:
@@ -103,6 +105,21 @@ class LabHost:
             add_sudo_user(layer, spec.user, lab_pubkey)
         self.write_proc_driver(spec)
 
+    def swap_driver(self, spec: HostSpec, mirror: Path) -> None:
+        """The user-space driver of `spec.driver` in place of the one the host has (its upper dir, the host
+        stopped): what the container runtime mounts into a pod started on a host with that kernel driver."""
+        layer = self.dir / "upper"
+        libdir = layer / spec.prof.driver_libdir.lstrip("/")
+        for old in libdir.glob("libcuda.so.*.*") if libdir.is_dir() else []:
+            old.unlink()
+        from . import mirror as mirror_mod
+        libcuda = mirror_mod.driver_lib(mirror, spec.driver)
+        layers.put(layer, f"{spec.prof.driver_libdir}/libcuda.so.{spec.driver}", libcuda.read_bytes(), 0o755)
+        link = libdir / "libcuda.so.1"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        layers.link(layer, f"{spec.prof.driver_libdir}/libcuda.so.1", f"libcuda.so.{spec.driver}")
+
     def write_proc_driver(self, spec: HostSpec) -> None:
         """What the host's /proc/driver shows: the kernel driver of the profile and the GPU."""
         base = self.dir / "proc-driver"
@@ -152,6 +169,10 @@ class LabHost:
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
             *breakage.boot_lines(spec.prof, d, m),
             f"ldconfig -r {m}",
+            # The image's start command, as RunPod's start.sh runs it before its services: /pre_start.sh when
+            # the host has one (its output in start.log; a failing one never stops the start).
+            f"if [ -f {m}/pre_start.sh ]; then env -i {CONTAINER_ENV} chroot {m} bash /pre_start.sh </dev/null "
+            f">{d / 'start.log'} 2>&1 || true; fi",
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])
         log = open(d / "sshd.log", "wb")
@@ -229,6 +250,18 @@ class LabHost:
         if leader and leader not in found and self._is_ours(leader):
             found.append(leader)
         return found
+
+    def exec(self, argv: list[str], timeout: float = 120.0) -> subprocess.CompletedProcess:
+        """Run `argv` in the host as `docker exec` runs a process in a container: in the host's mount and UTS
+        namespaces and root, with a container's bare environment (CONTAINER_ENV), no shell, no startup file,
+        no SSH. What a service, a cron job or a supervised kernel gets from the loader."""
+        rec = self.record() or {}
+        sshd = next((pid for pid in sorted(self.pids()) if _comm(pid) == "sshd"), None)   # chrooted in the host
+        if not rec or sshd is None:
+            raise LabError(f"lab host {self.name} is not running; start it with: fleet lab up --limit {self.name}")
+        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", "-r", "-w", "--", "env", "-i",
+                               *CONTAINER_ENV.split(), *argv],
+                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
     def stop_listener(self, address: str, port: int) -> None:
         """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address.
@@ -325,6 +358,13 @@ def _overlay_of(pid: int) -> str | None:
         return None
     at = info.find("upperdir=")
     return info[at:info.index(",", at) + 1] if at >= 0 else None
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _mount_ns(pid: str) -> str | None:

@@ -52,6 +52,16 @@ class TestLab:
         """Fresh hosts (their writes forgotten), e.g. before applying roles to them."""
         control.reset(self.inventory_path, list(names) if not isinstance(names, str) else [names], self.root)
 
+    def restart(self, names, driver: str | None = None) -> None:
+        """Restart hosts keeping what they wrote, on another kernel driver where given (nothing re-applied)."""
+        control.restart(self.inventory_path, list(names) if not isinstance(names, str) else [names], driver,
+                        self.root)
+
+    def exec(self, name: str, argv: list[str]):
+        """A process in the host as `docker exec` starts one (no shell, no startup file): CompletedProcess."""
+        from .host import LabHost
+        return LabHost(name, self.root).exec(argv)
+
     def up(self, names=None):
         return control.up(self.inventory_path, names, self.root)
 

@@ -17,6 +17,8 @@ inventory. Needs root, openssh-server and the lab package (fleet_lab: pip instal
   fleet lab up                        start every lab host of inventories/lab.yaml (already running: kept)
   fleet lab status                    what runs, where
   fleet run inventories/lab.yaml -- uname -m
+  fleet lab restart pod-570 --driver 580.159.04
+                                      the same host, what it wrote kept, on another kernel driver
   fleet lab down                      stop them; nothing of theirs stays behind (--purge: the build cache too)
 
 The lab keeps its state in $FLEET_LAB_ROOT (default /var/lib/fleet-lab).
@@ -36,6 +38,14 @@ def register(subparsers) -> None:
     down.add_argument("inventory", nargs="?", default=DEFAULT_INVENTORY, metavar="INVENTORY",
                       help=f"inventory YAML file (default: {DEFAULT_INVENTORY})")
     down.add_argument("--purge", action="store_true", help="also remove the built mirror and profile layers")
+    restart = actions.add_parser("restart", help="restart hosts keeping what they wrote, optionally on another "
+                                                 "kernel driver (nothing re-applied)")
+    restart.add_argument("hosts", nargs="+", metavar="HOST", help="lab hosts (or groups) to restart")
+    restart.add_argument("--driver", metavar="VERSION",
+                         help="the kernel driver the host comes back on, e.g. 580.159.04 (a pod restarted on "
+                              "another machine, a driver upgraded and rebooted)")
+    restart.add_argument("--inventory", "-i", default=DEFAULT_INVENTORY, metavar="INVENTORY",
+                         help=f"inventory YAML file (default: {DEFAULT_INVENTORY})")
     actions.add_parser("status", help="list the lab hosts and whether each answers")
     parser.set_defaults(func=run)
 
@@ -56,6 +66,10 @@ def run(args: argparse.Namespace, env) -> int:
             states = lab.up(args.inventory, args.limit)
         _table(env, f"lab up ({time.monotonic() - started:.2f} s, root {paths.lab_root()})", states)
         env.console.print(f"next: fleet run {args.inventory} -- uname -m")
+    elif args.lab_action == "restart":
+        from fleet_lab.control import restart
+        states = restart(args.inventory, args.hosts, driver=args.driver)
+        _table(env, f"lab restart ({time.monotonic() - started:.2f} s)", states)
     elif args.lab_action == "down":
         states = lab.down(args.inventory, purge=args.purge)
         _table(env, f"lab down ({time.monotonic() - started:.2f} s)", states)

@@ -12,7 +12,8 @@ Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 from __future__ import annotations
 
 from fleet.decide.cuda_table import (
-    family_min_driver, forward_compat_branch, forward_compat_branches, forward_compat_supported, minor_compat_runs,
+    FORWARD_COMPAT_BRANCHES, family_min_driver, forward_compat_branch, forward_compat_branches,
+    forward_compat_supported, minor_compat_runs,
 )
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
@@ -128,9 +129,10 @@ def compat_dir(v: Vars) -> str:
 
 def decide_compat(host: Host, v: Vars) -> CompatDecision:
     path, package, installed = compat_dir(v), f"cuda-compat-{v.cuda_dashed}", host.compat
+    gate = start_gate(host, v)
 
     def off(reason: str, refuse: str | None = None) -> CompatDecision:
-        return CompatDecision(False, reason, path, package, installed, refuse)
+        return CompatDecision(False, reason, path, package, installed, refuse, gate)
 
     if not host.has_gpu:
         return off("no NVIDIA GPU: no CUDA, no cuda-compat")
@@ -165,7 +167,28 @@ def decide_compat(host: Host, v: Vars) -> CompatDecision:
                                                  f"{why}; {_driver_fix(host, v, need)}")
     return CompatDecision(True, f"{below}; {gpu.label} is a data-center GPU on {branch}, a branch {package} "
                                 f"supports (forward compatibility): {package} goes first on LD_LIBRARY_PATH",
-                          path, package, installed)
+                          path, package, installed, gate=gate)
+
+
+def start_gate(host: Host, v: Vars) -> dict | None:
+    """This rule's driver half, for the gate that re-checks it at every start (CompatDecision.gate): compat
+    only below the driver the CUDA release needs natively, from the branches forward compatibility supports
+    for it (their first driver each), and never where the compat libcuda is not newer than the kernel driver
+    (error 803; NVIDIA's container toolkit and AWS's deep-learning containers check the same at start)."""
+    if not host.has_gpu:
+        return None
+    if host.jetson:   # its driver reports the branch only; JetPack, not the desktop table, says what it runs
+        return {"below": None, "branches": []}
+    cuda = v.cuda_version
+    try:
+        need = min_driver_for(cuda)
+    except (KeyError, ValueError):
+        return None
+    if need is None:
+        return None
+    firsts = [first for branch, (first, newest) in sorted(FORWARD_COMPAT_BRANCHES.items())
+              if f"R{branch}" in forward_compat_branches(cuda)]
+    return {"below": need, "branches": firsts}
 
 
 def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
@@ -189,7 +212,7 @@ def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
     package = f"cuda-compat-{v.cuda_dashed}"
     return CompatDecision(True, f"{jp.label} ships CUDA {ships}, older than {cuda}; forward compatibility is "
                                 f"supported on Jetson boards: {package} goes first on LD_LIBRARY_PATH",
-                          path, package, host.compat)
+                          path, package, host.compat, gate=start_gate(host, v))
 
 
 def _keep_off_note(host: Host, path: str) -> str:
@@ -199,7 +222,8 @@ def _keep_off_note(host: Host, path: str) -> str:
     compat = host.compat
     label = f"cuda-compat {compat['version']}" if compat.get("version") else "cuda-compat"
     note = f"; {label} is installed but must stay off the path (error 803)"
-    if compat.get("in_use") or compat.get("on_ld_library_path") or path in host.env_ld_library_path.split(":"):
+    # `in_use` counts the ld cache too: the path claim only where compat is on the path itself
+    if compat.get("on_ld_library_path") or path in host.env_ld_library_path.split(":"):
         note += ": it is on LD_LIBRARY_PATH now and env_hooks takes it off"
     if compat.get("registered_ldconfig"):
         note += "; it is registered with ldconfig: remove its /etc/ld.so.conf.d entry and run ldconfig"

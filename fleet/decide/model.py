@@ -30,6 +30,12 @@ class CompatDecision:
     package: str | None                # "cuda-compat-13-0"
     installed: dict | None             # the installed package as the facts saw it
     refuse: str | None = None
+    # The part of this rule that can change between two starts of the host, the kernel driver, as the gate
+    # re-checks it at every start (roles/cuda_compat: fleet-cuda-compat-gate): compat only below `below` (the
+    # driver CUDA needs natively; None on Jetson, whose drivers report a branch), only from the listed
+    # branches (each branch's first supported driver; [] where any), and only when the compat libcuda is newer
+    # than the kernel driver. None where no CUDA is wanted.
+    gate: dict | None = None
 
 
 @dataclass

@@ -1,6 +1,9 @@
 """A library directory registered with the dynamic loader (/etc/ld.so.conf.d/<name>.conf + ldconfig).
 
-Never use this for cuda-compat: a registered compat libcuda breaks CUDA wherever the kernel driver is newer.
+Not for cuda-compat: a compat libcuda registered once breaks CUDA for every process (error 803) as soon as the
+kernel driver is no longer older than it (a pod restarted on another host, a driver upgraded). cuda-compat goes
+into the ld cache only behind a gate that re-checks the kernel driver at every start, as NVIDIA's container
+toolkit does: fleet/resources/compat_gate.py and roles/cuda_compat (shared/DOMAIN.md, forward compatibility).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ once (one remote command) to freeze the decisions, which the script states in co
 rendered from them exactly as `fleet apply` renders them (fleet.engine.decide_tasks), with the resources' own
 check and apply snippets. Then, on the host:
 
+- the cuda-compat gate a converged host has (roles/cuda_compat) runs first, as at every start: a pod template
+  runs the script at start, where a changed kernel driver shows first;
 - each enabled task: its check; its apply only when the check says "not in state" (exit 10); a check that
   cannot run or an apply that fails stops the script, naming the task;
 - every changed task is checked again at the end (as apply's second observe does): idempotence proved;
@@ -31,6 +33,7 @@ from fleet.errors import HostError
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
 from fleet.resources import assert_
+from fleet.resources.compat_gate import GATE as COMPAT_GATE
 
 NEEDS_CHANGE = 10
 
@@ -89,7 +92,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
            _PRELUDE, "# -- run-time guard: the host must be the one the decisions cover -----------------------",
-           script_runtime.guard(plan, plans, made_from), *defs]
+           script_runtime.guard(plan, plans, made_from), _start_gate(root), *defs]
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
@@ -112,6 +115,16 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out.append("esac")
     out.append("fleet_end 0")
     return "\n".join(out) + "\n"
+
+
+def _start_gate(root: bool) -> str:
+    """A pod template runs the script as its start command, where a changed kernel driver shows first: the gate
+    a converged host has (roles/cuda_compat) decides again before anything else, so the ld cache never hands
+    the compat libcuda to a driver that is not older than it (error 803), even if the script then stops."""
+    gate = shlex.quote(COMPAT_GATE)
+    sudo = shell.sudo_prefix(shell.needs_sudo(True, root))
+    return ("# -- the cuda-compat gate, as at every start (compat in the ld cache only under an older driver) ----\n"
+            f"if [ -x {gate} ]; then {sudo}{gate} run fleet-script </dev/null; fi")
 
 
 def _number(task, root: bool, bodies: dict[str, int], defs: list[str]) -> tuple[int, object]:

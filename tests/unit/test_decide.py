@@ -73,9 +73,12 @@ ROWS = [
                "missing_providers/libcuda.so.1/provider": "cuda_compat"},
         says={"compat.reason": ["570.133.20 < 580.65.06", "CUDA 13.0", "data-center"],
               "torch.reason": ["sm_90", "9.0"], "reasons.env": [COMPAT]}),
+    # cuda_compat acts where the package is installed but not decided: its gate task keeps fleet's own
+    # /etc/ld.so.conf.d drop-in away under this driver (a host that had compat under an older one).
     Row("h100 on 580.159.04 with compat installed: compat off and off the path", "h100-pod-580-compat",
         equal={"refuse": None, "compat.use": False, "ld_library_path": [X86_LIB],
-               "roles": ["env_hooks", "cutlass", "torch", "verify"],
+               "roles": ["cuda_compat", "env_hooks", "cutlass", "torch", "verify"],
+               "compat.gate": {"below": "580.65.06", "branches": ["535.54.03", "570.26"]},
                "cuda.action": "present", "cuda.path": "/usr/local/cuda-13.0", "torch.supported": True,
                "compat.installed.version": "580.95.05",
                "missing_providers/libcuda.so.1/provider": "driver",
@@ -235,7 +238,10 @@ def test_decisions(row: Row):
     assert all(doc["reasons"].values())
     assert doc["roles"] == [name for name in ALL_ROLES if name in doc["roles"]]
     assert (doc["ld_library_path"][:1] == [doc["compat"]["path"]]) == doc["compat"]["use"]
-    assert ("cuda_compat" in doc["roles"]) == (doc["compat"]["use"] and not doc["refuse"])
+    # cuda_compat acts where compat is used, and where the package is installed without it (its gate task keeps
+    # fleet's ld.so.conf.d drop-in away under this driver)
+    assert ("cuda_compat" in doc["roles"]) == (bool(doc["compat"]["use"] or doc["compat"]["installed"])
+                                               and not doc["refuse"])
 
 
 @pytest.mark.parametrize("arch_list, capability, runs", [
@@ -345,6 +351,14 @@ def test_cli_prints_each_decision_and_its_reason():
     assert "roles 6 act cuda_toolkit cuda_compat env_hooks cutlass torch verify (skipped: nvpl cudss)" in text
 
 
+def test_compat_in_the_ld_cache_only_is_not_said_to_be_on_the_path():
+    """The facts' in_use counts the ld cache (a drop-in such as a 570 image's): that is no LD_LIBRARY_PATH entry."""
+    doc = decided(patched(load("h100-pod-580-compat"), {"cuda.compat.registered_ldconfig": True,
+                                                         "cuda.compat.in_use": True}), {})
+    assert "registered with ldconfig" in doc["compat"]["reason"]
+    assert "on LD_LIBRARY_PATH now" not in doc["compat"]["reason"]
+
+
 def test_cli_json_shape():
     status, out, _ = run_cli(str(RECORDS / "h100-pod-580-compat.json"), str(RECORDS / "cpu-only.json"), "--json")
     doc = json.loads(out)
@@ -355,7 +369,8 @@ def test_cli_json_shape():
     assert pod["refuse"] is None
     assert pod["compat"]["use"] is False and "must stay off the path" in pod["compat"]["reason"]
     assert {"index_url", "version", "supported", "reason"} <= set(pod["torch"])
-    assert pod["roles"] == ["env_hooks", "cutlass", "torch", "verify"]   # the toolkit is there already
+    # the toolkit is there already; cuda_compat's gate keeps fleet's drop-in away from the installed compat
+    assert pod["roles"] == ["cuda_compat", "env_hooks", "cutlass", "torch", "verify"]
     assert pod["ld_library_path"] == [X86_LIB]
     assert list(pod["reasons"]) == ["cuda", "compat", "torch", "nvpl", "cudss", "env"]
 

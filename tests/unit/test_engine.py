@@ -54,10 +54,26 @@ def enabled(plan) -> dict[str, object]:
     return {t.id: t for t in plan.tasks if t.enabled}
 
 
-def sourced(env_sh: str, tmp_path: Path, before: str = "/usr/lib/other") -> dict[str, str]:
-    """Source the rendered env.sh twice in bash, as a shell hook would: the variables it leaves."""
+GATE_ON = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build", "on")
+
+
+def gated(env_sh: str, tmp_path: Path, gate: tuple[str, str] | None = GATE_ON) -> str:
+    """env.sh reading a kernel driver line and the cuda-compat gate's record from tmp_path instead of
+    /proc/driver/nvidia/version and /var/lib/fleet/cuda-compat-gate (the gate's verdict for that driver)."""
+    driver, state = tmp_path / "nvidia-version", tmp_path / "cuda-compat-gate"
+    if gate:
+        driver.write_text(gate[0] + "\n")
+        state.write_text(f"{gate[0]}\n{gate[1]}\nwhy\n")
+    return (env_sh.replace("/proc/driver/nvidia/version", str(driver))
+            .replace("/var/lib/fleet/cuda-compat-gate", str(state)))
+
+
+def sourced(env_sh: str, tmp_path: Path, before: str = "/usr/lib/other",
+            gate: tuple[str, str] | None = GATE_ON) -> dict[str, str]:
+    """Source the rendered env.sh twice in bash, as a shell hook would: the variables it leaves (the gate's
+    record, by default, says compat is on for the kernel driver there)."""
     path = tmp_path / "env.sh"
-    path.write_text(env_sh)
+    path.write_text(gated(env_sh, tmp_path, gate))
     out = subprocess.run(
         ["bash", "-c", f". '{path}'; . '{path}'; printf '%s\\n' \"$LD_LIBRARY_PATH\" \"$CUDA_HOME\" "
                        "\"$CUTLASS_HOME\" \"$PATH\""],
@@ -71,14 +87,22 @@ def sourced(env_sh: str, tmp_path: Path, before: str = "/usr/lib/other") -> dict
 def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
     plan = plan_of(shipped, "pod-570")
     tasks = enabled(plan)
-    assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "env_hooks.0", "env_hooks.1", "env_hooks.2",
-                          "env_hooks.3", "env_hooks.4", "env_hooks.5", "env_hooks.6", "env_hooks.7", "cutlass.1", "torch.1",
+    # no systemd in the record (a pod): the gate and its check, no unit
+    assert set(tasks) == {"cuda_toolkit.0", "cuda_compat.0", "cuda_compat.1", "cuda_compat.4", "env_hooks.0",
+                          "env_hooks.1", "env_hooks.2", "env_hooks.3", "env_hooks.4", "env_hooks.5", "env_hooks.6",
+                          "env_hooks.7", "cutlass.1", "torch.1",
                           "verify.0"}
     compat = tasks["cuda_compat.0"].resource.p
     assert compat["packages"] == ["cuda-compat-13-0"] and compat["hold"] is True
     assert tasks["cuda_toolkit.0"].resource.p["packages"] == ["cuda-toolkit-13-0"]
     env = sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path)
     assert env["LD_LIBRARY_PATH"] == f"{COMPAT}:{X86_LIB}:/usr/lib/other"  # once, though sourced twice
+    # the gate's verdict decides: off for the driver it saw (a newer one), or no record and no gate at all
+    assert sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path,
+                   gate=(GATE_ON[0], "off"))["LD_LIBRARY_PATH"] == f"{X86_LIB}:/usr/lib/other"
+    (tmp_path / "none").mkdir()
+    assert sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path / "none",
+                   gate=None)["LD_LIBRARY_PATH"] == f"{X86_LIB}:/usr/lib/other"
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0" and env["CUTLASS_HOME"] == "/opt/cutlass"
     # the venv's bin goes last, never ahead of the system's python3 (issue 16)
     assert env["PATH"] == "/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"
@@ -108,7 +132,10 @@ def test_pod_580_never_gets_compat(shipped, tmp_path):
     tasks = enabled(plan)
     assert "cuda_compat.0" not in tasks and "cuda_toolkit.0" not in tasks
     skipped = next(t for t in plan.tasks if t.id == "cuda_compat.0")
-    assert skipped.skip_reason == "role condition is false: decisions.compat.use"
+    assert skipped.skip_reason == "condition is false: decisions.compat.use"
+    # compat is installed there: the gate's check still runs, and keeps fleet's drop-in away
+    assert set(t for t in tasks if t.startswith("cuda_compat")) == {"cuda_compat.4"}
+    assert tasks["cuda_compat.4"].resource.p["decided"] is False
     content = tasks["env_hooks.0"].resource.p["content"]
     assert sourced(content, tmp_path)["LD_LIBRARY_PATH"] == f"{X86_LIB}:/usr/lib/other"
     assert not [line for line in content.splitlines() if COMPAT in line and not line.startswith("#")]
@@ -361,7 +388,7 @@ def test_env_sh_is_posix_sh_for_profile_d(shipped, tmp_path):
     """/etc/profile.d is read by dash too (a login `sh`): same result, and an old hook's venv-first PATH is
     put right (the venv's bin moves last: issue 16)."""
     path = tmp_path / "env.sh"
-    path.write_text(enabled(plan_of(shipped, "pod-570"))["env_hooks.0"].resource.p["content"])
+    path.write_text(gated(enabled(plan_of(shipped, "pod-570"))["env_hooks.0"].resource.p["content"], tmp_path))
     out = subprocess.run(["dash", "-c", f". '{path}'; . '{path}'; echo \"$LD_LIBRARY_PATH|$PATH\""],
                          env={"PATH": "/opt/fleet/venv/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{COMPAT}/:/x"},
                          capture_output=True, text=True, check=True)

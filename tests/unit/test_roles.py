@@ -61,8 +61,8 @@ def test_an_unknown_role_name_suggests_the_closest():
 LOAD_ERRORS = [
     ("unknown_role_key", 3, "unknown key 'task' in the role; did you mean 'tasks'?"),
     ("unknown_task_key", 7, "unknown key 'whn' in a task; did you mean 'when'?"),
-    ("two_types", 5, "a task names exactly one resource type (apt, archive, assert, block, command, directory, "
-                     "file, git, ld_aside, ldconfig, pip, verify); this one names 2"),
+    ("two_types", 5, "a task names exactly one resource type (apt, archive, assert, block, command, compat_gate, "
+                     "directory, file, git, ld_aside, ldconfig, pip, verify); this one names 2"),
     ("no_type", 3, "this one names 0"),
     ("unknown_param", 9, "unknown parameter 'dset' for git; did you mean 'dest'?"),
     ("bad_when", 5, "'when' is not a valid expression (unexpected 'end of template'); "
@@ -149,7 +149,8 @@ def test_a_false_when_disables_the_task_without_rendering_it(tmp_path, pod570):
 
 def test_a_false_role_condition_disables_every_task(pod570):
     compat, nvpl = (load_role(SHIPPED / n / "role.yaml") for n in ("cuda_compat", "nvpl"))
-    assert [t.enabled for t in render(compat, pod570)] == [True]  # the 570 pod needs compat
+    # the 570 pod needs compat: package, gate, its check (no systemd there: no unit)
+    assert [t.enabled for t in render(compat, pod570)] == [True, True, False, False, True]
     tasks = render(nvpl, pod570)
     assert [t.enabled for t in tasks] == [False, False, False, False]  # pypi, apt, BLAS and LAPACK archives
     assert {t.skip_reason for t in tasks} == {"role condition is false: decisions.nvpl.needed"}
