@@ -61,7 +61,9 @@ def decide_loader(facts: dict, host, compat) -> dict:
             by = f" by {seen.get('step')}" + (f" ({seen['set_by']})" if seen.get("set_by") else "")
             harmful.append(f"{kind}: {lib} (version {seen.get('version') or '?'}) first{by}: {harm}")
 
-    keep = [FLEET_COMPAT_CONF] if compat.use else []
+    # fleet's own drop-in belongs to the cuda_compat role's gate wherever that role runs (compat decided, or
+    # installed and not decided: the gate then takes it away itself): never a second owner for one file
+    keep = [FLEET_COMPAT_CONF] if compat.use or getattr(compat, "installed", False) else []
     aside = []
     for line in loader.get("conf") or []:
         harm = harm_of(line.get("dir"))
