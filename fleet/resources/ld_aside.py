@@ -8,9 +8,13 @@ resource takes each mention out of effect, reversibly, and never deletes:
 
 - an /etc/ld.so.conf.d/*.conf file whose every directory line is harmful is MOVED to `<aside>/<its path>`
   (/var/lib/fleet/aside/etc/ld.so.conf.d/000-cuda-compat.conf); to undo: move it back and run ldconfig;
-- a harmful line in a file shared with other entries (/etc/ld.so.conf, a mixed conf.d file, /etc/ld.so.preload)
-  is commented out with the marker `# fleet ld_aside: ` in front of it (a preload line's other libraries stay in
-  effect on a line of their own below it); to undo: delete the marker (and that line);
+- a harmful line in a file shared with other entries (/etc/ld.so.conf, a mixed conf.d file) is commented out with
+  the marker `# fleet ld_aside: ` in front of it; to undo: delete the marker;
+- a harmful line of /etc/ld.so.preload is taken OUT of the file and appended to `<aside>/etc/ld.so.preload` (its
+  other libraries stay in effect on that line); to undo: put it back. Never a comment there: glibc's rtld blanks
+  comments in ld.so.preload with a loop that never advances its start (elf/rtld.c, "Eliminate comments"), so a
+  second `#` line is blanked only in part and the rest of it is PRELOADED (seen on the real H100: every process
+  printed "object 'local/cuda-13.0/.../stubs/libcuda.so' from /etc/ld.so.preload cannot be preloaded");
 - then `ldconfig`, so the cache no longer lists the directory. A cache that still lists one with no file behind it
   (ldconfig not run since) is rebuilt too.
 
@@ -39,7 +43,7 @@ _FIND = r"""
 function flush() {
   if (file == "") return
   if (hits > 0 && hits == lines && !preload && file ~ /\/ld\.so\.conf\.d\/[^\/]+\.conf$/) print "move\t" file
-  else for (i = 1; i <= hits; i++) print "comment\t" file "\t" hn[i] "\t" ht[i]
+  else for (i = 1; i <= hits; i++) print (preload ? "drop" : "comment") "\t" file "\t" hn[i] "\t" ht[i]
 }
 FNR == 1 { flush(); file = FILENAME; hits = 0; lines = 0; preload = (FILENAME ~ /ld\.so\.preload$/) }
 { l = $0; sub(/#.*/, "", l); gsub(/^[[:space:]]+|[[:space:]]+$/, "", l)
@@ -54,15 +58,15 @@ END { flush() }
 """
 
 
-# Comment out line n of a file; in /etc/ld.so.preload, the line's other entries (another preloaded library) stay in
-# effect on a line of their own below it.
-_COMMENT = r"""FNR == n {
-  print m $0
-  if (FILENAME ~ /ld\.so\.preload$/) {
-    k = split($0, part, /[[:space:]:]+/); keep = ""
-    for (i = 1; i <= k; i++) if (part[i] != "" && part[i] !~ ("^" pat "/?/[^/]+$")) keep = keep (keep == "" ? "" : " ") part[i]
-    if (keep != "") print keep
-  }
+# Comment out line n of an ld.so.conf file.
+_COMMENT = r"""FNR == n { print m $0; next }
+{ print }"""
+
+# Take line n out of /etc/ld.so.preload: its other entries (another preloaded library) stay on that line.
+_DROP = r"""FNR == n {
+  k = split($0, part, /[[:space:]:]+/); keep = ""
+  for (i = 1; i <= k; i++) if (part[i] != "" && part[i] !~ ("^" pat "/?/[^/]+$")) keep = keep (keep == "" ? "" : " ") part[i]
+  if (keep != "") print keep
   next
 }
 { print }"""
@@ -112,6 +116,9 @@ class LdAside(Resource):
             "  [ -n \"$op\" ] || continue\n"
             f"  if [ \"$op\" = move ]; then echo \"moves ${{f#$R}} aside to {aside}${{f#$R}}\"\n"
             f"    diff+=\"--- ${{f#$R}} (now)\"$'\\n'\"+++ {aside}${{f#$R}} (moved aside)\"$'\\n'\"$(sed 's/^/-/' \"$f\")\"$'\\n'\n"
+            "  elif [ \"$op\" = drop ]; then echo \"takes ${f#$R}:$n ($text) out, kept in "
+            f"{aside}/etc/ld.so.preload\"\n"
+            "    diff+=\"--- ${f#$R} (now)\"$'\\n'\"+++ ${f#$R} (after)\"$'\\n'\"@@ -$n @@\"$'\\n'\"-$text\"$'\\n'\n"
             "  else echo \"comments out ${f#$R}:$n ($text)\"\n"
             "    diff+=\"--- ${f#$R} (now)\"$'\\n'\"+++ ${f#$R} (after)\"$'\\n'\"@@ -$n +$n @@\"$'\\n'\"-$text\"$'\\n'"
             f"\"+{MARKER}$text\"$'\\n'\n  fi\n"
@@ -134,9 +141,16 @@ class LdAside(Resource):
             "    mv -- \"$f\" \"$d\"; echo \"moved ${f#$R} aside to ${d#$R}\"\n"
             "  else\n"
             "    t=$(mktemp \"$(dirname -- \"$f\")/.fleet-aside.XXXXXX\")\n"
-            f"    awk -v n=\"$n\" -v m={q(MARKER)} -v pat=\"$pat\" {q(_COMMENT)} \"$f\" > \"$t\"\n"
+            "    if [ \"$op\" = drop ]; then\n"
+            f"      k=\"$R\"{q(aside)}/etc/ld.so.preload; mkdir -p -- \"$(dirname -- \"$k\")\"\n"
+            "      printf '%s\\n' \"$text\" >> \"$k\"\n"
+            f"      awk -v n=\"$n\" -v pat=\"$pat\" {q(_DROP)} \"$f\" > \"$t\"\n"
+            "    else\n"
+            f"      awk -v n=\"$n\" -v m={q(MARKER)} {q(_COMMENT)} \"$f\" > \"$t\"\n"
+            "    fi\n"
             "    chmod --reference=\"$f\" \"$t\"; mv -f -- \"$t\" \"$f\"\n"
-            "    echo \"commented out ${f#$R}:$n ($text)\"\n"
+            "    if [ \"$op\" = drop ]; then echo \"took ${f#$R}:$n ($text) out, kept in ${k#$R}\"\n"
+            "    else echo \"commented out ${f#$R}:$n ($text)\"; fi\n"
             "  fi\n"
             # the last line first: a preload line that keeps other entries adds a line below itself
             "done < <(printf '%s\\n' \"$found\" | sort -t $'\\t' -k3,3nr)\n"

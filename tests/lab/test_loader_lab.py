@@ -119,6 +119,7 @@ def round1(pod_lab):
        f"mkdir -p {STUBS}; printf '%s' {shlex.quote(STUB_C)} > /tmp/stub.c\n"
        f"gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o {STUBS}/libcuda.so /tmp/stub.c\n"
        f"echo {STUBS}/libcuda.so >> /etc/ld.so.preload\n"
+       f"echo {COMPAT}/libcuda.so.1 >> /etc/ld.so.preload\n"     # two lines: a commented-out pair would misparse
        f"printf '%s' {shlex.quote(EXPORT)} > /etc/profile.d/cuda-compat.sh\n"
        "ldconfig\n")
     # facts before apply: fleet facts on the trapped pod
@@ -186,7 +187,11 @@ def test_round1_nothing_deleted_moved_aside_or_commented_and_fleets_words_are_tr
                              "test ! -e /etc/ld.so.conf.d/000-cuda-compat.conf && echo gone; cat /etc/ld.so.preload; "
                              "cat /etc/profile.d/cuda-compat.sh; head -n 1 /root/.bash_profile; tail -n 3 /root/.bash_profile")
     assert aside.startswith(f"{COMPAT}\ngone\n"), aside
-    assert f"# fleet ld_aside: {STUBS}/libcuda.so" in aside
+    assert STUBS not in aside.split("gone\n", 1)[1].split("export", 1)[0], aside   # out of ld.so.preload ...
+    kept = ok(pod_lab, POD, "cat /var/lib/fleet/aside/etc/ld.so.preload")
+    assert kept.split() == [f"{STUBS}/libcuda.so", f"{COMPAT}/libcuda.so.1"], kept          # ... and kept aside
+    # the loader preloads nothing it cannot open: glibc's ld.so.preload has no safe way to comment out a second line
+    assert ok(pod_lab, POD, "env -i /bin/true 2>&1; echo rc=$?").strip() == "rc=0"
     assert aside.count(EXPORT.strip()) == 2                    # profile.d's and ~/.bash_profile's user lines stay
     assert "# BEGIN fleet env_hooks (login)" in aside and aside.rstrip().endswith("# END fleet env_hooks (login)")
     code, doc = round1["first"]

@@ -48,14 +48,14 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
            "000-cuda-compat.conf" in result.reason
     assert f"comments out /etc/ld.so.conf:2 ({STUBS})" in result.reason
     assert f"comments out /etc/ld.so.conf.d/mixed.conf:2 ({COMPAT}/   # trailing)" in result.reason
-    assert f"comments out /etc/ld.so.preload:2 ({STUBS}/libcuda.so.1)" in result.reason
-    assert f"comments out /etc/ld.so.preload:4 (/usr/lib/libbar.so {COMPAT}/libcuda.so.1)" in result.reason
+    kept = "kept in /var/lib/fleet/aside/etc/ld.so.preload"
+    assert f"takes /etc/ld.so.preload:2 ({STUBS}/libcuda.so.1) out, {kept}" in result.reason
+    assert f"takes /etc/ld.so.preload:4 (/usr/lib/libbar.so {COMPAT}/libcuda.so.1) out, {kept}" in result.reason
     assert "/etc/ld.so.preload:3" not in result.reason                   # a comment is no entry
     assert "000-fleet-cuda-compat" not in result.reason and "x86_64-linux-gnu" not in result.reason
     assert ("--- /etc/ld.so.conf.d/000-cuda-compat.conf (now)\n+++ /var/lib/fleet/aside/etc/ld.so.conf.d/"
             f"000-cuda-compat.conf (moved aside)\n-# from an image built on an old driver\n-{COMPAT}\n") in result.diff
-    assert (f"--- /etc/ld.so.preload (now)\n+++ /etc/ld.so.preload (after)\n@@ -2 +2 @@\n-{STUBS}/libcuda.so.1\n"
-            f"+# fleet ld_aside: {STUBS}/libcuda.so.1\n") in result.diff
+    assert f"--- /etc/ld.so.preload (now)\n+++ /etc/ld.so.preload (after)\n@@ -2 @@\n-{STUBS}/libcuda.so.1\n" in result.diff
     assert not (tmp / "ldconfig.log").exists()          # the check changes nothing
 
     rc, out = sh(res.apply(), path_prefix=bin_dir)
@@ -65,10 +65,12 @@ def test_check_names_each_file_and_apply_moves_or_comments_then_converges(tree):
     assert (root / "etc/ld.so.conf").read_text() == \
         f"include /etc/ld.so.conf.d/*.conf\n# fleet ld_aside: {STUBS}\n/opt/keep/lib\n"
     assert (root / "etc/ld.so.conf.d/mixed.conf").read_text() == f"/opt/other\n# fleet ld_aside: {COMPAT}/   # trailing\n"
-    assert (root / "etc/ld.so.preload").read_text() == (f"/usr/lib/libfoo.so\n# fleet ld_aside: {STUBS}/libcuda.so.1\n"
-                                                        f"# {COMPAT}/libcuda.so.1\n"
-                                                        f"# fleet ld_aside: /usr/lib/libbar.so {COMPAT}/libcuda.so.1\n"
-                                                        "/usr/lib/libbar.so\n")     # the other library stays
+    # no comment added to ld.so.preload (glibc blanks a second comment there only in part): the lines go out, kept
+    # aside in the order taken, and a line's other library stays in effect
+    assert (root / "etc/ld.so.preload").read_text() == (f"/usr/lib/libfoo.so\n# {COMPAT}/libcuda.so.1\n"
+                                                        "/usr/lib/libbar.so\n")
+    assert (root / "var/lib/fleet/aside/etc/ld.so.preload").read_text() == (
+        f"/usr/lib/libbar.so {COMPAT}/libcuda.so.1\n{STUBS}/libcuda.so.1\n")
     assert (root / "etc/ld.so.conf.d/000-fleet-cuda-compat.conf").read_text() == f"{COMPAT}\n"   # kept
     assert (tmp / "ldconfig.log").read_text() == "run\n"
     assert "moved /etc/ld.so.conf.d/000-cuda-compat.conf aside to /var/lib/fleet/aside/etc/ld.so.conf.d/" in out

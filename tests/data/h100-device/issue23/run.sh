@@ -12,7 +12,7 @@ mkdir -p /tmp/issue23 && cp tests/data/h100-device/issue23/ask.py tests/data/h10
 step() { printf '\n$ %s\n' "$*" >> "$T"; "$@" >> "$T" 2>&1; printf '[exit %s]\n' "$?" >> "$T"; }
 note() { printf '\n# %s\n' "$*" >> "$T"; }
 F() { local sub=$1; shift; python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
-FOLD() { local sub=$1; shift; PYTHONPATH=/tmp/fleet-site:$PWD/.old python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
+FOLD() { local sub=$1; shift; (cd .old && PYTHONPATH=/tmp/fleet-site python3 -m fleet "$sub" --accept-new-host-keys "$@"); }  # -m puts the cwd first on sys.path
 ask() { step env PYTHONPATH=/tmp/fleet-site python3 /tmp/issue23/ask.py 127.0.0.1 2222 root /tmp/fleet-sshd/client_ed25519; }
 C=/usr/local/cuda-13.0/compat
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(head -1 /proc/driver/nvidia/version)"
