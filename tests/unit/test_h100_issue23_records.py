@@ -15,13 +15,16 @@ DRIVER_LIB = "/usr/local/nvidia/lib64/libcuda.so.580.159.04"
 KINDS = ("ssh host cmd", "bash -l", "bash -i", "bare (env -i)")
 
 
-def sections(run: str) -> dict[str, list[str]]:
-    """The transcript by its '# ...' notes: each note's title (up to ':') -> its steps ('$ command' ... '[exit N]')."""
-    text = (DATA / run / "transcript.txt").read_text()
+def sections(run: str, name: str = "transcript.txt") -> dict[str, list[str]]:
+    """The transcript by its '# ...' notes: each note's title (up to ':') -> its steps ('$ command' ... '[exit N]');
+    a note inside a trap (the old fleet's run on trap 4) stays with that trap."""
+    text = (DATA / run / name).read_text()
     out: dict[str, list[str]] = {}
-    for block in re.split(r"\n(?=# )", text):
-        title = block.split("\n", 1)[0].lstrip("# ").split(":")[0]
-        out[title] = re.split(r"\n(?=\$ )", block)[1:]
+    title = ""
+    for block in re.split(r"\n\n(?=# )", text):      # a note follows a blank line; output may hold "# " lines
+        head = block.split("\n", 1)[0].lstrip("# ").split(":")[0]
+        title = title if head.startswith("fleet as it was before") else head
+        out.setdefault(title, []).extend(re.split(r"\n(?=\$ )", block)[1:])
     return out
 
 
@@ -90,3 +93,98 @@ def test_before_pull_mode_s_script_left_every_kind_on_803_saying_changed_0(befor
     runs = [s for s in trap if s.startswith("$ env -i") and "pod.sh" in s.split("\n", 1)[0]]
     assert len(runs) == 2 and all("changed=0" in r and exit_of(r) == 1 for r in runs)
     assert "take /usr/local/cuda-13.0/compat off LD_LIBRARY_PATH" in runs[0]
+
+
+# `after/`: the same machine, the same traps, fleet with issue 23's work (main at the device run's commit); its
+# run-loader.sh added two traps of the family (a compat line at the top of /etc/ld.so.conf; a stub libcuda in
+# /etc/ld.so.preload) with `fleet facts` before each apply.
+
+@pytest.fixture(scope="module")
+def after():
+    return sections("after")
+
+
+def load_after(name: str) -> dict:
+    import json
+    return json.loads((DATA / "after" / name).read_text())
+
+
+@pytest.mark.parametrize("trap", ["TRAP 1 (the issue's)", "TRAP 2 (the issue's)", "TRAP 3 (ours)", "TRAP 4 (ours)"])
+def test_after_each_trap_broke_a_kind_before_apply_and_every_kind_has_cuda_after_it(after, trap):
+    steps = after[trap]
+    seen = asks(steps)
+    assert seen[0] != CLEAN and any(code == 803 for code, _, _ in seen[0].values())     # the trap is real
+    assert seen[-1] == CLEAN                                                           # asked after fleet apply
+    assert exit_of(applies(steps)[-1]) == 0
+
+
+def test_after_the_bash_profile_guard_is_claimed_and_true(after):
+    steps = after["TRAP 1 (the issue's)"]
+    check = next(s for s in steps if "--check" in s.split("\n", 1)[0])
+    assert "would change env_hooks: guard at the end of ~/.bash_profile" in check
+    assert "neutralizes ~/.bash_profile:1 puts /usr/local/cuda-13.0/compat first" in check
+    # verify itself saw the login shell fail, naming the kind, the libcuda and the line
+    assert ("cuda_available_login: in a login shell (bash -l): CUDA error 803" in check and
+            "loaded because ~/.bash_profile:1 puts /usr/local/cuda-13.0/compat first on LD_LIBRARY_PATH" in check)
+    assert asks(steps)[-1]["bash -l"] == (0, "True", DRIVER_LIB)
+
+
+def test_after_the_ld_cache_entry_is_named_moved_aside_and_gone_from_the_cache(after):
+    steps = after["TRAP 2 (the issue's)"]
+    check = next(s for s in steps if "--check" in s.split("\n", 1)[0])
+    assert ("moves /etc/ld.so.conf.d/000-cuda-compat.conf aside to "
+            "/var/lib/fleet/aside/etc/ld.so.conf.d/000-cuda-compat.conf") in check
+    assert "loaded because /etc/ld.so.conf.d/000-cuda-compat.conf:1 puts /usr/local/cuda-13.0/compat in the ld cache" in check
+    assert "off LD_LIBRARY_PATH" not in check                       # the fix names the mechanism at fault
+    cache = next(s for s in steps if s.startswith("$ bash -c ldconfig -p") and "ls /etc/ld.so.conf.d" in s)
+    assert "compat" not in cache and "000-cuda-compat.conf" not in cache   # the loader's own answer, after apply
+
+
+def test_after_a_preloaded_compat_libcuda_is_taken_out_and_kept_aside(after):
+    steps = after["TRAP 4 (ours)"]
+    old = next(s for s in steps if s.startswith("$ FOLD apply"))      # fleet before this work, on the same trap
+    assert exit_of(old) == 1 and "verify failed" in old and "ld.so.preload" not in old
+    assert asks(steps)[1] == ALL_803                                     # ... and it left every kind on 803
+    new = applies(steps)[-1]
+    assert "took /etc/ld.so.preload:1 (/usr/local/cuda-13.0/compat/libcuda.so.1) out, kept in " \
+           "/var/lib/fleet/aside/etc/ld.so.preload" in new
+
+
+def test_after_pull_mode_s_script_fixes_both_traps_and_then_changes_nothing(after):
+    steps = after["PULL MODE"]
+    seen = asks(steps)
+    assert seen[0] == ALL_803 and seen[-1] == CLEAN
+    runs = [s for s in steps if s.startswith("$ env -i") and "pod.sh" in s.split("\n", 1)[0]]
+    assert "moved /etc/ld.so.conf.d/000-cuda-compat.conf aside" in runs[0] and "block written to ~/.bash_profile" in runs[0]
+    assert runs[0].rstrip().endswith("changed=2\n[exit 0]") and runs[1].rstrip().endswith("changed=0\n[exit 0]")
+    assert "verify passed" in runs[1] and "cuda_available_bare, cuda_available_interactive, cuda_available_login" in runs[1]
+
+
+def test_after_a_second_apply_is_one_command_and_changes_nothing():
+    for name in ("apply-noop.json", "apply-loader-noop.json"):
+        doc = load_after(name)
+        assert doc["hosts"]["h100"]["changed"] == 0 and doc["hosts"]["h100"]["failed"] == 0
+        assert doc["stats"]["h100"]["remote_commands"] == 1
+
+
+def test_after_the_facts_name_the_step_before_apply_and_the_driver_libcuda_after():
+    before_a = load_after("facts-loader-A-before.json")["loader"]["kinds"]
+    assert {k: (v["version"], v["step"], v["set_by"]) for k, v in before_a.items()} == {
+        k: ("580.95.05", "ld cache", "/etc/ld.so.conf:1") for k in ("bare", "ssh", "interactive", "login")}
+    before_b = load_after("facts-loader-B-before.json")["loader"]["kinds"]
+    assert all(v["stub"] and v["set_by"] == "/etc/ld.so.preload:1" for v in before_b.values()), before_b
+    final = load_after("facts-loader-after.json")
+    assert all(v["real"].endswith("libcuda.so.580.159.04") and not v["stub"] for v in final["loader"]["kinds"].values())
+    assert final["verify"]["passed"] is True and final["verify"]["stale"] == []
+
+
+def test_after_neither_loader_trap_left_an_entry_or_a_broken_preload(after):
+    loader = sections("after", "transcript-loader.txt")
+    text = (DATA / "after" / "transcript-loader.txt").read_text()
+    for trap in ("LOADER TRAP A", "LOADER TRAP B"):
+        seen = asks(loader[trap])
+        assert seen[0] != CLEAN and seen[-1] == CLEAN, (trap, seen)
+    assert "cannot be preloaded" not in text
+    b = loader["LOADER TRAP B"]
+    assert asks(b)[0] == {kind: (34, "False", "/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs/libcuda.so")
+                          for kind in KINDS}
