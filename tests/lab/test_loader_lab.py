@@ -119,7 +119,8 @@ def round1(pod_lab):
        f"mkdir -p {STUBS}; printf '%s' {shlex.quote(STUB_C)} > /tmp/stub.c\n"
        f"gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o {STUBS}/libcuda.so /tmp/stub.c\n"
        f"echo {STUBS}/libcuda.so >> /etc/ld.so.preload\n"
-       f"echo {COMPAT}/libcuda.so.1 >> /etc/ld.so.preload\n"     # two lines: a commented-out pair would misparse
+       f"printf 'int nvmlInit(void){{return 9;}}\\n' > /tmp/nvml.c; gcc -shared -fPIC -o {STUBS}/libnvidia-ml.so /tmp/nvml.c\n"
+       f"echo {STUBS}/libnvidia-ml.so >> /etc/ld.so.preload\n"   # two lines: a commented-out pair would misparse
        f"printf '%s' {shlex.quote(EXPORT)} > /etc/profile.d/cuda-compat.sh\n"
        "ldconfig\n")
     # facts before apply: fleet facts on the trapped pod
@@ -172,7 +173,7 @@ def test_round1_plan_names_each_file_and_decide_judges_them(round1):
         assert where in plan, (where, plan[-4000:])
     # --diff: what moves and what is commented out, as diff lines
     assert "+++ /var/lib/fleet/aside/etc/ld.so.conf.d/000-cuda-compat.conf (moved aside)" in plan, plan[-4000:]
-    assert f"-{STUBS}/libcuda.so\n+# fleet ld_aside: {STUBS}/libcuda.so" in plan, plan[-4000:]
+    assert f"+++ /etc/ld.so.preload (after)\n@@ -1 @@\n-{STUBS}/libcuda.so\n" in plan, plan[-4000:]
 
 
 def test_round1_after_apply_every_kind_loads_the_drivers_libcuda_and_torch_has_cuda(round1):
@@ -189,7 +190,7 @@ def test_round1_nothing_deleted_moved_aside_or_commented_and_fleets_words_are_tr
     assert aside.startswith(f"{COMPAT}\ngone\n"), aside
     assert STUBS not in aside.split("gone\n", 1)[1].split("export", 1)[0], aside   # out of ld.so.preload ...
     kept = ok(pod_lab, POD, "cat /var/lib/fleet/aside/etc/ld.so.preload")
-    assert kept.split() == [f"{STUBS}/libcuda.so", f"{COMPAT}/libcuda.so.1"], kept          # ... and kept aside
+    assert kept.split() == [f"{STUBS}/libnvidia-ml.so", f"{STUBS}/libcuda.so"], kept        # ... and kept aside
     # the loader preloads nothing it cannot open: glibc's ld.so.preload has no safe way to comment out a second line
     assert ok(pod_lab, POD, "env -i /bin/true 2>&1; echo rc=$?").strip() == "rc=0"
     assert aside.count(EXPORT.strip()) == 2                    # profile.d's and ~/.bash_profile's user lines stay
@@ -281,7 +282,7 @@ def test_compat_decided_keeps_fleets_drop_in_and_takes_the_stub_out(decided):
     assert f"{STUBS}/libcuda.so.1" in decided["before"]          # ldconfig made the stub's soname link
     assert f"cuInit 34 {STUBS}/libcuda.so" in decided["bare_before"], decided["bare_before"]   # first in the cache
     plan = decided["plan"]
-    assert "moves /etc/ld.so.conf.d/00-cuda-stubs.conf aside" in plan and FLEET_CONF not in plan, plan[-3000:]
+    assert "moves /etc/ld.so.conf.d/00-cuda-stubs.conf aside" in plan and f"moves {FLEET_CONF}" not in plan, plan[-3000:]
     files = decided["files"]
     assert files.startswith(f"{COMPAT}\n") and "000-fleet-cuda-compat.conf" in files and "00-cuda-stubs.conf" in files
     assert STUBS not in files.split("\n", 1)[1].split("libcuda.so.1 ", 1)[-1], files   # the cache no longer lists it
