@@ -110,7 +110,10 @@ def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
 
 @pytest.mark.parametrize("case, first", [("pod-570", f"{COMPAT}:{X86_LIB}"), ("pod-580", X86_LIB)])
 @pytest.mark.parametrize("before", [f"{COMPAT}:/usr/lib/other", f"/usr/lib/other:{COMPAT}/",
-                                    f"/usr/local/cuda/compat/lib:/usr/lib/other:{X86_LIB}"])
+                                    f"/usr/local/cuda/compat/lib:/usr/lib/other:{X86_LIB}",
+                                    # a stub directory (CUDA_ERROR_STUB_LIBRARY 34 for all a shell starts) goes too
+                                    f"/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs:/usr/lib/other",
+                                    f"/usr/lib/other:/usr/local/cuda/lib64/stubs/"])
 def test_env_sh_takes_every_other_compat_directory_off(shipped, tmp_path, case, first, before):
     """Whoever put compat on the path (container env, a line above the hook), env.sh takes it off; compat
     comes back first only where the decisions use it (pod-570)."""
