@@ -226,7 +226,8 @@ def _keep_off_note(host: Host, path: str) -> str:
     if compat.get("on_ld_library_path") or path in host.env_ld_library_path.split(":"):
         note += ": it is on LD_LIBRARY_PATH now and env_hooks takes it off"
     if compat.get("registered_ldconfig"):
-        note += "; it is registered with ldconfig: remove its /etc/ld.so.conf.d entry and run ldconfig"
+        note += ("; it is registered with ldconfig (every process gets it): env_hooks' ld_aside takes its "
+                 "/etc/ld.so.conf.d entry out and runs ldconfig (fleet's own drop-in: the cuda_compat gate removes it)")
     return note
 
 
