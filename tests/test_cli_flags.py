@@ -81,3 +81,17 @@ def test_a_glob_that_matches_nothing_is_bad_input(inventory):
     code, _, err, _ = fleet("run", inventory, "--limit", "pod-*", "--", "true")
     assert code == 2
     assert "--limit glob 'pod-*' matches neither a host nor a group" in err
+
+
+@pytest.mark.parametrize("limit", ["", " ", ","])
+def test_an_empty_limit_touches_no_host_and_is_bad_input(inventory, limit):
+    """`--limit "$POD"` with POD unset must not run on every host (issue 25)."""
+    code, out, err, _ = fleet("run", inventory, "--json", "--limit", limit, "--", "true")
+    assert code == 2 and out == ""
+    assert "--limit names no host (it is empty: an unset shell variable?)" in err
+
+
+def test_a_limit_whose_exclusions_take_out_every_host_is_bad_input(inventory):
+    code, out, err, _ = fleet("run", inventory, "--json", "--limit", "desk-*,!desks", "--", "true")
+    assert code == 2 and out == ""
+    assert "--limit 'desk-*,!desks' selects no host" in err

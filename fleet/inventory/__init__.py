@@ -82,6 +82,10 @@ class Inventory:
         error (a typo would otherwise quietly select fewer hosts).
         """
         items = [n.strip() for entry in (limit or []) for n in entry.split(",") if n.strip()]
+        if limit is not None and not items:
+            # `--limit "$POD"` with POD unset would otherwise run on every host
+            raise InputError(f"--limit names no host (it is empty: an unset shell variable?); name hosts or groups "
+                             f"of {self.path}, or leave --limit out to select every host")
         wanted = [item for item in items if not item.startswith("!")]
         unwanted = [item[1:] for item in items if item.startswith("!")]
         chosen = set(self.hosts) if not wanted else set()
@@ -89,6 +93,9 @@ class Inventory:
             chosen |= self._matching(item)
         for item in unwanted:
             chosen -= self._matching(item)
+        if not chosen and self.hosts:
+            raise InputError(f"--limit {','.join(items)!r} selects no host of {self.path}: its exclusions take out "
+                             "every host it names; drop an exclusion or name another host")
         return [h for n, h in self.hosts.items() if n in chosen]
 
     def _matching(self, pattern: str) -> set[str]:
