@@ -173,7 +173,7 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
     if not args.cached:
         written = sum(1 for o in outcomes.values() if not o.error)
         timing = ", ".join(f"{name} {o.seconds:.2f}s/{o.remote_commands} cmd" for name, o in outcomes.items())
-        reporter.print(f"[dim]{written} record(s) written to {facts_dir} ({timing})[/dim]")
+        reporter.note(f"{written} record(s) written to {facts_dir} ({timing})")
 
 
 def _export(args, env, reporter, outcomes, last) -> None:

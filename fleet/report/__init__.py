@@ -81,6 +81,10 @@ class Reporter:
     def error(self, message: str) -> None:
         self.env.err_console.print(f"[bold red]error:[/bold red] {markup_safe(message)}")
 
+    def note(self, message: str) -> None:
+        """Commentary about the output (what was written, what was folded): stderr, so a pipe gets data only."""
+        self.env.err_console.print(f"[dim]{message}[/dim]", soft_wrap=True)
+
     def warn(self, message: str) -> None:
         self.env.err_console.print(f"[yellow]warning:[/yellow] {markup_safe(message)}")
 
@@ -97,6 +101,8 @@ class Reporter:
             if isinstance(obj, Table):   # raw: rich would expand the tabs into padding
                 self.env.console.file.write(plain_table(obj) + "\n")
                 self.env.console.file.flush()
+                if obj.caption:          # commentary ("72 identical facts folded"), not data: not in the pipe
+                    self.note(str(obj.caption))
             else:
                 self.env.console.print(obj, soft_wrap=True)
 
@@ -127,13 +133,12 @@ def markup_safe(text: Any) -> str:
 
 def plain_table(table: Table) -> str:
     """A table for a pipe or a file: title, then one line per row with cells separated by a tab; no
-    padding, no borders, no wrapping (a URL, a path or a fact name stays whole, and awk/cut read it)."""
+    padding, no borders, no wrapping (a URL, a path or a fact name stays whole, and awk/cut read it). Its caption
+    is commentary: Reporter.print sends it to stderr."""
     lines = [_plain(table.title)] if table.title else []
     lines.append("\t".join(_plain(column.header) for column in table.columns))
     for row in zip(*(list(column.cells) for column in table.columns)):
         lines.append("\t".join(_plain(cell) for cell in row))
-    if table.caption:
-        lines.append(_plain(table.caption))
     return "\n".join(line.rstrip(" ") for line in lines)   # an empty last cell keeps its tab
 
 
