@@ -92,21 +92,29 @@ def exports(env: dict[str, str] | None) -> str:
     return "".join(f"export {name}={quote(str(value))}\n" for name, value in env.items())
 
 
-def wrap_bash(script: str, *, sudo: bool = False) -> str:
+# Every command fleet sends starts with this assignment: the login shell sshd starts sees it in its command string
+# ($BASH_EXECUTION_STRING) while it reads ~/.bashrc, and the shells the command starts inherit FLEET_REMOTE=1.
+# fleet's env.sh reads it: in fleet's own commands the cuda-compat gate is asked, never run, so a probe or
+# --check changes nothing on the host (the cuda_compat role's compat_gate task runs it, in the plan).
+REMOTE_MARK = "FLEET_REMOTE=1 "
+
+
+def wrap_bash(script: str, *, sudo: bool = False, remote: bool = False) -> str:
     """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted.
 
     A long script cannot travel as an argument (one argument is capped at 128 KiB, and sshd hands the command
     line to the login shell as one): it travels on stdin instead (see `stdin_for`), base64-encoded so no
     locale can mangle it, ending in a marker so a script cut short in transit is refused, never run.
     """
-    prefix = sudo_prefix(sudo)
+    mark = REMOTE_MARK if remote else ""        # the command line sshd hands the login shell (Connection.run)
+    prefix = mark + sudo_prefix(sudo)
     if _fits(script):
         return f"{prefix}bash -c {quote(script)}"
     packed_len = len(stdin_for(script))
     # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
     reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
               '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
-    return f"head -c {packed_len} | base64 -d | {prefix}bash -c {quote(reader)}"
+    return f"{mark}head -c {packed_len} | base64 -d | {prefix}bash -c {quote(reader)}"
 
 
 def _fits(script: str) -> bool:

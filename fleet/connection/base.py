@@ -87,7 +87,7 @@ class Connection:
         """Run a bash script; never raises for a non-zero exit (see Result.exit). `sudo`: the script wants root
         (it runs under sudo only where shell.needs_sudo says so: not when the user is root already)."""
         body = exports(env) + script
-        command = wrap_bash(body, sudo=needs_sudo(sudo, self.is_root))
+        command = wrap_bash(body, sudo=needs_sudo(sudo, self.is_root), remote=True)
         self.remote_commands += 1
         started = time.monotonic()
         result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)

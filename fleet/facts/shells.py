@@ -79,6 +79,9 @@ def command() -> str:
         'base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHELL="${SHELL:-/bin/bash}"'
         ' TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
         ' SSH_CLIENT="${SSH_CLIENT:-127.0.0.1 22 22}" SSH_CONNECTION="${SSH_CONNECTION:-127.0.0.1 22 127.0.0.1 22}")',
+        # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the
+        # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
+        '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
         # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
         "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
         "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",

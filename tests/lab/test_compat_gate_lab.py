@@ -149,6 +149,32 @@ def test_a_restart_on_a_newer_driver_the_first_root_shell_runs_the_gate(applied)
     assert "580.159.04" in record[0] and record[1] == "off" and "kernel driver 580.159.04 >= 580.65.06" in record[2]
 
 
+def test_check_after_a_restart_on_a_newer_driver_changes_nothing_and_apply_runs_the_gate(applied):
+    """fleet's own commands never run the gate from env.sh (fleet.shell.REMOTE_MARK): after a restart on 580 with
+    nothing run, `--check` names the gate's change and leaves the host as it was (the 570 drop-in still in the
+    ld cache, the gate's record untouched), asked of the host; the apply that follows runs the gate as its task."""
+    lab, _ = applied
+    lab.restart(HOST, driver="570.133.20")
+    assert ssh(lab, "true").returncode == 0                           # the gate has seen 570: compat on
+    lab.restart(HOST, driver="580.159.04")
+    record = lab.exec(HOST, ["cat", "/var/lib/fleet/cuda-compat-gate"]).stdout
+    cache = lab.exec(HOST, ["sh", "-c", "ldconfig -p | grep 'libcuda.so.1 '"]).stdout
+    assert "/usr/local/cuda-13.0/compat/" in cache and "570.133.20" in record.splitlines()[0]
+    inv = str(lab.inventory_path)
+    code, check = fleet_json("apply", inv, "--limit", HOST, "--check")
+    assert code == 0
+    gate = next(t for t in check["hosts"][HOST]["tasks"] if t["task"].startswith("compat in the ld cache"))
+    assert gate["status"] == "changed" and gate["reason"].startswith("kernel driver 580.159.04 >= 580.65.06")
+    assert lab.exec(HOST, ["cat", "/var/lib/fleet/cuda-compat-gate"]).stdout == record
+    assert lab.exec(HOST, ["sh", "-c", "ldconfig -p | grep 'libcuda.so.1 '"]).stdout == cache
+    assert lab.exec(HOST, ["cat", DROP_IN]).stdout == "/usr/local/cuda-13.0/compat\n"
+    code, first = fleet_json("apply", inv, "--limit", HOST)
+    assert code == 0, [t for t in first["hosts"][HOST]["tasks"] if t["status"] == "failed"] or json.dumps(first)[-3000:]
+    assert ("cuda_compat", gate["task"]) in changed(first)
+    assert bare(lab)[:2] == (True, DRIVER_580)
+    assert lab.exec(HOST, ["test", "-e", DROP_IN]).returncode == 1
+
+
 def test_the_start_command_runs_the_gate_before_anything_else_both_ways(applied):
     """A container's start command that runs the gate (as the role says): each start decides from the driver
     found then, before any process, with nothing re-applied: back on 570 compat for every process again, on

@@ -120,11 +120,11 @@ class SentinelServer(mockssh.Server):
 
     def allow(self, script: str, *, env: dict | None = None) -> str:
         """Let the command that Connection.run(script, env=env) sends run; returns the script."""
-        self.allowed.add(wrap_bash(exports(env) + script))
+        self.allowed.add(wrap_bash(exports(env) + script, remote=True))
         return script
 
     def allow_write(self, path: str, content, mode: int = 0o644) -> None:
-        self.allowed.add(wrap_bash(write_file_script(path, content, mode=mode)))
+        self.allowed.add(wrap_bash(write_file_script(path, content, mode=mode), remote=True))
 
     # mockssh's, with a fixed port possible and no deprecated setDaemon
     def __enter__(self):

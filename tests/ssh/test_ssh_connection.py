@@ -58,7 +58,7 @@ def test_a_command_reading_stdin_gets_end_of_file(server, conn):
 def test_the_sentinel_refuses_what_the_test_did_not_allow(server, conn):
     res = conn.run("echo not allowed")
     assert res.exit == SENTINEL_EXIT and "sentinel" in res.stderr
-    assert server.escaped == [wrap_bash("echo not allowed")]
+    assert server.escaped == [wrap_bash("echo not allowed", remote=True)]
     server.escaped.clear()  # seen, and expected here
 
 
