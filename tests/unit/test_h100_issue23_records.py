@@ -95,7 +95,7 @@ def test_before_pull_mode_s_script_left_every_kind_on_803_saying_changed_0(befor
     assert "take /usr/local/cuda-13.0/compat off LD_LIBRARY_PATH" in runs[0]
 
 
-# `after/`: the same machine, the same traps, fleet with issue 23's work (main at the device run's commit); its
+# `after/`: the same machine, the same traps, fleet with issue 23's work (main at bc11c70); its
 # run-loader.sh added two traps of the family (a compat line at the top of /etc/ld.so.conf; a stub libcuda in
 # /etc/ld.so.preload) with `fleet facts` before each apply.
 
