@@ -136,6 +136,7 @@ def round2(pod_lab, round1):
        f"printf '%s' {shlex.quote(EXPORT)} > /root/.bash_login\n"
        f"sed -i '1i {COMPAT}' /etc/ld.so.conf\n"        # before its include: first in the cache
        f"echo {STUBS} > /etc/ld.so.conf.d/00-cuda-stubs.conf\n"
+       f"printf 'export LD_PRELOAD={STUBS}/libcuda.so\\n' >> /root/.bashrc\n"   # the loader's first step
        "ldconfig\n")
     code, _ = fleet_json("facts", inventory, "--limit", POD)
     return {"facts": record(inventory), **apply_round(lab, inventory, "round 2")}
@@ -220,6 +221,9 @@ def test_round2_traps_break_before_and_facts_name_the_files(round2):
     assert kinds["bare"]["step"] == "ld cache", kinds
     assert kinds["bare"]["set_by"] == "/etc/ld.so.conf:1" and kinds["bare"]["version"] == "580.95.05", kinds
     assert before["bare"] == (803, f"{COMPAT}/libcuda.so.580.95.05", False), before
+    # the interactive shell preloads the stub a line at the end of ~/.bashrc exported: 34, whatever the paths say
+    assert before["interactive"][0] == 34 and before["interactive"][1] == f"{STUBS}/libcuda.so", before
+    assert kinds["interactive"]["step"] == "LD_PRELOAD" and kinds["interactive"]["stub"] is True, kinds
     stubs = [c for c in facts["loader"]["cache"] if c["stub"]]
     assert stubs and all(c["dir"] == STUBS for c in stubs), facts["loader"]["cache"]
     for where in ("/etc/ld.so.conf:1", "/etc/ld.so.conf.d/00-cuda-stubs.conf", "~/.bash_login"):

@@ -121,6 +121,23 @@ def test_env_sh_takes_every_other_compat_directory_off(shipped, tmp_path, case, 
     assert sourced(content, tmp_path, before=before)["LD_LIBRARY_PATH"] == f"{first}:/usr/lib/other"
 
 
+@pytest.mark.parametrize("case, gate, before, after", [
+    ("pod-580", None, f"/usr/lib/libfoo.so:{COMPAT}/libcuda.so.1 /usr/lib/libbar.so", "/usr/lib/libfoo.so /usr/lib/libbar.so"),
+    ("pod-580", None, "/usr/local/cuda/lib64/stubs/libcuda.so", ""),
+    ("pod-570", GATE_ON, f"{COMPAT}/libcuda.so.1", f"{COMPAT}/libcuda.so.1"),     # compat in use: it stays
+    ("pod-570", (GATE_ON[0], "off"), f"{COMPAT}/libcuda.so.1:/usr/lib/libfoo.so", "/usr/lib/libfoo.so"),
+])
+def test_env_sh_takes_a_harmful_preload_out_and_keeps_the_others(shipped, tmp_path, case, gate, before, after):
+    """An LD_PRELOAD set by a startup line wins over every path: a stub, or compat where the gate says off, goes."""
+    content = enabled(plan_of(shipped, case))["env_hooks.0"].resource.p["content"]
+    path = tmp_path / "env.sh"
+    path.write_text(gated(content, tmp_path, gate))
+    out = subprocess.run(["bash", "-c", f". '{path}'; . '{path}'; printf '%s|%s' \"${{LD_PRELOAD-unset}}\" x"],
+                         env={"PATH": "/usr/bin:/bin", "LD_PRELOAD": before}, capture_output=True, text=True,
+                         check=True).stdout
+    assert out == f"{after or 'unset'}|x"
+
+
 def test_env_sh_and_the_facts_agree_on_what_a_compat_directory_is(shipped, tmp_path):
     from fleet.facts.shells import COMPAT_DIR
     content = enabled(plan_of(shipped, "pod-580"))["env_hooks.0"].resource.p["content"]
