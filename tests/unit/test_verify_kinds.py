@@ -199,3 +199,19 @@ def test_each_kind_of_process_really_starts_here_and_a_failure_names_its_kind(ve
         assert entry["passed"] == bool(r.get("available")), (kind, r)
         if not entry["passed"]:
             assert verify["CHECKS"][-1]["detail"].startswith(verify["KINDS"][kind] + ": ")
+
+
+def test_the_libcuda_reported_is_the_file_whose_cuinit_answered(verify, tmp_path):
+    """dladdr on the cuInit the probe called, not a name-ordered pick among the libcuda files a process mapped."""
+    import ctypes
+    import subprocess
+    src = tmp_path / "c.c"
+    src.write_text("int cuInit(unsigned f){return 34;}\n")
+    lib_dir = tmp_path / "z-last-by-name"
+    lib_dir.mkdir()
+    real = lib_dir / "libcuda.so.999.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(real), str(src)], check=True)
+    (lib_dir / "libcuda.so.1").symlink_to(real.name)
+    lib = ctypes.CDLL(str(lib_dir / "libcuda.so.1"))
+    assert lib.cuInit(0) == 34
+    assert verify["answered_by"](lib) == str(real)
