@@ -15,8 +15,9 @@ from fleet.decide.versions import version_key
 BUILD_CUDA_29 = ("pytorch/pytorch .ci/manywheel/build_cuda.sh at 799d09f2 (release 2.9: 12.6 adds 5.0 6.0, "
                  "12.8/12.9 keep 7.0 per pytorch#157517, aarch64 drops < 8.0 and 8.6)")
 AARCH64_CI_29 = "pytorch/pytorch .ci/aarch64_linux/aarch64_ci_build.sh (release 2.9, PR #161257: cu130 adds 11.0)"
-REAL_211_X86 = ("torch.cuda.get_arch_list() of the real torch 2.11.0+cu130 x86_64 wheel on an H100 "
-                "(tests/data/captured/h100/torch.txt): no compute_120")
+# read on an H100 (the capture is tests/data/captured/h100/torch.txt; the text users read names no repository path)
+REAL_211_X86 = ("torch.cuda.get_arch_list() of the real torch 2.11.0+cu130 x86_64 wheel on an H100: "
+                "no compute_120")
 
 
 @dataclass(frozen=True)

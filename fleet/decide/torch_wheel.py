@@ -18,6 +18,7 @@ from fleet.decide.gpu import runs_on
 from fleet.decide.host import Host
 from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
+from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import version_key
 
@@ -50,7 +51,7 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
         return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
                                               f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
     problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v)) \
-        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(v, url, cuda)
+        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(host, v, url, cuda)
     if problem:
         return _refused(v, url, cuda, source, problem)
     arch_list, origin = _arch_list(host, v, cuda, source)
@@ -112,22 +113,40 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
     gives = f"CUDA {native}" if native else "a CUDA older than 12.0"
     family = family_min_driver(cuda)
     rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
+    # One fix (issue 24): no "index for CUDA 12.2 or older" beside it, which no current torch publishes.
     fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
         else f"install a driver for CUDA {cuda}"
     return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}{rule}"
-            f"{' with cuda-compat' if compat.use else ''}: {fix}, "
-            f"or use an index for CUDA {native or '12.x'} or older")
+            f"{' with cuda-compat' if compat.use else ''}: {fix}")
 
 
-def _major_mismatch(v: Vars, url: str, cuda: str) -> str | None:
+def _major_mismatch(host: Host, v: Vars, url: str, cuda: str) -> str | None:
     """A CUDA 12 toolkit beside a CUDA 13 torch: what nvcc builds (extensions, CUTLASS kernels) links
     libcudart.so.12 while torch brings libcudart.so.13."""
     if cuda.split(".")[0] == v.cuda_major:
         return None
-    return (f"torch wheels from {url} are built for CUDA {cuda} but cuda_version={v.cuda_version}: extensions "
-            f"built with the CUDA {v.cuda_version} toolkit would link libcudart.so.{v.cuda_major} beside torch's "
-            f"libcudart.so.{cuda.split('.')[0]}; set cuda_version to a {cuda.split('.')[0]}.x release or "
-            f"torch_index_url to a cu{v.cuda_major}x index")
+    return (f"torch wheels from {url} are built for CUDA {cuda} but the toolkit is CUDA {v.cuda_version}: "
+            f"extensions built with it would link libcudart.so.{v.cuda_major} beside torch's "
+            f"libcudart.so.{cuda.split('.')[0]}; {_same_major_fix(host, v, cuda)}")
+
+
+def _same_major_fix(host: Host, v: Vars, cuda: str) -> str:
+    """The one fix for a toolkit and a torch of two CUDA majors: the same offer the toolkit's refusal makes."""
+    if host.jetson and host.jetson.cuda:
+        return f"set cuda_version={host.jetson.cuda}"
+    if cuda.startswith("12."):
+        offer = twelve_offer(host, v, need_12=True)
+        if offer:
+            return offer
+        return f"set cuda_version={cuda}"
+    index = _covering_variant(host, v, v.cuda_version)
+    if index:
+        return f"set torch_index_url={official_index(index)}"
+    return f"set cuda_version={cuda}"
+
+
+def official_index(cuda: str) -> str:
+    return f"https://download.pytorch.org/whl/cu{cuda.replace('.', '')}"
 
 
 def _arch_list(host: Host, v: Vars, cuda: str, source: str) -> tuple[list[str] | None, str]:
@@ -177,10 +196,15 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars) -> str:
     """The newest official index whose wheels run on `capability`, as a fix to set."""
     for cuda in variants(v.torch_version, host.arch):
-        if runs_on(official_archs(v.torch_version, cuda, host.arch) or [], capability):
-            index = f"https://download.pytorch.org/whl/cu{cuda.replace('.', '')}"
+        if all(g.capability and runs_on(official_archs(v.torch_version, cuda, host.arch) or [], g.capability)
+               for g in host.gpus):   # every GPU of the host, so a mixed host gets one fix
+            index = official_index(cuda)
             if index == url.rstrip("/"):  # the installed build differs from the published wheels
                 return f"reinstall torch {v.torch_version} from {index}: its published wheels cover it"
+            if cuda.split(".")[0] != v.cuda_major and cuda.startswith("12."):
+                offer = twelve_offer(host, v, need_12=True)   # the same offer the toolkit's refusal makes
+                if offer:
+                    return offer
             also = "" if cuda.split(".")[0] == v.cuda_major else f" with cuda_version={cuda}"
             return f"set torch_index_url={index}{also}"
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

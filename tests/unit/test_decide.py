@@ -177,7 +177,7 @@ ROWS = [
         vars={"cuda_version": "12.9", "torch_index_url": CU130, "torch_cuda": ""},
         patch={"gpus.0.name": "Tesla V100-SXM2-32GB", "gpus.0.compute_cap": "7.0", "driver.version": "580.95.05"},
         equal={**REFUSED, "torch.supported": False},
-        says={"refuse": ["cuda_version=12.9", "cu130"]}),
+        says={"refuse": ["toolkit is CUDA 12.9", "cu130", "set torch_index_url=https://download.pytorch.org/whl/cu128"]}),
     Row("aarch64 before torch 2.9: no CUDA wheels, refused", "spark",
         vars={"torch_version": "2.8.0"},
         equal={**REFUSED, "torch.supported": False}, says={"refuse": ["2.8.0", "aarch64", "2.9"]}),
