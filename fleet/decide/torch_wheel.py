@@ -22,7 +22,11 @@ from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import version_key
 
-FIRST_AARCH64_CUDA_TORCH = (2, 9)
+FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on
+# Before 2.9 only PyTorch's own indexes served aarch64 CUDA (SBSA) wheels: cu128 for torch 2.7 and 2.8, cu129
+# for 2.8 (pytorch/pytorch#160162; download.pytorch.org/whl/cu128/torch lists torch-2.7.*-linux_aarch64 and
+# torch-2.8.*-linux_aarch64 wheels, cu126 none). PyPI served CPU builds for aarch64 before 2.9.
+EARLY_AARCH64_CUDA_INDEXES = {(2, 7): ("12.8",), (2, 8): ("12.8", "12.9")}
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
@@ -50,7 +54,7 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
     if cuda is None:
         return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
                                               f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
-    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v)) \
+    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v, url, cuda)) \
         or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(host, v, url, cuda)
     if problem:
         return _refused(v, url, cuda, source, problem)
@@ -89,10 +93,22 @@ def _jetson_problem(host: Host, url: str) -> str | None:
     return None
 
 
-def _official_problem(host: Host, v: Vars) -> str | None:
-    if host.arch == "aarch64" and version_key(v.torch_version)[:2] < FIRST_AARCH64_CUDA_TORCH:
-        return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (they start at 2.9; pip would "
-                f"install a CPU build): set torch_version=2.9.0 or newer")
+def _official_problem(host: Host, v: Vars, url: str, cuda: str) -> str | None:
+    minor = version_key(v.torch_version)[:2]
+    if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH:
+        served = EARLY_AARCH64_CUDA_INDEXES.get(minor, ())
+        if cuda in served and "download.pytorch.org" in url:
+            pass   # PyTorch's cu128/cu129 index serves this aarch64 CUDA wheel (pytorch/pytorch#160162)
+        elif served:
+            fix = f"set torch_index_url={official_index(served[0])}"
+            if v.cuda_major != "12":
+                fix += f" and cuda_version={served[0]}"
+            return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's "
+                    f"{' and '.join('cu' + c.replace('.', '') for c in served)} index"
+                    f"{'es' if len(served) > 1 else ''}, not on {url} (pip would install a CPU build): {fix}")
+        else:
+            return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (PyTorch's cu128 index serves them "
+                    f"from 2.7, PyPI from 2.9; pip would install a CPU build): set torch_version=2.9.0")
     if "official" not in host.row.torch_sources and host.jetson:
         return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
                 f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")

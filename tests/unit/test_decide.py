@@ -180,7 +180,7 @@ ROWS = [
         says={"refuse": ["toolkit is CUDA 12.9", "cu130", "set torch_index_url=https://download.pytorch.org/whl/cu128"]}),
     Row("aarch64 before torch 2.9: no CUDA wheels, refused", "spark",
         vars={"torch_version": "2.8.0"},
-        equal={**REFUSED, "torch.supported": False}, says={"refuse": ["2.8.0", "aarch64", "2.9"]}),
+        equal={**REFUSED, "torch.supported": False}, says={"refuse": ["2.8.0", "aarch64", "cu128", "set torch_index_url=https://download.pytorch.org/whl/cu128 and cuda_version=12.8"]}),
     Row("cu130 wheels on a driver giving 12.8, cuda_version 12.8: refused, the fix named", "h100-pod-570",
         vars={"cuda_version": "12.8"},
         equal={**REFUSED, "torch.supported": False, "compat.use": False},

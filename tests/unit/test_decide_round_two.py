@@ -63,3 +63,42 @@ def test_no_text_cites_a_repository_test_path_and_orin_never_names_thor(label, f
     assert "tests/" not in blob
     if facts.get("platform") == "jetson-orin":
         assert "Thor" not in " ".join(texts(d))
+
+
+GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
+GB200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "580.95.05"}
+
+
+def wheel(torch: str, index: str, cuda: str) -> dict:
+    return {"torch_version": torch, "torch_index_url": f"https://download.pytorch.org/whl/{index}", "cuda_version": cuda}
+
+
+# (label, record, change to its facts, variables, refused?, phrases of the refusal or of the torch reason)
+RULES = [
+    # 2. aarch64 torch below 2.9: PyTorch's cu128/cu129 indexes served CUDA wheels for 2.7 and 2.8 (#160162)
+    ("aarch64 torch 2.8.0 on cu128: planned", "spark", GH200, wheel("2.8.0", "cu128", "12.8"), False,
+     ["torch 2.8.0 from https://download.pytorch.org/whl/cu128"]),
+    ("aarch64 torch 2.8.0 on cu129: planned", "spark", GH200, wheel("2.8.0", "cu129", "12.9"), False,
+     ["torch 2.8.0 from https://download.pytorch.org/whl/cu129"]),
+    ("aarch64 torch 2.7.1 on cu128: planned", "spark", GB200, wheel("2.7.1", "cu128", "12.8"), False,
+     ["torch 2.7.1 from https://download.pytorch.org/whl/cu128"]),
+    ("aarch64 torch 2.7.1 on cu129: no such wheel, cu128 offered", "spark", GH200, wheel("2.7.1", "cu129", "12.9"),
+     True, ["only on PyTorch's cu128 index", "set torch_index_url=https://download.pytorch.org/whl/cu128"]),
+    ("aarch64 torch 2.8.0 on cu126: cu128 offered", "spark", GH200, wheel("2.8.0", "cu126", "12.6"), True,
+     ["cu128 and cu129 indexes", "set torch_index_url=https://download.pytorch.org/whl/cu128"]),
+    ("aarch64 torch 2.6.0: no aarch64 CUDA wheel anywhere, 2.9.0 offered", "spark", GH200,
+     wheel("2.6.0", "cu126", "12.6"), True, ["no CUDA wheels for aarch64", "set torch_version=2.9.0"]),
+]
+
+
+@pytest.mark.parametrize(("label", "name", "change", "variables", "refused", "phrases"), RULES,
+                         ids=[r[0] for r in RULES])
+def test_rule(label, name, change, variables, refused, phrases):
+    d = decide(matrix.varied(name, change), variables)
+    assert bool(d.refuse) is refused, d.refuse or d.torch.reason
+    text = d.refuse if refused else d.torch.reason
+    for phrase in phrases:
+        assert phrase in text, text
+    if refused:   # the offered fix, fed back, is accepted
+        fix = {n: sorted(values)[0] for n, values in offered(d).items()}
+        assert decide(matrix.varied(name, change), {**variables, **fix}).refuse is None
