@@ -47,6 +47,21 @@ ROWS: tuple[ArchRow, ...] = (
 )
 
 
+# Keyed on the CUDA variant, for every torch version (the rows above refine it): nvcc before 12.8 cannot target
+# Blackwell (sm_100, sm_120), and PyTorch's builds with an older CUDA ship no PTX that runs there, so no official
+# wheel built with CUDA below 12.8 runs on capability 10.x or 12.x (pytorch/pytorch#150733; CUDA 12.8 release
+# notes: "added support for ... SM_100, SM_120"). PyTorch published cu128 wheels first for torch 2.7.0 (its
+# release notes: Blackwell support with CUDA 12.8 wheels).
+FIRST_CUDA_FOR_MAJOR = {10: "12.8", 12: "12.8"}
+FIRST_CU128_TORCH = "2.7.0"
+
+
+def variant_misses(cuda: str, capability: str) -> str | None:
+    """The first CUDA whose wheels can carry this capability, where `cuda` is older; None where it may."""
+    first = FIRST_CUDA_FOR_MAJOR.get(int(capability.split(".")[0]))
+    return first if first and version_key(cuda) < version_key(first) else None
+
+
 def official_row(torch: str, cuda: str, arch: str) -> ArchRow | None:
     return next((row for row in ROWS if row.covers(torch, cuda, arch)), None)
 

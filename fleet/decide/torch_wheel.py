@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
-from fleet.decide.archs import official_archs, official_row, variants
+from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
 from fleet.decide.cuda import native_cuda
 from fleet.decide.gpu import runs_on
 from fleet.decide.host import Host
@@ -192,6 +192,14 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
         return result(True, f"{wheel}; the capability of {unknown[0].label} is unknown (its driver did not "
                             f"report compute_cap and fleet does not know the name): "
                             f"verify checks that torch runs on it")
+    if arch_list is None and source == "official":   # no table row: the variant rule still holds
+        missed = next(((g, first) for g in host.gpus if (first := variant_misses(cuda, g.capability))), None)
+        if missed:
+            gpu, first = missed
+            why = (f"{wheel} is built with CUDA {cuda}, and no wheel built with CUDA below {first} runs on "
+                   f"{gpu.label}, capability {gpu.capability} (nvcc before {first} cannot target it and those "
+                   f"builds ship no PTX for it; pytorch/pytorch#150733): {_variant_fix(host, v, first)}")
+            return result(False, why, refuse=why)
     if arch_list is None:
         return result(True, f"{wheel}; {origin}, so verify checks that torch runs on the "
                             + ", ".join(sorted({f"{g.label} ({g.capability})" for g in host.gpus})))
@@ -209,7 +217,21 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
     return result(True, f"{wheel}: " + "; ".join(dict.fromkeys(notes)) + f" (architectures {origin})")
 
 
-def _covering_fix(host: Host, capability: str, url: str, v: Vars) -> str:
+def _variant_fix(host: Host, v: Vars, first: str) -> str:
+    """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
+    first variant that can cover it (with the first torch that published it)."""
+    table = _covering_fix(host, "", "", v, fallback=False)
+    if table:
+        return table
+    fix = f"set torch_index_url={official_index(first)}"
+    if version_key(v.torch_version) < version_key(FIRST_CU128_TORCH):
+        fix += f" and torch_version={FIRST_CU128_TORCH}"
+    if first.split(".")[0] != v.cuda_major:
+        fix += f" and cuda_version={first}"
+    return fix
+
+
+def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True) -> str | None:
     """The newest official index whose wheels run on `capability`, as a fix to set."""
     for cuda in variants(v.torch_version, host.arch):
         if all(g.capability and runs_on(official_archs(v.torch_version, cuda, host.arch) or [], g.capability)
@@ -223,4 +245,6 @@ def _covering_fix(host: Host, capability: str, url: str, v: Vars) -> str:
                     return offer
             also = "" if cuda.split(".")[0] == v.cuda_major else f" with cuda_version={cuda}"
             return f"set torch_index_url={index}{also}"
+    if not fallback:
+        return None
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

@@ -66,6 +66,8 @@ def test_no_text_cites_a_repository_test_path_and_orin_never_names_thor(label, f
 
 
 GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
+RTX5090 = {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "570.133.20"}
+B200 = {"gpus": [("NVIDIA B200", "10.0")]}
 GB200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "580.95.05"}
 
 
@@ -88,6 +90,25 @@ RULES = [
      ["cu128 and cu129 indexes", "set torch_index_url=https://download.pytorch.org/whl/cu128"]),
     ("aarch64 torch 2.6.0: no aarch64 CUDA wheel anywhere, 2.9.0 offered", "spark", GH200,
      wheel("2.6.0", "cu126", "12.6"), True, ["no CUDA wheels for aarch64", "set torch_version=2.9.0"]),
+    # 3. no wheel built with CUDA below 12.8 runs on sm_100 or sm_120, whatever the torch version (#150733)
+    ("RTX 5090 with torch 2.6.0 cu126 (no table row): refused, cu128 and 2.7.0 offered", "geforce-550", RTX5090,
+     wheel("2.6.0", "cu126", "12.6"), True,
+     ["built with CUDA 12.6", "pytorch/pytorch#150733",
+      "set torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.7.0"]),
+    ("B200 with torch 2.5.1 cu124: refused", "h100-pod-570", B200, wheel("2.5.1", "cu124", "12.6"), True,
+     ["built with CUDA 12.4", "B200, capability 10.0", "torch_version=2.7.0"]),
+    ("B200 with torch 2.7.1 cu126: refused, cu128 offered", "h100-pod-570", B200, wheel("2.7.1", "cu126", "12.6"),
+     True, ["built with CUDA 12.6", "set torch_index_url=https://download.pytorch.org/whl/cu128"]),
+    ("B200 with torch 2.5.1 cu121 under CUDA 13: refused, the whole 12.x stack offered", "h100-pod-570",
+     {**B200, "driver": "580.95.05"}, wheel("2.5.1", "cu121", "13.0"), True,
+     ["built for CUDA 12.1", "and torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.7.0"]),
+    ("RTX 5090 with torch 2.7.1 cu128 (no table row): planned, verify checks", "geforce-550", RTX5090,
+     wheel("2.7.1", "cu128", "12.8"), False, ["verify checks"]),
+    ("H100 with torch 2.6.0 cu126: the variant rule leaves Hopper alone", "h100-pod-570", {},
+     wheel("2.6.0", "cu126", "12.6"), False, ["verify checks"]),
+    ("H100 + B200 with torch 2.9.0 cu126 (table row): refused, one index for both", "h100-pod-570",
+     {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA B200", "10.0")]}, wheel("2.9.0", "cu126", "12.6"), True,
+     ["none runs on B200", "set torch_index_url=https://download.pytorch.org/whl/cu130 with cuda_version=13.0"]),
 ]
 
 
