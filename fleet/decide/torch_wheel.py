@@ -30,6 +30,24 @@ EARLY_AARCH64_CUDA_INDEXES = {(2, 7): ("12.8",), (2, 8): ("12.8", "12.9")}
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
+# The oldest Python each torch release supports, newest release first: PyTorch RELEASE.md, "Release
+# Compatibility Matrix" (2.9: Python >=3.10, <=3.14; 2.5 to 2.8: >=3.9; 2.0 to 2.4: >=3.8).
+PYTHON_MIN = (((2, 9), "3.10"), ((2, 5), "3.9"), ((2, 0), "3.8"))
+
+
+def python_problem(host: Host, v: Vars) -> str | None:
+    """The host's Python (which python_env is made from) against the torch release; None where it fits."""
+    if host.python_version is None:
+        return None
+    minor = version_key(v.torch_version)[:2]
+    need = next((py for first, py in PYTHON_MIN if minor >= first), None)
+    if need is None or version_key(host.python_version) >= version_key(need):
+        return None
+    return (f"torch {v.torch_version} needs Python >= {need} (PyTorch RELEASE.md) and this host's python3 is "
+            f"{host.python_version}: install Python {need} or newer on the host, which python_env "
+            f"{v.python_env} is made from, then run `fleet facts` again")
+
+
 def index_cuda(url: str) -> str | None:
     """'.../whl/cu130' -> '13.0'; '.../sbsa/cu126/' -> '12.6'; None where the URL does not say."""
     match = _INDEX_CUDA.search(url)
@@ -47,10 +65,15 @@ def torch_source(host: Host, v: Vars) -> str:
 
 def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
     if not host.has_gpu:
-        return _cpu_torch(v)
+        decision = _cpu_torch(v)
+        python = python_problem(host, v)
+        return _refused(v, decision.index_url, None, "official", python) if python else decision
     source = torch_source(host, v)
     url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)
+    python = python_problem(host, v)
+    if python:
+        return _refused(v, url, cuda, source, python)
     if cuda is None:
         return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
                                               f"name it .../cuNNN (cu130) or set torch_cuda=13.0")

@@ -109,6 +109,16 @@ RULES = [
     ("H100 + B200 with torch 2.9.0 cu126 (table row): refused, one index for both", "h100-pod-570",
      {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA B200", "10.0")]}, wheel("2.9.0", "cu126", "12.6"), True,
      ["none runs on B200", "set torch_index_url=https://download.pytorch.org/whl/cu130 with cuda_version=13.0"]),
+    # 4. the host's Python against the torch release (PyTorch RELEASE.md)
+    ("Python 3.9 with torch 2.11.0: refused, install Python 3.10", "h100-pod-570", {"python": "3.9.18"}, {}, True,
+     ["torch 2.11.0 needs Python >= 3.10", "python3 is 3.9", "install Python 3.10 or newer"]),
+    ("Python 3.9 with torch 2.8.0: planned", "h100-pod-570", {"python": "3.9.18"},
+     wheel("2.8.0", "cu128", "12.8"), False, ["torch 2.8.0"]),
+    ("Python 3.8 with torch 2.8.0: refused", "h100-pod-570", {"python": "3.8.10"},
+     wheel("2.8.0", "cu128", "12.8"), True, ["needs Python >= 3.9"]),
+    ("Python 3.8 without a GPU, torch 2.11.0: refused too", "cpu-only", {"python": "3.8.10"}, {}, True,
+     ["needs Python >= 3.10"]),
+    ("Python 3.10 with torch 2.11.0: planned", "h100-pod-570", {"python": "3.10.12"}, {}, False, ["torch 2.11.0"]),
 ]
 
 
@@ -120,6 +130,6 @@ def test_rule(label, name, change, variables, refused, phrases):
     text = d.refuse if refused else d.torch.reason
     for phrase in phrases:
         assert phrase in text, text
-    if refused:   # the offered fix, fed back, is accepted
-        fix = {n: sorted(values)[0] for n, values in offered(d).items()}
+    fix = {n: sorted(values)[0] for n, values in offered(d).items()}
+    if refused and fix:   # the offered fix, fed back, is accepted
         assert decide(matrix.varied(name, change), {**variables, **fix}).refuse is None
