@@ -68,6 +68,7 @@ def test_no_text_cites_a_repository_test_path_and_orin_never_names_thor(label, f
 GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
 RTX5090 = {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "570.133.20"}
 B200 = {"gpus": [("NVIDIA B200", "10.0")]}
+JP5 = {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10", "os_version": "20.04"}
 GB200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "580.95.05"}
 
 
@@ -119,6 +120,17 @@ RULES = [
     ("Python 3.8 without a GPU, torch 2.11.0: refused too", "cpu-only", {"python": "3.8.10"}, {}, True,
      ["needs Python >= 3.10"]),
     ("Python 3.10 with torch 2.11.0: planned", "h100-pod-570", {"python": "3.10.12"}, {}, False, ["torch 2.11.0"]),
+    # 5. JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with the one fix that works
+    ("JetPack 5.1.2 by its L4T: refused, reflash with 6.2", "orin-jp6", JP5, {}, True,
+     ["JetPack 5.1.2 (L4T R35.4)", "CUDA 11.4", "Python 3.8", "Ubuntu 20.04", "reflash it with JetPack 6.2"]),
+    ("JetPack 5.1.2 named without its L4T: refused too (it was planned as JetPack 6)", "orin-jp6",
+     {**JP5, "jetson": {"l4t": None, "l4t_full": None, "jetpack": "5.1.2"}}, {}, True,
+     ["JetPack 5.1.2", "CUDA 11.4", "reflash it with JetPack 6.2"]),
+    ("JetPack 5.1.2 following the old advice cuda_version=12.6: the same refusal", "orin-jp6", JP5,
+     {"cuda_version": "12.6"}, True, ["reflash it with JetPack 6.2"]),
+    ("JetPack 6.0 ships CUDA 12.2, 6.2 ships 12.6", "orin-jp6",
+     {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}}, {}, True,
+     ["gives CUDA 12.2", "set cuda_version=12.6 to bring cuda-compat"]),
 ]
 
 
@@ -131,5 +143,7 @@ def test_rule(label, name, change, variables, refused, phrases):
     for phrase in phrases:
         assert phrase in text, text
     fix = {n: sorted(values)[0] for n, values in offered(d).items()}
+    if refused and not fix:   # a fix outside fleet's variables, and no other text offers one beside it
+        assert re.search(r"reflash|install|reboot|reload", d.refuse), d.refuse
     if refused and fix:   # the offered fix, fed back, is accepted
         assert decide(matrix.varied(name, change), {**variables, **fix}).refuse is None
