@@ -129,7 +129,8 @@ def varied(name: str, change: dict) -> dict:
 
 def situations() -> list[tuple[str, dict, dict]]:
     """Every situation of the matrix: (label, facts, variables)."""
-    return ([desktop_situation(*s) for s in DESKTOP] + [(label, record(name), variables) for label, name, variables in OTHERS]
+    return ([desktop_situation(*s) for s in DESKTOP]
+            + [(label, record(name), variables) for label, name, variables in OTHERS]
             + [(label, varied(name, change), variables) for label, name, change, variables in VARIED])
 
 

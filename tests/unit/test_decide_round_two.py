@@ -73,7 +73,8 @@ GB200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": 
 
 
 def wheel(torch: str, index: str, cuda: str) -> dict:
-    return {"torch_version": torch, "torch_index_url": f"https://download.pytorch.org/whl/{index}", "cuda_version": cuda}
+    return {"torch_version": torch, "torch_index_url": f"https://download.pytorch.org/whl/{index}",
+            "cuda_version": cuda}
 
 
 # (label, record, change to its facts, variables, refused?, phrases of the refusal or of the torch reason)
