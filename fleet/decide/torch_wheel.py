@@ -13,14 +13,15 @@ import re
 
 from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
-from fleet.decide.cuda import native_cuda
+from fleet.decide.cuda import driver_fix, native_cuda
+from fleet.decide.offers import cuda13_dropped
 from fleet.decide.gpu import runs_on
 from fleet.decide.host import Host
 from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
 from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import version_key
+from fleet.decide.versions import min_driver_for, version_key
 
 FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on
 # Before 2.9 only PyTorch's own indexes served aarch64 CUDA (SBSA) wheels: cu128 for torch 2.7 and 2.8, cu129
@@ -153,8 +154,13 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
     family = family_min_driver(cuda)
     rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
     # One fix (issue 24): no "index for CUDA 12.2 or older" beside it, which no current torch publishes.
-    fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
-        else f"install a driver for CUDA {cuda}"
+    if cuda13_dropped(host, v):   # the toolkit's refusal offers the 12.x stack: the same offer here
+        fix = twelve_offer(host, v, need_12=True) or f"install a driver for CUDA {cuda}"
+    elif compat.refuse and cuda == v.cuda_version and not host.jetson:   # the same fix as compat's refusal
+        fix = driver_fix(host, v, min_driver_for(cuda))
+    else:
+        fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
+            else f"install a driver for CUDA {cuda}"
     return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}{rule}"
             f"{' with cuda-compat' if compat.use else ''}: {fix}")
 

@@ -111,6 +111,10 @@ RULES = [
     ("H100 + B200 with torch 2.9.0 cu126 (table row): refused, one index for both", "h100-pod-570",
      {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA B200", "10.0")]}, wheel("2.9.0", "cu126", "12.6"), True,
      ["none runs on B200", "set torch_index_url=https://download.pytorch.org/whl/cu130 with cuda_version=13.0"]),
+    # 1. a mixed host: the torch reason offers the refusal's own fix, not a driver CUDA 13 cannot use on a V100
+    ("H100 + V100 on 550 wanting 13.0: one offer in the refusal and the torch reason", "h100-pod-570",
+     {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("Tesla V100-SXM2-32GB", "7.0")], "driver": "550.163.01"}, {},
+     True, ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128"]),
     # 4. the host's Python against the torch release (PyTorch RELEASE.md)
     ("Python 3.9 with torch 2.11.0: refused, install Python 3.10", "h100-pod-570", {"python": "3.9.18"}, {}, True,
      ["torch 2.11.0 needs Python >= 3.10", "python3 is 3.9", "install Python 3.10 or newer"]),
@@ -140,9 +144,10 @@ RULES = [
 def test_rule(label, name, change, variables, refused, phrases):
     d = decide(matrix.varied(name, change), variables)
     assert bool(d.refuse) is refused, d.refuse or d.torch.reason
-    text = d.refuse if refused else d.torch.reason
-    for phrase in phrases:
-        assert phrase in text, text
+    proposes = "=" in d.torch.reason   # where the torch reason proposes a change, it is the refusal's own
+    for text in ([d.refuse] + ([d.torch.reason] if proposes else []) if refused else [d.torch.reason]):
+        for phrase in phrases:
+            assert phrase in text, text
     fix = {n: sorted(values)[0] for n, values in offered(d).items()}
     if refused and not fix:   # a fix outside fleet's variables, and no other text offers one beside it
         assert re.search(r"reflash|install|reboot|reload", d.refuse), d.refuse
