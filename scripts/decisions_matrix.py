@@ -59,6 +59,40 @@ OTHERS = [
     ("Orin (JetPack 6.2) / 540.4.0 / official wheels", "orin-jp6", {"torch_source": "official"}),
     ("no GPU (cpu-only) / none / 13.0", "cpu-only", {}),
 ]
+# Situations no record holds as is (issue 24): (label, record, changes to its facts, variables). A change is
+# {"gpus": [(name, capability), ...]} (replacing the GPUs), "driver", "platform", "python", "jetson" (a dict).
+GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
+VARIED = [
+    ("GH200 (sbsa) / 570.133.20 / torch 2.8.0 cu128", "spark", GH200,
+     {"cuda_version": "12.8", "torch_version": "2.8.0", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
+    ("GH200 (sbsa) / 570.133.20 / torch 2.8.0 cu126", "spark", GH200,
+     {"cuda_version": "12.6", "torch_version": "2.8.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"}),
+    ("GH200 (sbsa) / 570.133.20 / torch 2.6.0 cu126", "spark", GH200,
+     {"cuda_version": "12.6", "torch_version": "2.6.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"}),
+    ("GB200 (sbsa, 10.0) / 580.95.05 / torch 2.7.1 cu128", "spark",
+     {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "580.95.05"},
+     {"cuda_version": "12.8", "torch_version": "2.7.1", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
+    ("RTX 5090 (GeForce, 12.0) / 570.133.20 / torch 2.6.0 cu126", "geforce-550",
+     {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "570.133.20"},
+     {"cuda_version": "12.6", "torch_version": "2.6.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"}),
+    ("B200 (data-center, 10.0) / 570.133.20 / torch 2.5.1 cu124", "h100-pod-570",
+     {"gpus": [("NVIDIA B200", "10.0")]},
+     {"cuda_version": "12.6", "torch_version": "2.5.1", "torch_index_url": "https://download.pytorch.org/whl/cu124"}),
+    ("H100 + V100 (mixed) / 550.163.01 / 13.0 (cu130)", "h100-pod-570",
+     {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("Tesla V100-SXM2-32GB", "7.0")], "driver": "550.163.01"}, {}),
+    ("H100 / 570.133.20 / Python 3.9, torch 2.11.0", "h100-pod-570", {"python": "3.9.18"}, {}),
+    ("Orin (JetPack 5.1.2, L4T R35.4) / 35.4.1 / defaults", "orin-jp6",
+     {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10",
+      "os_version": "20.04", "driver": "35.4.1"}, {}),
+    ("Orin (JetPack 5.1.2, no L4T in the record) / defaults", "orin-jp6",
+     {"jetson": {"l4t": None, "l4t_full": None, "jetpack": "5.1.2"}, "python": "3.8.10",
+      "os_version": "20.04"}, {}),
+    ("Orin (JetPack 5.1.2, L4T R35.4) / cuda_version=12.6", "orin-jp6",
+     {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10",
+      "os_version": "20.04"}, {"cuda_version": "12.6"}),
+    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / defaults (12.2)", "orin-jp6",
+     {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}, "driver": "540.3.0"}, {}),
+]
 
 
 def record(name: str) -> dict:
@@ -73,6 +107,31 @@ def desktop_situation(family: str, driver: str, cuda: str) -> tuple[str, dict, d
     facts["driver"]["version"] = driver
     variables = {"cuda_version": cuda, "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
     return f"{family} / {driver} / {cuda} ({INDEX[cuda]})", facts, variables
+
+
+def varied(name: str, change: dict) -> dict:
+    facts = copy.deepcopy(record(name))
+    if "gpus" in change:
+        facts["gpus"] = [{"index": i, "name": n, "compute_cap": c, "memory_mb": None, "uuid": f"GPU-{i}"}
+                         for i, (n, c) in enumerate(change["gpus"])]
+    if "driver" in change:
+        facts["driver"]["version"] = change["driver"]
+    if "platform" in change:
+        facts["platform"] = change["platform"]
+    if "python" in change:
+        facts["python"]["version"] = change["python"]
+    if "os_version" in change:
+        facts["system"]["os_version"] = change["os_version"]
+    if "jetson" in change:
+        facts["jetson"].update(change["jetson"])
+    return facts
+
+
+def situations() -> list[tuple[str, dict, dict]]:
+    """Every situation of the matrix: (label, facts, variables)."""
+    return ([desktop_situation(*s) for s in DESKTOP]
+            + [(label, record(name), variables) for label, name, variables in OTHERS]
+            + [(label, varied(name, change), variables) for label, name, change, variables in VARIED])
 
 
 def row(label: str, facts: dict, variables: dict) -> str:
@@ -103,13 +162,22 @@ def render() -> str:
         "- CUDA 13 dropped Maxwell, Pascal and Volta (sm_50 to sm_72): CUDA 13.0 release notes (fleet/decide/offers.py).",
         "- Torch wheel architectures per (torch range, variant, CPU): pytorch .ci/manywheel/build_cuda.sh,",
         "  aarch64_ci_build.sh, a real 2.11.0+cu130 wheel (fleet/decide/archs.py).",
-        "- JetPack generations: JetPack release notes, Jetson AI Lab indexes (fleet/decide/jetson.py).",
+        "- JetPack generations: JetPack release notes, Jetson AI Lab indexes (fleet/decide/jetson.py); what each",
+        "  JetPack release ships, JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with a reflash:",
+        "  fleet/decide/platforms.py JETPACK_RELEASES.",
+        "- aarch64 torch below 2.9: CUDA wheels only on PyTorch's cu128 (2.7, 2.8) and cu129 (2.8) indexes:",
+        "  pytorch/pytorch#160162 (fleet/decide/torch_wheel.py EARLY_AARCH64_CUDA_INDEXES).",
+        "- No wheel built with CUDA below 12.8 runs on capability 10.x or 12.x, whatever the torch version:",
+        "  pytorch/pytorch#150733 (fleet/decide/archs.py FIRST_CUDA_FOR_MAJOR); the per-release rows refine it.",
+        "- The host's Python against the torch release (2.9+: >= 3.10; 2.5 to 2.8: >= 3.9): PyTorch RELEASE.md",
+        "  (fleet/decide/torch_wheel.py PYTHON_MIN).",
+        "- One fix per answer: every refusal's offered variables, fed back, are accepted",
+        "  (tests/unit/test_decide_round_two.py runs it over every row below).",
         "",
         "| situation | CUDA | verdict | compat | torch | reason |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [row(*desktop_situation(*s)) for s in DESKTOP]
-    lines += [row(label, record(name), variables) for label, name, variables in OTHERS]
+    lines += [row(*s) for s in situations()]
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,8 @@ from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
-from fleet.decide.model import Decisions
+from fleet.decide import platforms
+from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
 from fleet.decide.torch_wheel import decide_torch
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
 
@@ -26,6 +27,9 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     host = read_host(facts)
     if host.jetson and host.jetson.cuda and "cuda_version" not in v.explicit:
         v = replace(v, cuda_version=host.jetson.cuda)  # CUDA per JetPack, unless the user asks for one
+    old = host_refusal(host) if host.jetson else None
+    if old and host.jetson and platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack):
+        return _not_decided(facts, host, v, old)
     cuda = decide_cuda(host, v)
     compat = decide_compat(host, v)
     torch = decide_torch(host, v, compat)
@@ -41,6 +45,23 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
         gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
         loader=decide_loader(facts, host, compat),
+    )
+
+
+def _not_decided(facts: dict, host, v, refuse: str) -> Decisions:
+    """A Jetson release fleet does not plan for (JetPack 5): nothing is decided, so no other text offers a fix
+    beside the refusal's (one fix per answer, issue 24)."""
+    note = "not decided: fleet does not plan for this Jetson's release (see the refusal)"
+    compat = CompatDecision(False, note, None, None, host.compat)
+    return Decisions(
+        host=host.name, refuse=refuse,
+        cuda=CudaDecision(None, False, "none", None, None, None, None, None, note),
+        compat=compat,
+        torch=TorchDecision("", v.torch_version, "jetson", None, False, note, None, refuse=refuse),
+        nvpl=LibraryDecision(False, None, [], None, [], None, note),
+        cudss=LibraryDecision(False, None, [], None, [], None, note),
+        ld_library_path=[], missing_providers={}, gpu=host.has_gpu, env_reason=note,
+        platform=host.row.as_json(), loader=decide_loader(facts, host, compat),
     )
 
 

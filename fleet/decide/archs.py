@@ -15,8 +15,9 @@ from fleet.decide.versions import version_key
 BUILD_CUDA_29 = ("pytorch/pytorch .ci/manywheel/build_cuda.sh at 799d09f2 (release 2.9: 12.6 adds 5.0 6.0, "
                  "12.8/12.9 keep 7.0 per pytorch#157517, aarch64 drops < 8.0 and 8.6)")
 AARCH64_CI_29 = "pytorch/pytorch .ci/aarch64_linux/aarch64_ci_build.sh (release 2.9, PR #161257: cu130 adds 11.0)"
-REAL_211_X86 = ("torch.cuda.get_arch_list() of the real torch 2.11.0+cu130 x86_64 wheel on an H100 "
-                "(tests/data/captured/h100/torch.txt): no compute_120")
+# read on an H100 (the capture is tests/data/captured/h100/torch.txt; the text users read names no repository path)
+REAL_211_X86 = ("torch.cuda.get_arch_list() of the real torch 2.11.0+cu130 x86_64 wheel on an H100: "
+                "no compute_120")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,21 @@ ROWS: tuple[ArchRow, ...] = (
     ArchRow("2.9", "2.11", "12.8", "aarch64", "8.0 9.0 10.0 12.0", AARCH64_CI_29),
     ArchRow("2.9", "2.11", "13.0", "aarch64", "8.0 9.0 10.0 11.0 12.0+PTX", AARCH64_CI_29),
 )
+
+
+# Keyed on the CUDA variant, for every torch version (the rows above refine it): nvcc before 12.8 cannot target
+# Blackwell (sm_100, sm_120), and PyTorch's builds with an older CUDA ship no PTX that runs there, so no official
+# wheel built with CUDA below 12.8 runs on capability 10.x or 12.x (pytorch/pytorch#150733; CUDA 12.8 release
+# notes: "added support for ... SM_100, SM_120"). PyTorch published cu128 wheels first for torch 2.7.0 (its
+# release notes: Blackwell support with CUDA 12.8 wheels).
+FIRST_CUDA_FOR_MAJOR = {10: "12.8", 12: "12.8"}
+FIRST_CU128_TORCH = "2.7.0"
+
+
+def variant_misses(cuda: str, capability: str) -> str | None:
+    """The first CUDA whose wheels can carry this capability, where `cuda` is older; None where it may."""
+    first = FIRST_CUDA_FOR_MAJOR.get(int(capability.split(".")[0]))
+    return first if first and version_key(cuda) < version_key(first) else None
 
 
 def official_row(torch: str, cuda: str, arch: str) -> ArchRow | None:

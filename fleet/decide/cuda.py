@@ -157,14 +157,14 @@ def decide_compat(host: Host, v: Vars) -> CompatDecision:
     why_not = forward_compat_refusal(gpu)
     if why_not:
         return off(f"{below}, but {why_not}", refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {cuda}: "
-                                                     f"{why_not}; {_driver_fix(host, v, need)}")
+                                                     f"{why_not}; {driver_fix(host, v, need)}")
     branch = f"R{forward_compat_branch(host.driver)}"
     if not forward_compat_supported(host.driver, cuda):
         listed = ", ".join(forward_compat_branches(cuda)) or "none older than its own"
         why = (f"{package} supports upgrades only from the driver branches NVIDIA lists for CUDA {cuda} "
                f"({listed}; NVIDIA forward compatibility), not {branch}")
         return off(f"{below}, but {why}", refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {cuda}: "
-                                                 f"{why}; {_driver_fix(host, v, need)}")
+                                                 f"{why}; {driver_fix(host, v, need)}")
     return CompatDecision(True, f"{below}; {gpu.label} is a data-center GPU on {branch}, a branch {package} "
                                 f"supports (forward compatibility): {package} goes first on LD_LIBRARY_PATH",
                           path, package, installed, gate=gate)
@@ -231,7 +231,7 @@ def _keep_off_note(host: Host, path: str) -> str:
     return note
 
 
-def _driver_fix(host: Host, v: Vars, need: str) -> str:
+def driver_fix(host: Host, v: Vars, need: str) -> str:
     """Upgrade the driver, or (a pod user cannot) the CUDA 12.x stack that works on this driver."""
     fix = f"install driver >= {need}"
     offer = twelve_offer(host, v)

@@ -35,7 +35,8 @@ class JetPack:
         return str(platforms.jetson_generation(self.generation).jetpack[0])
 
 
-JETPACK_CUDA = {"6.0": "12.2", "6.1": "12.6", "6.2": "12.6", "7.0": "13.0", "7.1": "13.0"}
+# What each JetPack ships: fleet/decide/platforms.py JETPACK_RELEASES (with its sources).
+JETPACK_CUDA = {r.jetpack: r.cuda for r in platforms.JETPACK_RELEASES if r.supported}
 
 
 def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:

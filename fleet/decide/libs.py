@@ -120,8 +120,8 @@ def missing_providers(host: Host, v: Vars, compat: CompatDecision, torch: TorchD
             Provider("cuda_toolkit", True, f"the CUDA {v.cuda_version} toolkit's lib dir provides {soname}")
     providers["libcudnn.so.9"] = (
         Provider("torch", True, f"torch's nvidia-cudnn-cu{major} wheel brings it") if official else
-        Provider("cudnn", False, f"not fleet's: install libcudnn9-cuda-{major} from NVIDIA's apt repo "
-                                 f"(JetPack ships it on Thor)"))
+        Provider("cudnn", False, f"not fleet's: install libcudnn9-cuda-{major} from NVIDIA's apt repo"
+                                 + (f" ({host.jetson.label} ships it)" if host.jetson else "")))
     for soname in NVPL_SONAMES:
         providers[soname] = _library_provider("nvpl", nvpl)
     providers[CUDSS_SONAME] = _library_provider("cudss", cudss)

@@ -11,7 +11,7 @@ compatibility as in fleet/decide/cuda_table.py; the torch variants in fleet/deci
 from __future__ import annotations
 
 from fleet.decide.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
-from fleet.decide.archs import official_archs, variants
+from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
 from fleet.decide.variables import Vars
@@ -45,11 +45,25 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False) -> str | None:
             how = f"cuda-compat-{cuda.replace('.', '-')} supports R{version_key(host.driver)[0]}"
         else:
             continue
-        index = _covering_variant(host, v, cuda)
+        index = _covering_variant(host, v, cuda) or _first_variant(host, v, cuda)
         torch = (f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
                  if index else " (no official torch variant covers the GPU: check torch_version)")
+        if index and not variants(v.torch_version, host.arch) and \
+                version_key(v.torch_version) < version_key(FIRST_CU128_TORCH) and index == "12.8":
+            torch += f" and torch_version={FIRST_CU128_TORCH}"
         return f"set cuda_version={cuda}{torch} ({how})"
     return None
+
+
+def _first_variant(host: Host, v: Vars, cuda: str) -> str | None:
+    """Where no table row covers this torch version: the first variant the variant rule lets run on every GPU
+    here (fleet/decide/archs.py FIRST_CUDA_FOR_MAJOR), if `cuda` runs it."""
+    if variants(v.torch_version, host.arch):
+        return None
+    needed = [variant_first for g in host.gpus if g.capability
+              and (variant_first := variant_misses("0.0", g.capability))]
+    first = max(needed, key=version_key) if needed else None
+    return first if first and version_key(first) <= version_key(cuda) else None
 
 
 def _covering_variant(host: Host, v: Vars, cuda: str) -> str | None:

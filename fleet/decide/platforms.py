@@ -133,6 +133,43 @@ PLATFORMS: tuple[Platform, ...] = (
     Platform("cpu-only", None, False, None, False, cuda_source=None, summary="no NVIDIA GPU and no driver"),
 )
 
+
+@dataclass(frozen=True)
+class JetPackRelease:
+    """What a JetPack release ships: its L4T, CUDA, Python and Ubuntu, and whether fleet plans for it."""
+    jetpack: str      # "5" (every 5.x), "6.0", "6.2"
+    l4t: str          # "35", "36.3"
+    cuda: str
+    python: str
+    ubuntu: str
+    supported: bool = True
+
+
+# Sources: developer.nvidia.com/embedded/jetpack-archive and each release's notes. JetPack 5.x (L4T R35) ships
+# CUDA 11.4, Python 3.8 and Ubuntu 20.04 (JetPack 5.1.2 release notes); its apt repository serves no CUDA 12 and
+# the Jetson AI Lab torch indexes start at JetPack 6, so fleet refuses it with the fix (reflash with JetPack 6).
+# JetPack 6.0 (L4T R36.3) ships CUDA 12.2; 6.1 (R36.4) and 6.2 (R36.4.3) ship CUDA 12.6, Python 3.10, Ubuntu
+# 22.04; JetPack 7.0 and 7.1 (R38) ship CUDA 13.0, Python 3.12, Ubuntu 24.04.
+JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
+    JetPackRelease("5", "35", "11.4", "3.8", "20.04", supported=False),
+    JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04"),
+    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04"),
+    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04"),
+    JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04"),
+    JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04"),
+)
+
+
+def jetpack_release(jetpack: str | None, l4t: str | None = None) -> JetPackRelease | None:
+    """The release a Jetson's facts name: by JetPack ("6.2", or any "5.x"), else a JetPack 5 by its L4T R35."""
+    for release in JETPACK_RELEASES:
+        if jetpack and (str(jetpack) == release.jetpack or str(jetpack).split(".")[0] == release.jetpack):
+            return release
+    if _major(l4t) == 35 and not jetpack:
+        return JETPACK_RELEASES[0]
+    return None
+
+
 NAMES: tuple[str, ...] = tuple(p.name for p in PLATFORMS)
 _BY_NAME = {p.name: p for p in PLATFORMS}
 _KIND_BY_NAME = {k.name: k for k in KINDS}
@@ -207,11 +244,25 @@ def gpu_kind(name: str, platform_name: str) -> str:
 
 
 def unsupported(platform_name: str, l4t: str | None, jetpack: str | None) -> str | None:
-    """Why fleet refuses this Jetson's release (JetPack 5 on an Orin), with the fix; None where it is supported."""
+    """Why fleet refuses this Jetson's release (JetPack 5 on an Orin), with the fix; None where it is supported.
+    By its L4T, else by its JetPack (a record without /etc/nv_tegra_release still names JetPack 5)."""
     row, major = platform(platform_name), _major(l4t)
-    if row is None or not row.jetson or major is None or major >= min(p.l4t[0] for p in jetsons()):
+    oldest = min(p.l4t[0] for p in jetsons())
+    if row is None or not row.jetson:
         return None
-    named = f"JetPack {jetpack} (L4T R{l4t})" if jetpack else f"L4T R{l4t}"
-    rows = sorted(jetsons(), key=lambda p: p.l4t[0])
-    return (f"this Jetson runs {named}, older than fleet supports ({', '.join(p.supported for p in rows)}): "
-            f"reflash it with JetPack {rows[0].jetpack[0]} or later using NVIDIA SDK Manager, then run fleet again")
+    if major is not None:
+        if major >= oldest:
+            return None
+    elif _major(jetpack) is None or _major(jetpack) >= min(p.jetpack[0] for p in jetsons()):
+        return None
+    named = " ".join(filter(None, (f"JetPack {jetpack}" if jetpack else None, f"(L4T R{l4t})" if l4t else None)))
+    release = jetpack_release(jetpack, l4t)
+    ships = (f", which ships CUDA {release.cuda} and Python {release.python} on Ubuntu {release.ubuntu}"
+             if release else "")
+    first = sorted(jetsons(), key=lambda p: p.l4t[0])[0]   # an old Jetson is the oldest row's generation
+    newest = max((r for r in JETPACK_RELEASES if r.jetpack.split(".")[0] == str(first.jetpack[0])),
+                 key=lambda r: r.jetpack)
+    return (f"this Jetson runs {named.removeprefix('(').removesuffix(')') if not jetpack else named}{ships}, "
+            f"older than fleet plans for ({first.supported}: no Jetson torch index serves it and its apt "
+            f"repository has no CUDA 12): reflash it with JetPack {newest.jetpack} (L4T R{newest.l4t}) using "
+            f"NVIDIA SDK Manager, then run `fleet facts` and fleet again")

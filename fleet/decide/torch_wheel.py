@@ -12,17 +12,41 @@ from __future__ import annotations
 import re
 
 from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
-from fleet.decide.archs import official_archs, official_row, variants
-from fleet.decide.cuda import native_cuda
+from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
+from fleet.decide.cuda import driver_fix, native_cuda
+from fleet.decide.offers import cuda13_dropped
 from fleet.decide.gpu import runs_on
 from fleet.decide.host import Host
 from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
+from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import version_key
+from fleet.decide.versions import min_driver_for, version_key
 
-FIRST_AARCH64_CUDA_TORCH = (2, 9)
+FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on
+# Before 2.9 only PyTorch's own indexes served aarch64 CUDA (SBSA) wheels: cu128 for torch 2.7 and 2.8, cu129
+# for 2.8 (pytorch/pytorch#160162; download.pytorch.org/whl/cu128/torch lists torch-2.7.*-linux_aarch64 and
+# torch-2.8.*-linux_aarch64 wheels, cu126 none). PyPI served CPU builds for aarch64 before 2.9.
+EARLY_AARCH64_CUDA_INDEXES = {(2, 7): ("12.8",), (2, 8): ("12.8", "12.9")}
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
+
+
+# The oldest Python each torch release supports, newest release first: PyTorch RELEASE.md, "Release
+# Compatibility Matrix" (2.9: Python >=3.10, <=3.14; 2.5 to 2.8: >=3.9; 2.0 to 2.4: >=3.8).
+PYTHON_MIN = (((2, 9), "3.10"), ((2, 5), "3.9"), ((2, 0), "3.8"))
+
+
+def python_problem(host: Host, v: Vars) -> str | None:
+    """The host's Python (which python_env is made from) against the torch release; None where it fits."""
+    if host.python_version is None:
+        return None
+    minor = version_key(v.torch_version)[:2]
+    need = next((py for first, py in PYTHON_MIN if minor >= first), None)
+    if need is None or version_key(host.python_version) >= version_key(need):
+        return None
+    return (f"torch {v.torch_version} needs Python >= {need} (PyTorch RELEASE.md) and this host's python3 is "
+            f"{host.python_version}: install Python {need} or newer on the host, which python_env "
+            f"{v.python_env} is made from, then run `fleet facts` again")
 
 
 def index_cuda(url: str) -> str | None:
@@ -42,15 +66,20 @@ def torch_source(host: Host, v: Vars) -> str:
 
 def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
     if not host.has_gpu:
-        return _cpu_torch(v)
+        decision = _cpu_torch(v)
+        python = python_problem(host, v)
+        return _refused(v, decision.index_url, None, "official", python) if python else decision
     source = torch_source(host, v)
     url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)
+    python = python_problem(host, v)
+    if python:
+        return _refused(v, url, cuda, source, python)
     if cuda is None:
         return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
                                               f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
-    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v)) \
-        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(v, url, cuda)
+    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v, url, cuda)) \
+        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(host, v, url, cuda)
     if problem:
         return _refused(v, url, cuda, source, problem)
     arch_list, origin = _arch_list(host, v, cuda, source)
@@ -88,10 +117,22 @@ def _jetson_problem(host: Host, url: str) -> str | None:
     return None
 
 
-def _official_problem(host: Host, v: Vars) -> str | None:
-    if host.arch == "aarch64" and version_key(v.torch_version)[:2] < FIRST_AARCH64_CUDA_TORCH:
-        return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (they start at 2.9; pip would "
-                f"install a CPU build): set torch_version=2.9.0 or newer")
+def _official_problem(host: Host, v: Vars, url: str, cuda: str) -> str | None:
+    minor = version_key(v.torch_version)[:2]
+    if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH:
+        served = EARLY_AARCH64_CUDA_INDEXES.get(minor, ())
+        if cuda in served and "download.pytorch.org" in url:
+            pass   # PyTorch's cu128/cu129 index serves this aarch64 CUDA wheel (pytorch/pytorch#160162)
+        elif served:
+            fix = f"set torch_index_url={official_index(served[0])}"
+            if v.cuda_major != "12":
+                fix += f" and cuda_version={served[0]}"
+            return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's "
+                    f"{' and '.join('cu' + c.replace('.', '') for c in served)} index"
+                    f"{'es' if len(served) > 1 else ''}, not on {url} (pip would install a CPU build): {fix}")
+        else:
+            return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (PyTorch's cu128 index serves them "
+                    f"from 2.7, PyPI from 2.9; pip would install a CPU build): set torch_version=2.9.0")
     if "official" not in host.row.torch_sources and host.jetson:
         return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
                 f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
@@ -112,22 +153,45 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
     gives = f"CUDA {native}" if native else "a CUDA older than 12.0"
     family = family_min_driver(cuda)
     rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
-    fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
-        else f"install a driver for CUDA {cuda}"
+    # One fix (issue 24): no "index for CUDA 12.2 or older" beside it, which no current torch publishes.
+    if cuda13_dropped(host, v):   # the toolkit's refusal offers the 12.x stack: the same offer here
+        fix = twelve_offer(host, v, need_12=True) or f"install a driver for CUDA {cuda}"
+    elif compat.refuse and cuda == v.cuda_version and not host.jetson:   # the same fix as compat's refusal
+        fix = driver_fix(host, v, min_driver_for(cuda))
+    else:
+        fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
+            else f"install a driver for CUDA {cuda}"
     return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}{rule}"
-            f"{' with cuda-compat' if compat.use else ''}: {fix}, "
-            f"or use an index for CUDA {native or '12.x'} or older")
+            f"{' with cuda-compat' if compat.use else ''}: {fix}")
 
 
-def _major_mismatch(v: Vars, url: str, cuda: str) -> str | None:
+def _major_mismatch(host: Host, v: Vars, url: str, cuda: str) -> str | None:
     """A CUDA 12 toolkit beside a CUDA 13 torch: what nvcc builds (extensions, CUTLASS kernels) links
     libcudart.so.12 while torch brings libcudart.so.13."""
     if cuda.split(".")[0] == v.cuda_major:
         return None
-    return (f"torch wheels from {url} are built for CUDA {cuda} but cuda_version={v.cuda_version}: extensions "
-            f"built with the CUDA {v.cuda_version} toolkit would link libcudart.so.{v.cuda_major} beside torch's "
-            f"libcudart.so.{cuda.split('.')[0]}; set cuda_version to a {cuda.split('.')[0]}.x release or "
-            f"torch_index_url to a cu{v.cuda_major}x index")
+    return (f"torch wheels from {url} are built for CUDA {cuda} but the toolkit is CUDA {v.cuda_version}: "
+            f"extensions built with it would link libcudart.so.{v.cuda_major} beside torch's "
+            f"libcudart.so.{cuda.split('.')[0]}; {_same_major_fix(host, v, cuda)}")
+
+
+def _same_major_fix(host: Host, v: Vars, cuda: str) -> str:
+    """The one fix for a toolkit and a torch of two CUDA majors: the same offer the toolkit's refusal makes."""
+    if host.jetson and host.jetson.cuda:
+        return f"set cuda_version={host.jetson.cuda}"
+    if cuda.startswith("12."):
+        offer = twelve_offer(host, v, need_12=True)
+        if offer:
+            return offer
+        return f"set cuda_version={cuda}"
+    index = _covering_variant(host, v, v.cuda_version)
+    if index:
+        return f"set torch_index_url={official_index(index)}"
+    return f"set cuda_version={cuda}"
+
+
+def official_index(cuda: str) -> str:
+    return f"https://download.pytorch.org/whl/cu{cuda.replace('.', '')}"
 
 
 def _arch_list(host: Host, v: Vars, cuda: str, source: str) -> tuple[list[str] | None, str]:
@@ -157,6 +221,14 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
         return result(True, f"{wheel}; the capability of {unknown[0].label} is unknown (its driver did not "
                             f"report compute_cap and fleet does not know the name): "
                             f"verify checks that torch runs on it")
+    if arch_list is None and source == "official":   # no table row: the variant rule still holds
+        missed = next(((g, first) for g in host.gpus if (first := variant_misses(cuda, g.capability))), None)
+        if missed:
+            gpu, first = missed
+            why = (f"{wheel} is built with CUDA {cuda}, and no wheel built with CUDA below {first} runs on "
+                   f"{gpu.label}, capability {gpu.capability} (nvcc before {first} cannot target it and those "
+                   f"builds ship no PTX for it; pytorch/pytorch#150733): {_variant_fix(host, v, first)}")
+            return result(False, why, refuse=why)
     if arch_list is None:
         return result(True, f"{wheel}; {origin}, so verify checks that torch runs on the "
                             + ", ".join(sorted({f"{g.label} ({g.capability})" for g in host.gpus})))
@@ -174,13 +246,34 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
     return result(True, f"{wheel}: " + "; ".join(dict.fromkeys(notes)) + f" (architectures {origin})")
 
 
-def _covering_fix(host: Host, capability: str, url: str, v: Vars) -> str:
+def _variant_fix(host: Host, v: Vars, first: str) -> str:
+    """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
+    first variant that can cover it (with the first torch that published it)."""
+    table = _covering_fix(host, "", "", v, fallback=False)
+    if table:
+        return table
+    fix = f"set torch_index_url={official_index(first)}"
+    if version_key(v.torch_version) < version_key(FIRST_CU128_TORCH):
+        fix += f" and torch_version={FIRST_CU128_TORCH}"
+    if first.split(".")[0] != v.cuda_major:
+        fix += f" and cuda_version={first}"
+    return fix
+
+
+def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True) -> str | None:
     """The newest official index whose wheels run on `capability`, as a fix to set."""
     for cuda in variants(v.torch_version, host.arch):
-        if runs_on(official_archs(v.torch_version, cuda, host.arch) or [], capability):
-            index = f"https://download.pytorch.org/whl/cu{cuda.replace('.', '')}"
+        if all(g.capability and runs_on(official_archs(v.torch_version, cuda, host.arch) or [], g.capability)
+               for g in host.gpus):   # every GPU of the host, so a mixed host gets one fix
+            index = official_index(cuda)
             if index == url.rstrip("/"):  # the installed build differs from the published wheels
                 return f"reinstall torch {v.torch_version} from {index}: its published wheels cover it"
+            if cuda.split(".")[0] != v.cuda_major and cuda.startswith("12."):
+                offer = twelve_offer(host, v, need_12=True)   # the same offer the toolkit's refusal makes
+                if offer:
+                    return offer
             also = "" if cuda.split(".")[0] == v.cuda_major else f" with cuda_version={cuda}"
             return f"set torch_index_url={index}{also}"
+    if not fallback:
+        return None
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

@@ -85,7 +85,8 @@ RULES = [
         says={"refuse": ["capability 12.0", f"torch_index_url={CU130} with cuda_version=13.0"]}),
     # Toolkit and torch one CUDA major (libcudart.so.12 vs .so.13 in one process).
     Row("mismatch: 12.8 toolkit with cu130 torch: refused", "h100-pod-580-compat", vars={"cuda_version": "12.8"},
-        says={"refuse": ["built for CUDA 13.0", "cuda_version=12.8", "libcudart.so.12"]}),
+        says={"refuse": ["built for CUDA 13.0", "toolkit is CUDA 12.8",
+                          "set torch_index_url=https://download.pytorch.org/whl/cu128", "libcudart.so.12"]}),
     # GeForce on a driver too old for CUDA 13: the 12.x stack that works on its driver (a pod cannot upgrade).
     Row("geforce: RTX 4090 on 550 asking 13.0: 804, and 12.9 + cu128 offered", "geforce-550",
         says={"refuse": ["error 804", "install driver >= 580.65.06", "cuda_version=12.9", CU128]}),

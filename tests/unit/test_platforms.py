@@ -96,9 +96,10 @@ def test_an_orin_on_jetpack_5_is_refused_in_one_sentence_with_a_fix():
     record = jetpack5_orin_record()
     assert record["jetson"]["l4t"] == "35.4" and record["platform"] == "jetson-orin"
     refusal = decide(record).refuse
-    assert refusal == ("this Jetson runs L4T R35.4, older than fleet supports (Orin on JetPack 6 (L4T R36), "
-                       "Thor on JetPack 7+ (L4T R38+)): reflash it with JetPack 6 or later using NVIDIA SDK "
-                       "Manager, then run fleet again")
+    assert refusal == ("this Jetson runs L4T R35.4, which ships CUDA 11.4 and Python 3.8 on Ubuntu 20.04, older "
+                       "than fleet plans for (Orin on JetPack 6 (L4T R36): no Jetson torch index serves it and its "
+                       "apt repository has no CUDA 12): reflash it with JetPack 6.2 (L4T R36.4) using NVIDIA SDK "
+                       "Manager, then run `fleet facts` and fleet again")
     assert ". " not in refusal and not refusal.endswith(".")          # one sentence
 
 
