@@ -148,3 +148,24 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
         f"mv -f -- \"$tmp\" {q}\n"
         "trap - EXIT\n"
     )
+
+
+def git_guard(dest: str) -> str:
+    """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner.
+
+    git refuses a repository another user owns ("dubious ownership", its fix for CVE-2022-24765: such a
+    repository's config can run commands, core.fsmonitor among them). fleet tells git the checkout is safe only
+    where it and its .git are owned by root or the connecting user; otherwise $fleet_git_owner names the owner and
+    git keeps refusing. As root, git also runs no fsmonitor and no hooks, whoever wrote the config."""
+    return (
+        "fleet_git=() fleet_git_owner=\n"
+        f"for fleet_f in {dest} {dest}/.git; do\n"
+        "  [ -e \"$fleet_f\" ] || continue\n"
+        "  fleet_u=$(stat -c '%u %U' -- \"$fleet_f\")\n"
+        "  case \"${fleet_u%% *}\" in 0|\"$(id -u)\") ;; *) fleet_git_owner=${fleet_u#* };; esac\n"
+        "done\n"
+        f"if [ -z \"$fleet_git_owner\" ]; then fleet_git=(-c safe.directory={dest}); fi\n"
+        "if [ \"$(id -u)\" = 0 ]; then fleet_git+=(-c core.fsmonitor= -c core.hooksPath=/dev/null); fi\n"
+        "git() { command git \"${fleet_git[@]}\" \"$@\"; }\n"
+    )
+

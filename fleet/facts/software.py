@@ -7,6 +7,7 @@ import re
 import shlex
 
 from fleet.facts import paths
+from fleet.shell import git_guard
 
 # Only these environment variables are recorded: anything else may hold a secret.
 ENV_VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUTLASS_HOME")
@@ -216,6 +217,9 @@ def parse_torch(text: str) -> dict | None:
 
 # ---- CUTLASS ----------------------------------------------------------------------------------------
 
+_CUTLASS_GIT = git_guard('"$d"')
+
+
 def cutlass_command(cutlass_dir: str) -> str:
     return (
         f"d={shlex.quote(cutlass_dir)}\n"
@@ -224,8 +228,10 @@ def cutlass_command(cutlass_dir: str) -> str:
         "[ -r \"$d/include/cutlass/version.h\" ] && grep -E '^#define CUTLASS_(MAJOR|MINOR|PATCH) ' \"$d/include/cutlass/version.h\"\n"
         "[ -e \"$d/include/cute/tensor.hpp\" ] && echo 'cute yes'\n"
         "if command -v git >/dev/null 2>&1 && [ -e \"$d/.git\" ]; then\n"
-        "  printf 'describe %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" describe --tags 2>/dev/null)\"\n"
-        "  printf 'commit %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
+        # git's ownership check stays on for a checkout another user owns (fleet.shell.git_guard)
+        + _CUTLASS_GIT +
+        "  printf 'describe %s\\n' \"$(git -C \"$d\" describe --tags 2>/dev/null)\"\n"
+        "  printf 'commit %s\\n' \"$(git -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
         "fi\n"
         "true"
     )

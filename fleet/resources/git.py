@@ -8,6 +8,7 @@ never deleted or overwritten (`checkout --force` would drop the changes without 
 from __future__ import annotations
 
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.shell import git_guard
 
 
 class Git(Resource):
@@ -23,10 +24,13 @@ class Git(Resource):
 
     def check(self) -> str:
         dest, ref = qpath(self.p["dest"]), q(self.p["ref"])
-        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe.
+        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe;
+        # one another user owns stays refused (its config could run a command as root).
         return (
-            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
+            git_guard(dest) +
             f"if [ ! -d {dest}/.git ]; then echo 'not cloned'; exit {NEEDS_CHANGE}; fi\n"
+            f"if [ -n \"$fleet_git_owner\" ]; then echo \"owned by $fleet_git_owner, not root or this user\"; "
+            f"exit {NEEDS_CHANGE}; fi\n"
             f"head=$(git -C {dest} rev-parse HEAD 2>/dev/null)\n"
             f"want=$(git -C {dest} rev-parse --verify -q {ref}^{{commit}} 2>/dev/null)\n"
             f"url=$(git -C {dest} config --get remote.origin.url)\n"
@@ -39,7 +43,10 @@ class Git(Resource):
         dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(self.p["repo"])
         return (
             "set -e\n"
-            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
+            + git_guard(dest) +
+            f"if [ -d {dest}/.git ] && [ -n \"$fleet_git_owner\" ]; then echo \"refusing to use \"{dest}\": it is owned by "
+            f"$fleet_git_owner, and git would run what its config says (core.fsmonitor, hooks) as this user; "
+            f"chown -R it to root or move it away\"; exit 3; fi\n"
             f"if [ -d {dest}/.git ]; then\n"
             f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
             f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "
