@@ -101,6 +101,13 @@ def check_value(name: str, value: Any, default: Any) -> str | None:
 def _shape(name: str, text: str, shown: str, default: Any) -> str | None:
     if not text:
         return None                                    # "" means "use the default behaviour" where allowed
+    plain = re.match(r"^(http|git)://", text, re.I)
+    if plain and name.endswith(("_repo", "_url", "_apt_repo")):
+        # keyrings, .debs, wheels, archives and checkouts fleet fetches run or are trusted as root: a plain-text
+        # download lets anyone on the path replace them
+        return (f"{shown} is plain {plain[1].lower()}://, and what fleet installs from it runs as root, so anyone on "
+                f"the network path could replace it: write https://{text[plain.end():]} (or file:///... for a local "
+                "mirror)")
     if name.endswith("_repo") and name != "cuda_apt_repo":
         if not _GIT_URL.match(text):
             return (f"{shown} is not a git URL: write https://..., file:///..., git@host:owner/repo.git or an "
