@@ -40,3 +40,20 @@ def test_a_checkout_another_user_owns_never_runs_its_fsmonitor_as_root(lab, tmp_
             "nobody", "/var/tmp/fleet-test-fsmonitor"]              # the user's checkout kept as it was
     finally:
         sh(lab, POD, f"rm -rf /opt/cutlass {MARK} /var/tmp/fleet-test-fsmonitor")
+
+
+def test_credentials_in_the_repo_url_are_not_kept_in_the_clone(lab, tmp_path):
+    """A token in cutlass_repo reaches git for the clone, never the clone's .git/config (0644: every user reads it);
+    a second apply finds the checkout in state."""
+    lab.reset([POD])
+    try:
+        inv = inventory(lab, tmp_path, cutlass_repo="https://fleet:fleet-test-secret-9c1@github.com/NVIDIA/cutlass.git")
+        for _ in range(2):
+            code, out, err = fleet("apply", str(inv), "--roles", "cutlass")
+            assert code == 0, (out + err)[-3000:]
+        assert f"\n{POD}\t1\t0\t0\t" in out                 # the second run: in state (ok 1, changed 0, failed 0)
+        found = ok(lab, POD, "git -C /opt/cutlass config --get remote.origin.url; git -C /opt/cutlass describe --tags; "
+                             "grep -rl fleet-test-secret /opt/cutlass/.git || echo no-secret")
+        assert found.split() == [REPO, "v4.3.0", "no-secret"]
+    finally:
+        sh(lab, POD, "rm -rf /opt/cutlass")

@@ -114,3 +114,14 @@ def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path, remote):
     (dest / "notes").write_text("keep\n")
     rc, out = sh(make("git", repo=remote["url"], ref="v1", dest=str(dest)).apply())
     assert rc != 0 and "is not a git checkout" in out and (dest / "notes").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("repo, public", [
+    ("https://user:tok@github.com/NVIDIA/cutlass.git", "https://github.com/NVIDIA/cutlass.git"),
+    ("https://tok@mirror.example:8443/cutlass.git", "https://mirror.example:8443/cutlass.git"),
+    ("https://github.com/NVIDIA/cutlass.git", "https://github.com/NVIDIA/cutlass.git"),
+    ("git@github.com:NVIDIA/cutlass.git", "git@github.com:NVIDIA/cutlass.git"),
+])
+def test_the_clone_keeps_the_url_without_credentials(repo, public):
+    from fleet.resources.git import public_url
+    assert public_url(repo) == public
