@@ -55,14 +55,14 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
 
 
 def refuse_untrusted_paths(host: Host, host_vars: dict, facts: dict) -> None:
-    """The venv and pip's files run or are written as root: refused where the probe found another user owns or can
+    """The venv, pip's files, the checkout and the archives' homes run or are written as root: refused where the probe found another user owns or can
     write them or a parent (fleet/facts/paths.py), naming the owner and mode."""
     from fleet.facts.paths import refusal
-    from fleet.facts.sources import ROOT_PATHS
+    from fleet.facts.sources import DEFAULTS, ROOT_PATHS
 
     found = facts.get("paths") if isinstance(facts, dict) else None
     for name in ROOT_PATHS:
-        path = host_vars.get(name)
+        path = host_vars.get(name) or DEFAULTS.get(name)
         why = found.get(str(path)) if path and isinstance(found, dict) else None
         if why:
             raise HostError(f"{host.name}: {refusal(name, str(path), why)}")

@@ -49,7 +49,8 @@ def disk_dirs(settings: dict) -> list[str]:
     return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/", "/workspace"]))
 
 
-ROOT_PATHS = ("python_env", "pip_cache_dir", "pip_tmpdir")   # run from or written into as root
+# run from or written into as root: the venv, pip's files, the CUTLASS checkout, the archives' homes
+ROOT_PATHS = ("python_env", "pip_cache_dir", "pip_tmpdir", "cutlass_dir", "nvpl_home", "cudss_home")
 
 
 def trusted_paths(settings: dict) -> list[str]:

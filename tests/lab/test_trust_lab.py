@@ -28,9 +28,9 @@ findmnt -n -o TARGET /workspace; stat -c '%a' /workspace
 """
 
 
-def inventory(lab, tmp_path: Path, **vars) -> Path:
+def inventory(lab, tmp_path: Path, host: str = POD, **vars) -> Path:
     doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {POD: {**doc["hosts"][POD], "vars": {**doc["hosts"][POD].get("vars", {}), **vars}}}
+    doc["hosts"] = {host: {**doc["hosts"][host], "vars": {**doc["hosts"][host].get("vars", {}), **vars}}}
     doc.pop("groups", None)
     doc["facts_dir"] = str(tmp_path / "facts")
     path = tmp_path / "pod.yaml"
@@ -78,3 +78,19 @@ def test_apply_refuses_a_python_env_another_user_owns(lab, tmp_path):
         assert sh(lab, POD, "ls /opt/fleet 2>&1").exit != 0           # nothing of fleet's written on the host
     finally:
         sh(lab, POD, f"umount /workspace; rm -f {MARK}")
+
+
+def test_apply_refuses_an_archive_home_under_a_directory_others_can_write(lab, tmp_path):
+    """nvpl_home under a 0777 directory on the Thor (NVPL's archive goes there): refused before
+    anything is written there (asked of the host)."""
+    lab.reset(["thor"])
+    try:
+        ok(lab, "thor", "mkdir -p /srv/open && chmod 0777 /srv/open", sudo=True)
+        inv = inventory(lab, tmp_path, "thor", nvpl_source="tarball", nvpl_home="/srv/open/nvpl")
+        code, out, err = fleet("apply", str(inv), "--roles", "nvpl")
+        said = " ".join((out + err).split())
+        assert code == 1, said[-3000:]
+        assert "nvpl_home /srv/open/nvpl is not safe to run as root: /srv/open is owned by root with mode 777" in said
+        assert ok(lab, "thor", "ls -A /srv/open; echo end").split() == ["end"]       # nothing written there
+    finally:
+        sh(lab, "thor", "rm -rf /srv/open", sudo=True)
