@@ -16,27 +16,24 @@ from __future__ import annotations
 
 import shlex
 
-TRUST_FN = r"""fleet_trust() {
-  local fleet_p=$1 fleet_below= fleet_me fleet_st fleet_u fleet_n fleet_g fleet_m fleet_t
-  fleet_me=$(id -u)
-  for fleet_p in "$1" "$(readlink -m -- "$1")"; do
-    fleet_below=
-    while :; do
-      if fleet_st=$(stat -c '%u %U %g %a %F' -- "$fleet_p" 2>/dev/null); then
-        read -r fleet_u fleet_n fleet_g fleet_m fleet_t <<<"$fleet_st"
-        if [ "$fleet_u" != 0 ] && [ "$fleet_u" != "$fleet_me" ]; then echo "$fleet_p $fleet_n $fleet_m"; return; fi
-        if [ "$fleet_t" != "symbolic link" ]; then
-          fleet_m=$((8#$fleet_m))
-          if { [ $((fleet_m & 2)) != 0 ] || { [ $((fleet_m & 16)) != 0 ] && [ "$fleet_g" != 0 ]; }; } &&
-             { [ $((fleet_m & 512)) = 0 ] || [ -z "$fleet_below" ]; }; then
-            printf '%s %s %o\n' "$fleet_p" "$fleet_n" "$fleet_m"; return; fi
-        fi
-        fleet_below=yes
-      fi
-      [ "$fleet_p" = / ] && break
-      fleet_p=$(dirname -- "$fleet_p")
-    done
-  done
+TRUST_FN = r"""fleet_trust() {  # one stat for every component of the path (a probe pays ~1-2 ms for each process)
+  local fleet_p=$1 fleet_c fleet_below fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f fleet_link= fleet_all=()
+  fleet_c=$fleet_p
+  while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do fleet_all+=("$fleet_c"); fleet_c=${fleet_c%/*}; done
+  fleet_all+=(/); fleet_below=
+  while IFS=$'\t' read -r fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f; do
+    if [ "$fleet_u" != 0 ] && [ "$fleet_u" != "$EUID" ]; then echo "$fleet_f $fleet_n $fleet_m"; return; fi
+    if [ "$fleet_t" = "symbolic link" ]; then fleet_link=yes
+    else
+      fleet_m=$((8#$fleet_m))
+      if { [ $((fleet_m & 2)) != 0 ] || { [ $((fleet_m & 16)) != 0 ] && [ "$fleet_g" != 0 ]; }; } &&
+         { [ $((fleet_m & 512)) = 0 ] || [ -z "$fleet_below" ]; }; then
+        printf '%s %s %o\n' "$fleet_f" "$fleet_n" "$fleet_m"; return; fi
+    fi
+    fleet_below=yes
+  done < <(stat -c $'%u\t%U\t%g\t%a\t%F\t%n' -- "${fleet_all[@]}" 2>/dev/null)
+  # a symlink on the way: its target is judged too
+  if [ -n "$fleet_link" ] && [ "${2-}" != resolved ]; then fleet_trust "$(readlink -m -- "$fleet_p")" resolved; fi
 }"""
 
 
