@@ -109,10 +109,11 @@ def wrap_bash(script: str, *, sudo: bool = False, remote: bool = False) -> str:
     mark = REMOTE_MARK if remote else ""        # the command line sshd hands the login shell (Connection.run)
     prefix = mark + sudo_prefix(sudo)
     packed_len = len(stdin_for(script))
-    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
-    reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
+    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come. One simple
+    # command, so the login shell execs it: the script's $$ is the session's process group, as a lock records it.
+    reader = (f's=$(head -c {packed_len} | base64 -d) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
               '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
-    return f"{mark}head -c {packed_len} | base64 -d | {prefix}bash -c {quote(reader)}"
+    return f"{prefix}bash -c {quote(reader)}"
 
 
 def stdin_for(script: str) -> str | None:

@@ -55,9 +55,9 @@ def test_connections_take_the_rule_from_shell():
         conn.run("id -u", sudo=sudo)
         # every command fleet sends carries its mark (env.sh then never runs the cuda-compat gate)
         assert conn.commands[-1].startswith(shell.REMOTE_MARK)
-        assert (" | " + shell.REMOTE_MARK + "sudo -n -H bash -c " in conn.commands[-1]) is wrapped, (user, sudo)
+        assert conn.commands[-1].startswith(shell.REMOTE_MARK + "sudo -n -H bash -c ") is wrapped, (user, sudo)
         conn.write_file("/etc/fleet/x", "x", sudo=sudo)
-        assert (" | " + shell.REMOTE_MARK + "sudo -n -H bash -c " in conn.commands[-1]) is wrapped, (user, sudo)
+        assert conn.commands[-1].startswith(shell.REMOTE_MARK + "sudo -n -H bash -c ") is wrapped, (user, sudo)
 
 
 def test_as_root_leaves_a_snippet_alone_unless_the_rule_says_sudo():
