@@ -20,8 +20,7 @@ import os
 import shlex
 from typing import Iterable
 
-# Linux caps one argument at 128 KiB (MAX_ARG_STRLEN); above this a script travels on stdin instead.
-_ARG_LIMIT = 100_000
+# The last line of every script sent on stdin: a script without it arrived cut short and is never run.
 _END_MARK = "# fleet: end of script"
 # -n: never prompt (a prompt would hang a non-interactive command; sudo fails at once instead).
 # -H: HOME is root's, so root's tools (pip's cache, python's user site) never write into the user's home.
@@ -69,16 +68,16 @@ def as_root(snippet: str, *, wants_root: bool, user_is_root: bool) -> str:
     """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged."""
     if not needs_sudo(wants_root, user_is_root):
         return snippet
-    if _fits(snippet):
-        return wrap_bash(snippet, sudo=True)
-    # Too long for an argument (a big file's content), and this snippet is one section of a larger script,
-    # whose stdin is not ours to read: hand it to sudo as a private temp file. printf is a builtin, so no
-    # argument limit applies to it.
+    # Never as an argument (`sudo bash -c '<snippet>'` shows a token in it to every user in /proc/*/cmdline),
+    # and this snippet is one section of a larger script, whose stdin is not ours to read: hand it to sudo as a
+    # private temp file. printf is a builtin: its arguments are in no process's command line, and no argument
+    # limit applies to it.
     packed = base64.b64encode(snippet.encode()).decode()
-    return ("fleet_s=$(mktemp) || exit 1\n"
+    # its status is the snippet's, as `sudo bash -c` gave, without leaving the script it is part of
+    return ("if fleet_s=$(mktemp); then\n"
             f"printf '%s' '{packed}' | base64 -d > \"$fleet_s\"\n"
             f"{SUDO} bash \"$fleet_s\" </dev/null; fleet_s_rc=$?\n"
-            "rm -f -- \"$fleet_s\"; exit \"$fleet_s_rc\"")
+            "rm -f -- \"$fleet_s\"; (exit \"$fleet_s_rc\"); else false; fi")
 
 
 # -- one command ---------------------------------------------------------------------------------------------
@@ -100,32 +99,25 @@ REMOTE_MARK = "FLEET_REMOTE=1 "
 
 
 def wrap_bash(script: str, *, sudo: bool = False, remote: bool = False) -> str:
-    """The command line that runs `script` in bash (under `sudo -n` when asked), every byte quoted.
+    """The command line that runs `script` in bash (under `sudo -n` when asked); the script itself on stdin.
 
-    A long script cannot travel as an argument (one argument is capped at 128 KiB, and sshd hands the command
-    line to the login shell as one): it travels on stdin instead (see `stdin_for`), base64-encoded so no
-    locale can mangle it, ending in a marker so a script cut short in transit is refused, never run.
+    A script never travels as an argument: a command line is in /proc/*/cmdline for every user of the host (a
+    token in a repo URL, pip credentials, a file's content), and one argument is capped at 128 KiB. It travels
+    on stdin (see `stdin_for`), base64-encoded so no locale can mangle it, ending in a marker so a script cut
+    short in transit is refused, never run.
     """
     mark = REMOTE_MARK if remote else ""        # the command line sshd hands the login shell (Connection.run)
     prefix = mark + sudo_prefix(sudo)
-    if _fits(script):
-        return f"{prefix}bash -c {quote(script)}"
     packed_len = len(stdin_for(script))
-    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come.
-    reader = ('s=$(cat) && [ "${s%' + _END_MARK + '}" != "$s" ] || '
+    # head -c: the payload's exact length, so this never waits for an end-of-file that may not come. One simple
+    # command, so the login shell execs it: the script's $$ is the session's process group, as a lock records it.
+    reader = (f's=$(head -c {packed_len} | base64 -d) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
               '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
-    return f"{mark}head -c {packed_len} | base64 -d | {prefix}bash -c {quote(reader)}"
-
-
-def _fits(script: str) -> bool:
-    # Measured quoted and in bytes: quotes expand to '"'"' and a non-ASCII character is several bytes.
-    return len(quote(script).encode()) <= _ARG_LIMIT
+    return f"{prefix}bash -c {quote(reader)}"
 
 
 def stdin_for(script: str) -> str | None:
-    """What `wrap_bash(script)` expects on stdin: None for a short script, else the script in base64."""
-    if _fits(script):
-        return None
+    """What `wrap_bash(script)` expects on stdin: the script in base64, ending in a marker."""
     return base64.encodebytes(f"{script}\n{_END_MARK}\n".encode()).decode()
 
 
@@ -148,3 +140,24 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
         f"mv -f -- \"$tmp\" {q}\n"
         "trap - EXIT\n"
     )
+
+
+def git_guard(dest: str) -> str:
+    """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner.
+
+    git refuses a repository another user owns ("dubious ownership", its fix for CVE-2022-24765: such a
+    repository's config can run commands, core.fsmonitor among them). fleet tells git the checkout is safe only
+    where it and its .git are owned by root or the connecting user; otherwise $fleet_git_owner names the owner and
+    git keeps refusing. As root, git also runs no fsmonitor and no hooks, whoever wrote the config."""
+    return (
+        "fleet_git=() fleet_git_owner=\n"
+        f"for fleet_f in {dest} {dest}/.git; do\n"
+        "  [ -e \"$fleet_f\" ] || continue\n"
+        "  fleet_u=$(stat -c '%u %U' -- \"$fleet_f\")\n"
+        "  case \"${fleet_u%% *}\" in 0|\"$(id -u)\") ;; *) fleet_git_owner=${fleet_u#* };; esac\n"
+        "done\n"
+        f"if [ -z \"$fleet_git_owner\" ]; then fleet_git=(-c safe.directory={dest}); fi\n"
+        "if [ \"$(id -u)\" = 0 ]; then fleet_git+=(-c core.fsmonitor= -c core.hooksPath=/dev/null); fi\n"
+        "git() { command git \"${fleet_git[@]}\" \"$@\"; }\n"
+    )
+

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet import sections, shell
-from fleet.errors import InputError
+from fleet.errors import HostError, InputError
 from fleet.inventory import Host
 from fleet.roles import Task, render_role
 
@@ -34,6 +34,7 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
     from fleet.engine.session import decide_facts, variables
 
     host_vars = variables(facts, host.vars)   # venv and pip's files on a pod's volume
+    refuse_untrusted_paths(host, host_vars, facts)
     try:
         decisions = decide_facts(facts, host.vars)
     except (FactsError, VariableError) as exc:
@@ -51,6 +52,20 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
                     t.resource.variables = reads
         tasks += rendered
     return Decided(facts, decisions, djson, tuple(tasks))
+
+
+def refuse_untrusted_paths(host: Host, host_vars: dict, facts: dict) -> None:
+    """The venv, pip's files, the checkout and the archives' homes run or are written as root: refused where the probe found another user owns or can
+    write them or a parent (fleet/facts/paths.py), naming the owner and mode."""
+    from fleet.facts.paths import refusal
+    from fleet.facts.sources import DEFAULTS, ROOT_PATHS
+
+    found = facts.get("paths") if isinstance(facts, dict) else None
+    for name in ROOT_PATHS:
+        path = host_vars.get(name) or DEFAULTS.get(name)
+        why = found.get(str(path)) if path and isinstance(found, dict) else None
+        if why:
+            raise HostError(f"{host.name}: {refusal(name, str(path), why)}")
 
 
 def variables_read(role, host_vars: dict) -> dict[str, str]:

@@ -82,6 +82,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "libraries": libraries["libraries"],
         "library_sources": libraries["sources"],
         "python": reader.read("python"),
+        "paths": reader.read("paths"),                # path -> None (safe to run as root) or why not
         "torch": with_last_verify(torch, verify),
         "cutlass": reader.read("cutlass"),
         "env": env,

@@ -6,6 +6,9 @@ import json
 import re
 import shlex
 
+from fleet.facts import paths
+from fleet.shell import git_guard
+
 # Only these environment variables are recorded: anything else may hold a secret.
 ENV_VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUTLASS_HOME")
 # The env_hooks role's block starts with this line; its presence means the hook is installed.
@@ -66,10 +69,13 @@ def parse_env(text: str) -> dict:
 # ---- python -----------------------------------------------------------------------------------------
 
 def select_python(python_env: str) -> str:
-    """Shell that sets $py: the roles' virtual environment's python when it exists, else python3."""
+    """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
+    (fleet.facts.paths: no other user owns or can write it or a parent; $env_untrusted says why not), else python3."""
     return (
-        f"env_dir={shlex.quote(python_env)}\n"
-        "if [ -x \"$env_dir/bin/python\" ]; then py=$env_dir/bin/python; env_exists=yes\n"
+        f"{paths.TRUST_FN}\n"
+        f"env_dir={shlex.quote(python_env)}; env_untrusted=\n"
+        "if [ -x \"$env_dir/bin/python\" ]; then env_untrusted=$(fleet_trust \"$env_dir/bin/python\"); fi\n"
+        "if [ -x \"$env_dir/bin/python\" ] && [ -z \"$env_untrusted\" ]; then py=$env_dir/bin/python; env_exists=yes\n"
         "else py=$(command -v python3 || true); env_exists=no; fi"
     )
 
@@ -78,6 +84,7 @@ def python_command(python_env: str) -> str:
     return (
         f"{select_python(python_env)}\n"
         "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
+        "[ -z \"$env_untrusted\" ] || printf 'untrusted %s\\n' \"$env_untrusted\"\n"
         "[ -n \"$py\" ] || exit 0\n"
         # A venv that exists answers from files, with no Python start (~50 ms of the host's CPU at every probe):
         # its pyvenv.cfg holds the version it was made with (venv: `version`, virtualenv and uv: `version_info`),
@@ -121,6 +128,8 @@ def parse_python(text: str) -> dict:
         "env": pairs.get("env", "").strip() or None,
         "env_exists": pairs["env_exists"].strip() == "yes",
         "venv_module": {"yes": True, "no": False}.get(pairs.get("venv_module", "").strip()),
+        # the venv exists but another user owns or can write it: never executed (why, as fleet.facts.paths says)
+        "untrusted": paths.reason(pairs["untrusted"].strip()) if pairs.get("untrusted", "").strip() else None,
     }
 
 
@@ -208,6 +217,9 @@ def parse_torch(text: str) -> dict | None:
 
 # ---- CUTLASS ----------------------------------------------------------------------------------------
 
+_CUTLASS_GIT = git_guard('"$d"')
+
+
 def cutlass_command(cutlass_dir: str) -> str:
     return (
         f"d={shlex.quote(cutlass_dir)}\n"
@@ -216,8 +228,10 @@ def cutlass_command(cutlass_dir: str) -> str:
         "[ -r \"$d/include/cutlass/version.h\" ] && grep -E '^#define CUTLASS_(MAJOR|MINOR|PATCH) ' \"$d/include/cutlass/version.h\"\n"
         "[ -e \"$d/include/cute/tensor.hpp\" ] && echo 'cute yes'\n"
         "if command -v git >/dev/null 2>&1 && [ -e \"$d/.git\" ]; then\n"
-        "  printf 'describe %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" describe --tags 2>/dev/null)\"\n"
-        "  printf 'commit %s\\n' \"$(git -c safe.directory=\"$d\" -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
+        # git's ownership check stays on for a checkout another user owns (fleet.shell.git_guard)
+        + _CUTLASS_GIT +
+        "  printf 'describe %s\\n' \"$(git -C \"$d\" describe --tags 2>/dev/null)\"\n"
+        "  printf 'commit %s\\n' \"$(git -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
         "fi\n"
         "true"
     )

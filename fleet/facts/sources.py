@@ -11,7 +11,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, fingerprint, gpu, loader, shells, software, system
+from fleet.decide.storage import ON_VOLUME
+from fleet.facts import cuda, fingerprint, gpu, loader, paths, shells, software, system
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 
@@ -48,6 +49,16 @@ def disk_dirs(settings: dict) -> list[str]:
     return list(dict.fromkeys([python_parent, str(settings["cutlass_dir"]), "/", "/workspace"]))
 
 
+# run from or written into as root: the venv, pip's files, the CUTLASS checkout, the archives' homes
+ROOT_PATHS = ("python_env", "pip_cache_dir", "pip_tmpdir", "cutlass_dir", "nvpl_home", "cudss_home")
+
+
+def trusted_paths(settings: dict) -> list[str]:
+    """The paths fleet runs from or writes into as root, and where a pod's volume would put them."""
+    set_ = [str(settings[name]) for name in ROOT_PATHS if settings.get(name)]
+    return [*set_, *ON_VOLUME.values()]
+
+
 _ENV_EMPTY = {**{name: None for name in software.ENV_VARS}, "hook_installed": False, "hook_files": []}
 
 # In the order the probe prints them (cheap first, torch last).
@@ -72,8 +83,9 @@ SOURCES: tuple[Source, ...] = (
     Source("shells", lambda s: shells.command(), shells.parse),
     Source("loader", lambda s: loader.command(), loader.parse, {"bare": None, "cache": [], "conf": [], "preload": [],
                                                               "use_pam": None}),
+    Source("paths", lambda s: paths.command(trusted_paths(s)), paths.parse, {}),
     Source("python", lambda s: software.python_command(str(s["python_env"])), software.parse_python,
-           {"version": None, "executable": None, "env": None, "env_exists": False}),
+           {"version": None, "executable": None, "env": None, "env_exists": False, "untrusted": None}),
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
     # what the last verify proved, as the host shows it now (after the shells' trace: it reads it); the verify gate

@@ -20,6 +20,9 @@ _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the 
 _URL = re.compile(r"^(https?|file)://\S+$")
 # scp-like git@github.com:o/r, and an absolute path on the host (git clone takes a local repository: a mirror)
 _GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
+# a venv, a checkout or an archive's files go there as a tree of their own: never a system directory
+_OWN_TREE = {"python_env", "nvpl_home", "cudss_home", "cutlass_dir"}
+_SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/root", "/etc", "/opt", "/bin", "/sbin", "/lib", "/var", "/home"}
 _BOOL_TEXT = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
@@ -101,6 +104,13 @@ def check_value(name: str, value: Any, default: Any) -> str | None:
 def _shape(name: str, text: str, shown: str, default: Any) -> str | None:
     if not text:
         return None                                    # "" means "use the default behaviour" where allowed
+    plain = re.match(r"^(http|git)://", text, re.I)
+    if plain and name.endswith(("_repo", "_url", "_apt_repo")):
+        # keyrings, .debs, wheels, archives and checkouts fleet fetches run or are trusted as root: a plain-text
+        # download lets anyone on the path replace them
+        return (f"{shown} is plain {plain[1].lower()}://, and what fleet installs from it runs as root, so anyone on "
+                f"the network path could replace it: write https://{text[plain.end():]} (or file:///... for a local "
+                "mirror)")
     if name.endswith("_repo") and name != "cuda_apt_repo":
         if not _GIT_URL.match(text):
             return (f"{shown} is not a git URL: write https://..., file:///..., git@host:owner/repo.git or an "
@@ -109,9 +119,15 @@ def _shape(name: str, text: str, shown: str, default: Any) -> str | None:
         if not _URL.match(text):
             return f"{shown} is not a URL: write https://... (or file:///... for a local mirror)"
     elif name.endswith(("_dir", "_home", "_env", "_tmpdir")):
+        example = default if isinstance(default, str) and default.startswith("/") else "/workspace/cache"
         if not text.startswith("/"):
-            example = default if isinstance(default, str) and default.startswith("/") else "/workspace/cache"
             return f"{shown} is a path on the host and must be absolute: write one like {example}"
+        if ".." in text.split("/"):
+            return f"{shown} climbs with '..': write the directory it means, like {example}"
+        if name in _OWN_TREE and (text.rstrip("/") or "/") in _SYSTEM_DIRS:
+            # a venv or an archive's `cp -a` over /usr/local shadows python3 (and more) for every user of the host
+            return (f"{shown} is a system directory that fleet would fill as root: write a directory of its own, "
+                    f"like {example}")
     return None
 
 

@@ -1,7 +1,9 @@
 """`fleet facts --format md|csv`: the side-by-side comparison as Markdown or CSV (every row, differing first).
 
 Pure: a Comparison (fleet.report.compare) in, text out. Markdown escapes `|` and line breaks in values so a
-cell never splits the table; CSV quotes as RFC 4180 (the csv module) and says which rows differ.
+cell never splits the table, and HTML (`<`, `>`, `&`) and link brackets so a host's value never renders as a tag
+or a `javascript:` link; CSV quotes as RFC 4180 (the csv module), says which rows differ, and puts `'` before a
+cell that a spreadsheet would read as a formula (OWASP's CSV-injection rule: = + - @ tab CR first).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ def csv_text(comparison: Comparison, ages: dict[str, str | None]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     hosts = [column.host for column in comparison.columns]
-    writer.writerow(["fact", "differs", *hosts])
-    writer.writerow(["record", "", *(_age(c, ages.get(c.host)) for c in comparison.columns)])
+    writer.writerow(_cells(["fact", "differs", *hosts]))
+    writer.writerow(_cells(["record", "", *(_age(c, ages.get(c.host)) for c in comparison.columns)]))
     for row in comparison.differing + comparison.identical:
-        writer.writerow([row.path, "yes" if row.differs else "no", *(row.values.get(h, "-") for h in hosts)])
+        writer.writerow(_cells([row.path, "yes" if row.differs else "no", *(row.values.get(h, "-") for h in hosts)]))
     return out.getvalue()
 
 
@@ -41,5 +43,17 @@ def _age(column, age: str | None) -> str:
     return when if column.reachable else f"{column.label} (last record {when})"
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cells(values) -> list[str]:
+    """OWASP CSV injection: a cell starting = + - @ tab or CR gets a leading ' (the lone "-" of "no value" is
+    no formula and stays as it is)."""
+    return [f"'{text}" if text.startswith(_FORMULA_START) and text != "-" else text for text in map(str, values)]
+
+
 def _md(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+    text = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for char in "|[]":
+        text = text.replace(char, "\\" + char)
+    return text.replace("\r", " ").replace("\n", "<br>")

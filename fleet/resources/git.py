@@ -3,11 +3,35 @@
 A repair never destroys what a person may have made: a checkout of another origin, a directory that is not a
 checkout, or a checkout with uncommitted changes to tracked files is refused with its path and how to fix it,
 never deleted or overwritten (`checkout --force` would drop the changes without a word).
+
+Credentials in the repo URL (https://user:token@host/...) are never stored in the clone's config: origin is the
+URL without them, and git reaches the real one through `url.<with>.insteadOf=<without>` given in its environment
+(GIT_CONFIG_COUNT), which, unlike a command line, no other user of the host can read.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.shell import git_guard
+
+
+def public_url(repo: str) -> str:
+    """The repo URL without its user and password (an http(s) URL's credentials); other URLs unchanged."""
+    parts = urlsplit(repo)
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return repo
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def credentials_env(repo: str) -> str:
+    """Shell exporting the rewrite from the public URL to `repo` for git (nothing when it holds no credentials)."""
+    public = public_url(repo)
+    if public == repo:
+        return ""
+    return (f"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0={q('url.' + repo + '.insteadOf')} "
+            f"GIT_CONFIG_VALUE_0={q(public)}\n")
 
 
 class Git(Resource):
@@ -23,23 +47,30 @@ class Git(Resource):
 
     def check(self) -> str:
         dest, ref = qpath(self.p["dest"]), q(self.p["ref"])
-        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe.
+        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe;
+        # one another user owns stays refused (its config could run a command as root).
         return (
-            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
+            git_guard(dest) +
             f"if [ ! -d {dest}/.git ]; then echo 'not cloned'; exit {NEEDS_CHANGE}; fi\n"
+            f"if [ -n \"$fleet_git_owner\" ]; then echo \"owned by $fleet_git_owner, not root or this user\"; "
+            f"exit {NEEDS_CHANGE}; fi\n"
             f"head=$(git -C {dest} rev-parse HEAD 2>/dev/null)\n"
             f"want=$(git -C {dest} rev-parse --verify -q {ref}^{{commit}} 2>/dev/null)\n"
             f"url=$(git -C {dest} config --get remote.origin.url)\n"
-            f"if [ \"$url\" != {q(self.p['repo'])} ]; then echo \"origin is $url\"; exit {NEEDS_CHANGE}; fi\n"
+            f"if [ \"$url\" != {q(public_url(self.p['repo']))} ]; then echo \"origin is $url\"; exit {NEEDS_CHANGE}; fi\n"
             f"if [ -n \"$want\" ] && [ \"$head\" = \"$want\" ]; then echo \"at \"{ref}\" ($head)\"; exit 0; fi\n"
             f"echo \"at ${{head:-nothing}}, want \"{ref}; exit {NEEDS_CHANGE}\n"
         )
 
     def apply(self) -> str:
-        dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(self.p["repo"])
+        dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(public_url(self.p["repo"]))
         return (
             "set -e\n"
-            f"git() {{ command git -c safe.directory={dest} \"$@\"; }}\n"
+            + credentials_env(self.p["repo"])
+            + git_guard(dest) +
+            f"if [ -d {dest}/.git ] && [ -n \"$fleet_git_owner\" ]; then echo \"refusing to use \"{dest}\": it is owned by "
+            f"$fleet_git_owner, and git would run what its config says (core.fsmonitor, hooks) as this user; "
+            f"chown -R it to root or move it away\"; exit 3; fi\n"
             f"if [ -d {dest}/.git ]; then\n"
             f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
             f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "

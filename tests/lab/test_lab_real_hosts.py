@@ -287,7 +287,8 @@ def test_fleet_decide_on_a_record_agrees_with_apply_check_on_that_host(real):
     """One decide-and-render for every command: the Orin given a /workspace volume (a mount of its own, as a pod's
     is), `fleet decide` on the record `fleet apply --check` just wrote gives the same reasons, word for word, as
     that --check, with the NVPL/cuDSS wheels in the volume's venv (fleet decide once put them in /opt/fleet/venv)."""
-    mounted = real.sh("orin", "mkdir -p /workspace && mount -t tmpfs -o size=64m fleet-test /workspace && "
+    # mode=755: a tmpfs is 1777 by default, and fleet moves the venv only onto a volume other users cannot write
+    mounted = real.sh("orin", "mkdir -p /workspace && mount -t tmpfs -o size=64m,mode=755 fleet-test /workspace && "
                               "findmnt -n -o TARGET /workspace")
     assert mounted.stdout.strip() == "/workspace", mounted.stderr
     try:

@@ -234,7 +234,7 @@ def test_sudo_only_where_a_task_needs_root_and_the_user_is_not_root():
     system_file = task_of(make("file", path="/etc/fleet/env.sh", content="x"))
     home_block = task_of(make("block", path="~/.bashrc", block="x"))
     snippet = system_file.resource.apply()
-    assert maybe_sudo(snippet, system_file, spark).startswith("sudo -n -H bash -c ")
+    assert "\nsudo -n -H bash \"$fleet_s\" </dev/null;" in maybe_sudo(snippet, system_file, spark)
     assert maybe_sudo(snippet, system_file, pod) == snippet
     assert maybe_sudo(snippet, system_file, spark, check=True) == snippet  # checks read as the user
     assert maybe_sudo(home_block.resource.apply(), home_block, spark) == home_block.resource.apply()

@@ -49,7 +49,7 @@ def test_python_real_h100_reframed():
     parsed = software.parse_python((CAPTURED / "h100" / "python.txt").read_text())
     assert parsed == {"version": "3.12.3", "executable": "/opt/torch/.venv/bin/python3",
                       "env": "/opt/torch/.venv", "env_exists": True,
-                      "venv_module": None}  # captured before fleet asked for ensurepip
+                      "venv_module": None, "untrusted": None}  # captured before fleet asked for ensurepip
 
 
 def test_python_command_prefers_the_venv(tmp_path):

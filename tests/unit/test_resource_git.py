@@ -114,3 +114,33 @@ def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path, remote):
     (dest / "notes").write_text("keep\n")
     rc, out = sh(make("git", repo=remote["url"], ref="v1", dest=str(dest)).apply())
     assert rc != 0 and "is not a git checkout" in out and (dest / "notes").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("repo, public", [
+    ("https://user:tok@github.com/NVIDIA/cutlass.git", "https://github.com/NVIDIA/cutlass.git"),
+    ("https://tok@mirror.example:8443/cutlass.git", "https://mirror.example:8443/cutlass.git"),
+    ("https://github.com/NVIDIA/cutlass.git", "https://github.com/NVIDIA/cutlass.git"),
+    ("git@github.com:NVIDIA/cutlass.git", "git@github.com:NVIDIA/cutlass.git"),
+])
+def test_the_clone_keeps_the_url_without_credentials(repo, public):
+    from fleet.resources.git import public_url
+    assert public_url(repo) == public
+
+
+def test_a_checkout_another_user_owns_is_refused_and_its_fsmonitor_never_runs(tmp_path, remote):
+    """Run here as root (as CI runs): nobody's clone of the right origin, with core.fsmonitor set to a command,
+    is refused by check and apply naming its owner, and the command never runs (git's ownership check stays on)."""
+    import os
+    dest, mark = tmp_path / "opt" / "cutlass", tmp_path / "fsmonitor-ran"
+    git("clone", "-q", remote["url"], str(dest))
+    hook = tmp_path / "fsmonitor"
+    hook.write_text(f"#!/bin/sh\nid -u >> {mark}\n")
+    hook.chmod(0o755)
+    git("config", "core.fsmonitor", str(hook), cwd=dest)
+    subprocess.run(["chown", "-R", "65534:65534", str(dest)], check=True)
+    res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
+    assert check(res).reason == "owned by nobody, not root or this user"
+    rc, out = sh(res.apply())
+    assert rc == 3 and f"refusing to use {dest}: it is owned by nobody" in out, out
+    assert not mark.exists() and os.stat(dest).st_uid == 65534
+    assert git("-c", f"safe.directory={dest}", "rev-parse", "HEAD", cwd=dest) == remote["sha"]["v2"]   # untouched

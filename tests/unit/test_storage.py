@@ -22,8 +22,11 @@ dir /workspace
 VM_DF = POD_DF.replace("/dev/sdb 104857600 1048576 103809024 2% /workspace", "/dev/sda1 61255492 9437184 51818308 16% /")
 
 
-def facts(df: str) -> dict:
-    return {"system": {"disks": parse_df(df)}}
+SAFE = {path: None for path in storage.ON_VOLUME.values()}     # the probe's facts.paths: each safe to run as root
+
+
+def facts(df: str, paths: dict | None = None) -> dict:
+    return {"system": {"disks": parse_df(df)}, "paths": SAFE if paths is None else paths}
 
 
 def test_probe_looks_at_workspace():
@@ -44,3 +47,12 @@ def test_no_workspace_mount_changes_nothing(df):
 def test_what_the_user_set_wins():
     got = storage.host_vars(facts(POD_DF), {"python_env": "/data/venv", "pip_tmpdir": ""})
     assert got == {"python_env": "/data/venv", "pip_cache_dir": "/workspace/.cache/pip", "pip_tmpdir": "/workspace/tmp"}
+
+
+@pytest.mark.parametrize("paths", [
+    {**SAFE, "/workspace/venv": "/workspace is owned by root with mode 1777"},   # anyone could plant the venv
+    {**SAFE, "/workspace/tmp": "/workspace/tmp is owned by nobody with mode 755"},
+    {},                                                                         # a record from before the check
+])
+def test_no_move_to_a_workspace_other_users_control(paths):
+    assert storage.placement(facts(POD_DF, paths), {}) == {}

@@ -133,6 +133,28 @@ def test_a_bad_top_level_value_is_one_problem_however_many_hosts(tmp_path):
     ("verify_perf_table", "H100", [], False),
     ("my_list", ["a", "b"], None, True),           # a role reads it without a default: any type
     ("my_mirror_url", "mirror.local/x", None, False),   # but a URL-named value still needs a scheme
+    # plain text for what runs as root (issue 26): an on-path attacker's .deb ran its postinst as root
+    ("cuda_keyring_url", "http://mirror.example/cuda-keyring_1.1-1_all.deb", "", False),
+    ("cuda_keyring_url", "https://mirror.example/cuda-keyring_1.1-1_all.deb", "", True),
+    ("cuda_apt_repo", "http://mirror.example/cuda/", "x", False),
+    ("pip_index_url", "HTTP://pypi.example/simple", "https://pypi.org/simple", False),
+    ("torch_extra_index_url", "http://wheels.example/cu130", "", False),
+    ("nvpl_redist_url", "http://mirror.example/nvpl/", "x", False),
+    ("cutlass_repo", "http://github.com/NVIDIA/cutlass.git", "x", False),
+    ("cutlass_repo", "git://github.com/NVIDIA/cutlass.git", "x", False),
+    ("my_mirror_url", "http://mirror.local/x", None, False),
+    # a tree of fleet's own, never a system directory (a venv over /usr/local shadowed python3 for every user)
+    ("python_env", "/opt/fleet/venv", "/opt/fleet/venv", True),
+    ("python_env", "/", "/opt/fleet/venv", False),
+    ("python_env", "/usr", "/opt/fleet/venv", False),
+    ("python_env", "/usr/local/", "/opt/fleet/venv", False),
+    ("python_env", "/root", "/opt/fleet/venv", False),
+    ("python_env", "venv", "/opt/fleet/venv", False),
+    ("python_env", "/opt/fleet/../../usr/local", "/opt/fleet/venv", False),
+    ("nvpl_home", "/usr/local", "/opt/nvpl", False),
+    ("cudss_home", "/usr", "/opt/cudss", False),
+    ("cudss_home", "/opt/cudss", "/opt/cudss", True),
+    ("pip_tmpdir", "/workspace/../tmp", "", False),
 ])
 def test_value_rules(name, value, default, fine):
     assert (check_value(name, value, default) is None) is fine
@@ -149,3 +171,28 @@ def test_set_assignments_are_checked_like_inventory_values():
         parse_assignments(["torch_source=conda"], known)
     with pytest.raises(InputError, match="is not NAME=VALUE"):
         parse_assignments(["cuda_version"], known)
+
+
+def test_plain_http_for_what_runs_as_root_is_bad_input_with_the_https_fix(tmp_path):
+    inv_path = tmp_path / "inv.yaml"
+    inv_path.write_text("hosts:\n  h1:\n    address: 192.0.2.1\n    vars:\n"
+                        "      cuda_keyring_url: http://mirror.example/cuda-keyring_1.1-1_all.deb\n")
+    inv = load_inventory(inv_path)
+    with pytest.raises(InputError) as caught:
+        check_hosts(list(inv.hosts.values()), inv.roles_path)
+    assert caught.value.exit_status == 2
+    assert str(caught.value) == (
+        f"{inv_path}:5: cuda_keyring_url='http://mirror.example/cuda-keyring_1.1-1_all.deb' is plain http://, and "
+        "what fleet installs from it runs as root, so anyone on the network path could replace it: write "
+        "https://mirror.example/cuda-keyring_1.1-1_all.deb (or file:///... for a local mirror)")
+
+
+def test_a_system_directory_for_the_venv_is_bad_input_naming_the_line(tmp_path):
+    inv_path = tmp_path / "inv.yaml"
+    inv_path.write_text("vars:\n  python_env: /usr/local\nhosts:\n  h1: {address: 192.0.2.1}\n")
+    inv = load_inventory(inv_path)
+    with pytest.raises(InputError) as caught:
+        check_hosts(list(inv.hosts.values()), inv.roles_path)
+    assert caught.value.exit_status == 2
+    assert str(caught.value) == (f"{inv_path}:2: python_env='/usr/local' is a system directory that fleet would fill "
+                                 "as root: write a directory of its own, like /opt/fleet/venv")
