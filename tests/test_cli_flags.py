@@ -95,3 +95,10 @@ def test_a_limit_whose_exclusions_take_out_every_host_is_bad_input(inventory):
     code, out, err, _ = fleet("run", inventory, "--json", "--limit", "desk-*,!desks", "--", "true")
     assert code == 2 and out == ""
     assert "--limit 'desk-*,!desks' selects no host" in err
+
+
+def test_detailed_exitcode_without_check_is_bad_input(inventory, tmp_path):
+    code, out, err, _ = fleet("apply", inventory, "--detailed-exitcode")
+    assert code == 2
+    assert "--detailed-exitcode only has a meaning with --check" in err and "add --check" in err
+    assert not (tmp_path / "facts").exists()             # no host was touched: nothing probed, nothing recorded

@@ -14,6 +14,12 @@ differs, re-check, verify and record the host's facts. Hosts run in parallel; on
 the others. A converged host costs one remote command and shows zero changes.
 
   fleet apply inventories/lab.yaml --check          plan only: what would change, and why
+  fleet apply inventories/lab.yaml --check --detailed-exitcode   exit 2 while changes are pending
+
+Output: one line per host that needs nothing ("pod-a: in state (12 ok, 13 skipped) 0.3 s"), one line per
+change, then the recap; -v adds the tasks in state, the skipped ones with their conditions, and each change's
+whole reason. --check ends with each host's plan ("pod-a: 3 to change, 12 in state"), counted as the apply
+that follows will count it.
   fleet apply inventories/pods.yaml --limit pod-1 --diff
   fleet apply inventories/fleet.yaml --roles verify
 """
@@ -27,6 +33,9 @@ def register(subparsers) -> None:
                         help="only these of each host's roles, in this order (comma-separated; default: the "
                              "inventory's roles:, else the built-in eight)")
     parser.add_argument("--check", action="store_true", help="plan only: change nothing, list what apply would do")
+    parser.add_argument("--detailed-exitcode", action="store_true",
+                        help="with --check: exit 2 when changes are pending, 0 when every host is in state, 1 when a "
+                             "host failed (terraform's convention; without it --check exits 0 with changes pending)")
     parser.add_argument("--diff", action="store_true", help="show the changes to files and managed blocks")
     parser.add_argument("--verify", action="store_true",
                         help="run verify even where nothing it proved has changed (by default it is reused while "
@@ -38,11 +47,14 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
     from fleet.engine import Setup, converge as converge_host, session
-    from fleet.errors import ExitStatus
+    from fleet.errors import ExitStatus, InputError
     from fleet.inventory import load_inventory
     from fleet.connection.parallel import interrupted, on_hosts
-    from fleet.report.apply import print_apply
+    from fleet.report.apply import pending, print_apply
 
+    if getattr(args, "detailed_exitcode", False) and not args.check:
+        raise InputError("--detailed-exitcode only has a meaning with --check (exit 2 when changes are pending): "
+                         "add --check, or drop --detailed-exitcode")
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
     by_host = session.roles_of(hosts, inventory.roles_path, role_names(args))   # bad input: exit 2, nobody touched
@@ -65,7 +77,9 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
-    return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+    if failed:
+        return ExitStatus.HOST_FAILED
+    return ExitStatus.CHANGES_PENDING if getattr(args, "detailed_exitcode", False) and pending(outcomes) else ExitStatus.OK
 
 
 def role_names(args: argparse.Namespace) -> list[str] | None:
