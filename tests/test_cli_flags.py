@@ -102,3 +102,22 @@ def test_detailed_exitcode_without_check_is_bad_input(inventory, tmp_path):
     assert code == 2
     assert "--detailed-exitcode only has a meaning with --check" in err and "add --check" in err
     assert not (tmp_path / "facts").exists()             # no host was touched: nothing probed, nothing recorded
+
+
+@pytest.mark.parametrize("command", [
+    ("apply", "{inv}"), ("verify", "{inv}"), ("script", "{inv}", "--limit", "desk-1"),
+    ("bootstrap", "root@192.0.2.1", "--wait", "0", "--inventory", "{dir}/pods.yaml"),
+])
+def test_set_with_an_unknown_variable_is_bad_input_with_the_closest_name(inventory, tmp_path, command):
+    argv = [a.format(inv=inventory, dir=tmp_path) for a in command]
+    code, out, err, _ = fleet(*argv, "--set", "torch_verison=2.11.0")
+    assert code == 2, out + err
+    err = " ".join(err.split())
+    assert "--set torch_verison: unknown variable 'torch_verison'" in err and "did you mean 'torch_version'" in err
+    assert not (tmp_path / "facts").exists() and not (tmp_path / "pods.yaml").exists()   # nothing touched
+
+
+def test_set_a_bad_value_names_the_flag(inventory):
+    code, out, err, _ = fleet("apply", inventory, "--set", "verify_perf=maybe")
+    err = " ".join(err.split())
+    assert code == 2 and "--set verify_perf: verify_perf='maybe' is not true or false" in err, out + err

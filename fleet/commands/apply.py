@@ -22,6 +22,7 @@ whole reason. --check ends with each host's plan ("pod-a: 3 to change, 12 in sta
 that follows will count it.
   fleet apply inventories/pods.yaml --limit pod-1 --diff
   fleet apply inventories/fleet.yaml --roles verify
+  fleet apply inventories/pods.yaml --set torch_version=2.11.0   a variable for this run only
 """
 
 
@@ -40,6 +41,7 @@ def register(subparsers) -> None:
     parser.add_argument("--verify", action="store_true",
                         help="run verify even where nothing it proved has changed (by default it is reused while "
                              "its fingerprint holds and it is younger than verify_max_age, 24h)")
+    _common.add_set(parser)
     _common.add_json(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
                          "add --check, or drop --detailed-exitcode")
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
+    _common.set_vars(hosts, _common.overrides(args, inventory.roles_path))   # bad input: exit 2, nobody touched
     by_host = session.roles_of(hosts, inventory.roles_path, role_names(args))   # bad input: exit 2, nobody touched
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):
