@@ -121,3 +121,13 @@ def test_set_a_bad_value_names_the_flag(inventory):
     code, out, err, _ = fleet("apply", inventory, "--set", "verify_perf=maybe")
     err = " ".join(err.split())
     assert code == 2 and "--set verify_perf: verify_perf='maybe' is not true or false" in err, out + err
+
+
+def test_run_keeps_remote_stderr_on_stderr_in_text_mode(inventory):
+    code, out, err, _ = fleet("run", inventory, "--limit", "desk-1", "--", "echo to-out; echo to-err >&2")
+    assert code == 0, out + err
+    assert "to-out" in out and "to-err" not in out      # a pipe gets the command's stdout only
+    assert "desk-1 stderr: to-err" in err
+    code, out, err, _ = fleet("run", inventory, "--limit", "desk-1", "--json", "--", "echo to-out; echo to-err >&2")
+    doc = json.loads(out)["hosts"]["desk-1"]             # --json unchanged: both streams, apart
+    assert (doc["stdout"], doc["stderr"]) == ("to-out\n", "to-err\n")
