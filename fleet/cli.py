@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         args.rest = rest
+        args.argv = argv + (["--", *rest] if rest else [])   # the command line as given (the run log keeps it)
     except SystemExit as exc:  # argparse: --help exits 0, a bad flag exits 2 after one line of usage
         return int(exc.code or 0)
     env.debug = args.debug

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from fleet.commands import _common
 
@@ -42,6 +43,10 @@ def register(subparsers) -> None:
                         help="run verify even where nothing it proved has changed (by default it is reused while "
                              "its fingerprint holds and it is younger than verify_max_age, 24h)")
     _common.add_set(parser)
+    parser.add_argument("--log", default=None, metavar="FILE",
+                        help="append this run's log (JSON lines: what happened on each host) to FILE (default: a "
+                             "new file under $XDG_STATE_HOME/fleet/runs or ~/.local/state/fleet/runs; its path is "
+                             "printed at the end)")
     _common.add_json(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
@@ -75,14 +80,33 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
 
     if args.check and not args.json:
         print_role_origins(reporter, hosts, by_host)
+    started = time.time()
     outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
                         forks=args.forks, debug=env.debug)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
+    log_run(args, env, reporter, started, outcomes)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     if failed:
         return ExitStatus.HOST_FAILED
     return ExitStatus.CHANGES_PENDING if getattr(args, "detailed_exitcode", False) and pending(outcomes) else ExitStatus.OK
+
+
+def log_run(args: argparse.Namespace, env, reporter, started: float, outcomes) -> None:
+    """Keep what happened on each host (fleet.report.runlog); a log that cannot be written is a warning."""
+    from fleet.report import runlog
+    from fleet.report.apply import host_json
+
+    command = getattr(args, "command", None) or "apply"
+    path = (env.cwd / args.log) if getattr(args, "log", None) else runlog.default_path(command, started)
+    hosts = {name: host_json(o, reporter) for name, o in outcomes.items()}
+    try:
+        runlog.write(path, runlog.lines(["fleet", *getattr(args, "argv", [command])], started, args.check, hosts,
+                                        outcomes))
+    except OSError as exc:
+        reporter.warn(f"could not write the run log {path} ({exc.strerror}): give --log FILE somewhere writable")
+        return
+    reporter.note(f"run log: {path}")
 
 
 def role_names(args: argparse.Namespace) -> list[str] | None:
