@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     from fleet.errors import ExitStatus, InputError
     from fleet.inventory import load_inventory
     from fleet.connection.parallel import interrupted, on_hosts
-    from fleet.report.apply import pending, print_apply
+    from fleet.report.apply import LiveHosts, pending, print_apply
 
     if getattr(args, "detailed_exitcode", False) and not args.check:
         raise InputError("--detailed-exitcode only has a meaning with --check (exit 2 when changes are pending): "
@@ -81,9 +81,11 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     if args.check and not args.json:
         print_role_origins(reporter, hosts, by_host)
     started = time.time()
+    live = None if args.json else LiveHosts(reporter, show_diff=args.diff, check=args.check)
     outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
-                        forks=args.forks, debug=env.debug)
-    failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check)
+                        forks=args.forks, debug=env.debug, on_done=live)
+    failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check,
+                         shown=live.shown if live else frozenset())
     log_run(args, env, reporter, started, outcomes)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED

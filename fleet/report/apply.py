@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 from rich import box
 from rich.syntax import Syntax
@@ -26,15 +27,32 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     return outcome.value.to_json()
 
 
+class LiveHosts:
+    """Each host's lines printed as soon as it ends (on_hosts' on_done), from its thread; print_apply then prints
+    only the hosts not yet shown (cut short by Ctrl-C) and the recap."""
+
+    def __init__(self, reporter: Reporter, *, show_diff: bool, check: bool):
+        self.reporter, self.show_diff, self.check = reporter, show_diff, check
+        self.shown: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, outcome: Outcome) -> None:
+        with self._lock:   # one host's lines together, never interleaved with another's
+            _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
+            self.shown.add(outcome.host)
+
+
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
-                check: bool) -> bool:
-    """Print per-host tasks and the recap (or one JSON document); True if any host failed."""
+                check: bool, shown: set[str] = frozenset()) -> bool:
+    """Print per-host tasks and the recap (or one JSON document); True if any host failed. `shown`: hosts whose
+    lines were printed live already (LiveHosts)."""
     failed = any(o.value is None or o.value.failed for o in outcomes.values())
     if json_out:
         reporter.json({name: host_json(o, reporter) for name, o in outcomes.items()}, outcomes)
         return failed
     for name, outcome in outcomes.items():
-        _host(reporter, name, outcome, show_diff, check)
+        if name not in shown:
+            _host(reporter, name, outcome, show_diff, check)
     _recap(reporter, outcomes, check)
     if check:
         for name, outcome in outcomes.items():   # the plan, last: what a script (or a person) acts on
