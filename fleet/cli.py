@@ -32,7 +32,8 @@ examples:
 -v, -q and --debug go anywhere on the line (before a remote command's --).
 FLEET_INVENTORY names the inventory when a command is given none.
 exit status: 0 ok, 1 a host failed or was unreachable, 2 bad input (nothing was touched), 3 internal error,
-130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done).
+130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done);
+`fleet apply --check --detailed-exitcode` exits 2 when changes are pending (terraform's convention).
 """
 
 
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         args.rest = rest
+        args.argv = argv + (["--", *rest] if rest else [])   # the command line as given (the run log keeps it)
     except SystemExit as exc:  # argparse: --help exits 0, a bad flag exits 2 after one line of usage
         return int(exc.code or 0)
     env.debug = args.debug

@@ -9,6 +9,7 @@ class ExitStatus(enum.IntEnum):
     OK = 0
     HOST_FAILED = 1     # a host failed, was unreachable or was refused
     BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
+    CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
     INTERRUPTED = 130
 

@@ -4,9 +4,15 @@ fleet reads ~/.ssh/known_hosts, ~/.config/fleet/known_hosts (via XDG_CONFIG_HOME
 the keys in ~/.ssh and the ssh-agent: each test gets an empty home of its own and no agent.
 """
 
+import os
 import socket
+import tempfile
 
 import pytest
+
+# Module- and session-scoped fixtures apply before any test's home is made: their run logs (fleet.report.runlog)
+# go to a scratch state directory, never the developer's ~/.local/state.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="fleet-test-state-")
 
 
 @pytest.fixture(autouse=True)
@@ -14,6 +20,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     return home
 

@@ -95,3 +95,39 @@ def test_a_limit_whose_exclusions_take_out_every_host_is_bad_input(inventory):
     code, out, err, _ = fleet("run", inventory, "--json", "--limit", "desk-*,!desks", "--", "true")
     assert code == 2 and out == ""
     assert "--limit 'desk-*,!desks' selects no host" in err
+
+
+def test_detailed_exitcode_without_check_is_bad_input(inventory, tmp_path):
+    code, out, err, _ = fleet("apply", inventory, "--detailed-exitcode")
+    assert code == 2
+    assert "--detailed-exitcode only has a meaning with --check" in err and "add --check" in err
+    assert not (tmp_path / "facts").exists()             # no host was touched: nothing probed, nothing recorded
+
+
+@pytest.mark.parametrize("command", [
+    ("apply", "{inv}"), ("verify", "{inv}"), ("script", "{inv}", "--limit", "desk-1"),
+    ("bootstrap", "root@192.0.2.1", "--wait", "0", "--inventory", "{dir}/pods.yaml"),
+])
+def test_set_with_an_unknown_variable_is_bad_input_with_the_closest_name(inventory, tmp_path, command):
+    argv = [a.format(inv=inventory, dir=tmp_path) for a in command]
+    code, out, err, _ = fleet(*argv, "--set", "torch_verison=2.11.0")
+    assert code == 2, out + err
+    err = " ".join(err.split())
+    assert "--set torch_verison: unknown variable 'torch_verison'" in err and "did you mean 'torch_version'" in err
+    assert not (tmp_path / "facts").exists() and not (tmp_path / "pods.yaml").exists()   # nothing touched
+
+
+def test_set_a_bad_value_names_the_flag(inventory):
+    code, out, err, _ = fleet("apply", inventory, "--set", "verify_perf=maybe")
+    err = " ".join(err.split())
+    assert code == 2 and "--set verify_perf: verify_perf='maybe' is not true or false" in err, out + err
+
+
+def test_run_keeps_remote_stderr_on_stderr_in_text_mode(inventory):
+    code, out, err, _ = fleet("run", inventory, "--limit", "desk-1", "--", "echo to-out; echo to-err >&2")
+    assert code == 0, out + err
+    assert "to-out" in out and "to-err" not in out      # a pipe gets the command's stdout only
+    assert "desk-1 stderr: to-err" in err
+    code, out, err, _ = fleet("run", inventory, "--limit", "desk-1", "--json", "--", "echo to-out; echo to-err >&2")
+    doc = json.loads(out)["hosts"]["desk-1"]             # --json unchanged: both streams, apart
+    assert (doc["stdout"], doc["stderr"]) == ("to-out\n", "to-err\n")

@@ -75,3 +75,37 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def add_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
+                        help="a variable for this run, over the inventory's (e.g. --set torch_version=2.11.0); "
+                             "checked as `fleet decide --set` checks it (may repeat)")
+
+
+def overrides(args: argparse.Namespace, roles_path=()) -> dict:
+    """--set NAME=VALUE words, checked against every variable a role or decision reads (an unknown name: exit 2
+    with the closest known one), typed as their defaults are (true/false, whole numbers; the rest text)."""
+    from fleet.inventory.validate import known_variables, parse_assignments
+    from fleet.roles import available_roles, load_roles, roles_dirs
+
+    words = getattr(args, "assignments", None) or []
+    if not words:
+        return {}
+    known = known_variables(load_roles(list(available_roles(roles_path)), roles_dirs(roles_path)))
+    return {name: typed(value, known.get(name)) for name, value in parse_assignments(words, known).items()}
+
+
+def typed(value: str, default):
+    if isinstance(default, bool):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    if isinstance(default, int):
+        return int(value)
+    return value
+
+
+def set_vars(hosts, values: dict) -> None:
+    """Each host's variables with the --set ones over them; a later check names the flag, not a file line."""
+    for host in hosts:
+        host.vars = {**host.vars, **values}
+        host.var_where = {**(host.var_where or {}), **{name: f"--set {name}" for name in values}}

@@ -36,6 +36,7 @@ def register(subparsers) -> None:
                         help="keep retrying a pod that does not answer yet, with backoff, this long (default: 300)")
     parser.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="give up one connection attempt after this long (default: 10)")
+    _common.add_set(parser)
     _common.add_json(parser)
     parser.set_defaults(func=run)
 
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace, env) -> int:
     reporter = _common.reporter_for(args, env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
+    values = _common.overrides(args, _roles_path(inventory))    # bad input: exit 2, nothing touched
     result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
-                       connect_timeout=args.connect_timeout, progress=reporter.progress)
+                       connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values)
     print_result(reporter, result, json_out=args.json)
     return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
 
@@ -124,3 +126,11 @@ def _print_json(reporter, result) -> None:
         (result.facts or {}).get("platform"), "verify": result.verify, "connect": result.target.ssh_line()}
     outcome = Outcome(result.name, remote_commands=result.remote_commands, seconds=result.seconds)
     reporter.json({result.name: host}, {result.name: outcome})
+
+
+def _roles_path(inventory):
+    """The roles_path of the inventory the pod goes into, where it exists (--set names its roles' variables)."""
+    from fleet.workflows.bootstrap import load_existing
+
+    old = load_existing(inventory)
+    return old.roles_path if old else ()

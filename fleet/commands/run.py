@@ -93,4 +93,6 @@ def _print_grouped(reporter, results, outcomes) -> None:
             reporter.host_block(name, "UNREACHABLE" if outcomes[name].unreachable else "FAILED", res["error"], "red")
             continue
         status = f"exit {res['exit']} ({seconds:.2f}s)"
-        reporter.host_block(name, status, res["stdout"] + res["stderr"], "green" if res["exit"] == 0 else "red")
+        reporter.host_block(name, status, res["stdout"], "green" if res["exit"] == 0 else "red")
+        for line in res["stderr"].rstrip("\n").split("\n") if res["stderr"] else ():   # a pipe gets stdout only
+            reporter.stderr_line(name, line)

@@ -39,6 +39,7 @@ def register(subparsers) -> None:
                         help="write the script here (mode 0755) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
+    _common.add_set(parser)
     _common.add_connect(parser, forks=False)
     parser.set_defaults(func=run)
 
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace, env) -> int:
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
+    _common.set_vars([host], _common.overrides(args, roles_path))   # bad input: exit 2, nothing touched
     roles = session.roles_of([host], roles_path, role_names(args))[host.name]   # bad input: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
 

@@ -15,6 +15,7 @@ verify_perf), after a change in that apply, when the last run failed (a failed v
 when the last run is older than verify_max_age (default 24h). Nothing else is applied.
 
   fleet verify inventories/pods.yaml --limit pod-1
+  fleet verify inventories/pods.yaml --set verify_perf=false
 """
 
 
@@ -22,6 +23,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("verify", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     _common.add_inventory(parser)
+    _common.add_set(parser)
     _common.add_json(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)

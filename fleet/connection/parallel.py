@@ -52,12 +52,15 @@ def interrupted(outcomes: dict[str, Outcome]) -> bool:
 
 
 def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | None = None,
-             forks: int | None = None, debug: bool = False) -> dict[str, Outcome]:
-    """Connect to each host, call work(conn, host), close; hosts run in parallel, results in inventory order."""
+             forks: int | None = None, debug: bool = False,
+             on_done: Callable[[Outcome], None] | None = None) -> dict[str, Outcome]:
+    """Connect to each host, call work(conn, host), close; hosts run in parallel, results in inventory order.
+    `on_done(outcome)` is called from the host's thread as soon as it ends (a host done at 0.4 s is shown then,
+    not when the slowest ends); never for a host cut short by Ctrl-C."""
     from fleet.connection.ssh_config import check
 
     check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
-    run = _Run(hosts, work, options, debug)
+    run = _Run(hosts, work, options, debug, on_done)
     workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True)
                for i in range(min(forks or len(hosts), len(hosts)))]
     for thread in workers:
@@ -75,8 +78,8 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
 
 
 class _Run:
-    def __init__(self, hosts: list[Host], work: HostWork, options, debug: bool):
-        self.hosts, self.work, self.options, self.debug = hosts, work, options, debug
+    def __init__(self, hosts: list[Host], work: HostWork, options, debug: bool, on_done=None):
+        self.hosts, self.work, self.options, self.debug, self.on_done = hosts, work, options, debug, on_done
         self.queue: queue.SimpleQueue[Host] = queue.SimpleQueue()
         for host in hosts:
             self.queue.put(host)
@@ -97,8 +100,11 @@ class _Run:
                 self.running[host.name] = (time.monotonic(), None)
             outcome = self._one(host)
             with self.lock:
-                if not self.stopped:   # after Ctrl-C the host's outcome is "interrupted", whatever it says now
+                stopped = self.stopped
+                if not stopped:   # after Ctrl-C the host's outcome is "interrupted", whatever it says now
                     self.done[host.name] = outcome
+            if not stopped and self.on_done is not None:
+                self.on_done(outcome)
 
     def _opened(self, host: Host, conn: Connection) -> None:
         """Register a connection before it opens, so that Ctrl-C can abort it even mid-handshake."""

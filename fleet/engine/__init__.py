@@ -74,7 +74,8 @@ def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> 
     step answers or the host does with its file, the report and the record survive. Where a task failed in this
     run, verify is not judged (nor recorded): the recap says so."""
     skipped = _failed_earlier(entries)
-    judged = judge(last, setup.check_mode, skip_verify=skipped)
+    judged = judge(last, setup.check_mode, skip_verify=skipped,
+                   pending=sum(1 for e in entries if e.status == "changed") if setup.check_mode else 0)
     facts = final_facts(last, judged)
     error = judged.error or write_verify(conn, host, setup, judged.verify)
     session.record(setup.facts_dir, host.name, facts)

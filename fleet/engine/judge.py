@@ -14,6 +14,9 @@ from fleet.errors import HostError
 from fleet.inventory import Host
 
 
+AFTER_CHANGES = "judged after the planned changes"   # check mode: an assertion apply judges only after them
+
+
 @dataclass(frozen=True)
 class Judged:
     entries: tuple[TaskReport, ...]     # one per enabled assertion, in order (up to one fleet could not read)
@@ -26,10 +29,14 @@ class Judged:
         return next((record for resource, record in self.records if resource.writes_record), None)
 
 
-def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = None) -> Judged:
+def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = None, pending: int = 0) -> Judged:
     """The assertions (assert, verify), judged on the last probe. An answer that makes a record of a shape fleet
     cannot read is an error that keeps the report and the facts record. `skip_verify`: why verify is not judged in
-    this run (a task failed earlier): its entry says so, and no record is kept, none is written."""
+    this run (a task failed earlier): its entry says so, and no record is kept, none is written.
+
+    In check mode an assertion is counted as the apply that follows will count it, never as a change: with
+    `pending` changes planned, apply judges it only after them (skipped here, saying so); with none, apply
+    judges it on this very state ("failed" where it fails now)."""
     entries, records = [], []
     providers = observed.decisions_json.get("missing_providers", {}) or {}
     for task in observed.tasks:
@@ -52,7 +59,8 @@ def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = Non
             records.append((task.resource, kept))
             reason = kept.get("summary") or reason
         if check_mode and not result.in_state:
-            status, reason = "changed", f"would fail now: {reason}"
+            status, reason = ("skipped", f"{AFTER_CHANGES} ({pending}); now: {reason}") if pending \
+                else ("failed", f"would fail: {reason}")
         entries.append(TaskReport(task.spec.role, task.spec.name, status, reason, id=task.id))
     return Judged(tuple(entries), tuple(records))
 
@@ -90,6 +98,8 @@ def verify_verdict(observed: Observed, judged: Judged | None, check_mode: bool, 
     if skipped:   # verify ran in the probe that found the failure (nothing to apply): it ran but does not count
         return f"{'not counted' if enabled.id in observed.checks else 'skipped'}: {skipped}"
     entry = next((e for e in (judged.entries if judged else ()) if e.id == enabled.id), None)
+    if entry is not None and entry.status == "skipped" and check_mode and entry.reason.startswith(AFTER_CHANGES):
+        return "after the changes"   # what it fails on now is in the entry (-v); apply judges it then
     if entry is None or entry.status == "skipped":
         return f"skipped: {entry.reason if entry else 'not judged'}"
     verify = observed.facts.get("verify") if isinstance(observed.facts.get("verify"), dict) else {}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import threading
+
+from rich import box
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -23,17 +27,58 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     return outcome.value.to_json()
 
 
+class LiveHosts:
+    """Each host's lines printed as soon as it ends (on_hosts' on_done), from its thread; print_apply then prints
+    only the hosts not yet shown (cut short by Ctrl-C) and the recap."""
+
+    def __init__(self, reporter: Reporter, *, show_diff: bool, check: bool):
+        self.reporter, self.show_diff, self.check = reporter, show_diff, check
+        self.shown: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, outcome: Outcome) -> None:
+        with self._lock:   # one host's lines together, never interleaved with another's
+            _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
+            self.shown.add(outcome.host)
+
+
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
-                check: bool) -> bool:
-    """Print per-host tasks and the recap (or one JSON document); True if any host failed."""
+                check: bool, shown: set[str] = frozenset()) -> bool:
+    """Print per-host tasks and the recap (or one JSON document); True if any host failed. `shown`: hosts whose
+    lines were printed live already (LiveHosts)."""
     failed = any(o.value is None or o.value.failed for o in outcomes.values())
     if json_out:
         reporter.json({name: host_json(o, reporter) for name, o in outcomes.items()}, outcomes)
         return failed
     for name, outcome in outcomes.items():
-        _host(reporter, name, outcome, show_diff, check)
+        if name not in shown:
+            _host(reporter, name, outcome, show_diff, check)
     _recap(reporter, outcomes, check)
+    if check:
+        for name, outcome in outcomes.items():   # the plan, last: what a script (or a person) acts on
+            if outcome.value is not None:
+                reporter.env.console.print(f"{_safe(name)}: {plan_total(outcome.value)}", soft_wrap=True)
     return failed
+
+
+def pending(outcomes: dict[str, Outcome]) -> bool:
+    """A --check that found something to change (--detailed-exitcode exits 2 for it)."""
+    return any(o.value is not None and o.value.count("changed") for o in outcomes.values())
+
+
+def plan_total(report: HostReport) -> str:
+    """'3 to change, 12 in state' (check mode): exactly what the apply that follows will count."""
+    text = f"{report.count('changed')} to change, {report.count('ok')} in state"
+    extra = [f"{n} {s}" for s, n in (("failing", report.count("failed")), ("skipped", report.count("skipped"))) if n]
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def host_total(report: HostReport, seconds: float) -> str:
+    """'in state (12 ok, 13 skipped) 0.3 s', or '3 changed, 12 ok, 13 skipped 4.1 s'."""
+    counts = [f"{report.count(s)} {s}" for s in ("changed", "failed", "ok", "skipped") if report.count(s)]
+    if report.count("changed") or report.count("failed"):
+        return f"{', '.join(counts)} {seconds:.1f} s"
+    return f"in state ({', '.join(counts) or 'no tasks'}) {seconds:.1f} s"
 
 
 def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> None:
@@ -47,16 +92,18 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         state = "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
-    reporter.rule(f"[bold]{_safe(name)}[/bold]" + (" [red]UNREACHABLE[/red]" if report.unreachable else "")
-                  + (" [dim](check mode: nothing changed)[/dim]" if check else ""))
+    total = plan_total(report) if check else host_total(report, outcome.seconds)
+    console.print(f"[bold]{_safe(name)}[/bold]: {_safe(total)}" + (" [red]UNREACHABLE[/red]" if report.unreachable else ""),
+                  soft_wrap=True)
     if report.refuse:
-        console.print(f"[bold red]refused:[/bold red] {_safe(report.refuse)}")
+        console.print(f"  [bold red]refused:[/bold red] {_safe(report.refuse)}", soft_wrap=True)
     elif report.error:
-        console.print(f"[bold red]error:[/bold red] {_safe(report.error)}")
+        console.print(f"  [bold red]error:[/bold red] {_safe(report.error)}", soft_wrap=True)
+    verbose = reporter.verbose > 0
     shown_skips, shown_why = set(), set()
     for task in report.tasks:
-        if task.status == "ok" and not check and not reporter.verbose:
-            continue  # a converged task is noise; the recap counts it (-v shows it)
+        if task.status in ("ok", "skipped") and not verbose:
+            continue  # in state or left out: the host line counts them (-v lists them, with their conditions)
         if task.status == "skipped" and task.reason.startswith("role condition"):
             if task.role in shown_skips:
                 continue  # one line per role left out, with its reason
@@ -64,18 +111,30 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id)
         label = "would change" if check and task.status == "changed" else task.status
         label = label if reporter.plain else f"{label:>12}"   # aligned on a terminal; unpadded in a pipe
-        console.print(f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)}"
-                      f" [dim]— {_safe(_reason(task, shown_why))}[/dim]", soft_wrap=True)
+        why = _reason(task, shown_why) if verbose or show_diff or task.status == "failed" else first_sentence(task)
+        line = f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)} [dim]— {_safe(why)}[/dim]"
+        if verbose or reporter.plain or task.status == "failed":
+            console.print(line, soft_wrap=True)
+        else:   # one line that fits the terminal: the rest is a -v away
+            console.print(line, no_wrap=True, overflow="ellipsis", soft_wrap=False)
         if show_diff and task.diff:
             if reporter.plain:
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
             else:
                 console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
-    if not any(t.status in ("changed", "failed") for t in report.tasks) and not report.failed:
-        console.print("  [green]in state: nothing to change[/green]")
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
-        console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]")
+        console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
+
+
+def first_sentence(task) -> str:
+    """A change's reason without its role's `why:` paragraph, cut at its first sentence ('-v' shows it all)."""
+    reason = task.reason
+    suffix = f" ({task.why})" if task.why else ""
+    if suffix and reason.endswith(suffix):
+        reason = reason[:-len(suffix)]
+    cut = re.search(r"\.\s|\s\(|;\s", reason)
+    return reason[:cut.start()] if cut else reason
 
 
 def _reason(task, shown_why: set) -> str:
@@ -96,7 +155,7 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
     title = "recap" + (" (check mode)" if check else "")
     if stopped:
         title += f" (interrupted: {stopped} host{'s' if stopped != 1 else ''} did not finish)"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "seconds",
                 "commands"):
         table.add_column(col, justify="left" if col == "host" else "right")

@@ -381,9 +381,10 @@ class BootstrapResult:
 
 def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
               connect_timeout: float = 10.0, known_hosts: Path | None = None,
-              progress: Progress | None = None) -> BootstrapResult:
+              progress: Progress | None = None, overrides: dict | None = None) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
-    touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence)."""
+    touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
+    `overrides`: variables for this run (--set), over the inventory's; never written into it."""
     from fleet.connection import ConnectOptions, connect
     from fleet.engine import session
 
@@ -397,6 +398,9 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     else:
         inventory = old
     host = inventory.hosts[present.name if present else name]
+    if overrides:
+        host.vars = {**host.vars, **overrides}
+        host.var_where = {**host.var_where, **{n: f"--set {n}" for n in overrides}}
     result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
     if present and name and name != present.name:
         progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")

