@@ -188,3 +188,17 @@ def test_after_neither_loader_trap_left_an_entry_or_a_broken_preload(after):
     b = loader["LOADER TRAP B"]
     assert asks(b)[0] == {kind: (34, "False", "/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs/libcuda.so")
                           for kind in KINDS}
+
+
+def test_the_session_s_final_main_converged_a_fresh_h100_then_changed_nothing_in_one_command():
+    """tests/data/h100-device/session-final: the final code (stdin scripts, trust checks, quiet output) on the
+    real H100: verify passed in every kind, a second apply 0 changes in 1 command, --check's detailed exit 0."""
+    import json
+    final = DATA.parent / "session-final"
+    text = (final / "final.txt").read_text()
+    assert re.findall(r"\[exit (\d+)\]", text) == ["0", "0", "0", "0"]
+    assert "h100\t6\t6\t0\t15\tpassed\t" in text and "h100: 0 to change, 12 in state (15 skipped)" in text
+    assert "cuda_available_bare, cuda_available_interactive, cuda_available_login" in text
+    assert re.search(r"^paths\./opt/torch/\.venv\t-$", text, re.M) and re.search(r"^python\.untrusted\t-$", text, re.M)
+    doc = json.loads((final / "noop.json").read_text())
+    assert doc["hosts"]["h100"]["changed"] == 0 and doc["stats"]["h100"]["remote_commands"] == 1
