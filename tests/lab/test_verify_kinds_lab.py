@@ -10,6 +10,7 @@ pytest -s prints what fleet said for each trap (for the issue's note).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import shlex
@@ -75,6 +76,16 @@ def converged(lab):
     return inventory
 
 
+
+@contextlib.contextmanager
+def trap(lab, setup: str, undo: str):
+    """A trap set on the host by hand, and taken out again whatever the test found (the next test finds it clean)."""
+    ok(lab, HOST, setup)
+    try:
+        yield
+    finally:
+        ok(lab, HOST, undo)
+
 def test_a_clean_host_passes_in_every_kind_of_process(lab, converged):
     assert all(answer == (0, DRIVER_LIB) for answer in asked(lab).values()), asked(lab)
     code, record, checks = verify(converged)
@@ -85,14 +96,12 @@ def test_a_clean_host_passes_in_every_kind_of_process(lab, converged):
 
 
 def test_a_bash_profile_putting_compat_first_fails_login_naming_the_file_and_line(lab, converged):
-    ok(lab, HOST, f"printf '# mine\\nexport LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' > /root/.bash_profile")
-    try:
+    with trap(lab, f"printf '# mine\\nexport LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' > /root/.bash_profile",
+              "rm -f /root/.bash_profile"):
         before = asked(lab)
         assert before["login"] == (803, COMPAT_LIB), before          # the trap, as the host itself shows it
         assert all(before[k] == (0, DRIVER_LIB) for k in ("bare", "ssh", "interactive")), before
         code, record, checks = verify(converged)
-    finally:
-        ok(lab, HOST, "rm -f /root/.bash_profile")
     assert code != 0 and not record["passed"]
     login = checks["cuda_available_login"]
     assert not login["passed"]
@@ -108,13 +117,11 @@ def test_a_bash_profile_putting_compat_first_fails_login_naming_the_file_and_lin
 
 
 def test_compat_in_the_ld_cache_fails_every_kind_naming_the_conf_file(lab, converged):
-    ok(lab, HOST, f"printf '%s\\n' {COMPAT} > {CONF} && ldconfig")
-    try:
+    with trap(lab, f"printf '%s\\n' {COMPAT} > {CONF} && ldconfig",
+              f"rm -f {CONF} && ldconfig"):
         before = asked(lab)
         assert all(answer == (803, COMPAT_LIB) for answer in before.values()), before
         code, record, checks = verify(converged)
-    finally:
-        ok(lab, HOST, f"rm -f {CONF} && ldconfig")
     assert code != 0 and not record["passed"]
     for kind in KINDS:
         detail = checks[CHECK[kind]]["detail"]
@@ -128,13 +135,11 @@ def test_compat_in_the_ld_cache_fails_every_kind_naming_the_conf_file(lab, conve
 
 
 def test_a_preload_of_the_compat_libcuda_is_named_as_the_preload(lab, converged):
-    ok(lab, HOST, f"printf '%s\\n' {COMPAT}/libcuda.so.1 > /etc/ld.so.preload")
-    try:
+    with trap(lab, f"printf '%s\\n' {COMPAT}/libcuda.so.1 > /etc/ld.so.preload",
+              "rm -f /etc/ld.so.preload"):
         before = asked(lab)
         assert all(answer == (803, COMPAT_LIB) for answer in before.values()), before
         code, record, checks = verify(converged)
-    finally:
-        ok(lab, HOST, "rm -f /etc/ld.so.preload")
     assert code != 0
     for kind in KINDS:
         detail = checks[CHECK[kind]]["detail"]
@@ -166,16 +171,14 @@ def test_a_compat_needing_pod_is_judged_in_a_bare_process_as_a_bare_process_answ
 def test_a_line_appended_to_bashrc_fails_the_interactive_kind_naming_its_line(lab, converged):
     """Below fleet's guard at the end of ~/.bashrc: only `bash -i` reads it (`ssh host cmd` and `bash -l` stop
     at the file's non-interactive return), as the host shows; verify names that kind and that line."""
-    ok(lab, HOST, "cp /root/.bashrc /root/.bashrc.vk && "
-                  f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' >> /root/.bashrc")
-    try:
+    with trap(lab, "cp /root/.bashrc /root/.bashrc.vk && "
+                   f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' >> /root/.bashrc",
+              "mv /root/.bashrc.vk /root/.bashrc"):
         line = int(ok(lab, HOST, "wc -l < /root/.bashrc").strip())
         before = asked(lab)
         assert before["interactive"] == (803, COMPAT_LIB), before
         assert all(before[k] == (0, DRIVER_LIB) for k in ("bare", "ssh", "login")), before
         code, record, checks = verify(converged)
-    finally:
-        ok(lab, HOST, "mv /root/.bashrc.vk /root/.bashrc")
     assert code != 0
     assert {k for k, v in record["kinds"].items() if not v["passed"]} == {"interactive"}
     detail = checks["cuda_available_interactive"]["detail"]
@@ -187,14 +190,12 @@ def test_apply_with_the_bash_profile_trap_reports_the_login_shell_as_the_host_ha
     """Issue 23's false "verify passed": after `fleet apply` with a ~/.bash_profile putting compat first, apply's
     verify says of login shells what a login shell on the host then gets (whether or not apply neutralized the
     file: the env_hooks part of issue 23), and where it fails, names the kind and the file."""
-    ok(lab, HOST, f"cp /root/.bashrc /root/.bashrc.vk; cp /root/.profile /root/.profile.vk; "
-                  f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' > /root/.bash_profile")
-    try:
+    with trap(lab, f"cp /root/.bashrc /root/.bashrc.vk; cp /root/.profile /root/.profile.vk; "
+                   f"printf 'export LD_LIBRARY_PATH={COMPAT}:$LD_LIBRARY_PATH\\n' > /root/.bash_profile",
+              "rm -f /root/.bash_profile; mv /root/.bashrc.vk /root/.bashrc; mv /root/.profile.vk /root/.profile"):
         code, doc = fleet_json("apply", converged, "--limit", HOST, "--verify")
         after = asked(lab)
         record = json.loads((pathlib.Path(converged).parent / "facts" / f"{HOST}.json").read_text())["verify"]
-    finally:
-        ok(lab, HOST, "rm -f /root/.bash_profile; mv /root/.bashrc.vk /root/.bashrc; mv /root/.profile.vk /root/.profile")
     login = next(c for c in record["checks"] if c["name"] == "cuda_available_login")
     print(f"\n===== apply with ~/.bash_profile (exit {code}), login shell afterwards {after['login']}: "
           f"{record['summary']}")
