@@ -100,24 +100,32 @@ def layout(tasks: tuple[Task, ...]) -> Layout:
     return Layout(tuple(steps), tuple(tuple(c) for c in chains))
 
 
-def ordered(tasks: tuple[Task, ...]) -> tuple[Task, ...]:
+def ordered(tasks: tuple, spec=lambda task: task.spec) -> tuple:
     """The plan's order, except that a task comes after every task of the roles its `after:` names (a role named
-    in `after:` may come later in the plan: nvpl's wheels go into torch's environment). A cycle is an error."""
-    roles = {t.spec.role for t in tasks}
+    in `after:` may come later in the plan: nvpl's wheels go into torch's environment). A cycle is an InputError.
+    `spec` gives an item's TaskSpec (the pre-flight passes the specs themselves)."""
+    roles = {spec(t).role for t in tasks}
     left = list(tasks)
-    out: list[Task] = []
+    out: list = []
     while left:
         for k, task in enumerate(left):
-            waits = (set(task_after(task)) & roles) - {task.spec.role}
-            if not any(t.spec.role in waits or (t.spec.role == task.spec.role) for t in left[:k]) and \
-                    not any(t.spec.role in waits for t in left[k + 1:]):
+            me = spec(task)
+            waits = (set(me.after) & roles) - {me.role}
+            if not any(spec(t).role in waits or spec(t).role == me.role for t in left[:k]) and \
+                    not any(spec(t).role in waits for t in left[k + 1:]):
                 out.append(left.pop(k))
                 break
         else:
-            names = sorted({t.spec.role for t in left})
-            raise InputError(f"the roles {', '.join(names)} wait for each other through 'after:'; "
+            names = sorted({spec(t).role for t in left})
+            where = next((spec(t).where.rsplit(":", 1)[0] for t in left if spec(t).after), "")
+            raise InputError(f"the roles {', '.join(names)} wait for each other through 'after:' ({where}); "
                              "take one of those 'after:' out")
     return tuple(out)
+
+
+def check_roles(roles: list) -> None:
+    """The pre-flight's part: one host's roles can be ordered (no two wait for each other)."""
+    ordered(tuple(t for r in roles for t in r.tasks), spec=lambda s: s)
 
 
 def task_locks(task: Task) -> frozenset[str]:
