@@ -11,6 +11,7 @@ import traceback
 from rich.markup import escape
 
 from fleet import __version__
+from fleet import completion
 from fleet.commands import NAMES
 from fleet.env import Environment
 from fleet.errors import ExitStatus, FleetError, InputError
@@ -83,6 +84,7 @@ def _flags_everywhere(subparsers) -> None:
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     env = env or Environment()
     parser = build_parser()
+    completion.complete(parser)        # the shell asking for candidates (argcomplete): answers and exits
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" is a remote command (fleet run), never fleet's own options.
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
