@@ -65,7 +65,8 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
         if kind == "begin":
             progress(host.name, f"{task.spec.role}: {task.resource.describe()}")
         elif kind == "out":
-            text = reader.runs[task_id].lines[-1].strip()
+            # a line redrawn with \r (apt's, pip's progress): its last state, as a terminal shows it
+            text = reader.runs[task_id].lines[-1].rstrip("\r").rsplit("\r", 1)[-1].strip()
             if text and not text.startswith("@@fleet:"):
                 progress(host.name, f"  {task.spec.role + ': ' if several else ''}{text[:160]}")
 
