@@ -11,9 +11,8 @@ HELP = "run an ad-hoc command on every selected host"
 DESCRIPTION = """\
 Run COMMAND on every selected host at once; each line of its output is printed as it comes, named by its host
 ("pod-a: ..." on stdout, "pod-a stderr: ..." on stderr), then one line per host says how it ended (on stderr;
---json: one document at the end instead). The command runs in
-bash as `ssh host cmd` would run it (your .bashrc hooks apply). Exit status is 1 if any host failed or was
-unreachable; the others always finish.
+--json: one document at the end instead). The command runs in bash as `ssh host cmd` would run it (your
+.bashrc hooks apply). Exit status is 1 if any host failed or was unreachable; the others always finish.
 
   fleet run inventories/fleet.yaml -- nvidia-smi
   fleet run inventories/lab.yaml --limit pods --json -- uname -m
