@@ -82,8 +82,9 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
         print_role_origins(reporter, hosts, by_host)
     started = time.time()
     live = None if args.json else LiveHosts(reporter, show_diff=args.diff, check=args.check)
-    outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
-                        forks=args.forks, debug=env.debug, on_done=live)
+    with reporter.heartbeat():
+        outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
+                            forks=args.forks, debug=env.debug, on_done=live)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check,
                          shown=live.shown if live else frozenset())
     log_run(args, env, reporter, started, outcomes)

@@ -55,8 +55,9 @@ def run(args: argparse.Namespace, env) -> int:
     for note in target.notes:
         reporter.progress("bootstrap", note)
     values = _common.overrides(args, _roles_path(inventory))    # bad input: exit 2, nothing touched
-    result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
-                       connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values)
+    with reporter.heartbeat():
+        result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
+                           connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values)
     print_result(reporter, result, json_out=args.json)
     return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from typing import Any
 
 from rich.markup import escape
@@ -58,14 +59,40 @@ class Reporter:
         self.verbose = 0 if quiet else verbose
         self._lock = threading.Lock()
         self.steps: dict[str, list[str]] = {}   # per host, the steps announced so far (the partial recap)
+        self.running: dict[str, list] = {}      # per host in a step: [the step, when it began, when last heard]
 
     def progress(self, host: str, message: str) -> None:
         """One line of progress for a long step; safe from many host threads at once."""
+        now = time.monotonic()
         with self._lock:
             if not message.startswith(" "):   # indented lines are a step's own output, not a step
                 self.steps.setdefault(host, []).append(terminal_safe(message))
+                self.running[host] = [message, now, now]
+            elif host in self.running:
+                self.running[host][2] = now
             if not self.quiet:
                 self.env.err_console.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
+
+    def finished(self, host: str) -> None:
+        """The host's run ended: no more heartbeats for it."""
+        with self._lock:
+            self.running.pop(host, None)
+
+    def heartbeat(self, every: float | None = None):
+        """While the block runs, a host whose step has printed nothing for `every` seconds gets a line saying
+        the step still runs and for how long (the torch download, apt), again every `every` seconds of quiet."""
+        return _Heartbeat(self, every)
+
+    def _beat(self, every: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            due = [(host, state) for host, state in self.running.items() if now - state[2] >= every]
+            for host, state in due:
+                state[2] = now
+                if not self.quiet:   # one line, never wrapped into two: the step cut to fit
+                    step = state[0] if len(state[0]) <= 72 else state[0][:71] + "…"
+                    self.env.err_console.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(step)}: still "
+                                               f"running, {_elapsed(now - state[1])}", soft_wrap=True)
 
     def partial(self, outcome: Outcome) -> str:
         """What an interrupted host had done: 'not started', or its steps done and the one cut short."""
@@ -143,6 +170,37 @@ class Reporter:
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
         doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
         self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+
+
+# Seconds of quiet before a step's heartbeat line: long enough that a pipe (a CI log) is not flooded, short
+# enough that a person watching a 3 GB download knows it is alive. FLEET_HEARTBEAT overrides it.
+HEARTBEAT = 30.0
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class _Heartbeat:
+    def __init__(self, reporter: "Reporter", every: float | None):
+        import os
+        self.reporter = reporter
+        self.every = float(every or os.environ.get("FLEET_HEARTBEAT") or HEARTBEAT)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="fleet-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(min(1.0, self.every / 2)):
+            self.reporter._beat(self.every)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def last_frame(line: str) -> str:

@@ -37,6 +37,7 @@ class LiveHosts:
         self._lock = threading.Lock()
 
     def __call__(self, outcome: Outcome) -> None:
+        self.reporter.finished(outcome.host)
         with self._lock:   # one host's lines together, never interleaved with another's
             _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
             self.shown.add(outcome.host)
