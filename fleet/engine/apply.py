@@ -78,7 +78,7 @@ def script(tasks: tuple[Task, ...], user_is_root: bool) -> str:
     for task in tasks:
         body = (f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}\n) >/dev/null 2>&1; "
                 f"then echo {_ALREADY}; exit 0; fi\n{maybe_sudo(task.resource.apply(), task, user_is_root)}")
-        parts.append(sections.section(f"apply.{task.id}", body, stop_on_failure=True))
+        parts.append(sections.section(f"apply.{task.id}", sections.bounded(body, task.deadline), stop_on_failure=True))
     return "\n".join(parts)
 
 

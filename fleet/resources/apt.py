@@ -81,6 +81,10 @@ class Apt(Resource):
     def describe(self) -> str:
         return "install " + " ".join(self.p["packages"])
 
+    def deadline(self) -> int:
+        # three apt runs may each wait lock_timeout for another apt's lock, then download and unpack
+        return 3 * int(self.p["lock_timeout"]) + 1800
+
     def _source_file(self) -> str:
         return f"/etc/apt/sources.list.d/{self.p['repo_name']}.list"
 

@@ -123,9 +123,15 @@ class Resource:
     judged: ClassVar[bool] = False
     # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify).
     writes_record: ClassVar[bool] = False
+    # Seconds one apply of this type may take on the host before it is stopped (fleet.sections.bounded); a task's
+    # `timeout:` raises it. Types that download or build set more.
+    default_deadline: ClassVar[int] = 900
 
     def __init__(self, values: dict[str, Any]):
         self.p = values
+
+    def deadline(self) -> int:
+        return self.default_deadline
 
     @classmethod
     def validate(cls, values: Any, where: str, *, check_types: bool = True) -> dict[str, Any]:
