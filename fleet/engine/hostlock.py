@@ -62,10 +62,12 @@ def wrap(script: str, conn) -> str:
 # last of them ends. A task under timeout(1) (fleet.sections.bounded) is in the same session; what sudo started
 # gets the TERM from sudo, which relays it.
 STOP_WITH_CONNECTION = (
-    "fleet_sid=$$; fleet_sshd=$PPID\n"
+    # the session sshd made for this command (field 6 of /proc/PID/stat, proc(5)); $$ where /proc is missing
+    "fleet_sid=$(sed 's/.*) //' /proc/$$/stat 2>/dev/null | cut -d' ' -f4); fleet_sshd=$PPID\n"
+    "case \"$fleet_sid\" in ''|0|1|*[!0-9]*) fleet_sid=$$ ;; esac\n"
     "( trap '' TERM HUP INT\n"
-    "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 \"$fleet_sid\" 2>/dev/null || exit 0; sleep 1; done\n"
-    "  kill -0 \"$fleet_sid\" 2>/dev/null || exit 0\n"
+    "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done\n"
+    "  kill -0 $$ 2>/dev/null || exit 0\n"
     "  for fleet_sig in TERM KILL; do\n"
     "    if command -v pkill >/dev/null 2>&1; then pkill -\"$fleet_sig\" -s \"$fleet_sid\"; "
     "else kill -\"$fleet_sig\" -- \"-$fleet_sid\"; fi\n"
