@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 
 from rich.markup import escape
@@ -33,7 +35,8 @@ examples:
 -v, -q and --debug go anywhere on the line (before a remote command's --).
 FLEET_INVENTORY names the inventory when a command is given none.
 exit status: 0 ok, 1 a host failed or was unreachable, 2 bad input (nothing was touched), 3 internal error,
-130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done);
+130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done; an apply's
+remote work is stopped), 143 on SIGTERM and 129 on SIGHUP, handled as Ctrl-C is;
 `fleet apply --check --detailed-exitcode` exits 2 when changes are pending (terraform's convention).
 """
 
@@ -100,15 +103,18 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitStatus.BAD_INPUT
+    signalled: list[int] = []
+    previous = _catch_signals(signalled)
     try:
         _inventory_from_env(args)
-        return int(args.func(args, env))
+        status = int(args.func(args, env))
+        return 128 + signalled[0] if signalled and status == ExitStatus.INTERRUPTED else status
     except FleetError as exc:
         env.err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
         return int(exc.exit_status)
     except KeyboardInterrupt:
         env.err_console.print("interrupted")
-        return ExitStatus.INTERRUPTED
+        return 128 + signalled[0] if signalled else ExitStatus.INTERRUPTED
     except Exception as exc:  # a bug: one sentence unless --debug
         if args.debug:
             env.err_console.print(traceback.format_exc(), markup=False)
@@ -116,6 +122,27 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
             env.err_console.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
                                   "traceback, and please report it)", markup=False)
         return ExitStatus.INTERNAL
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+# SIGTERM (a service manager, `kill`, a CI timeout) and SIGHUP (the terminal went away) end a run as Ctrl-C
+# does: hosts not started are skipped, the ones running are aborted (an apply's remote work stops with its
+# connection: fleet/engine/hostlock.py), the recap says what each had done; the exit status is 128 + the signal.
+_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _catch_signals(signalled: list[int]) -> dict:
+    if threading.current_thread() is not threading.main_thread():   # signals reach the main thread only
+        return {}
+
+    def interrupt(signum, _frame):
+        signalled.append(signum)
+        if len(signalled) == 1:      # a second one while the recap is printed changes nothing
+            raise KeyboardInterrupt
+
+    return {sig: signal.signal(sig, interrupt) for sig in _SIGNALS}
 
 
 def _color(env: Environment, mode: str) -> None:

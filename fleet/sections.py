@@ -7,6 +7,7 @@ carry its exit status.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -39,6 +40,42 @@ def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
         f"printf '\\n@@fleet:end {name} %d@@\\n' \"$fleet_rc\"\n"
         f"{stop}"
     )
+
+
+# What a section that ran past its deadline prints last (the report's reason ends with it).
+OVERRUN = "fleet: stopped after {seconds}s, its deadline (raise it with the task's timeout: SECONDS)"
+TIMED_OUT = 124     # timeout(1)'s status for a command that ran past its time
+
+
+def bounded(body: str, seconds: int | None) -> str:
+    """`body` with a deadline on the host: run by a bash of its own under timeout(1), which starts it in a process
+    group of its own and, at `seconds`, sends it TERM (KILL 10 s later) with everything it started; the status is
+    then 124 and the last line OVERRUN. The body reaches that bash as a here-document on fd 3 (never in argv:
+    /proc/*/cmdline is every user's), its stdin stays /dev/null. It is a separate shell: `body` must not read the
+    enclosing script's unexported variables or functions (an apply task's snippet never does: under sudo it runs
+    in a bash of its own too). Where the host has no timeout(1) (busybox images) the body runs unbounded.
+    None or 0: `body` unchanged."""
+    if not seconds:
+        return body
+    seconds = int(seconds)
+    # the same body gives the same script (the engine compares scripts): the end marker is the body's digest,
+    # made longer until the body does not hold it
+    digest, size = hashlib.sha256(body.encode()).hexdigest(), 16
+    while "FLEET_BOUNDED_" + digest[:size] in body and size < 64:
+        size += 8
+    end = "FLEET_BOUNDED_" + digest[:size]
+    if end in body:
+        raise ValueError("a section body holds its own end marker")
+    return (f"fleet_to=; command -v timeout >/dev/null 2>&1 && fleet_to='timeout -k 10 {seconds}'\n"
+            f"$fleet_to bash /dev/fd/3 </dev/null 3<<'{end}'\n{body}\n{end}\n"
+            f"fleet_b_rc=$?\n"
+            f"if [ -n \"$fleet_to\" ] && [ \"$fleet_b_rc\" -eq {TIMED_OUT} ]; then "
+            f"echo {_squote(OVERRUN.format(seconds=seconds))}; fi\n"
+            "exit \"$fleet_b_rc\"")
+
+
+def _squote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def background(name: str, body: str, *, keep_in: str | None = None) -> tuple[str, str]:

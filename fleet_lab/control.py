@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleet.atomic import write_atomic
+
 from fleet.errors import InputError, LabError
 from . import layers, mirror, paths, serve, served
 from .host import SSHD, LabHost
@@ -110,9 +112,11 @@ def up(inventory, names=None, root=None) -> list[HostState]:
     specs = lab_specs(inventory, names)   # bad input: nothing written, no host touched
     root.mkdir(parents=True, exist_ok=True)
     pubkey = ensure_lab_key(root)
-    if isinstance(inventory, (str, Path)):   # fleet finds the key and host keys there, as for any host
-        served.write_connection(Path(inventory), root)
     mirror_dir = mirror.ensure(root)
+    pins = paths.lab_keyring_pins(root)
+    write_atomic(pins, (mirror_dir / mirror.KEYRING_PINS).read_bytes(), mode=0o644)
+    if isinstance(inventory, (str, Path)):   # fleet finds the key, host keys and keyring digests there
+        served.write_connection(Path(inventory), root, pins)
     mirror_address = serve.address_for(root, mirror_dir, lab_specs(inventory)[0].address)
     for spec in specs:   # hosts built from older stand-ins are rebuilt
         spec.extra["mirror"] = mirror_dir.name
@@ -207,7 +211,8 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
         serve.stop(root)
         if isinstance(inventory, (str, Path)):
             served.remove_connection(Path(inventory))
-        for path in (paths.lab_key(root), paths.lab_key(root).with_name("id_ed25519.pub"), paths.lab_known_hosts(root)):
+        for path in (paths.lab_key(root), paths.lab_key(root).with_name("id_ed25519.pub"), paths.lab_known_hosts(root),
+                     paths.lab_keyring_pins(root)):
             path.unlink(missing_ok=True)
         if purge:
             shutil.rmtree(root, ignore_errors=True)

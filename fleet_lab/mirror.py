@@ -84,6 +84,22 @@ def ensure(root: Path | None = None) -> Path:
     return target
 
 
+KEYRING_PINS = "keyring.sha256"
+
+
+def write_keyring_pins(out: Path) -> None:
+    """The digests of the lab's own cuda-keyring .debs at the URLs it answers for NVIDIA's (sha256sum's form):
+    fleet pins NVIDIA's real keyring by sha256 (fleet/decide/keyring.py), so the lab names its stand-in's, as it
+    names its host keys in known_hosts; `up` points the inventory's top-level `keyring_pins:` here."""
+    import hashlib
+    from fleet.decide.keyring import KEYRING, url
+    lines = []
+    for arch in ("x86_64", "sbsa"):
+        deb = out / "apt" / "ubuntu2404" / arch / KEYRING
+        lines.append(f"{hashlib.sha256(deb.read_bytes()).hexdigest()}  {url(f'ubuntu2404/{arch}')}\n")
+    (out / KEYRING_PINS).write_text("".join(lines))
+
+
 def build(out: Path) -> None:
     libs = out / "native" / "lib"
     catalog.build_libraries(libs)
@@ -102,6 +118,7 @@ def build(out: Path) -> None:
                 debs.build_deb(deb, repo)
             debs.write_repo(repo, packages, gpg_home)
         (out / "apt" / "cuda-archive-keyring.gpg").write_bytes(keyring)
+        write_keyring_pins(out)
         distro.build(out / "apt" / "ubuntu", gpg_home)   # git, curl, python3-venv for slim images
         # JetPack's repository signs with a key of its own (Jetson OTA), trusted on Jetsons only
         jetson_key = debs.make_signing_key(jetson_home, jetpack.KEY_UID, armor=True)

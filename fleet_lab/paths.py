@@ -2,6 +2,7 @@
 
     <root>/id_ed25519, id_ed25519.pub   the key fleet logs in with (authorized on every lab host)
     <root>/known_hosts                  every lab host's key (the lab generated them, so it vouches for them)
+    <root>/keyring.sha256               the digests of the lab's cuda-keyring .debs (the inventory's keyring_pins:)
     <root>/hosts/<name>/                one host: upper/ work/ merged/ (the overlay), host.json, sshd.log
     <root>/mirror/<hash>/               the built stand-in mirror, cached by a hash of the builder's sources
 
@@ -29,6 +30,10 @@ def lab_key(root: str | Path | None = None) -> Path:
 
 def lab_known_hosts(root: str | Path | None = None) -> Path:
     return lab_root(root) / "known_hosts"
+
+
+def lab_keyring_pins(root: str | Path | None = None) -> Path:
+    return lab_root(root) / "keyring.sha256"
 
 
 def hosts_dir(root: str | Path | None = None) -> Path:

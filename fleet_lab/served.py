@@ -1,5 +1,6 @@
 """What a connection to the lab's hosts needs, written into the inventory the lab serves: top-level `key:` (the
-lab's login key) and `known_hosts:` (the host keys the lab generated). fleet reads them as it reads any
+lab's login key), `known_hosts:` (the host keys the lab generated) and `keyring_pins:` (the sha256 of the
+lab's own cuda-keyring .debs, which it serves at NVIDIA's URLs). fleet reads them as it reads any
 inventory's, so it has no lab branch. `up` writes them; `down`, once the key is gone, takes them out.
 
 The rest of the file (comments, order) is kept; the write is atomic.
@@ -13,14 +14,16 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 
 MARK = "# written by fleet lab up"
-_LINE = re.compile(r"^(key|known_hosts):.*\n?", re.M)
+_LINE = re.compile(r"^(key|known_hosts|keyring_pins):.*\n?", re.M)
 
 
-def write_connection(inventory: Path, root: Path) -> None:
+def write_connection(inventory: Path, root: Path, keyring_pins: Path | None = None) -> None:
     from . import paths
 
     lines = [f"key: {paths.lab_key(root)}                  {MARK}\n",
              f"known_hosts: {paths.lab_known_hosts(root)}   {MARK}\n"]
+    if keyring_pins is not None:   # the digests of the lab's own cuda-keyring .debs (fleet/decide/keyring.py)
+        lines.append(f"keyring_pins: {keyring_pins}   {MARK}\n")
     _rewrite(Path(inventory), lines)
 
 

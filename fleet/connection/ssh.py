@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -32,12 +33,21 @@ from fleet.connection.hostkeys import Policy, _warn_once, fingerprint, host_key_
 __all__ = ["SSHConnection", "fingerprint", "host_key_name", "read_known_hosts"]
 
 KEEPALIVE_SECONDS = 15
+
+# paramiko logs every failed handshake with its traceback to the 'paramiko.transport' logger, which Python's
+# last-resort handler prints to stderr (two tracebacks per host that sends no banner): fleet reports the failure
+# itself, one line per host. A handler here stops the last resort; logging a user configures still gets them.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 _RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.timeout, TimeoutError,
               paramiko.ssh_exception.NoValidConnectionsError, EOFError)
 
 
 class _AuthRefused(HostError):
     """The server answered but refused our key (retried within --wait: a booting pod may not have it yet)."""
+
+
+class _NoBanner(HostError):
+    """TCP connected but no SSH banner came (not an SSH server, or one still starting): retried within --wait."""
 
 
 class SSHConnection(Connection):
@@ -66,8 +76,9 @@ class SSHConnection(Connection):
                 # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 15)
-            except _AuthRefused:
-                # A booting pod may accept TCP before its authorized_keys is in place: within --wait, try again.
+            except (_AuthRefused, _NoBanner):
+                # A booting pod may accept TCP before its authorized_keys is in place, or before its sshd
+                # answers (a container's port proxy): within --wait, try again.
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise
@@ -119,12 +130,14 @@ class SSHConnection(Connection):
         self._load_known_hosts(client)
         client.set_missing_host_key_policy(Policy(self))
         where = f"{target.user}@{target.hostname}:{target.port}{target.via}"
+        transport = None
         try:
             try:
                 fab.open()
             except BaseException:
                 # fabric's close() does nothing until open() has succeeded, yet paramiko's transport thread
                 # and socket already run: close them here or they linger (paramiko warns of hangs at exit).
+                transport = client.get_transport()
                 client.close()
                 raise
         except FleetError:
@@ -136,6 +149,12 @@ class SSHConnection(Connection):
                                "'key:' in the inventory (or User/IdentityFile in ~/.ssh/config), or load the key "
                                "into ssh-agent") from None
         except paramiko.SSHException as exc:
+            if transport is not None and not transport.remote_version:
+                # no "SSH-2.0-..." line came: paramiko says "Error reading SSH protocol banner", or, where the
+                # peer sent other bytes and closed, "No existing session"; neither names the cause
+                raise _NoBanner(f"{host.name}: no SSH banner from {target.hostname}:{target.port}{target.via} within "
+                                f"{opts.connect_timeout:g}s: not an SSH server, or still booting; check the port, "
+                                "or pass --wait SECONDS for a host still booting") from None
             raise HostError(f"{host.name}: SSH to {where} failed: {exc}") from None
         return fab
 

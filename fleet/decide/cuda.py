@@ -24,7 +24,7 @@ from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
-KEYRING = "cuda-keyring_1.1-1_all.deb"
+from fleet.decide.keyring import KEYRING, pinned
 
 
 def toolkit_dir(host: Host, cuda: str) -> str:
@@ -47,13 +47,14 @@ def toolkit_lib_dir(host: Host, cuda: str) -> str:
 def decide_cuda(host: Host, v: Vars) -> CudaDecision:
     if not host.has_gpu:
         return CudaDecision(None, False, "none", None, None, None, None, None,
-                            "no NVIDIA GPU: no CUDA toolkit to install", keyring=_keyring(host, v))
+                            "no NVIDIA GPU: no CUDA toolkit to install", keyring=_keyring(host, v),
+                            keyring_sha256=pinned(_keyring(host, v), v.keyring_pins))
     cuda, package = v.cuda_version, f"cuda-toolkit-{v.cuda_dashed}"
     path, lib_dir = toolkit_dir(host, cuda), toolkit_lib_dir(host, cuda)
 
     def result(action, source, repo, reason, refuse=None) -> CudaDecision:
         return CudaDecision(cuda, action == "present", action, source, repo, package, path, lib_dir, reason,
-                            refuse, keyring=_keyring(host, v))
+                            refuse, keyring=_keyring(host, v), keyring_sha256=pinned(_keyring(host, v), v.keyring_pins))
 
     dropped = cuda13_dropped(host, v)
     if dropped:

@@ -20,6 +20,7 @@ class CudaDecision:
     refuse: str | None = None
     keyring: str | None = None         # NVIDIA's cuda-keyring .deb in the repo for this OS and CPU, even
                                        # where CUDA is present (NVPL, cuDSS and compat use the same repo)
+    keyring_sha256: str | None = None  # its pinned digest (fleet/decide/keyring.py); None where none is known
 
 
 @dataclass

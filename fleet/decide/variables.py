@@ -71,6 +71,9 @@ class Vars:
     nvpl_blas_version: str
     nvpl_lapack_version: str
     explicit: frozenset = field(default=frozenset(), compare=False)  # names the user set
+    # cuda_keyring_pins: keyring URL -> sha256 that replaces fleet's shipped pin for that URL (a mirror's or the
+    # lab's own keyring; fleet/decide/keyring.py); the inventory's top-level `keyring_pins:` file fills it
+    keyring_pins: dict = field(default_factory=dict, compare=False)
 
     @property
     def cuda_dashed(self) -> str:
@@ -100,7 +103,27 @@ def resolve(values: dict) -> Vars:
     for name in ("cudss_version", "nvpl_blas_version", "nvpl_lapack_version"):
         if not re.fullmatch(r"\d+(\.\d+){1,3}", merged[name]):
             raise VariableError(f"{name}={merged[name]!r} is not a version like {DEFAULTS[name]}: set one.")
-    return Vars(**merged, explicit=explicit)
+    return Vars(**merged, explicit=explicit, keyring_pins=_keyring_pins(values.get(PINS_VAR)))
+
+
+PINS_VAR = "cuda_keyring_pins"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _keyring_pins(value) -> dict:
+    if value in (None, "", {}):
+        return {}
+    if not isinstance(value, dict):
+        raise VariableError(f"{PINS_VAR}={value!r} is not a mapping: write {PINS_VAR}: {{URL: SHA256, ...}} "
+                            "(or top-level keyring_pins: FILE in the inventory).")
+    pins = {}
+    for url, digest in value.items():
+        digest = _text(digest).lower()
+        if not str(url).startswith("https://") or not _SHA256.match(digest):
+            raise VariableError(f"{PINS_VAR}={{{url!r}: {digest!r}}} is not an https URL and a 64-hex sha256: "
+                                "write the URL and `sha256sum`'s output for it.")
+        pins[str(url)] = digest
+    return pins
 
 
 def _text(value) -> str:

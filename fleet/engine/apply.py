@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from fleet import sections
 from fleet.engine import chains, hostlock
 from fleet.connection import Connection
 from fleet.errors import HostError
@@ -102,9 +103,9 @@ def _ended(by_id: dict, run: chains.Run) -> Outcome | None:
 
 def script(tasks: tuple[Task, ...], user_is_root: bool, laid: chains.Layout | None = None) -> str:
     """Each task: its check again, then its apply only if still needed; the tasks as chains (engine/chains.py)."""
-    bodies = {task.id: (f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}\n) "
-                        f">/dev/null 2>&1; then echo {_ALREADY}; exit 0; fi\n"
-                        f"{maybe_sudo(task.resource.apply(), task, user_is_root)}")
+    bodies = {task.id: sections.bounded(f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}"
+                                        f"\n) >/dev/null 2>&1; then echo {_ALREADY}; exit 0; fi\n"
+                                        f"{maybe_sudo(task.resource.apply(), task, user_is_root)}", task.deadline)
               for task in tasks}
     return chains.script(laid or chains.layout(tasks), bodies)
 

@@ -79,6 +79,9 @@ def variables_read(role, host_vars: dict) -> dict[str, str]:
     return {name: digest(merged[name]) for name in sorted(names_read(role)) if name in merged}
 
 
+# Seconds a check that runs a role author's command (command's unless) may take on the host (sections.bounded).
+CHECK_DEADLINE = 120
+
 def check_sections(decided: Decided, verify_max_age: float | None = None, *, without_verify: bool = False) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
     fingerprint gate (fleet/resources/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
@@ -88,6 +91,9 @@ def check_sections(decided: Decided, verify_max_age: float | None = None, *, wit
         if not t.enabled or (without_verify and t.resource.writes_record):
             continue
         body = t.resource.gate(t.resource.check(), verify_max_age)   # verify: behind its fingerprint
+        if not t.resource.concurrent_check and not t.resource.judged:
+            # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own
+            body = sections.bounded(body, CHECK_DEADLINE)
         name = f"check.{t.id}"
         out.append(sections.background(name, body) if t.resource.concurrent_check else sections.section(name, body))
     return tuple(out)

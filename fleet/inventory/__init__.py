@@ -27,7 +27,7 @@ from typing import Any
 from fleet.inventory import yamlsrc
 from fleet.errors import InputError
 
-TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "vars", "hosts", "groups"}
+TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "keyring_pins", "vars", "hosts", "groups"}
 HOST_KEYS = {"address", "port", "user", "key", "known_hosts", "connection", "lab", "vars", "roles"}
 GROUP_KEYS = {"hosts", "vars", "roles"}
 CONNECTIONS = ("ssh", "local")
@@ -140,6 +140,7 @@ def _load_inventory(path: str | Path) -> Inventory:
     all_vars = _vars(loc, ("vars",), doc.get("vars"))
     hosts = _hosts(loc, doc.get("hosts"), base)
     _connection_defaults(loc, doc, hosts, base)
+    _keyring_pins(loc, doc, all_vars, base)
     groups = _groups(loc, doc.get("groups"), hosts)
     facts_dir = doc.get("facts_dir", "facts")
     if not isinstance(facts_dir, str) or not facts_dir:
@@ -180,6 +181,38 @@ def _connection_defaults(loc, doc: dict, hosts: dict[str, Host], base: Path) -> 
                 setattr(host, name, path)
                 if name == "key":   # given in the inventory: it wins over ~/.ssh/config's IdentityFile
                     host.given = (host.given or frozenset()) | {"key"}
+
+
+def _keyring_pins(loc, doc: dict, all_vars: dict, base: Path) -> None:
+    """Top-level `keyring_pins: FILE` (`sha256sum`'s lines: DIGEST  URL): the digests of keyring .debs a mirror
+    serves at NVIDIA's URLs (the lab writes it, as it writes known_hosts), the variable cuda_keyring_pins
+    (fleet/decide/keyring.py). A `cuda_keyring_pins:` in the top-level vars wins, URL by URL."""
+    value = doc.get("keyring_pins")
+    if value is None:
+        return
+    if not isinstance(value, str) or not value:
+        loc.problem(("keyring_pins",), f"keyring_pins must be a file path, not {yamlsrc.type_name(value)}")
+        return
+    path = (base / os.path.expanduser(value)).resolve()
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        loc.problem(("keyring_pins",), f"cannot read keyring_pins file {path} ({exc.strerror}); fix the path "
+                                       "or remove the line")
+        return
+    pins = {}
+    for number, line in enumerate(lines, 1):
+        digest, _, url = line.strip().partition(" ")
+        url = url.strip().lstrip("*")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not url.startswith("https://"):
+            loc.problem(("keyring_pins",), f"{path}:{number} is not 'SHA256  https://URL' (sha256sum's form); "
+                                           "fix or remove that line")
+            return
+        pins[url] = digest.lower()
+    given = all_vars.get("cuda_keyring_pins")
+    all_vars["cuda_keyring_pins"] = {**pins, **given} if isinstance(given, dict) else (given or pins)
 
 
 def _roles_path(loc, value, base: Path) -> list[Path]:

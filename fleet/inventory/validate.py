@@ -31,7 +31,9 @@ def known_variables(roles) -> dict[str, Any]:
     from fleet.decide import DEFAULTS
     from fleet.facts.sources import DEFAULTS as PROBE_DEFAULTS
 
-    known: dict[str, Any] = {**DEFAULTS, **PROBE_DEFAULTS}
+    from fleet.decide.variables import PINS_VAR
+
+    known: dict[str, Any] = {**DEFAULTS, **PROBE_DEFAULTS, PINS_VAR: {}}
     for role in roles:
         for name, value in role.defaults.items():
             known.setdefault(name, value)

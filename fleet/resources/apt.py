@@ -69,7 +69,9 @@ class Apt(Resource):
         "packages": Param((list,), required=True),
         "keyring_deb": Param((str,)),           # URL of a keyring package such as cuda-keyring_1.1-1_all.deb
         "keyring_package": Param((str,), default="cuda-keyring"),
-        "keyring_sha256": Param((str,), check=sha256_problem),   # checked before the keyring is installed
+        # checked on the host before the keyring is installed; "" = none known (roles pass the pin or nothing:
+        # fleet/decide/keyring.py)
+        "keyring_sha256": Param((str,), check=lambda v: None if v == "" else sha256_problem(v)),
         "repo": Param((str,)),                  # a one-line apt source, written to sources.list.d/<repo_name>.list
         "repo_name": Param((str,), default="fleet", check=plain_name_problem),
         "hold": Param((bool,), default=False),
@@ -83,6 +85,10 @@ class Apt(Resource):
 
     def describe(self) -> str:
         return "install " + " ".join(self.p["packages"])
+
+    def deadline(self) -> int:
+        # three apt runs may each wait lock_timeout for another apt's lock, then download and unpack
+        return 3 * int(self.p["lock_timeout"]) + 1800
 
     def _source_file(self) -> str:
         return f"/etc/apt/sources.list.d/{self.p['repo_name']}.list"

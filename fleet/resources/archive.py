@@ -34,6 +34,7 @@ def verify_sha256(file: str, want: str | None, what: str) -> str:
 
 class Archive(Resource):
     type_name = "archive"
+    default_deadline = 1800     # downloads (fleet.sections.bounded)
     needs_root = True
     params = {"url": Param((str,), required=True), "dest": Param((str,), required=True),
               "creates": Param((str,), required=True), "strip_components": Param((int,), default=1),

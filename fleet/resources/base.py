@@ -123,6 +123,9 @@ class Resource:
     judged: ClassVar[bool] = False
     # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify).
     writes_record: ClassVar[bool] = False
+    # Seconds one apply of this type may take on the host before it is stopped (fleet.sections.bounded); a task's
+    # `timeout:` raises it. Types that download or build set more.
+    default_deadline: ClassVar[int] = 900
 
     def __init__(self, values: dict[str, Any]):
         self.p = values
@@ -132,6 +135,9 @@ class Resource:
         once. "*" (the default: a role author's command may touch anything) excludes every other task;
         "path:P" excludes P's parents and children too."""
         return frozenset({"*"})
+
+    def deadline(self) -> int:
+        return self.default_deadline
 
     @classmethod
     def validate(cls, values: Any, where: str, *, check_types: bool = True) -> dict[str, Any]:

@@ -36,6 +36,7 @@ def credentials_env(repo: str) -> str:
 
 class Git(Resource):
     type_name = "git"
+    default_deadline = 1800     # downloads (fleet.sections.bounded)
     path_param = "dest"
     needs_root = True
     params = {"repo": Param((str,), required=True), "ref": Param((str,), required=True),

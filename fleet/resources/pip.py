@@ -120,6 +120,7 @@ if absent:
 
 class Pip(Resource):
     type_name = "pip"
+    default_deadline = 3600     # downloads (fleet.sections.bounded)
     path_param = "venv"
     params = {
         "packages": Param((list,), required=True),

@@ -30,6 +30,7 @@ from fleet.resources.base import CheckResult, Param
 
 class Verify(Assert):
     type_name = "verify"
+    default_deadline = 3600     # a perf run on a busy GPU (fleet.sections.bounded)
     params = {name: spec for name, spec in Assert.params.items() if name != "json"}
     params["interpreter"] = Param((str,), default="python", check=Assert.params["interpreter"].check)
     writes_record = True

@@ -36,7 +36,7 @@ from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 
 ROLE_KEYS = {"description", "defaults", "when", "why", "after", "tasks"}
-TASK_KEYS = {"name", "when", "sudo", "after", "locks"}
+TASK_KEYS = {"name", "when", "sudo", "after", "locks", "timeout"}
 DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
@@ -112,6 +112,7 @@ class TaskSpec:
     when_where: str = ""          # file:line of `when:`
     after: tuple[str, ...] = ()   # roles whose tasks must have succeeded first (the role's `after:` and the task's)
     locks: tuple[str, ...] | None = None   # what it holds while it runs, where the task names it (else its type's)
+    timeout: Any = None           # `timeout:` seconds (may be templated): the apply's deadline on the host
 
     @property
     def id(self) -> str:
@@ -150,6 +151,7 @@ class Task:
     enabled: bool
     skip_reason: str | None = None
     why: str | None = None        # the role's rendered `why:`
+    deadline: int | None = None   # seconds its apply may run on the host (fleet.sections.bounded)
 
     @property
     def id(self) -> str:
@@ -281,9 +283,24 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
     locks = (None if "locks" not in task else
              _names(task.get("locks"), "locks", f"{loc.path}:{loc.line('tasks', index, 'locks')}",
                     "names of what the task holds while it runs, e.g. [systemd] or ['path:/etc/x']"))
+    timeout = task.get("timeout")
+    if timeout is not None:
+        _timeout(timeout, f"{loc.path}:{loc.line('tasks', index, 'timeout')}")
     return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
                     _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params, lines,
-                    f"{loc.path}:{loc.line('tasks', index, 'when')}", after, locks)
+                    f"{loc.path}:{loc.line('tasks', index, 'when')}", after=after, locks=locks, timeout=timeout)
+
+
+def _timeout(value: Any, where: str) -> int | None:
+    """A task's `timeout:`: whole seconds > 0 (a template is judged once rendered, None until then)."""
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        _check_syntax(value, where)
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) <= 0:
+        raise InputError(f"{where}: 'timeout' must be whole seconds above 0 (how long the task's apply may run "
+                         f"on the host), not {value!r}; write e.g. timeout: 3600")
+    return int(text)
 
 
 def _check_syntax(value: Any, where: str) -> None:
@@ -365,7 +382,10 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
             where = spec.lines.get("template", spec.where)
             params[target] = _render_template(role, params.pop("template"), ctx, where)
         spec = _named(spec, ctx)
-        tasks.append(Task(spec, TYPES[spec.type](TYPES[spec.type].validate(params, spec.where)), True, why=why))
+        resource = TYPES[spec.type](TYPES[spec.type].validate(params, spec.where))
+        deadline = (_timeout(_render(spec.timeout, ctx, spec.where), spec.where) if spec.timeout is not None
+                    else resource.deadline())
+        tasks.append(Task(spec, resource, True, why=why, deadline=deadline))
     return tasks
 
 

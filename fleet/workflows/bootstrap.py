@@ -147,17 +147,29 @@ def _option(letter: str, value: str, found: dict, notes: list[str]) -> None:
     if letter in named:
         _set(found, named[letter], value)
     elif letter == "J":
-        raise InputError(f"the SSH line goes through a jump host (-J {value}); fleet connects directly: use the "
-                         "pod's own address and port")
+        raise InputError(f"the SSH line goes through a jump host (-J {value}), which fleet does not take from the "
+                         f"line: {_VIA_CONFIG}")
     elif letter == "o":
         name, _, setting = value.replace("=", " ", 1).partition(" ")
-        honoured = {"port": "port", "user": "user", "identityfile": "key"}.get(name.strip().lower())
+        lowered = name.strip().lower()
+        honoured = {"port": "port", "user": "user", "identityfile": "key"}.get(lowered)
+        if lowered in _ROUTE_OPTIONS:
+            # these change where ssh connects: ignoring them would connect straight to the address and trust
+            # whatever key answers there (issue 26)
+            raise InputError(f"the SSH line sets -o {value}, which changes where ssh connects and fleet does not take "
+                             f"from the line: {_VIA_CONFIG}")
         if honoured:
             _set(found, honoured, setting.strip())
         else:
             notes.append(f"ssh option -o {value} ignored (fleet checks host keys itself)")
     else:
         notes.append(f"ssh option -{letter} {value} ignored")
+
+
+# ssh options that route the connection elsewhere than the line's address (ssh_config(5))
+_ROUTE_OPTIONS = ("proxyjump", "proxycommand", "hostname")
+_VIA_CONFIG = ("put the route in ~/.ssh/config (Host NAME, with HostName and ProxyJump, which fleet honours) and "
+               "bootstrap 'ssh root@NAME -p PORT'")
 
 
 def _set(found: dict, what: str, value: str) -> None:

@@ -31,7 +31,10 @@ def pods_inventory(lab, where, **extra_vars) -> str:
     """The lab's variables (its mirror) and its thor, as a person's file with comments: no pod in it yet."""
     doc = yaml.safe_load(lab.inventory_path.read_text())
     thor = doc["hosts"]["thor"]
-    text = (HEADER + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
+    # the lab's keyring digests (`fleet lab up` writes this line into the inventory it serves): the lab answers
+    # NVIDIA's keyring URL with its own .deb, which fleet's pin for the real one refuses (test_keyring_pin_lab.py)
+    text = (HEADER + f"keyring_pins: {doc['keyring_pins']}\n"
+            + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
             + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
               "    lab: {profile: thor}\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
     path = where / "inventories" / "pods.yaml"

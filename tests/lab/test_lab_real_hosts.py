@@ -33,6 +33,9 @@ def real(lab, tmp_path_factory):
         host["address"] = host["address"].replace("127.0.1.", testing.test_net() + ".", 1)
     inv = tmp_path_factory.mktemp("real-hosts") / "lab-profiles.yaml"
     doc["facts_dir"] = "facts"
+    # the lab's keyring digests, as `fleet lab up` writes them into the inventory it serves (the lab answers
+    # NVIDIA's keyring URL with its own .deb, which fleet's pin for the real one refuses)
+    doc["keyring_pins"] = str(lab.root / "keyring.sha256")
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
     control.reset(inv, list(doc["hosts"]), lab.root)    # fresh: the apt-daily stand-in holds its locks now
     real = _Real(lab, inv, {}, {})

@@ -34,8 +34,8 @@ def example_on_the_lab(lab, tmp_path: Path) -> Path:
     doc = {"facts_dir": "facts", "roles_path": [str(EXAMPLES / p) for p in example["roles_path"]],
            "roles": example["roles"], "vars": {**lab_doc["vars"], **example["vars"]},
            "hosts": {POD: lab_doc["hosts"][POD]},
-           # what the lab wrote into the inventory it serves: its key and the host keys it vouches for
-           **{name: lab_doc[name] for name in ("key", "known_hosts") if name in lab_doc}}
+           # what the lab wrote into the inventory it serves: its key, the host keys and keyring digests it vouches for
+           **{name: lab_doc[name] for name in ("key", "known_hosts", "keyring_pins") if name in lab_doc}}
     path = tmp_path / "pods.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path

@@ -55,7 +55,7 @@ def converge(resource: Resource, **kw) -> CheckResult:
 
 def syntax_ok(snippet: str) -> None:
     """bash -n: the snippet parses (nothing runs)."""
-    proc = subprocess.run(["bash", "-n", "-c", snippet], capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-n"], input=snippet, capture_output=True, text=True)   # stdin: no argv limit
     assert proc.returncode == 0, f"bash -n: {proc.stderr}\n{snippet}"
 
 
