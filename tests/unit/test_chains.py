@@ -111,3 +111,46 @@ def test_the_script_is_bash_and_its_markers_read_back(shipped):
     torch = reader.runs["torch.1"]
     assert (torch.started, torch.ended, torch.rc, torch.output) == (0.5, 4.5, 1, "Collecting torch\ndone")
     assert reader.runs["cutlass.1"].rc == 0 and reader.runs["nvpl.0"].skipped_by == "torch.1"
+
+
+def test_the_script_run_by_bash_skips_only_what_needs_a_failed_task(shipped, tmp_path):
+    """The thor-jetson layout run by a real bash (each body an echo; torch's fails): NVPL's and cuDSS's wheels,
+    which go into torch's venv after torch, are not run; the hooks and CUTLASS's clone, in other chains, are; the
+    script's exit status says something failed; every line comes back tagged with its task."""
+    layout = laid(shipped, "thor-jetson")
+    bodies = {s.task.id: f"echo ran {s.task.id}" for s in layout.steps}
+    bodies["torch.1"] = "echo no space left >&2; exit 3"
+    done = subprocess.run(["bash", "-s"], input=chains.script(layout, bodies), text=True, capture_output=True,
+                          env={"PATH": "/usr/bin:/bin", "fleet_lock_dir": str(tmp_path)}, timeout=60)
+    assert done.returncode == 1, done.stderr
+    runs = chains.read(done.stdout).runs
+    assert (runs["torch.1"].rc, runs["torch.1"].output) == (3, "no space left")
+    assert runs["nvpl.0"].skipped_by == "torch.1" and not runs["nvpl.0"].begun
+    assert runs["cudss.0"].skipped_by == "torch.1" and not runs["cudss.0"].begun
+    others = [s.task.id for s in layout.steps if s.task.spec.role in ("env_hooks", "cutlass")]
+    assert others and all((runs[i].rc, runs[i].output) == (0, f"ran {i}") for i in others), done.stdout
+    assert all(0 <= runs[i].started <= runs[i].ended for i in others + ["torch.1"])
+    assert list(tmp_path.iterdir()) == []            # the run's status files are gone
+
+
+def test_a_dropped_connection_names_the_running_tasks_and_keeps_what_had_ended(shipped):
+    """Lines read live until the connection dropped: two chains at once, one task ended, one running, the rest
+    not begun."""
+    import importlib
+    from fleet.errors import HostError
+    apply = importlib.import_module("fleet.engine.apply")   # the package's `apply` is the function
+    layout = laid(shipped, "pod-570")
+    by_id = {s.task.id: s.task for s in layout.steps}
+    reader = chains.Reader()
+    for line in ("@@fleet:t0 10.0@@", "@@fleet:begin apply.cuda_toolkit.0 10.1@@", "@@fleet:begin apply.torch.1 10.1@@",
+                 "@@fleet:begin apply.cutlass.1 10.2@@", "@@fleet:end apply.cutlass.1 0 12.0@@",
+                 "@@fleet:o torch.1@@ Collecting torch"):
+        reader.feed(line)
+    lost = apply._lost(by_id, layout, reader, HostError("Connection reset"))
+    assert lost.unreachable and "cutlass.1" not in lost.outcomes
+    assert {i for i, o in lost.outcomes.items() if o.reason == "connection lost during this task"} == {
+        "cuda_toolkit.0", "torch.1"}
+    assert {i for i, o in lost.outcomes.items() if o.reason == "not run: the connection was lost"} == set(by_id) - {
+        "cuda_toolkit.0", "torch.1", "cutlass.1"}
+    assert lost.timings["cutlass.1"] == apply.Timing("cutlass", 0.2, 2.0)
+    assert "cuda_toolkit: " in lost.error and "torch: " in lost.error
