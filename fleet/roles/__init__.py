@@ -32,7 +32,7 @@ from fleet.resources import TYPES, Resource
 
 ROLE_KEYS = {"description", "defaults", "when", "why", "tasks"}
 TASK_KEYS = {"name", "when", "sudo"}
-DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
+DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
 # package-dir): the import finds them in a wheel (fleet/builtin_roles/) and in an editable install (roles/) alike.

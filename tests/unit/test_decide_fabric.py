@@ -78,3 +78,22 @@ def test_record_without_fabric_facts_decides_none():
 
 def test_packages_per_branch():
     assert packages_for("580.159.04") == ["nvidia-fabricmanager-580=580.159.04-1", "libnvidia-nscq-580=580.159.04-1"]
+
+
+def rendered(record):
+    from fleet.roles import load_roles, render_role, roles_dirs
+
+    (role,) = load_roles(["fabric_manager"], roles_dirs())
+    return render_role(role, {}, record, decide(record).to_json(), {"name": "hgx", "user": "root", "root": True})
+
+
+def test_role_pins_holds_and_starts_on_an_nvswitch_host_and_skips_elsewhere():
+    hgx = facts("topo-8-nv18.txt", "q-8-in-progress.txt", True, service="systemctl failed", packages=fm("570.124.06"))
+    hgx["system"]["systemd"] = True
+    apt, service, manual = rendered(hgx)
+    assert apt.enabled and apt.resource.p["packages"] == ["nvidia-fabricmanager-570=570.133.20-1",
+                                                         "libnvidia-nscq-570=570.133.20-1"]
+    assert apt.resource.p["hold"] is True and apt.resource.p["keyring_deb"].endswith("cuda-keyring_1.1-1_all.deb")
+    assert service.enabled and "nvidia-fabricmanager" in service.resource.p["cmd"] and not manual.enabled
+    for one in (facts(), facts("topo-8-nv18.txt", "q-8-in-progress.txt", container=True)):
+        assert not any(task.enabled for task in rendered(one))
