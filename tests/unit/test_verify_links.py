@@ -86,3 +86,12 @@ def test_the_allreduce_program_compiles_and_the_expected_figures(program, tmp_pa
     assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
     assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
     assert v["link_kind"]("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"
+
+
+def test_the_verify_summary_says_one_gpu_has_no_links():
+    from fleet.remote.verify_record import verify_record
+
+    record = verify_record({"passed": True, "checks": [
+        {"name": "torch_imports", "passed": True, "detail": "torch 2.9"},
+        {"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]}, {})
+    assert record["summary"] == "verify passed: torch_imports, gpu_links (one GPU: no links to check)"
