@@ -97,3 +97,20 @@ def test_role_pins_holds_and_starts_on_an_nvswitch_host_and_skips_elsewhere():
     assert service.enabled and "nvidia-fabricmanager" in service.resource.p["cmd"] and not manual.enabled
     for one in (facts(), facts("topo-8-nv18.txt", "q-8-in-progress.txt", container=True)):
         assert not any(task.enabled for task in rendered(one))
+
+
+def test_fleet_decide_prints_the_fabric_row(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_decide import folded, run_cli
+
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(facts()))
+    pod = tmp_path / "pod.json"
+    pod.write_text(json.dumps(facts("topo-8-nv18.txt", "q-8-in-progress.txt", container=True)))
+    status, out, _ = run_cli(str(one), str(pod))
+    text = folded(out)
+    assert status == 0
+    assert "fabric 1 GPU(s) none one GPU: no links to check" in text
+    assert ("fabric 8 GPU(s) provider the GPU fabric is not ready (GPUs 0,1,2,3,4,5,6,7 fabric state In Progress): "
+            "in a container the fabric manager runs on the provider's host, so the fix is the provider's") in text
