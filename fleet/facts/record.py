@@ -85,7 +85,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "paths": reader.read("paths"),                # path -> None (safe to run as root) or why not
         "torch": with_last_verify(torch, verify),
         "cutlass": reader.read("cutlass"),
-        "fabric": fabric_facts(reader.read("fabric"), driver["version"]),
+        "fabric": fabric_facts(reader.read("fabric"), driver["version"], reader.read("identity").get("container")),
         "env": env,
         "shells": shell_facts,
         "loader": loader_facts,
@@ -95,10 +95,12 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     }
 
 
-def fabric_facts(section: dict, driver_version: str | None) -> dict:
+def fabric_facts(section: dict, driver_version: str | None, container: bool | None = None) -> dict:
     """facts.fabric (issue 28): the GPUs and the links between them, each GPU's fabric state, whether this host
     manages its own NVSwitch fabric (NVSwitch devices seen and not a container: bare metal or a VM) and its fabric
-    manager (service, process, packages) against the driver: they must be the exact same version."""
+    manager (service, process, packages) against the driver: they must be the exact same version. A container is
+    one by the section's own markers or by facts.system's (`container`)."""
+    section = {**section, "container": bool(section.get("container") or container)}
     fm_version = gpu.fabric_manager_version(section.get("packages") or {})
     gpus = [{**g, "ready": gpu.fabric_ready(g)} for g in section.get("fabric") or []]
     return {

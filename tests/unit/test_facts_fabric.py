@@ -106,3 +106,13 @@ def test_probe_shell_reads_a_fake_nvidia_smi(tmp_path):
     assert parsed["gpu_count"] == 8
     assert [gpu.fabric_ready(g) for g in parsed["fabric"]].count(False) == 1
     assert parsed["pairs"]["3-4"] == {"kind": "SYS", "cell": "SYS"}
+
+
+def test_a_container_by_the_identity_markers_never_manages_the_fabric():
+    from fleet.facts.record import fabric_facts
+
+    parsed = gpu.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-completed.txt"),
+                                      nvswitch="/dev/nvidia-nvswitch0\n"))
+    assert fabric_facts(parsed, "570.133.20")["manages_fabric"] is True
+    seen = fabric_facts(parsed, "570.133.20", container=True)
+    assert seen["container"] is True and seen["manages_fabric"] is False
