@@ -57,7 +57,8 @@ def decide_fabric(facts: dict) -> FabricDecision:
             return FabricDecision("provider", warn, count, warn=warn)
         return FabricDecision("none", f"a container with {count} GPU(s): the provider runs any fabric manager", count)
     if not fabric.get("manages_fabric"):
-        why = "one GPU: no links to check" if count <= 1 else f"{count} GPUs without NVSwitch: no fabric manager needed"
+        why = ("no GPU: no links to check" if count == 0 else "one GPU: no links to check" if count == 1
+               else f"{count} GPUs without NVSwitch: no fabric manager needed")
         return FabricDecision("none", why, count)
     version = fabric.get("driver_version") or (facts.get("driver") or {}).get("version")
     if not version:

@@ -114,3 +114,8 @@ def test_fleet_decide_prints_the_fabric_row(tmp_path):
     assert "fabric 1 GPU(s) none one GPU: no links to check" in text
     assert ("fabric 8 GPU(s) provider the GPU fabric is not ready (GPUs 0,1,2,3,4,5,6,7 fabric state In Progress): "
             "in a container the fabric manager runs on the provider's host, so the fix is the provider's") in text
+
+
+def test_a_host_without_gpus_has_no_links():
+    record = json.loads((DATA / "records" / "cpu-only.json").read_text())
+    assert decide(record).fabric["reason"] == "no GPU: no links to check"
