@@ -171,7 +171,7 @@ def available_roles(extra: list[Path] | tuple = ()) -> dict[str, str]:
 
 
 def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> dict[str, list[Role]]:
-    """Each host's roles, in its order (Host.roles, else the built-in eight); `only` (--roles) narrows every
+    """Each host's roles, in its order (Host.roles, else the built-in nine); `only` (--roles) narrows every
     host's list to those names, in the order given. Each role file is loaded once, before any host is touched."""
     cache: dict[str, Role] = {r.name: r for r in load_roles(only, dirs)} if only else {}  # a misspelt name fails
     out = {}
