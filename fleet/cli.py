@@ -11,6 +11,7 @@ import traceback
 from rich.markup import escape
 
 from fleet import __version__
+from fleet import completion
 from fleet.commands import NAMES
 from fleet.env import Environment
 from fleet.errors import ExitStatus, FleetError, InputError
@@ -48,6 +49,9 @@ def _add_output_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
                        "(exit status, seconds), and tasks already in state", **({"default": 0} if top else keep))
     group.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr: results and "
                        "errors only", **({"default": False} if top else keep))
+    parser.add_argument("--color", choices=("auto", "always", "never"), help="colors and styles: auto (the "
+                        "default: on a terminal, unless NO_COLOR is set), always (as on a terminal, e.g. for "
+                        "less -R), never", **({"default": "auto"} if top else keep))
 
 
 
@@ -80,6 +84,7 @@ def _flags_everywhere(subparsers) -> None:
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     env = env or Environment()
     parser = build_parser()
+    completion.complete(parser)        # the shell asking for candidates (argcomplete): answers and exits
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" is a remote command (fleet run), never fleet's own options.
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -91,6 +96,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     except SystemExit as exc:  # argparse: --help exits 0, a bad flag exits 2 after one line of usage
         return int(exc.code or 0)
     env.debug = args.debug
+    _color(env, args.color)
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitStatus.BAD_INPUT
@@ -110,6 +116,22 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
             env.err_console.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
                                   "traceback, and please report it)", markup=False)
         return ExitStatus.INTERNAL
+
+
+def _color(env: Environment, mode: str) -> None:
+    """--color on both consoles. auto leaves Rich's own rule (a terminal, NO_COLOR, FORCE_COLOR); never drops every
+    style, keeping the layout; always renders as for a terminal (Rich has no public setter for either)."""
+    from rich.console import ColorSystem
+
+    for console in (env.console, env.err_console):
+        if mode == "never":
+            console.no_color = True
+            console._color_system = None
+        elif mode == "always":
+            console._force_terminal = True
+            console.no_color = False
+            if console._color_system is None:
+                console._color_system = ColorSystem.STANDARD
 
 
 def _inventory_from_env(args: argparse.Namespace) -> None:

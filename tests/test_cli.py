@@ -105,13 +105,14 @@ def test_run_needs_a_command(local_inventory, tmp_path):
     assert "no command given; write it after --" in err.getvalue()
 
 
-def test_run_groups_output_per_host(local_inventory, tmp_path):
+def test_run_streams_host_prefixed_lines_and_says_how_each_ended_on_stderr(local_inventory, tmp_path):
     env, out, err = captured_env(tmp_path)
-    assert main(["run", local_inventory, "--", "echo hi from $((40 + 2))"], env) == 0
-    text = out.getvalue()
-    assert text.index("one") < text.index("hi from 42") < text.index("two")
-    assert text.count("hi from 42") == 2 and text.count("exit 0") == 2
-    assert err.getvalue() == ""
+    assert main(["run", local_inventory, "--", "echo hi from $((40 + 2)); echo oops >&2; printf 'a\\rb\\rdone'"],
+                env) == 0
+    assert sorted(out.getvalue().splitlines()) == ["one: done", "one: hi from 42", "two: done", "two: hi from 42"]
+    lines = err.getvalue().splitlines()
+    assert sorted(line for line in lines if "stderr:" in line) == ["one stderr: oops", "two stderr: oops"]
+    assert sorted(line.split(" (")[0] for line in lines if "stderr:" not in line) == ["one exit 0", "two exit 0"]
 
 
 def test_run_json_document(local_inventory, tmp_path):
@@ -141,3 +142,31 @@ def test_run_timeout(local_inventory, tmp_path):
     assert main(["run", local_inventory, "--json", "--limit", "one", "--timeout", "0.2", "--", "sleep 30"], env) == 1
     doc = json.loads(out.getvalue())
     assert list(doc["hosts"]) == ["one"] and doc["hosts"]["one"]["exit"] == 124
+
+
+class _Watched(io.StringIO):
+    """stdout that makes a file the moment a given line is printed on it (the remote command waits for it)."""
+
+    def __init__(self, line: str, then: "Path"):
+        super().__init__()
+        self.line, self.then = line, then
+
+    def write(self, text):
+        n = super().write(text)
+        if self.line in self.getvalue() and not self.then.exists():
+            self.then.touch()
+        return n
+
+
+def test_run_prints_a_line_while_the_command_still_runs(tmp_path):
+    """The command prints 'first', then waits (up to 60 s) for a file that only the sight of 'first' on fleet's
+    stdout makes: output held until the command ends would never show it, and 'second' would not come."""
+    gate = tmp_path / "gate"
+    inv = tmp_path / "local.yaml"
+    inv.write_text("hosts:\n  here: {connection: local}\n")
+    out, err = _Watched("here: first", gate), io.StringIO()
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
+    command = f"echo first; i=0; while [ ! -e {gate} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; " \
+              f"[ -e {gate} ] && echo second"
+    assert main(["run", str(inv), "--", command], env) == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["here: first", "here: second"]

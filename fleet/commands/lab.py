@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 HELP = "start, stop or list simulated hosts (the lab) to rehearse on"
 DEFAULT_INVENTORY = "inventories/lab.yaml"
@@ -46,7 +47,9 @@ def register(subparsers) -> None:
                               "another machine, a driver upgraded and rebooted)")
     restart.add_argument("--inventory", "-i", default=DEFAULT_INVENTORY, metavar="INVENTORY",
                          help=f"inventory YAML file (default: {DEFAULT_INVENTORY})")
-    actions.add_parser("status", help="list the lab hosts and whether each answers")
+    status = actions.add_parser("status", help="list the lab hosts and whether each answers")
+    status.add_argument("inventory", nargs="?", metavar="INVENTORY",
+                        help="only this inventory's lab hosts (those not started are listed as such)")
     parser.set_defaults(func=run)
 
 
@@ -57,6 +60,16 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet_lab import paths
 
     started = time.monotonic()
+    inventory = getattr(args, "inventory", None)
+    if args.lab_action in ("up", "restart"):
+        from fleet_lab.control import check_machine
+        check_machine()          # what this machine lacks (root, sshd) first: no inventory fixes that
+    if inventory is not None and not Path(inventory).is_file():
+        from fleet.errors import InputError
+        where = "" if Path(inventory).is_absolute() else f" (relative to {Path.cwd()})"
+        raise InputError(f"inventory {inventory} not found{where}; run fleet lab from fleet's source tree, where "
+                         f"{DEFAULT_INVENTORY} is, or name an inventory whose hosts have lab: settings: "
+                         f"fleet lab {args.lab_action} PATH")
     if args.lab_action == "up":
         if args.reset:
             from fleet_lab.control import lab_specs
@@ -78,6 +91,12 @@ def run(args: argparse.Namespace, env) -> int:
             env.console.print(f"kept the build cache in {paths.lab_root()} (mirror, layers); --purge removes it")
     else:
         states = lab.status()
+        if inventory is not None:
+            from fleet_lab.control import HostState, lab_specs
+            have = {(s.name, s.address, s.port): s for s in states}   # a host of that name elsewhere is not it
+            states = [have.get((spec.name, spec.address, spec.port)) or HostState(spec.name, spec.address, spec.port, spec.profile,
+                                                       spec.driver, "not started")
+                      for spec in lab_specs(inventory, None)]
         if not states:
             env.console.print(f"no lab host in {paths.lab_root()}; start them with: fleet lab up")
             return 0

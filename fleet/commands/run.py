@@ -9,9 +9,10 @@ from fleet import shell
 
 HELP = "run an ad-hoc command on every selected host"
 DESCRIPTION = """\
-Run COMMAND on every selected host at once and print its output grouped per host. The command runs in
-bash as `ssh host cmd` would run it (your .bashrc hooks apply). Exit status is 1 if any host failed or was
-unreachable; the others always finish.
+Run COMMAND on every selected host at once; each line of its output is printed as it comes, named by its host
+("pod-a: ..." on stdout, "pod-a stderr: ..." on stderr), then one line per host says how it ended (on stderr;
+--json: one document at the end instead). The command runs in bash as `ssh host cmd` would run it (your
+.bashrc hooks apply). Exit status is 1 if any host failed or was unreachable; the others always finish.
 
   fleet run inventories/fleet.yaml -- nvidia-smi
   fleet run inventories/lab.yaml --limit pods --json -- uname -m
@@ -47,8 +48,14 @@ def run(args: argparse.Namespace, env) -> int:
     reporter = _common.reporter_for(args, env)
     _warn_bad_variables(reporter, hosts, inventory.roles_path)
     options = _common.connect_options(args, reporter)
-    outcomes = on_hosts(hosts, lambda conn, host: conn.run(command, sudo=args.sudo, timeout=args.timeout),
-                        options=options, forks=args.forks, debug=env.debug)
+    def one(conn, host):
+        if args.json:      # one document at the end
+            return conn.run(command, sudo=args.sudo, timeout=args.timeout)
+        return conn.run(command, sudo=args.sudo, timeout=args.timeout,   # each line as it comes, named by its host
+                        on_output=lambda line: reporter.stream_line(host.name, line),
+                        on_error=lambda line: reporter.stream_line(host.name, line, stderr=True))
+
+    outcomes = on_hosts(hosts, one, options=options, forks=args.forks, debug=env.debug)
     failed = False
     results = {}
     for name, outcome in outcomes.items():
@@ -61,7 +68,7 @@ def run(args: argparse.Namespace, env) -> int:
     if args.json:
         reporter.json(results, outcomes)
     else:
-        _print_grouped(reporter, results, outcomes)
+        _summary(reporter, results, outcomes)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
@@ -82,17 +89,15 @@ def _warn_bad_variables(reporter, hosts, roles_path) -> None:
             reporter.warn(f"{problem} (not used by fleet run; apply and facts refuse it)")
 
 
-def _print_grouped(reporter, results, outcomes) -> None:
+def _summary(reporter, results, outcomes) -> None:
+    """How each host ended, one line each on stderr (its output went to stdout as it came, line by line)."""
     for name, res in results.items():
-        seconds = outcomes[name].seconds
-        if outcomes[name].interrupted:
-            reporter.host_block(name, "INTERRUPTED" if outcomes[name].started else "NOT STARTED",
-                                reporter.partial(outcomes[name]), "yellow")
-            continue
-        if res["error"]:
-            reporter.host_block(name, "UNREACHABLE" if outcomes[name].unreachable else "FAILED", res["error"], "red")
-            continue
-        status = f"exit {res['exit']} ({seconds:.2f}s)"
-        reporter.host_block(name, status, res["stdout"], "green" if res["exit"] == 0 else "red")
-        for line in res["stderr"].rstrip("\n").split("\n") if res["stderr"] else ():   # a pipe gets stdout only
-            reporter.stderr_line(name, line)
+        outcome = outcomes[name]
+        if outcome.interrupted:
+            state = "INTERRUPTED" if outcome.started else "NOT STARTED"
+            reporter.host_status(name, f"{state}: {reporter.partial(outcome)}", "yellow")
+        elif res["error"]:
+            reporter.host_status(name, f"{'UNREACHABLE' if outcome.unreachable else 'FAILED'}: {res['error']}", "red")
+        else:
+            reporter.host_status(name, f"exit {res['exit']} ({outcome.seconds:.2f}s)",
+                                 "green" if res["exit"] == 0 else "red")

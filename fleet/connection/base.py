@@ -83,14 +83,16 @@ class Connection:
         return user_is_root(self.host)
 
     def run(self, script: str, *, env: dict[str, str] | None = None, sudo: bool = False,
-            timeout: float | None = None, on_output: OutputCallback | None = None) -> Result:
+            timeout: float | None = None, on_output: OutputCallback | None = None,
+            on_error: OutputCallback | None = None) -> Result:
         """Run a bash script; never raises for a non-zero exit (see Result.exit). `sudo`: the script wants root
         (it runs under sudo only where shell.needs_sudo says so: not when the user is root already)."""
         body = exports(env) + script
         command = wrap_bash(body, sudo=needs_sudo(sudo, self.is_root), remote=True)
         self.remote_commands += 1
         started = time.monotonic()
-        result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output)
+        streams = {"on_error": on_error} if on_error else {}   # stderr's lines as they come (fleet run)
+        result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output, **streams)
         if self.on_command:
             self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
                             f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")

@@ -25,11 +25,11 @@ class LocalConnection(Connection):
             except ProcessLookupError:
                 pass
 
-    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
+    def _exec(self, command: str, *, stdin: str | None, timeout, on_output, on_error=None) -> Result:
         self._proc = proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              start_new_session=True)
-        out, err = Capture(on_output), Capture()
+        out, err = Capture(on_output), Capture(on_error)
         threads = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
                    threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
         if stdin:
@@ -46,9 +46,13 @@ class LocalConnection(Connection):
             proc.wait()
             for thread in threads:
                 thread.join()
+            out.finish()
+            err.finish()
             return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         for thread in threads:
             thread.join()
+        out.finish()     # a last line without a newline
+        err.finish()
         return Result(code, out.text(), err.text())
 
 

@@ -184,9 +184,9 @@ class SSHConnection(Connection):
             "from ~/.ssh/known_hosts if it is there) and run again with --accept-new-host-keys")
 
     # -- running ---------------------------------------------------------------------------------
-    def _exec(self, command: str, *, stdin: str | None, timeout, on_output) -> Result:
+    def _exec(self, command: str, *, stdin: str | None, timeout, on_output, on_error=None) -> Result:
         assert self._fabric is not None, "open() first"
-        out, err = Capture(on_output), Capture()
+        out, err = Capture(on_output), Capture(on_error)
         # Always a stdin that ends: a command that reads stdin gets end-of-file (as under `ssh -n`), not a hang.
         # Output reaches only our bounded sinks (see _BoundedRemote).
         kwargs = {"hide": False, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout,
@@ -200,6 +200,7 @@ class SSHConnection(Connection):
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
             out.finish()
+            err.finish()
         self._raise_if_dead()
         if res.exited in (None, -1) and not self._alive():
             # paramiko answers -1 for a channel closed without an exit status: the host went away mid-command

@@ -3,6 +3,7 @@ tasks to apply. Asserts are not planned: they are judged on the last probe (flee
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 
@@ -20,9 +21,15 @@ class TaskReport:
     diff: str | None = None
     id: str = ""
     why: str | None = None  # the role's `why:`, already at the end of `reason`; the report shows it once per role
+    chain: str | None = None        # where it was applied: its chain (engine/chains.py) and, on the host's clock,
+    started: float | None = None    # its start and end in seconds since the apply began (None: it never began)
+    ended: float | None = None
 
     def to_json(self) -> dict:
-        return {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
+        out = {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
+        if self.chain is not None:
+            out.update(chain=self.chain, started=self.started, ended=self.ended)
+        return out
 
 
 @dataclass(frozen=True)
@@ -59,8 +66,8 @@ def confirm(entries: tuple[TaskReport, ...], observed: Observed) -> tuple[TaskRe
     for entry in entries:
         result = observed.checks.get(entry.id) if entry.status == "changed" else None
         if result is not None and not result.in_state:
-            entry = TaskReport(entry.role, entry.task, "failed", f"applied, but the check still says: {result.reason}",
-                               entry.diff, entry.id)
+            entry = dataclasses.replace(entry, status="failed",
+                                        reason=f"applied, but the check still says: {result.reason}")
         out.append(entry)
     return tuple(out)
 

@@ -83,8 +83,12 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     from fleet.roles import roles_dirs, roles_for_hosts
     from fleet.inventory.validate import check_hosts
 
+    from fleet.engine.chains import check_roles
+
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
     check_hosts(hosts, roles_path, by_host)
+    for roles in by_host.values():
+        check_roles(roles)
     return by_host
 
 

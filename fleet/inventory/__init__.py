@@ -17,6 +17,7 @@ Nothing here touches the network.
 from __future__ import annotations
 
 import fnmatch
+import contextvars
 import os
 import re
 from dataclasses import dataclass, field
@@ -115,8 +116,20 @@ def _is_glob(pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[")
 
 
-def load_inventory(path: str | Path) -> Inventory:
-    """Load and validate; raises InputError listing every problem found, each with file:line and a fix."""
+def load_inventory(path: str | Path, *, keys_must_exist: bool = True) -> Inventory:
+    """Load and validate; raises InputError listing every problem found, each with file:line and a fix.
+    keys_must_exist=False: a `key:` file that is gone is no problem (`fleet forget`: the pod and its key may be)."""
+    token = _KEYS_MUST_EXIST.set(keys_must_exist)
+    try:
+        return _load_inventory(path)
+    finally:
+        _KEYS_MUST_EXIST.reset(token)
+
+
+_KEYS_MUST_EXIST: contextvars.ContextVar[bool] = contextvars.ContextVar("keys_must_exist", default=True)
+
+
+def _load_inventory(path: str | Path) -> Inventory:
     loc = yamlsrc.load(path)
     doc = loc.data
     if not isinstance(doc, dict):
@@ -145,7 +158,7 @@ def load_inventory(path: str | Path) -> Inventory:
 
 def _key_file(loc, keys, value: str, base: Path, whose: str) -> str:
     resolved = (base / os.path.expanduser(value)).resolve()
-    if not resolved.is_file():
+    if not resolved.is_file() and _KEYS_MUST_EXIST.get():
         loc.problem(keys, f"key file {value!r} {whose} does not exist ({resolved}); "
                           "fix the path or remove 'key:' to use your ssh-agent")
     return str(resolved)

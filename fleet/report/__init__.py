@@ -117,6 +117,21 @@ class Reporter:
         else:
             self.env.console.rule(title, align="left")
 
+    def stream_line(self, host: str, line: str, *, stderr: bool = False) -> None:
+        """One line of a host's output as it arrives (`fleet run`): `host: line` on stdout, `host stderr: line` on
+        stderr; a line redrawn with carriage returns (a progress bar) shows its last state."""
+        text = markup_safe(last_frame(line))
+        with self._lock:
+            if stderr:
+                self.env.err_console.print(f"[dim]{markup_safe(host)} stderr:[/dim] {text}", soft_wrap=True)
+            else:
+                self.env.console.print(f"[dim]{markup_safe(host)}:[/dim] {text}", soft_wrap=True)
+
+    def host_status(self, host: str, status: str, style: str = "green") -> None:
+        """How a host's command ended, one line on stderr (commentary: the data went to stdout)."""
+        self.env.err_console.print(f"[bold]{markup_safe(host)}[/bold] [{style}]{markup_safe(status)}[/{style}]",
+                                   soft_wrap=True)
+
     def host_block(self, name: str, status: str, body: str, style: str = "green") -> None:
         """Output grouped per host, under a rule naming the host and how it ended."""
         self.rule(f"[bold]{markup_safe(name)}[/bold] [{style}]{markup_safe(status)}[/{style}]")
@@ -128,6 +143,13 @@ class Reporter:
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
         doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
         self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+
+
+def last_frame(line: str) -> str:
+    """What a terminal would show of a line redrawn with carriage returns (apt's and pip's progress): the text
+    after the last one (a trailing one, as in CRLF, ignored)."""
+    body = line.rstrip("\r")
+    return body.rsplit("\r", 1)[-1] if "\r" in body else body
 
 
 def markup_safe(text: Any) -> str:

@@ -76,6 +76,11 @@ class Apt(Resource):
         "lock_timeout": Param((int,), default=600),
     }
 
+    def locks(self) -> frozenset[str]:
+        # dpkg's own lock, and the ld cache: dpkg's triggers run ldconfig, whose temp file (ld.so.cache~) two
+        # ldconfigs at once would write together
+        return frozenset({"dpkg", "ldcache"})
+
     def describe(self) -> str:
         return "install " + " ".join(self.p["packages"])
 

@@ -39,6 +39,9 @@ class Archive(Resource):
               "creates": Param((str,), required=True), "strip_components": Param((int,), default=1),
               "sha256": Param((str,), check=sha256_problem)}
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"path:{self.p['dest']}"})
+
     def describe(self) -> str:
         return f"unpack {self.p['url']} into {self.p['dest']}"
 

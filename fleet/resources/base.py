@@ -127,6 +127,12 @@ class Resource:
     def __init__(self, values: dict[str, Any]):
         self.p = values
 
+    def locks(self) -> frozenset[str]:
+        """What the apply holds while it runs (fleet/engine/chains.py): two tasks holding one lock never run at
+        once. "*" (the default: a role author's command may touch anything) excludes every other task;
+        "path:P" excludes P's parents and children too."""
+        return frozenset({"*"})
+
     @classmethod
     def validate(cls, values: Any, where: str, *, check_types: bool = True) -> dict[str, Any]:
         """Check a task's parameters; returns them with defaults filled. `where` is 'file:line'.

@@ -69,6 +69,9 @@ class Block(Resource):
         "only_if_exists": Param((bool,), default=False),
     }
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"path:{self.p['path']}"})
+
     @classmethod
     def validate(cls, values, where: str, *, check_types: bool = True):
         out = super().validate(values, where, check_types=check_types)

@@ -29,6 +29,9 @@ class CompatGate(Resource):
               "dir": Param((str,), required=True),
               "decided": Param((bool,), default=False)}
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({"ldcache"})   # it edits /etc/ld.so.conf.d or /etc/ld.so.preload and runs ldconfig
+
     def describe(self) -> str:
         return f"{DROP_IN} (naming {self.p['dir']}) only while the kernel driver is older than cuda-compat"
 

@@ -12,6 +12,9 @@ class Directory(Resource):
               "mode": Param((str, int), default="0755", check=mode_problem),
               "owner": Param((str,)), "root": Param((bool,), default=None)}
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"path:{self.p['path']}"})
+
     def describe(self) -> str:
         return f"create directory {self.p['path']}"
 

@@ -23,6 +23,9 @@ class File(Resource):
         "root": Param((bool,), default=None),
     }
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"path:{self.p['path']}"})
+
     def describe(self) -> str:
         return f"write {self.p['path']}"
 

@@ -41,6 +41,9 @@ class Git(Resource):
     params = {"repo": Param((str,), required=True), "ref": Param((str,), required=True),
               "dest": Param((str,), required=True), "root": Param((bool,), default=None)}
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"path:{self.p['dest']}"})
+
     def describe(self) -> str:
         return f"check out {self.p['repo']} at {self.p['ref']} in {self.p['dest']}"
 

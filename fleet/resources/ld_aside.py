@@ -83,6 +83,9 @@ class LdAside(Resource):
         "sysroot": Param((str,), default=""),                          # stands in for / (tests)
     }
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({"ldcache"})   # it edits /etc/ld.so.conf.d or /etc/ld.so.preload and runs ldconfig
+
     def describe(self) -> str:
         return f"take loader entries matching {self.p['dirs']} out of effect (ld.so.conf*, ld.so.preload)"
 

@@ -18,6 +18,9 @@ class Ldconfig(Resource):
     params = {"path": Param((str,), required=True, check=one_line_problem),  # ld.so.conf is line-based
               "name": Param((str,), required=True, check=plain_name_problem)}
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({"ldcache"})   # it edits /etc/ld.so.conf.d or /etc/ld.so.preload and runs ldconfig
+
     def _conf(self) -> str:
         return f"/etc/ld.so.conf.d/{self.p['name']}.conf"
 

@@ -136,6 +136,9 @@ class Pip(Resource):
         "index_check": Param((bool,), default=False),  # a missing pin must exist on index_url for this Python/CPU
     }
 
+    def locks(self) -> frozenset[str]:
+        return frozenset({f"venv:{self.p['venv']}"})
+
     @classmethod
     def validate(cls, values, where, *, check_types=True):
         out = super().validate(values, where, check_types=check_types)

@@ -8,6 +8,11 @@
       - name: clone CUTLASS
         git: {repo: "{{ cutlass_repo }}", ref: "{{ cutlass_ref }}", dest: "{{ cutlass_dir }}"}
         when: "..."                              # optional, over facts, decisions and variables
+        after: [torch]                           # optional: runs once those roles' tasks succeeded (also per role)
+        locks: [systemd]                         # optional: what it holds while it runs (default: its type's)
+
+Apply runs independent tasks at once on the host (fleet/engine/chains.py): a role's tasks in order, after the
+roles its `after:` names, and never two tasks holding the same lock at once (the dpkg lock, a venv, a path).
 
 Loading validates structure with file:line errors before any host is contacted; rendering happens per host,
 once its facts and decisions are known. A user adds a role without touching Python.
@@ -30,8 +35,8 @@ from fleet.inventory import yamlsrc
 from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 
-ROLE_KEYS = {"description", "defaults", "when", "why", "tasks"}
-TASK_KEYS = {"name", "when", "sudo"}
+ROLE_KEYS = {"description", "defaults", "when", "why", "after", "tasks"}
+TASK_KEYS = {"name", "when", "sudo", "after", "locks"}
 DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
@@ -105,6 +110,8 @@ class TaskSpec:
     where: str                    # file:line, for errors
     lines: dict[str, str] = field(default_factory=dict)   # parameter -> its file:line
     when_where: str = ""          # file:line of `when:`
+    after: tuple[str, ...] = ()   # roles whose tasks must have succeeded first (the role's `after:` and the task's)
+    locks: tuple[str, ...] | None = None   # what it holds while it runs, where the task names it (else its type's)
 
     @property
     def id(self) -> str:
@@ -223,9 +230,22 @@ def load_role(path: Path) -> Role:
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
+    role_after = _names(doc.get("after"), "after", f"{path}:{loc.line('after')}", "role names, e.g. [torch]")
     for i, task in enumerate(tasks):
-        role.tasks.append(_task(role.name, i, task, loc))
+        spec = _task(role.name, i, task, loc)
+        spec.after = tuple(dict.fromkeys(role_after + spec.after))
+        role.tasks.append(spec)
     return role
+
+
+def _names(value: Any, key: str, where: str, example: str) -> tuple[str, ...]:
+    """`after:` and `locks:`: a list of plain names (one name alone is taken as a list of one)."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() and "{" not in v for v in items):
+        raise InputError(f"{where}: '{key}' is a list of {example}")
+    return tuple(v.strip() for v in items)
 
 
 def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
@@ -256,9 +276,14 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
     sudo = task.get("sudo")
     if sudo is not None and not isinstance(sudo, bool):
         raise InputError(f"{loc.path}:{loc.line('tasks', index, 'sudo')}: 'sudo' must be true or false")
+    after = _names(task.get("after"), "after", f"{loc.path}:{loc.line('tasks', index, 'after')}",
+                   "role names, e.g. [torch]")
+    locks = (None if "locks" not in task else
+             _names(task.get("locks"), "locks", f"{loc.path}:{loc.line('tasks', index, 'locks')}",
+                    "names of what the task holds while it runs, e.g. [systemd] or ['path:/etc/x']"))
     return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
                     _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params, lines,
-                    f"{loc.path}:{loc.line('tasks', index, 'when')}")
+                    f"{loc.path}:{loc.line('tasks', index, 'when')}", after, locks)
 
 
 def _check_syntax(value: Any, where: str) -> None:

@@ -29,6 +29,38 @@ def test_status_and_up_list_every_host(lab):
     assert code == 0 and out.count("already up") == 4, out
 
 
+def test_status_of_an_inventory_as_the_readme_writes_it(lab, tmp_path):
+    """`fleet lab status INVENTORY`: that inventory's hosts, each as the lab has it; a host of the same name
+    that the lab does not run at that address is "not started" (another inventory's), never "running"."""
+    from helpers import ok
+    code, out, err = fleet("lab", "status", str(lab.inventory_path))
+    assert code == 0, err
+    rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()[2:]}
+    assert {name: (row[1], row[4]) for name, row in rows.items()} == {
+        name: (host.address, "running") for name, host in lab.inventory.hosts.items()}
+    assert ok(lab, "thor", "uname -m").strip() == "aarch64"           # and the host itself answers
+    moved = tmp_path / "elsewhere.yaml"
+    moved.write_text(lab.inventory_path.read_text().replace(lab.inventory.hosts["thor"].address, "127.0.99.11"))
+    code, out, err = fleet("lab", "status", str(moved))
+    assert code == 0, err
+    assert [line.split("\t")[4] for line in out.splitlines()[2:] if line.startswith("thor\t")] == ["not started"]
+
+
+@pytest.mark.parametrize("action", ["up", "down", "status", "restart"])
+def test_lab_outside_the_source_tree_is_bad_input_with_the_fix(lab, tmp_path, monkeypatch, action):
+    """Where no inventories/lab.yaml is (the default of up/down), or a named inventory is missing: exit 2, one
+    sentence naming the path and the fix; no lab host is stopped or started."""
+    monkeypatch.chdir(tmp_path)
+    before = [(s.name, s.state) for s in control.status()]
+    argv = {"status": ("lab", action, "nowhere.yaml"), "restart": ("lab", action, "thor")}.get(action, ("lab", action))
+    code, out, err = fleet(*argv)
+    assert code == 2, out + err
+    missing = "nowhere.yaml" if action == "status" else "inventories/lab.yaml"
+    assert f"inventory {missing} not found (relative to {tmp_path})" in err and f"fleet lab {action} PATH" in err
+    assert "internal error" not in err
+    assert [(s.name, s.state) for s in control.status()] == before
+
+
 def test_fleet_run_uname_through_the_lab(lab):
     code, out, err = fleet("run", str(lab.inventory_path), "--json", "--", "uname -m")
     assert code == 0, err

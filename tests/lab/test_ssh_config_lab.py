@@ -70,5 +70,5 @@ def test_an_unresolvable_jump_target_fails_with_a_sentence(behind_bastion, isola
     config.write_text(config.read_text().replace(HIDDEN_NAME, "nowhere.fleet-lab.invalid"))
     code, out, err = fleet("run", str(behind_bastion), "--", "true", cwd=tmp_path)
     assert code == 1
-    assert "jump host bastion could not reach nowhere.fleet-lab.invalid:22" in out
+    assert "jump host bastion could not reach nowhere.fleet-lab.invalid:22" in " ".join(err.split())
     assert "Traceback" not in out + err

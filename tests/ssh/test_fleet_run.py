@@ -50,10 +50,10 @@ def test_json_over_ssh_with_one_host_unreachable(server, known, tmp_path):
 
 def test_all_reachable_exits_0_and_groups_output(server, known, tmp_path):
     server.allow("hostname >/dev/null && echo ok")
-    env, out, _ = captured_env(tmp_path)
+    env, out, err = captured_env(tmp_path)
     assert main(["run", inventory(tmp_path, server.port), "--", "hostname >/dev/null && echo ok"], env) == 0
-    text = out.getvalue()
-    assert text.index("pod-a") < text.index("ok") < text.index("pod-b") and text.count("exit 0") == 2
+    assert sorted(out.getvalue().splitlines()) == ["pod-a: ok", "pod-b: ok"]
+    assert err.getvalue().count("exit 0") == 2
 
 
 def test_unknown_key_refused_then_accepted_with_the_flag(server, tmp_path):
@@ -63,8 +63,8 @@ def test_unknown_key_refused_then_accepted_with_the_flag(server, tmp_path):
 
     env, out, err = captured_env(tmp_path)
     assert main(["run", inv, "--", "true"], env) == 1
-    text = " ".join(out.getvalue().split())
-    assert "UNREACHABLE" in text and "unknown host key" in text and expected_fp in text
+    text = " ".join(err.getvalue().split())
+    assert out.getvalue() == "" and "UNREACHABLE" in text and "unknown host key" in text and expected_fp in text
     assert "--accept-new-host-keys" in text
 
     env, out, err = captured_env(tmp_path)
@@ -74,7 +74,7 @@ def test_unknown_key_refused_then_accepted_with_the_flag(server, tmp_path):
 
     env, out, err = captured_env(tmp_path)
     assert main(["run", inv, "--", "true"], env) == 0  # no flag needed any more
-    assert err.getvalue() == ""
+    assert [line.split(" (")[0] for line in err.getvalue().splitlines()] == ["pod-a exit 0", "pod-b exit 0"]
 
 
 def test_wait_flag_retries_a_host_still_booting(tmp_path):

@@ -205,7 +205,7 @@ def test_every_snippet_and_both_remote_scripts_parse(shipped, case, user):
     apply(conn, Host(case, user=user), Plan(entries, planned), lambda host, msg: None)
     (apply_script,) = conn.scripts
     syntax_ok(apply_script)
-    assert [f"apply.{t.id}" in apply_script for t in planned] == [True] * len(planned)
+    assert [f"fleet_ready {t.id} " in apply_script for t in planned] == [True] * len(planned)
     assert ("sudo -n -H bash" in apply_script) == (user != "root")
 
 
@@ -394,7 +394,7 @@ def test_a_failing_apply_stops_the_host_and_names_what_did_not_run(demo, tmp_pat
     report, _ = converge(load_role(role_dir / "role.yaml"), host, facts_dir)
     by_name = {t.task: t for t in report.tasks}
     assert by_name["fails"].status == "failed" and by_name["fails"].reason == "apply failed (exit 3): no space left"
-    assert (by_name["after it"].status, by_name["after it"].reason) == ("failed", "not run: an earlier task failed")
+    assert (by_name["after it"].status, by_name["after it"].reason) == ("failed", "not run: it needs 'broken: fails', which did not succeed")
     assert not (root / "b").exists() and report.failed
 
     (role_dir / "role.yaml").write_text(textwrap.dedent(f"""\

@@ -83,7 +83,7 @@ def test_fleet_run_interrupted_prints_what_each_host_did_and_exits_130(tmp_path)
     code = main(["run", str(inv), "--forks", "1", "--", f"touch {marker}; sleep 60"], env)
 
     assert code == 130
-    text = out.getvalue()
-    assert "== a INTERRUPTED\ninterrupted during remote command 1" in text
-    assert "== b NOT STARTED\nnot started: Ctrl-C came while it was queued" in text
-    assert "== c NOT STARTED" in text
+    text = err.getvalue()
+    assert "a INTERRUPTED: interrupted during remote command 1" in text
+    assert "b NOT STARTED: not started: Ctrl-C came while it was queued" in text
+    assert "c NOT STARTED" in text

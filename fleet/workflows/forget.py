@@ -1,0 +1,148 @@
+"""`fleet forget`: a pod that is gone, taken out of everything fleet keeps about it.
+
+A rented pod vanishes; `fleet bootstrap` had added it to an inventory, recorded its facts and trusted its host
+key. Forgetting it takes out exactly those: its entry in the inventory (as text: every other line, comment and
+blank kept byte for byte; the new file validated, then renamed over the old one), its facts record and the
+previous one, and its key in fleet's own known_hosts file (only where no other host of the inventory uses the same
+address and port; the user's ~/.ssh/known_hosts is never touched). Nothing is contacted.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleet.atomic import write_atomic
+from fleet.errors import InputError
+from fleet.inventory import Inventory, load_inventory
+from fleet.inventory import yamlsrc
+from fleet.record import store
+
+
+@dataclass
+class Forgotten:
+    name: str
+    removed: list[str] = field(default_factory=list)     # what was taken out, one phrase each
+    kept: list[str] = field(default_factory=list)        # what was left, and why
+
+
+def forget(inventory_path: Path, name: str, known_hosts: Path, *, dry_run: bool = False) -> Forgotten:
+    inventory = load_inventory(inventory_path, keys_must_exist=False)   # the pod's key may be gone with it
+    if name not in inventory.hosts:
+        hint = yamlsrc.closest(name, set(inventory.hosts)).replace("valid keys", "hosts")
+        raise InputError(f"no host named {name!r} in {inventory_path}: `fleet forget` takes host names from that "
+                         f"inventory (--inventory FILE for another){hint}")
+    host = inventory.hosts[name]
+    groups = sorted(g for g, members in inventory.groups.items() if name in members)
+    if groups:
+        raise InputError(f"{name!r} is a member of the group(s) {', '.join(groups)} in {inventory_path}; take it out "
+                         "of them first (fleet forget removes only a host entry, as fleet bootstrap writes it)")
+    done = Forgotten(name)
+    text = inventory_path.read_text(encoding="utf-8")
+    new_text = without_host(text, name, str(inventory_path))
+    if not dry_run:
+        write_atomic(inventory_path, new_text.encode("utf-8"), mode=inventory_path.stat().st_mode & 0o777,
+                     validate=lambda temp: _still_loads(temp, inventory_path, name))
+    done.removed.append(f"its entry in {inventory_path}")
+    for previous in (False, True):
+        path = store.record_path(inventory.facts_dir, name, previous=previous)
+        if path.exists():
+            if not dry_run:
+                path.unlink()
+            done.removed.append(f"its {'previous ' if previous else ''}facts record {path}")
+    if host.connection != "ssh":
+        return done
+    shared = sorted(h.name for h in inventory.hosts.values()
+                    if h.name != name and h.connection == "ssh" and (h.address, h.port) == (host.address, host.port))
+    if shared:
+        done.kept.append(f"the host key of {host.address}:{host.port} in {known_hosts}: "
+                         f"{', '.join(shared)} uses that address too")
+        return done
+    count = drop_known_host(known_hosts, host.address, host.port, dry_run=dry_run)
+    if count:
+        done.removed.append(f"{count} host key line(s) of {host.address}:{host.port} in {known_hosts}")
+    return done
+
+
+def without_host(text: str, name: str, where: str) -> str:
+    """The inventory's text without the host's entry under the top-level `hosts:` (its lines up to the next entry
+    or top-level key); every other line kept as it was."""
+    lines = text.splitlines(keepends=True)
+    top = next((i for i, line in enumerate(lines) if line.startswith("hosts:")), None)
+    if top is None:
+        raise InputError(f"{where}: no top-level 'hosts:' block to take {name!r} out of; edit the file by hand")
+    start = end = entry = None
+    for i in range(top + 1, len(lines)):
+        line = lines[i]
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if start is None:
+            if line.strip() and not line[0].isspace() and not line.startswith("#"):
+                break                                    # the next top-level key ends the hosts block
+            if not stripped.strip() or stripped.startswith("#"):
+                continue
+            entry = indent if entry is None else entry   # the entries' own indent (not a key nested in one)
+            key = stripped.split(":", 1)[0].strip().strip("'\"")
+            if indent == entry and ":" in stripped and key == name:
+                start, depth = i, indent
+        elif stripped.strip() and indent <= depth:       # the next entry, a comment beside it, or a top-level key
+            end = i
+            break
+    if start is None:
+        raise InputError(f"{where}: {name!r} is not written as its own entry under 'hosts:' (one host per line, "
+                         "as fleet bootstrap writes them); take it out by hand")
+    end = len(lines) if end is None else end
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1                                         # the blank lines after it stay
+    return "".join(lines[:start] + lines[end:])
+
+
+def _still_loads(temp: Path, path: Path, name: str) -> None:
+    """The file without the host still loads, unless it has no host left (an inventory of pods all gone)."""
+    doc = yamlsrc.load(temp).data
+    if isinstance(doc, dict) and not doc.get("hosts"):
+        return
+    try:
+        result: Inventory = load_inventory(temp, keys_must_exist=False)
+    except InputError as exc:
+        raise InputError(f"taking {name!r} out of {path} would break it ({str(exc).replace(str(temp), str(path))}); "
+                         "nothing was changed: edit the file by hand") from None
+    if name in result.hosts:
+        raise InputError(f"{path}: {name!r} is still there after taking its entry out (written twice?); "
+                         "nothing was changed: edit the file by hand")
+
+
+def drop_known_host(path: Path, address: str, port: int, *, dry_run: bool = False) -> int:
+    """Take the lines naming address:port (as ssh writes it: `addr` for port 22, else `[addr]:port`; hashed or
+    not) out of a known_hosts file; returns how many. Every other line kept."""
+    if not path.is_file():
+        return 0
+    want = address if port == 22 else f"[{address}]:{port}"
+    kept, dropped = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        fields = line.split()
+        names = fields[0].split(",") if fields and not line.lstrip().startswith("#") else []
+        if names and names[0].startswith("@"):
+            names = fields[1].split(",") if len(fields) > 1 else []
+        if any(n == want or _hashed_match(n, want) for n in names):
+            dropped += 1
+            continue
+        kept.append(line)
+    if dropped and not dry_run:
+        write_atomic(path, "".join(kept).encode("utf-8"), mode=path.stat().st_mode & 0o777)
+    return dropped
+
+
+def _hashed_match(entry: str, host: str) -> bool:
+    """`|1|salt|hash` (HashKnownHosts): HMAC-SHA1 of the host name keyed by the salt (sshd(8), known_hosts)."""
+    if not entry.startswith("|1|"):
+        return False
+    try:
+        _, _, salt, digest = entry.split("|")
+        mac = hmac.new(base64.b64decode(salt), host.encode(), hashlib.sha1).digest()
+        return hmac.compare_digest(mac, base64.b64decode(digest))
+    except (ValueError, TypeError):
+        return False
