@@ -95,6 +95,48 @@ VARIED = [
 ]
 
 
+# Multi-GPU pods (issue 28): (label, container, NVSwitch, topology file, nvidia-smi -q file, service, packages)
+FABRIC_DATA = ROOT / "tests" / "data" / "fabric"
+FM = "nvidia-fabricmanager-570 {v}-1 {h} \nlibnvidia-nscq-570 {v}-1 {h} \n"
+FABRIC = [
+    ("1 GPU (the real H100's layout)", False, False, None, None, "", ""),
+    ("8 GPU HGX, NVSwitch, no fabric manager", False, True, "topo-8-nv18.txt", "q-8-in-progress.txt", "inactive", ""),
+    ("8 GPU HGX, fabric manager installed, stopped", False, True, "topo-8-nv18.txt", "q-8-in-progress.txt", "inactive",
+     FM.format(v="570.133.20", h="hi")),
+    ("8 GPU HGX, fabric manager one version behind the driver", False, True, "topo-8-nv18.txt", "q-8-in-progress.txt",
+     "failed", FM.format(v="570.124.06", h="hi")),
+    ("8 GPU HGX, healthy (FM at the driver's version, held, running)", False, True, "topo-8-nv18.txt",
+     "q-8-completed.txt", "active", FM.format(v="570.133.20", h="hi")),
+    ("8 GPU HGX, healthy FM, GPU 3 off the fabric", False, True, "topo-8-gpu3-off.txt", "q-8-gpu3-failed.txt",
+     "active", FM.format(v="570.133.20", h="hi")),
+    ("8 GPU container pod, fabric not ready", True, False, "topo-8-nv18.txt", "q-8-in-progress.txt", "", ""),
+    ("8 GPU container pod, fabric ready", True, False, "topo-8-nv18.txt", "q-8-completed.txt", "", ""),
+]
+ONE_GPU_TOPO = "\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-25\t0\t\tN/A\n"
+
+
+def fabric_situation(container, nvswitch, topo, query, service, packages) -> dict:
+    """The h100-pod-570 record with its fabric facts parsed, by fleet's own parsers, from these outputs."""
+    from fleet.facts import gpu
+    from fleet.facts.record import fabric_facts
+
+    facts = copy.deepcopy(record("h100-pod-570"))
+    topo_text = (FABRIC_DATA / topo).read_text() if topo else ONE_GPU_TOPO
+    query_text = (FABRIC_DATA / query).read_text() if query else "GPU 00000000:00:07.0\n    Fabric\n        State : N/A\n"
+    section = (f"@@topo\n{topo_text}@@query\n{query_text}@@nvswitch\n{'/dev/nvidia-nvswitch0' if nvswitch else ''}\n"
+               f"@@container\n{'dockerenv' if container else ''}\n@@service\n"
+               f"{'systemctl ' + service if service else ''}\n@@packages\n{packages}")
+    facts["fabric"] = fabric_facts(gpu.parse_fabric(section), facts["driver"]["version"])
+    return facts
+
+
+def fabric_row(label: str, *situation) -> str:
+    f = decide(fabric_situation(*situation), {}).fabric
+    note = f["warn"] if f["warn"] and f["warn"] != f["reason"] else ""
+    return (f"| {label} | {f['gpus']} | {f['action']} | {', '.join(f['packages']) or '-'} | "
+            f"{note.replace('|', '/') or '-'} | {f['reason'].replace('|', '/')} |")
+
+
 def record(name: str) -> dict:
     return json.loads((RECORDS / f"{name}.json").read_text())
 
@@ -178,6 +220,20 @@ def render() -> str:
         "|---|---|---|---|---|---|",
     ]
     lines += [row(*s) for s in situations()]
+    lines += [
+        "",
+        "## Multi-GPU pods: the fabric (issue 28)",
+        "",
+        "The `fabric` decision (fleet/decide/fabric.py) over the H100 record (driver 570.133.20) with its fabric facts",
+        "parsed from `nvidia-smi topo -m` / `nvidia-smi -q` outputs in tests/data/fabric. NVSwitch systems need NVIDIA",
+        "Fabric Manager at exactly the driver's version (else CUDA answers 802, cudaErrorSystemNotReady): NVIDIA Fabric",
+        "Manager User Guide; package names as NVIDIA's packaging builds them (NVIDIA/apt-packaging-fabric-manager).",
+        "In a container the fabric manager is the provider's.",
+        "",
+        "| situation | GPUs | action | packages | warning | reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [fabric_row(label, *rest) for label, *rest in FABRIC]
     return "\n".join(lines) + "\n"
 
 

@@ -33,7 +33,7 @@ def register(subparsers) -> None:
     _common.add_inventory(parser)
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of each host's roles, in this order (comma-separated; default: the "
-                             "inventory's roles:, else the built-in eight)")
+                             "inventory's roles:, else the built-in nine)")
     parser.add_argument("--check", action="store_true", help="plan only: change nothing, list what apply would do")
     parser.add_argument("--detailed-exitcode", action="store_true",
                         help="with --check: exit 2 when changes are pending, 0 when every host is in state, 1 when a "

@@ -142,6 +142,12 @@ def _rows(d, acting: list[str], skipped: list[str]) -> list[tuple[str, str, str]
         ("cudss", _library(d.cudss), d.cudss.reason),
         ("LD_LIBRARY_PATH", f"{len(d.ld_library_path)} dirs", "\n".join(d.ld_library_path) or "nothing to add"),
     ]
+    fabric = d.fabric or {}
+    if fabric:   # the links between the GPUs (issue 28): the fabric manager, or the provider's fix
+        reason = fabric.get("reason", "")
+        if fabric.get("warn") and fabric["warn"] != reason:
+            reason += f"; WARNING: {fabric['warn']}"
+        rows.insert(-1, ("fabric", f"{fabric.get('gpus', 0)} GPU(s) {fabric.get('action')}", reason))
     if d.refuse:
         return rows + [("roles", "none", "the host is refused: no role runs")]
     rows.append(("roles", f"{len(acting)} act", " ".join(acting) + (f" (skipped: {' '.join(skipped)})" if skipped else "")))

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dataclasses import asdict
+
 from fleet.decide.cuda import decide_compat, decide_cuda
+from fleet.decide.fabric import decide_fabric
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
@@ -44,7 +47,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         ld_library_path=path,
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
         gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
-        loader=decide_loader(facts, host, compat),
+        loader=decide_loader(facts, host, compat), fabric=asdict(decide_fabric(facts)),
     )
 
 

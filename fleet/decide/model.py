@@ -91,6 +91,8 @@ class Decisions:
     platform: dict = field(default_factory=dict)
     # what each kind of process loads and which loader step is harmful here (fleet/decide/loader.py)
     loader: dict = field(default_factory=dict)
+    # the links between the GPUs: fabric manager to install, a provider's fabric not ready (fleet/decide/fabric.py)
+    fabric: dict = field(default_factory=dict)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -117,4 +119,5 @@ class Decisions:
             "reasons": self.reasons,
             "platform": self.platform,
             "loader": self.loader,
+            "fabric": self.fabric,
         }

@@ -85,12 +85,31 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "paths": reader.read("paths"),                # path -> None (safe to run as root) or why not
         "torch": with_last_verify(torch, verify),
         "cutlass": reader.read("cutlass"),
+        "fabric": fabric_facts(reader.read("fabric"), driver["version"], reader.read("identity").get("container")),
         "env": env,
         "shells": shell_facts,
         "loader": loader_facts,
         "verify": verify,
         "verify_fingerprint": reader.read("verify_fingerprint"),
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
+    }
+
+
+def fabric_facts(section: dict, driver_version: str | None, container: bool | None = None) -> dict:
+    """facts.fabric (issue 28): the GPUs and the links between them, each GPU's fabric state, whether this host
+    manages its own NVSwitch fabric (NVSwitch devices seen and not a container: bare metal or a VM) and its fabric
+    manager (service, process, packages) against the driver: they must be the exact same version. A container is
+    one by the section's own markers or by facts.system's (`container`)."""
+    section = {**section, "container": bool(section.get("container") or container)}
+    fm_version = gpu.fabric_manager_version(section.get("packages") or {})
+    gpus = [{**g, "ready": gpu.fabric_ready(g)} for g in section.get("fabric") or []]
+    return {
+        **section, "fabric": gpus,
+        "manages_fabric": bool(section.get("nvswitch")) and not section.get("container"),
+        "fm_running": section.get("service") == "active" or bool(section.get("process")),
+        "fm_version": fm_version, "driver_version": driver_version,
+        "fm_matches_driver": None if not fm_version or not driver_version else fm_version == driver_version,
+        "not_ready": [i for i, g in enumerate(gpus) if g["ready"] is False],
     }
 
 

@@ -2,7 +2,7 @@
 
     facts_dir: facts
     roles_path: [roles]                             # extra role directories, relative to this file
-    roles: [cuda_toolkit, ..., verify]              # the roles every host runs, in order (default: built-in eight)
+    roles: [cuda_toolkit, ..., verify]              # the roles every host runs, in order (default: built-in nine)
     vars: {cuda_version: "13.0"}                    # all hosts
     hosts:
       pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}, roles: [...]}
@@ -49,7 +49,7 @@ class Host:
     groups: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     line: int = 0
-    roles: list[str] | None = None                          # None: the built-in eight
+    roles: list[str] | None = None                          # None: the built-in nine
     roles_from: str = DEFAULT_ROLES_FROM                    # which level named them (for --check)
     var_where: dict[str, str] = field(default_factory=dict)  # variable -> file:line of the value that won
     # Connection keys the inventory states (address, port, user, key); they win over ~/.ssh/config.
@@ -73,7 +73,7 @@ class Inventory:
     vars: dict[str, Any]
     facts_dir: Path
     roles_path: list[Path] = field(default_factory=list)   # declared extra role directories
-    roles: list[str] | None = None                         # top-level `roles:` (None: the built-in eight)
+    roles: list[str] | None = None                         # top-level `roles:` (None: the built-in nine)
 
     def select(self, limit: list[str] | None = None) -> list[Host]:
         """Hosts named in `limit`, in inventory order; all hosts when None.

@@ -43,6 +43,10 @@ def verify_record(data, providers):
     skipped = (record.get("perf") or {}).get("skipped")
     if skipped:
         record["summary"] += f" ({skipped})"
+    # what the links between the GPUs came to, in words (issue 28): "one GPU: no links to check", or the all-reduce
+    for check in record.get("checks", []):
+        if check.get("passed") and check.get("name") in ("gpu_links", "allreduce") and check.get("detail"):
+            record["summary"] += f" ({check['detail']})"
     record["at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
 

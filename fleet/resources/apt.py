@@ -93,21 +93,30 @@ class Apt(Resource):
     def _source_file(self) -> str:
         return f"/etc/apt/sources.list.d/{self.p['repo_name']}.list"
 
+    def _names(self) -> list[str]:
+        """The packages' names: `name=version` pins a version (apt-get's own syntax), as the fabric manager must
+        be exactly the driver's (roles/fabric_manager)."""
+        return [str(p).split("=", 1)[0] for p in self.p["packages"]]
+
     def check(self) -> str:
-        wanted = list(self.p["packages"]) + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
-        held = list(self.p["packages"]) if self.p["hold"] else []
+        wanted = self._names() + ([self.p["keyring_package"]] if self.p["keyring_deb"] else [])
+        held = self._names() if self.p["hold"] else []
         lines = [f"fleet_want={q(' '.join(wanted))} fleet_hold={q(' '.join(held))} awk {q(_FAST_AWK)} "
                  f"{q(self.status_file)} 2>/dev/null; fleet_fast=$?",
                  "missing=''"]
         for pkg in wanted:
             lines.append(f"[ $fleet_fast = 0 ] || dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
                          f"|| missing=\"$missing \"{q(pkg)}")
+        for pin in (str(p) for p in self.p["packages"] if "=" in str(p)):   # the fast path proves no version
+            name, version = pin.split("=", 1)
+            lines.append(f"[ \"$(dpkg-query -W -f='${{Version}}' {q(name)} 2>/dev/null)\" = {q(version)} ] "
+                         f"|| missing=\"$missing \"{q(pin)}")
         lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
         if self.p["repo"]:
             lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] || "
                          f"{{ echo {q('apt source ' + self._source_file() + ' differs')}; exit {NEEDS_CHANGE}; }}")
         if self.p["hold"]:
-            for pkg in self.p["packages"]:
+            for pkg in self._names():
                 lines.append(f"[ $fleet_fast = 0 ] || apt-mark showhold 2>/dev/null | grep -qxF {q(pkg)} || "
                              f"{{ echo {q(pkg + ' installed but not held')}; exit {NEEDS_CHANGE}; }}")
         lines.append("echo 'installed" + (" and held" if self.p["hold"] else "") + "'")
@@ -131,9 +140,12 @@ class Apt(Resource):
             # In a subshell: the atomic write's EXIT trap must not replace the keyring's temp-dir cleanup.
             lines += [f"(\n{write_file_script(self._source_file(), self.p['repo'] + chr(10))})"]
         pkgs = " ".join(q(p) for p in self.p["packages"])
+        names = " ".join(q(p) for p in self._names())
+        if self.p["hold"] and names != pkgs:   # a held package moves to its pinned version only once unheld
+            lines.append(f"apt-mark unhold {names} >/dev/null 2>&1 || true")
         lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
                   f"{retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
-            lines.append(f"apt-mark hold {pkgs}")
+            lines.append(f"apt-mark hold {names}")
         return "\n".join(lines)

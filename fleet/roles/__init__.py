@@ -37,7 +37,7 @@ from fleet.resources import TYPES, Resource
 
 ROLE_KEYS = {"description", "defaults", "when", "why", "after", "tasks"}
 TASK_KEYS = {"name", "when", "sudo", "after", "locks", "timeout"}
-DEFAULT_ORDER = ("cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
+DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
 # package-dir): the import finds them in a wheel (fleet/builtin_roles/) and in an editable install (roles/) alike.
@@ -180,7 +180,7 @@ def available_roles(extra: list[Path] | tuple = ()) -> dict[str, str]:
 
 
 def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> dict[str, list[Role]]:
-    """Each host's roles, in its order (Host.roles, else the built-in eight); `only` (--roles) narrows every
+    """Each host's roles, in its order (Host.roles, else the built-in nine); `only` (--roles) narrows every
     host's list to those names, in the order given. Each role file is loaded once, before any host is touched."""
     cache: dict[str, Role] = {r.name: r for r in load_roles(only, dirs)} if only else {}  # a misspelt name fails
     out = {}

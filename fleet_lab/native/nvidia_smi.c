@@ -492,6 +492,20 @@ int main(int argc, char **argv) {
         printf("GPU 0: %s (UUID: %s)\n", gpu_need("name"), gpu_need("uuid"));
         return 0;
     }
+    if (opt("topo") && opt("-m")) {   /* one GPU: its row alone, in the real layout (tab-separated, Legend after) */
+        printf("\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-1\t0\t\tN/A\n\nLegend:\n\n"
+               "  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n"
+               "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+        return 0;
+    }
+    if (opt("-q") && nopts == 1) {   /* the parts of `nvidia-smi -q` fleet reads: the GPU's bus and its Fabric block */
+        printf("\n==============NVSMI LOG==============\n\nDriver Version                            : %s\n"
+               "Attached GPUs                             : 1\nGPU %s\n    Product Name                          : %s\n"
+               "    Fabric\n        State                             : N/A\n"
+               "        Status                            : N/A\n        CliqueId                          : N/A\n"
+               "        ClusterUUID                       : N/A\n", driver, gpu_need("bus_id"), gpu_need("name"));
+        return 0;
+    }
     char *fmt = opt("--format");
     if (opt("--query-gpu")) return query(opt("--query-gpu"), fmt ? fmt : "csv", driver);
     if (opt("--query-compute-apps")) return query_apps(opt("--query-compute-apps"), fmt ? fmt : "csv");

@@ -61,13 +61,13 @@ def test_the_installed_wheel_runs_apply_check_on_a_lab_host_from_outside_the_che
     assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
     builtin = Path(where.stdout.split()[1])
     assert builtin.parts[-2:] == ("fleet", "builtin_roles") and sorted(p.parent.name for p in builtin.glob(
-        "*/role.yaml")) == sorted(["cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch",
-                                   "verify"]), where.stdout
+        "*/role.yaml")) == sorted(["cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks",
+                                   "cutlass", "torch", "verify"]), where.stdout
 
     lab.reset(["pod-580"])
     result = run(venv / "bin" / "fleet", "apply", "pods.yaml", "--check", cwd=elsewhere, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert ("roles pod-580: cuda_toolkit cuda_compat nvpl cudss env_hooks cutlass torch verify (built-in)"
+    assert ("roles pod-580: cuda_toolkit fabric_manager cuda_compat nvpl cudss env_hooks cutlass torch verify (built-in)"
             in result.stdout)
     assert re.search(r"^pod-580: \d+ to change, \d+ in state", result.stdout, re.M), result.stdout   # the plan
     assert "torch: torch 2.11.0" in result.stdout                    # the built-in roles rendered for this pod

@@ -54,8 +54,9 @@ def converge(resource: Resource, **kw) -> CheckResult:
 
 
 def syntax_ok(snippet: str) -> None:
-    """bash -n: the snippet parses (nothing runs)."""
-    proc = subprocess.run(["bash", "-n"], input=snippet, capture_output=True, text=True)   # stdin: no argv limit
+    """bash -n: the snippet parses (nothing runs). On stdin, as fleet sends scripts: a whole apply script is over
+    the kernel's 128 KiB limit for one argument (MAX_ARG_STRLEN)."""
+    proc = subprocess.run(["bash", "-n"], input=snippet, capture_output=True, text=True)
     assert proc.returncode == 0, f"bash -n: {proc.stderr}\n{snippet}"
 
 

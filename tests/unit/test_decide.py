@@ -19,7 +19,7 @@ from fleet.decide.torch_wheel import index_cuda
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDS = DATA / "records"
 
-ALL_ROLES = ["cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
+ALL_ROLES = ["cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
 X86_LIB = "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
 SBSA_LIB = "/usr/local/cuda-13.0/targets/sbsa-linux/lib"
 COMPAT = "/usr/local/cuda-13.0/compat"
@@ -162,7 +162,7 @@ ROWS = [
         equal={"refuse": None, "compat.use": False, "roles": ["torch", "verify"], "ld_library_path": [],
                "torch.index_url": "https://download.pytorch.org/whl/cpu", "torch.cuda": None,
                "torch.supported": True, "cuda.action": "none", "cuda.wanted": None, "missing_providers": {}, "gpu": False,
-               "skipped": ["cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass"]},
+               "skipped": ["cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass"]},
         says={"torch.reason": ["no NVIDIA GPU", "CPU"]}),
     Row("capability 12.1 with a cu126 wheel: refused", "spark",
         vars={"torch_index_url": "https://download.pytorch.org/whl/cu126", "cuda_version": "12.6"},
@@ -350,7 +350,7 @@ def test_cli_prints_each_decision_and_its_reason():
     assert "h100-pod-570 ok" in text
     assert "compat on kernel driver 570.133.20 < 580.65.06 needed by CUDA 13.0" in text
     assert f"LD_LIBRARY_PATH 2 dirs {COMPAT} {X86_LIB}" in text
-    assert "roles 6 act cuda_toolkit cuda_compat env_hooks cutlass torch verify (skipped: nvpl cudss)" in text
+    assert "roles 6 act cuda_toolkit cuda_compat env_hooks cutlass torch verify (skipped: fabric_manager nvpl cudss)" in text
 
 
 def test_compat_in_the_ld_cache_only_is_not_said_to_be_on_the_path():

@@ -18,7 +18,7 @@ FAKE_APT = {
     "dpkg-query": """
 pkg="${@: -1}"
 [ -e "$FAKE/installed/$pkg" ] || exit 1
-printf 'install ok installed'
+case "$*" in *Version*) cat "$FAKE/installed/$pkg" ;; *) printf 'install ok installed' ;; esac
 """,
     "apt-get": """
 [ "$1 $2" = "-o DPkg::Lock::Timeout=$FAKE_TIMEOUT" ] || { echo "apt-get without the lock timeout: $*" >&2; exit 100; }
@@ -29,6 +29,8 @@ for arg in "$@"; do
     -*) ;;
     install) ;;
     */*.deb) touch "$FAKE/installed/$(cat "$arg")" ;;  # the test's keyring .deb holds its package name
+    *=*) [ ! -e "$FAKE/held/${arg%%=*}" ] || { echo "E: Held packages were changed" >&2; exit 100; }
+         printf '%s' "${arg#*=}" > "$FAKE/installed/${arg%%=*}" ;;   # name=version: that version
     *) touch "$FAKE/installed/$arg" ;;
   esac
 done
@@ -36,6 +38,7 @@ done
     "apt-mark": """
 case "$1" in
   hold) shift; for p in "$@"; do touch "$FAKE/held/$p"; done ;;
+  unhold) shift; for p in "$@"; do rm -f "$FAKE/held/$p"; done ;;
   showhold) ls "$FAKE/held" ;;
 esac
 """,
@@ -196,3 +199,19 @@ def test_the_real_snippets_parse_and_name_the_system_files(res, system_file):
     syntax_ok(res.apply())
     if system_file:  # what the stand-in subclasses above redirect into tmp_path
         assert system_file in res.check() and system_file in res.apply()
+
+
+def test_apt_pinned_version_one_behind_is_replaced_and_held_again(tmp_path):
+    """`name=version` (the fabric manager at the driver's exact version, issue 28): a held package one version
+    behind is not in state; apply unholds, installs the pinned version and holds it; then it is in state."""
+    tools = fake_tools(tmp_path)
+    (tmp_path / "installed" / "nvidia-fabricmanager-570").write_text("570.124.06-1")
+    (tmp_path / "held" / "nvidia-fabricmanager-570").touch()
+    res = local(LocalApt, tmp_path, packages=["nvidia-fabricmanager-570=570.133.20-1"], hold=True)
+    first = run_check(res, tools)
+    assert (first.in_state, first.reason) == (False, "not installed: nvidia-fabricmanager-570=570.133.20-1")
+    rc, out = sh(res.apply(), **tools)
+    assert rc == 0, out
+    assert (tmp_path / "installed" / "nvidia-fabricmanager-570").read_text() == "570.133.20-1"
+    assert (tmp_path / "held" / "nvidia-fabricmanager-570").exists()
+    assert run_check(res, tools).reason == "installed and held"

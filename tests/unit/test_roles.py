@@ -44,11 +44,12 @@ def write_role(root: Path, name: str, text: str, templates: dict | None = None):
 def test_every_shipped_role_loads_in_the_default_order():
     roles = load_roles(None, roles_dirs())
     assert [r.name for r in roles] == list(DEFAULT_ORDER) == [
-        "cuda_toolkit", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
+        "cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside"] and kinds["verify"] == ["verify"]
     assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
+    assert kinds["fabric_manager"] == ["apt", "command", "command"]
 
 
 def test_an_unknown_role_name_suggests_the_closest():

@@ -1,0 +1,118 @@
+"""Multi-GPU facts (issue 28): `nvidia-smi topo -m`, the Fabric block of `nvidia-smi -q`, NVSwitch, the fabric
+manager's service and packages. 8-GPU outputs are synthetic in the real layouts (tests/data/fabric); the one-GPU
+ones are what the lab's stand-in prints in the same layout. The probe's own shell runs against a fake nvidia-smi."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleet.facts import gpu
+from fleet.facts.sources import BY_NAME
+
+DATA = Path(__file__).parents[1] / "data" / "fabric"
+
+ONE_GPU_TOPO = ("\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-25\t0\t\tN/A\n\nLegend:\n\n"
+                "  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n")
+
+
+def read(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_eight_nvswitch_gpus_every_pair_nv18():
+    topo = gpu.parse_topology(read("topo-8-nv18.txt"))
+    assert topo["gpus"] == 8
+    assert len(topo["pairs"]) == 28                      # 8 choose 2, the NIC column left out
+    assert set(map(str, topo["pairs"].values())) == {str({"kind": "nvlink", "links": 18})}
+
+
+def test_gpu_off_the_fabric_pairs_fall_back_to_pcie():
+    topo = gpu.parse_topology(read("topo-8-gpu3-off.txt"))
+    off = {pair: link["kind"] for pair, link in topo["pairs"].items() if link["kind"] != "nvlink"}
+    assert off == {"0-3": "NODE", "1-3": "NODE", "2-3": "NODE", "3-4": "SYS", "3-5": "SYS", "3-6": "SYS", "3-7": "SYS"}
+
+
+def test_one_gpu_has_no_pairs():
+    assert gpu.parse_topology(ONE_GPU_TOPO) == {"gpus": 1, "pairs": {}}
+
+
+def test_topology_not_a_matrix_raises():
+    with pytest.raises(ValueError, match="GPU0"):
+        gpu.parse_topology("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+
+
+def test_fabric_states_per_gpu():
+    done = gpu.parse_fabric_query(read("q-8-completed.txt"))
+    assert [g["bus"] for g in done][:2] == ["00000000:18:00.0", "00000000:28:00.0"]
+    assert [gpu.fabric_ready(g) for g in done] == [True] * 8
+    failed = gpu.parse_fabric_query(read("q-8-gpu3-failed.txt"))
+    assert [gpu.fabric_ready(g) for g in failed] == [True, True, True, False, True, True, True, True]
+    assert failed[3]["status"] == "NVML_ERROR_NOT_READY"
+    assert {gpu.fabric_ready(g) for g in gpu.parse_fabric_query(read("q-8-in-progress.txt"))} == {False}
+
+
+def test_pcie_gpu_fabric_not_applicable():
+    text = "GPU 00000000:00:07.0\n    Fabric\n        State                             : N/A\n"
+    (one,) = gpu.parse_fabric_query(text)
+    assert one["state"] is None and gpu.fabric_ready(one) is None
+
+
+def section(topo: str, query: str, nvswitch="", container="", service="", packages="") -> str:
+    return (f"@@topo\n{topo}@@query\n{query}@@nvswitch\n{nvswitch}@@container\n{container}@@service\n{service}"
+            f"@@packages\n{packages}")
+
+
+def test_section_bare_metal_with_fabric_manager_one_version_behind():
+    parsed = gpu.parse_fabric(section(
+        read("topo-8-nv18.txt"), read("q-8-in-progress.txt"),
+        nvswitch="/dev/nvidia-nvswitch0\n/dev/nvidia-nvswitch1\nlspci 4\n", service="systemctl failed\n",
+        packages="nvidia-fabricmanager-570 570.158.01-1 hi \nlibnvidia-nscq-570 570.158.01-1 ii \n"
+                 "nvidia-fabricmanager-550 550.1-1 rc \n"))
+    assert parsed["gpu_count"] == 8 and parsed["nvswitch"] and not parsed["container"]
+    assert parsed["service"] == "failed" and parsed["process"] is False
+    assert parsed["packages"] == {"nvidia-fabricmanager-570": "570.158.01-1", "libnvidia-nscq-570": "570.158.01-1"}
+    assert parsed["held"] == ["nvidia-fabricmanager-570"]
+    assert gpu.fabric_manager_version(parsed["packages"]) == "570.158.01"
+
+
+def test_section_container_no_nvswitch_devices():
+    parsed = gpu.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-in-progress.txt"), container="dockerenv\n"))
+    assert parsed["container"] and not parsed["nvswitch"] and parsed["service"] is None
+    assert gpu.fabric_manager_version(parsed["packages"]) is None
+
+
+def test_section_without_nvidia_smi_and_broken_topology():
+    parsed = gpu.parse_fabric("@@nvswitch\n@@container\n@@service\nsystemctl inactive\n@@packages\n")
+    assert parsed["gpu_count"] == 0 and parsed["service"] == "inactive"
+    broken = gpu.parse_fabric(section("No devices were found\n", ""))
+    assert broken["topology_error"] and broken["gpu_count"] == 0
+    with pytest.raises(ValueError):
+        gpu.parse_fabric("garbage")
+
+
+def test_probe_shell_reads_a_fake_nvidia_smi(tmp_path):
+    """The section's own shell, run by bash, against an nvidia-smi that prints the 8-GPU outputs: the grep keeps
+    each GPU's Fabric block of the full `-q` layout."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nif [ \"$1\" = topo ]; then cat {DATA / 'topo-8-gpu3-off.txt'}; "
+                   f"else cat {DATA / 'q-8-gpu3-failed.txt'}; fi\n")
+    smi.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    out = subprocess.run(["bash", "-c", BY_NAME["fabric"].command({})], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    parsed = BY_NAME["fabric"].parser(out)
+    assert parsed["gpu_count"] == 8
+    assert [gpu.fabric_ready(g) for g in parsed["fabric"]].count(False) == 1
+    assert parsed["pairs"]["3-4"] == {"kind": "SYS", "cell": "SYS"}
+
+
+def test_a_container_by_the_identity_markers_never_manages_the_fabric():
+    from fleet.facts.record import fabric_facts
+
+    parsed = gpu.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-completed.txt"),
+                                      nvswitch="/dev/nvidia-nvswitch0\n"))
+    assert fabric_facts(parsed, "570.133.20")["manages_fabric"] is True
+    seen = fabric_facts(parsed, "570.133.20", container=True)
+    assert seen["container"] is True and seen["manages_fabric"] is False

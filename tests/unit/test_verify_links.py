@@ -1,0 +1,97 @@
+"""verify's multi-GPU part (issue 28), the rendered program's own functions: one GPU says there is nothing to link;
+on 8 GPUs peer access is asked of torch for every pair and the topology is read from `nvidia-smi topo -m` (a
+stand-in printing the real layout, tests/data/fabric), and each failure names the pair or the GPU and the cause.
+The all-reduce itself needs NCCL and several GPUs: the lead's device check, not this test."""
+
+import json
+import os
+import types
+from pathlib import Path
+
+import pytest
+
+from fleet.decide import decide
+from fleet.roles import load_roles, render_role, roles_dirs
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def program():
+    facts = json.loads((DATA / "records" / "h100-pod-570.json").read_text())
+    (role,) = load_roles(["verify"], roles_dirs())
+    (task,) = render_role(role, {}, facts, decide(facts).to_json(), {"name": "pod", "user": "root", "root": True})
+    script = task.resource.p["script"]
+    return script[:script.index("\ntry:\n    main()")]   # its definitions, not its run
+
+
+def load(program, tmp_path, monkeypatch, topo):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ncat {DATA / 'fabric' / topo}\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    space: dict = {}
+    exec(compile(program, "verify.py", "exec"), space)
+    return space
+
+
+def fake_torch(n, no_peer_with=None):
+    cuda = types.SimpleNamespace(
+        device_count=lambda: n, get_device_name=lambda i=0: "NVIDIA H100 80GB HBM3",
+        can_device_access_peer=lambda i, j: no_peer_with not in (i, j))
+    return types.SimpleNamespace(cuda=cuda)
+
+
+def test_one_gpu_no_links_to_check(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    v["links"](fake_torch(1), None)
+    assert v["CHECKS"] == [{"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]
+
+
+def test_eight_gpus_all_peers(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    v["links"](fake_torch(8), None, allreduce=False)
+    assert [(c["name"], c["passed"]) for c in v["CHECKS"]] == [("peer_access", True)]
+    assert v["OUT"]["links"]["topology"]["0-7"] == "NV18" and len(v["OUT"]["links"]["topology"]) == 28
+
+
+def test_nvlink_pair_without_peer_access_names_the_pairs_and_the_cause(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
+    (peer,) = v["CHECKS"]
+    assert not peer["passed"] and "GPU 0-3 (NV18)" in peer["detail"] and "GPU 3-7 (NV18)" in peer["detail"]
+    assert "GPU 1-2" not in peer["detail"] and "fabric manager" in peer["detail"]
+
+
+def test_gpu_whose_pairs_fell_to_pcie_is_named_off_the_fabric(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-gpu3-off.txt")
+    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
+    checks = {c["name"]: c for c in v["CHECKS"]}
+    assert checks["peer_access"]["passed"]            # PCIe pairs are not expected to peer over NVLink
+    topo = checks["nvlink_topology"]
+    assert not topo["passed"] and topo["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
+    assert "off the fabric" in topo["detail"]
+
+
+def test_busy_gpus_skip_the_allreduce_with_the_reason(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    v["links"](fake_torch(8), {"busy": "2 processes, 58 GB in use"})
+    assert v["CHECKS"][-1] == {"name": "allreduce", "passed": True,
+                               "detail": "all-reduce skipped: 2 processes, 58 GB in use"}
+
+
+def test_the_allreduce_program_compiles_and_the_expected_figures(program, tmp_path, monkeypatch):
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    compile(v["ALLREDUCE"], "allreduce", "exec")
+    assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
+    assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
+    assert v["link_kind"]("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"
+
+
+def test_the_verify_summary_says_one_gpu_has_no_links():
+    from fleet.remote.verify_record import verify_record
+
+    record = verify_record({"passed": True, "checks": [
+        {"name": "torch_imports", "passed": True, "detail": "torch 2.9"},
+        {"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]}, {})
+    assert record["summary"] == "verify passed: torch_imports, gpu_links (one GPU: no links to check)"
