@@ -296,6 +296,8 @@ def parse_topology(text: str) -> dict:
         GPU1\tNV18\t X \t0-51\t0\t\tN/A
     One GPU gives {"gpus": 1, "pairs": {}}; NICs (NIC0...) are columns and rows of their own, not GPUs.
     """
+    # nvidia-smi underlines the header with ANSI escapes even into a pipe (tests/data/captured/h100-device/nvidia-smi)
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
     lines = [line for line in text.splitlines() if line.strip()]
     header = next((line for line in lines if re.match(r"^\s+GPU0\b", line) or line.startswith("\tGPU0")), None)
     if header is None:

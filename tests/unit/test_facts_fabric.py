@@ -116,3 +116,23 @@ def test_a_container_by_the_identity_markers_never_manages_the_fabric():
     assert fabric_facts(parsed, "570.133.20")["manages_fabric"] is True
     seen = fabric_facts(parsed, "570.133.20", container=True)
     assert seen["container"] is True and seen["manages_fabric"] is False
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "captured" / "h100-device" / "nvidia-smi"
+
+
+def test_the_real_single_h100_outputs():
+    """The lent H100's own `topo -m` (its header wrapped in ANSI underline escapes, even into a pipe) and `-q`
+    (Fabric all N/A: no NVSwitch), as the probe's fabric section carries them."""
+    import re as _re
+    topo = (REAL / "topo-m.txt").read_text().replace("rc=0\n", "")
+    assert "\x1b[4m" in topo                                   # the capture is as nvidia-smi wrote it
+    assert gpu.parse_topology(topo) == {"gpus": 1, "pairs": {}}
+    wanted = _re.compile(r"^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:")
+    query = "\n".join(line for line in (REAL / "q.txt").read_text().splitlines() if wanted.search(line))
+    assert gpu.parse_fabric_query(query) == [{"bus": "00000000:00:06.0", "state": None, "status": None,
+                                             "clique": None}]
+    section = f"@@topo\n{topo}\n@@query\n{query}\n@@nvswitch\n@@container\ndockerenv\n@@service\n@@packages\n"
+    facts = gpu.parse_fabric(section)
+    assert (facts["gpu_count"], facts["pairs"], facts["topology_error"]) == (1, {}, None)
+    assert (facts["nvswitch"], facts["container"], facts["service"], facts["packages"]) == (False, True, None, {})
