@@ -94,10 +94,24 @@ def _keyring(host: Host, v: Vars) -> str | None:
     """The keyring in the repository of this OS and CPU, whatever CUDA's own source (JetPack, DGX OS,
     present): NVPL, cuDSS and cuda-compat come from that repository too. Ubuntu 24.04 where the OS is not
     one NVIDIA names (a Jetson's L4T is Ubuntu-based; the keyring is the same in every repo)."""
-    if "{distro}" in v.cuda_apt_repo and host.distro is None and not host.jetson:
+    distro = host.distro or _jetson_ubuntu(host)
+    if "{distro}" in v.cuda_apt_repo and distro is None:
         return None
-    repo = v.cuda_apt_repo.format(distro=host.distro or "ubuntu2404", arch=host.repo_arch)
+    repo = v.cuda_apt_repo.format(distro=distro or "ubuntu2404", arch=host.repo_arch)
     return repo + ("" if repo.endswith("/") else "/") + KEYRING
+
+
+def _jetson_ubuntu(host: Host) -> str | None:
+    """A Jetson whose record names no distribution: the Ubuntu its JetPack release is built on (JETPACK_RELEASES:
+    by JetPack, else by L4T, else the current release of its generation: Orin JetPack 6, Thor JetPack 7)."""
+    if not host.jetson:
+        return None
+    jp, l4t = host.jetson.jetpack, host.jetson.l4t
+    release = platforms.jetpack_release(jp, l4t) or next(
+        (r for r in platforms.JETPACK_RELEASES if l4t and (l4t == r.l4t or l4t.startswith(r.l4t + "."))), None) \
+        or next((r for r in reversed(platforms.JETPACK_RELEASES)
+                 if r.jetpack.split(".")[0] == {"orin": "6", "thor": "7"}.get(host.jetson.generation)), None)
+    return f"ubuntu{release.ubuntu.replace('.', '')}" if release else None
 
 
 def native_cuda(host: Host) -> str | None:

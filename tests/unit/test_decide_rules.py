@@ -224,3 +224,21 @@ def test_orin_without_its_toolkit_takes_jetpacks_from_the_l4t_apt_source_not_the
     x86 = load("h100-pod-580-compat")
     x86["cuda"]["toolkits"] = []
     assert rendered(x86, {})["cuda_toolkit.0"]["keyring_deb"] == KEYRING_X86   # the desktop path is unchanged
+
+
+KEYRING_2204_SBSA = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/cuda-keyring_1.1-1_all.deb"
+
+
+@pytest.mark.parametrize("record, jetson, keyring", [
+    # the records name no distribution: the JetPack release's Ubuntu (JETPACK_RELEASES), never 24.04 for an Orin
+    ("orin-jp6", None, KEYRING_2204_SBSA),                                   # JetPack 6.2: Ubuntu 22.04
+    ("orin-jp6", {"l4t": "36.3.0", "jetpack": None}, KEYRING_2204_SBSA),     # by L4T alone (JetPack 6.0)
+    ("thor", None, KEYRING_SBSA),                                            # JetPack 7.0: Ubuntu 24.04
+    ("thor", {"l4t": None, "jetpack": None}, KEYRING_SBSA),                  # neither: Thor's current, JetPack 7
+])
+def test_a_jetson_without_a_distribution_gets_its_jetpacks_ubuntu_keyring(record, jetson, keyring):
+    facts = load(record)
+    assert not facts["system"].get("distro")
+    if jetson:
+        facts["jetson"] = {**facts["jetson"], **jetson}
+    assert decide(facts).cuda.keyring == keyring
