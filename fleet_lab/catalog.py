@@ -6,6 +6,7 @@ objects built here that say they are stand-ins.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from . import bandwidth, native, wheels
@@ -113,8 +114,38 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             {"nvidia/cu12/lib/libcudss.so.0": (libs / "cu12" / "libcudss.so.0").read_bytes()},
             "fleet lab stand-in for cuDSS (CUDA 12)") for m in ("x86_64", "aarch64")],
     }
+    uv = fetch_uv(out.parent.parent / "downloads")
+    if uv:   # the real uv wheels, as PyPI serves them (fleet installs uv into the venv with pip)
+        (out / "pypi" / "uv").mkdir(parents=True, exist_ok=True)
+        pypi["uv"] = [Path(shutil.copy2(w, out / "pypi" / "uv" / w.name)) for w in uv]
     # PyPI's simple pages link the files on files.pythonhosted.org (fleet_lab/serve.py serves both names)
     wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")
+
+
+UV_VERSION = "0.13.9"
+
+
+def fetch_uv(cache: Path) -> list[Path]:
+    """uv's real wheels (x86_64 and aarch64, a static binary each) from PyPI, kept in <lab root>/downloads so a
+    rebuilt mirror does not fetch them again. None where PyPI cannot be reached: the mirror then has no uv and
+    fleet installs torch with pip (fleet/resources/pip.py), as on a host without PyPI."""
+    import subprocess
+    import sys
+    got = []
+    for machine in ("x86_64", "aarch64"):
+        have = sorted(cache.glob(f"uv-{UV_VERSION}-*{machine}*.whl"))
+        if not have:
+            cache.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", f"uv=={UV_VERSION}", "--no-deps",
+                                   "--only-binary", ":all:", "--platform", f"manylinux_2_17_{machine}",
+                                   "--python-version", "3.12", "-d", str(cache), "-q",
+                                   "--disable-pip-version-check"], capture_output=True, text=True, timeout=300)
+            have = sorted(cache.glob(f"uv-{UV_VERSION}-*{machine}*.whl"))
+            if not have:
+                print(f"fleet lab: could not fetch uv {UV_VERSION} ({machine}) from PyPI; the mirror serves no uv "
+                      f"(fleet falls back to pip): {proc.stderr.strip()[-300:]}", file=sys.stderr)
+        got += have[:1]
+    return got
 
 
 def _nvidia_wheels(index_dir: Path, machines) -> dict[str, list[Path]]:

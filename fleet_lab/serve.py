@@ -135,7 +135,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             chunk = source.read(CHUNK)
             if not chunk:
                 break
-            due = max(p.reserve(len(chunk)) for p in self._paces)
+            # uv's wheel is real (not a scaled stand-in): its bytes count at the scale the stand-ins' do
+            n = len(chunk) / bandwidth.scale() if "/uv-" in self.path else len(chunk)
+            due = max(p.reserve(n) for p in self._paces)
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)

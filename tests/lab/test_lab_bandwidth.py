@@ -113,3 +113,44 @@ def test_the_pod_rate_is_the_pod_link_scaled_in_bytes_and_time(monkeypatch):
     assert bandwidth.host_rate("off") == 0
     assert bandwidth.size("cuda-toolkit-13-0") == 30_000_000
     assert bandwidth.connection_rate(1000) == 400
+
+
+# -- uv (fleet/resources/pip.py, installer: auto) ---------------------------------------------------------------
+
+SITE = f"{VENV}/lib/python3*/site-packages"
+
+
+def test_torch_comes_through_uv_from_the_decided_index_with_its_cache_on_the_volume(lab):
+    lab.reset([HOST])
+    code, doc = fleet_json("apply", str(lab.inventory_path), "--limit", HOST, "--set", "pip_cache_dir=/workspace/cache")
+    assert code == 0, doc
+    out = ok(lab, HOST, f"{VENV}/bin/python -c 'import torch; print(torch.__version__)' && "
+                        f"cat {SITE}/torch-*.dist-info/INSTALLER | tr -d '\\n' && echo && {VENV}/bin/uv --version && "
+                        "ls /workspace/cache/uv | head -n 1 | grep -c . && "
+                        f"cat {SITE}/torch-*.dist-info/direct_url.json 2>/dev/null | wc -c")
+    version, installer, uv_version, cache_entries, direct = out.split("\n")[:5]
+    assert version == "2.11.0+cu130"          # the cu130 index's build (the decided index; no other index has it)
+    assert installer == "uv"                  # written by the installer itself into the dist-info
+    assert uv_version.startswith("uv ")
+    assert cache_entries == "1"               # uv's cache is on the volume, beside pip's
+    assert direct == "0"                      # from an index, not a URL or a path
+    torch_task = [t for t in doc["hosts"][HOST]["tasks"] if t["role"] == "torch" and t["status"] == "changed"]
+    assert torch_task, doc["hosts"][HOST]["tasks"]
+    # a second apply: in state, one remote command, nothing installed again
+    code, again = fleet_json("apply", str(lab.inventory_path), "--limit", HOST, "--set", "pip_cache_dir=/workspace/cache")
+    assert code == 0 and again["hosts"][HOST]["changed"] == 0
+    assert again["stats"][HOST]["remote_commands"] == 1
+
+
+def test_without_pypi_the_torch_install_falls_back_to_pip(lab):
+    """A host that cannot reach PyPI (files.pythonhosted.org, where uv's wheel is) but reaches the torch index:
+    the host's own dist-info names pip as torch's installer, and the venv has no uv."""
+    lab.reset([HOST])
+    ok(lab, HOST, "sed -i '/files.pythonhosted.org/s/files.pythonhosted.org//' /etc/hosts && "
+                  "echo '127.0.0.9 files.pythonhosted.org' >> /etc/hosts")
+    code, doc = fleet_json("apply", str(lab.inventory_path), "--limit", HOST)
+    assert code == 0, doc
+    out = ok(lab, HOST, f"{VENV}/bin/python -c 'import torch; print(torch.__version__)' && "
+                        f"cat {SITE}/torch-*.dist-info/INSTALLER | tr -d '\\n' && echo && test ! -e {VENV}/bin/uv && echo no-uv")
+    assert out.split("\n")[:3] == ["2.11.0+cu130", "pip", "no-uv"]
+    lab.reset([HOST])
