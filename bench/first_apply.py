@@ -45,6 +45,7 @@ import compare  # noqa: E402
 CHAINS = {"apt": ["cuda_toolkit", "cuda_compat"], "torch": ["torch"], "cutlass": ["cutlass"],
           "libs+hooks": ["cudss", "nvpl", "env_hooks"], "verify": ["verify"]}
 POD_PROFILES = ("pod-570", "pod-580")
+SETS: list[str] = []   # --set NAME=VALUE for every fleet apply (e.g. torch_installer=pip)
 
 
 def fleet(inventory: Path, *args: str) -> compare.Run:
@@ -54,7 +55,8 @@ def fleet(inventory: Path, *args: str) -> compare.Run:
     import subprocess
 
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "fleet", "apply", str(inventory), "--json", *args],
+    sets = [a for v in SETS for a in ("--set", v)]
+    proc = subprocess.run([sys.executable, "-m", "fleet", "apply", str(inventory), "--json", *sets, *args],
                           capture_output=True, text=True, cwd=BENCH.parent)
     wall = time.monotonic() - started
     try:
@@ -156,10 +158,10 @@ def measure(n: int, args, workdir: Path) -> dict:
             phases.append({h: (d or {}).get("phases", {}) for h, d in run.doc.get("hosts", {}).items()})
             print(f"  fleet apply first {run.wall:7.2f} s  changed {run.changed}  failed {run.failed}", flush=True)
             spans = task_times(run.doc)
-            if spans is None:
-                alone_rounds.append(chains_alone(inventory))
-            else:
+            if spans is not None:
                 spans_rounds.append(spans)
+            elif len(alone_rounds) < args.chain_rounds:
+                alone_rounds.append(chains_alone(inventory))
         out["fleet_wall"] = statistics.median(walls)
         out["phases"] = {k: statistics.median(p[h].get(k, 0) for p in phases for h in p)
                          for k in ("probe", "apply", "verify")}
@@ -167,7 +169,7 @@ def measure(n: int, args, workdir: Path) -> dict:
         out["source"] = "task times (chain/started/ended)" if spans_rounds else \
             "each chain alone (started/ended absent from fleet's JSON); drawn serial, as the engine runs them"
         per_host = {}
-        for host in hosts:
+        for host in hosts if (spans_rounds or alone_rounds) else []:
             if spans_rounds:
                 per_host[host] = median_spans([r[host] for r in spans_rounds if host in r])
             else:
@@ -179,8 +181,9 @@ def measure(n: int, args, workdir: Path) -> dict:
                     t += secs[c]
                 per_host[host] = spans
         out["per_host"] = per_host
-        out["longest_chain"] = statistics.median(max(e - s for s, e in sp.values()) for sp in per_host.values())
-        out["sum_of_chains"] = statistics.median(sum(e - s for s, e in sp.values()) for sp in per_host.values())
+        if per_host:
+            out["longest_chain"] = statistics.median(max(e - s for s, e in sp.values()) for sp in per_host.values())
+            out["sum_of_chains"] = statistics.median(sum(e - s for s, e in sp.values()) for sp in per_host.values())
         if set(args.tools) - {"fleet"}:
             ctx = compare.Ctx(n, workdir, inventory, {h.address: h.name for h in _peers.hosts_of(inventory)})
             verify = _peers.write_verify(workdir, inventory)
@@ -207,14 +210,18 @@ def report(r: dict, rounds: int) -> None:
 
     print(f"\n== {r['n']} host(s): first apply, medians of {rounds}; lab at 1/{bandwidth.scale()} of the real "
           f"sizes, {bandwidth.host_rate() / 1e6:.1f} MB/s per host ({bandwidth.rate_setting()})")
-    print(f"  chain times from: {r['source']}")
+    print(f"  chain times from: {r['source']}" + (f"; fleet apply --set {' --set '.join(SETS)}" if SETS else ""))
     for host, spans in r["per_host"].items():
         print(f"  {host}")
         for line in waterfall(spans):
             print(line)
-    wall, longest, total = r["fleet_wall"], r["longest_chain"], r["sum_of_chains"]
-    print(f"  fleet wall {wall:.2f} s | longest chain {longest:.2f} s (wall/longest {wall / longest:.2f}x) | "
-          f"sum of chains {total:.2f} s (sum/wall {total / wall:.2f}x)")
+    wall = r["fleet_wall"]
+    if "longest_chain" in r:
+        longest, total = r["longest_chain"], r["sum_of_chains"]
+        print(f"  fleet wall {wall:.2f} s | longest chain {longest:.2f} s (wall/longest {wall / longest:.2f}x) | "
+              f"sum of chains {total:.2f} s (sum/wall {total / wall:.2f}x)")
+    else:
+        print(f"  fleet wall {wall:.2f} s (chains not timed)")
     ph = r["phases"]
     print(f"  fleet's phases per host (median): probe {ph['probe']:.2f} s, apply {ph['apply']:.2f} s, "
           f"verify {ph['verify']:.2f} s")
@@ -228,7 +235,11 @@ def main() -> int:
     parser.add_argument("--hosts", default="1,4")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tools", default="fleet,ansible,pyinfra")
+    parser.add_argument("--chain-rounds", type=int, default=1,
+                        help="times each chain alone (only without task times; each costs a first apply per chain)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="passed to fleet apply")
     args = parser.parse_args()
+    SETS.extend(args.set)
     args.tools = [t for t in args.tools.split(",") if t]
     if set(args.tools) - {"fleet"}:
         _peers.ensure_venv()

@@ -19,6 +19,13 @@ HOST = "pod-570"
 VENV = "/opt/fleet/venv"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_after(lab):
+    """The hosts this module writes on are left fresh for the modules after it, whatever it found."""
+    yield
+    lab.reset([HOST])
+
+
 @pytest.fixture(scope="module")
 def applied(lab):
     lab.reset([HOST])
@@ -153,4 +160,3 @@ def test_without_pypi_the_torch_install_falls_back_to_pip(lab):
     out = ok(lab, HOST, f"{VENV}/bin/python -c 'import torch; print(torch.__version__)' && "
                         f"cat {SITE}/torch-*.dist-info/INSTALLER | tr -d '\\n' && echo && test ! -e {VENV}/bin/uv && echo no-uv")
     assert out.split("\n")[:3] == ["2.11.0+cu130", "pip", "no-uv"]
-    lab.reset([HOST])
