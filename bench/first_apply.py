@@ -185,24 +185,31 @@ def measure(n: int, args, workdir: Path) -> dict:
             out["longest_chain"] = statistics.median(max(e - s for s, e in sp.values()) for sp in per_host.values())
             out["sum_of_chains"] = statistics.median(sum(e - s for s, e in sp.values()) for sp in per_host.values())
         if set(args.tools) - {"fleet"}:
-            ctx = compare.Ctx(n, workdir, inventory, {h.address: h.name for h in _peers.hosts_of(inventory)})
-            verify = _peers.write_verify(workdir, inventory)
-            decisions = _peers.decisions_of(inventory)
-            ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify, decisions)
-            ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify, decisions)
-            for tool in [t for t in args.tools if t != "fleet"]:
-                runner = getattr(compare, tool)
-                walls = []
-                for _ in range(args.rounds):
-                    _labn.reset(inventory)
-                    run = runner(ctx, workdir / f"{tool}.log")
-                    print(f"  {tool:<8} first {run.wall:7.2f} s  changed {run.changed}  failed {run.failed}",
-                          flush=True)
-                    walls.append(run.wall)
-                out[tool] = statistics.median(walls)
+            try:
+                peers(n, args, workdir, inventory, out)
+            except Exception as error:   # fleet's figures stand without the peers'
+                print(f"  peers: could not run ({type(error).__name__}: {error})", flush=True)
     finally:
         _labn.down(inventory, purge=False)
     return out
+
+
+def peers(n: int, args, workdir: Path, inventory: Path, out: dict) -> None:
+    ctx = compare.Ctx(n, workdir, inventory, {h.address: h.name for h in _peers.hosts_of(inventory)})
+    verify = _peers.write_verify(workdir, inventory)
+    decisions = _peers.decisions_of(inventory)
+    ctx.ansible_hosts = _peers.write_ansible(workdir, inventory, _labn.lab_root(), verify, decisions)
+    ctx.pyinfra_inventory = _peers.write_pyinfra(workdir, inventory, _labn.lab_root(), verify, decisions)
+    for tool in [t for t in args.tools if t != "fleet"]:
+        runner = getattr(compare, tool)
+        walls = []
+        for _ in range(args.rounds):
+            _labn.reset(inventory)
+            run = runner(ctx, workdir / f"{tool}.log")
+            print(f"  {tool:<8} first {run.wall:7.2f} s  changed {run.changed}  failed {run.failed}",
+                  flush=True)
+            walls.append(run.wall)
+        out[tool] = statistics.median(walls)
 
 
 def report(r: dict, rounds: int) -> None:
