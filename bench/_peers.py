@@ -79,7 +79,7 @@ def write_verify(workdir: Path, inventory: Path) -> Path:
     out = workdir / "verify.py"
     # the template reads the host's facts (a CPU-only host is verified on the CPU) and fleet's host info (no perf
     # smoke under --check): every lab host has a (stand-in) GPU, and the peers apply
-    values.update(facts={}, host={"check_mode": False})
+    values.update(facts={}, host={"check_mode": False}, decisions={})   # decisions.platform: none (no perf table)
     out.write_text(env.get_template("verify.py.j2").render(**values))
     return out
 

@@ -6,9 +6,10 @@ objects built here that say they are stand-ins.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from . import native, wheels
+from . import bandwidth, native, wheels
 from .debs import Deb
 from .native import SharedObject, c_string
 
@@ -82,10 +83,18 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             files.update({f"torch/lib/{p.name}": p.read_bytes() for p in sorted((src / "lib").iterdir())})
             plat = f"linux_{machine}" if index.startswith("jetson") else f"manylinux_2_28_{machine}"
             content = wheels.torch_files(files, wheels.ARCH_FLAGS[(index, machine)], index)
+            requires = []
+            if index == "cu130":   # PyTorch's cu130 wheel: its real size and its nvidia-* wheels (bandwidth.py)
+                content["torch/lib/fleet-lab-payload.bin"] = bandwidth.payload("torch")
+                requires = [f"{n}=={bandwidth.NVIDIA_WHEEL_VERSION}" for n in bandwidth.NVIDIA_WHEELS]
             built.append(wheels.write_wheel(out / index / "torch", "torch", wheels.torch_version(index),
                                             f"{py}-{py}-{plat}", content,
-                                            f"fleet lab stand-in for PyTorch ({index} index), not PyTorch"))
-        wheels.write_index(out / index, {"torch": built})
+                                            f"fleet lab stand-in for PyTorch ({index} index), not PyTorch",
+                                            requires))
+        projects = {"torch": built}
+        if index == "cu130":
+            projects.update(_nvidia_wheels(out / index, machines))
+        wheels.write_index(out / index, projects)
     lib = lambda name: (libs / name).read_bytes()  # noqa: E731
     pypi = {
         "nvpl-blas": [wheels.write_wheel(
@@ -105,8 +114,50 @@ def build_wheels(out: Path, libs: Path, py: str) -> None:
             {"nvidia/cu12/lib/libcudss.so.0": (libs / "cu12" / "libcudss.so.0").read_bytes()},
             "fleet lab stand-in for cuDSS (CUDA 12)") for m in ("x86_64", "aarch64")],
     }
+    uv = fetch_uv(out.parent.parent / "downloads")
+    if uv:   # the real uv wheels, as PyPI serves them (fleet installs uv into the venv with pip)
+        (out / "pypi" / "uv").mkdir(parents=True, exist_ok=True)
+        pypi["uv"] = [Path(shutil.copy2(w, out / "pypi" / "uv" / w.name)) for w in uv]
     # PyPI's simple pages link the files on files.pythonhosted.org (fleet_lab/serve.py serves both names)
     wheels.write_index(out / "pypi", pypi, files_url="https://files.pythonhosted.org/packages/")
+
+
+UV_VERSION = "0.13.9"
+
+
+def fetch_uv(cache: Path) -> list[Path]:
+    """uv's real wheels (x86_64 and aarch64, a static binary each) from PyPI, kept in <lab root>/downloads so a
+    rebuilt mirror does not fetch them again. None where PyPI cannot be reached: the mirror then has no uv and
+    fleet installs torch with pip (fleet/resources/pip.py), as on a host without PyPI."""
+    import subprocess
+    import sys
+    got = []
+    for machine in ("x86_64", "aarch64"):
+        have = sorted(cache.glob(f"uv-{UV_VERSION}-*{machine}*.whl"))
+        if not have:
+            cache.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", f"uv=={UV_VERSION}", "--no-deps",
+                                   "--only-binary", ":all:", "--platform", f"manylinux_2_17_{machine}",
+                                   "--python-version", "3.12", "-d", str(cache), "-q",
+                                   "--disable-pip-version-check"], capture_output=True, text=True, timeout=300)
+            have = sorted(cache.glob(f"uv-{UV_VERSION}-*{machine}*.whl"))
+            if not have:
+                print(f"fleet lab: could not fetch uv {UV_VERSION} ({machine}) from PyPI; the mirror serves no uv "
+                      f"(fleet falls back to pip): {proc.stderr.strip()[-300:]}", file=sys.stderr)
+        got += have[:1]
+    return got
+
+
+def _nvidia_wheels(index_dir: Path, machines) -> dict[str, list[Path]]:
+    """Stand-ins for torch cu130's nvidia-* requirements: real names, scaled real sizes (bandwidth.py)."""
+    projects = {}
+    for name in bandwidth.NVIDIA_WHEELS:
+        data = bandwidth.payload(name)
+        projects[name] = [wheels.write_wheel(
+            index_dir / name, name.replace("-", "_"), bandwidth.NVIDIA_WHEEL_VERSION, f"py3-none-manylinux_2_27_{m}",
+            {bandwidth.nvidia_package_path(name): data}, f"fleet lab stand-in for {name} (its size only)")
+            for m in machines]
+    return projects
 
 
 NVCC = """#!/bin/sh
@@ -145,7 +196,9 @@ def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
                    f"{cuda}/targets/{target}/lib/libcudart.so.13.0.96": lib("libcudart.so.13"),
                    f"{cuda}/targets/{target}/lib/libcublas.so.13.1.0.3": lib("libcublas.so.13"),
                    f"{cuda}/targets/{target}/lib/libcublasLt.so.13.1.0.3": lib("libcublasLt.so.13"),
-                   "/etc/ld.so.conf.d/988_cuda-13.conf": f"{cuda}/targets/{target}/lib\n".encode()},
+                   "/etc/ld.so.conf.d/988_cuda-13.conf": f"{cuda}/targets/{target}/lib\n".encode(),
+                   # NVIDIA's toolkit is ~3 GB of .debs: the scaled bytes, a real data member (bandwidth.py)
+                   bandwidth.PAYLOAD["cuda-toolkit-13-0"]: bandwidth.payload("cuda-toolkit-13-0")},
             links={f"{cuda}/targets/{target}/lib/libcudart.so.13": "libcudart.so.13.0.96",
                    f"{cuda}/targets/{target}/lib/libcublas.so.13": "libcublas.so.13.1.0.3",
                    f"{cuda}/targets/{target}/lib/libcublasLt.so.13": "libcublasLt.so.13.1.0.3",

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from fleet.errors import LabError
 
+from . import bandwidth
+
 # (tag, commit date): v4.2.1 is a backport published after v4.3.0, as CUTLASS's are.
 RELEASES = [("4.3.0", "2025-11-20T12:00:00Z"), ("4.7.0", "2026-08-14T12:00:00Z"), ("4.2.1", "2026-08-20T12:00:00Z")]
 
@@ -56,6 +58,9 @@ def build_cutlass(out: Path) -> None:
             for rel, text in files.items():
                 (work / rel).parent.mkdir(parents=True, exist_ok=True)
                 (work / rel).write_text(text)
+            # a clone's real size (bandwidth.py): one blob every tag shares, so a clone fetches it once
+            (work / bandwidth.PAYLOAD["cutlass"]).parent.mkdir(parents=True, exist_ok=True)
+            (work / bandwidth.PAYLOAD["cutlass"]).write_bytes(bandwidth.payload("cutlass"))
             _git(work, "add", "-A")
             _git(work, "commit", "-q", "-m", f"CUTLASS {version} (fleet lab stand-in)", date=date)
             _git(work, "tag", "-a", f"v{version}", "-m", f"CUTLASS {version}", date=date)

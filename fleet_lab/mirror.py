@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import catalog, debs, distro, gitrepo, jetpack, native, paths, redist, tls, wheels
+from . import bandwidth, catalog, debs, distro, gitrepo, jetpack, native, paths, redist, tls, wheels
 from .profiles import PROFILES
 
 HOST_PYTHON = "/usr/bin/python3"   # the interpreter lab hosts run (Debian's, with venv)
@@ -40,6 +40,7 @@ def python_tag() -> str:
 
 def source_hash() -> str:
     digest = hashlib.sha256(python_tag().encode())
+    digest.update(f"scale={bandwidth.scale()}".encode())   # the stand-ins' sizes (bandwidth.py)
     here = Path(__file__).parent
     for path in sorted(p for p in here.rglob("*") if _is_builder_source(p, here)):
         digest.update(path.relative_to(here).as_posix().encode())
@@ -47,7 +48,7 @@ def source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-BUILDER_FILES = {"catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
+BUILDER_FILES = {"bandwidth.py", "catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
                  "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py", "jetpack.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 

@@ -8,7 +8,12 @@ maps the real URL paths onto the built mirror (SITES). Anything else is a 404, a
     ensure(root, mirror, address)   start it (or keep the one running with the same mirror and address)
     stop(root)                      stop it (lab down, once no host is left)
 
-Run as `python -m fleet_lab.serve MIRROR ADDRESS PORT` in its own session; its pid is in <root>/mirror.json.
+Run as `python -m fleet_lab.serve MIRROR ADDRESS PORT [RATE]` in its own session; its pid is in <root>/mirror.json.
+
+RATE (bytes/s per lab host, 0: none; fleet_lab/bandwidth.py picks it from FLEET_LAB_RATE): every response is paced
+by two buckets, the connection's (bandwidth.CONNECTION_SHARE of RATE) and the host's, which all of one host's
+connections share. Lab hosts share the machine's network (their connections all come from 127.0.0.1), so the
+host is told by the client process's mount namespace (each lab host has its own, fleet_lab/host.py).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import time
 from pathlib import Path
 
 from fleet.errors import LabError
-from . import tls
+from . import bandwidth, tls
 from .host import listening_pids
 
 # (hostname, URL path prefix) -> directory of the built mirror (fleet_lab/mirror.py). The prefixes are the
@@ -65,9 +70,78 @@ def hosts_line(address: str) -> str:
     return f"{address}\t{' '.join(tls.SOURCE_HOSTNAMES)}   # fleet lab: the stand-in mirror\n"
 
 
+class Pace:
+    """A byte budget at `rate` bytes/s: take(n) returns when the n bytes may go (a virtual clock, thread-safe)."""
+
+    def __init__(self, rate: float):
+        self.rate, self.clock, self.lock = rate, 0.0, threading.Lock()
+
+    def reserve(self, n: int) -> float:
+        with self.lock:
+            now = time.monotonic()
+            self.clock = max(self.clock, now) + n / self.rate
+            return self.clock
+
+
+_host_paces: dict[str, Pace] = {}
+_host_lock = threading.Lock()
+CHUNK = 64 * 1024
+
+
+def _host_pace(key: str, rate: int) -> Pace:
+    with _host_lock:
+        return _host_paces.setdefault(key, Pace(rate))
+
+
+def client_host(peer: tuple, server_port: int) -> str:
+    """Which lab host a connection comes from: the mount namespace of the process holding its client end
+    (falls back to the peer's address, one bucket for all, where /proc cannot tell)."""
+    want = f":{peer[1]:04X}"
+    inode = None
+    try:
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            parts = line.split()
+            if parts[1].endswith(want) and parts[2].endswith(f":{server_port:04X}"):
+                inode = parts[9]
+                break
+    except OSError:
+        pass
+    if inode:
+        target = f"socket:[{inode}]"
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                        return os.readlink(f"/proc/{pid}/ns/mnt")
+            except OSError:
+                continue
+    return str(peer[0])
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     mirror = "/nonexistent"
     protocol_version = "HTTP/1.1"   # keep-alive: apt and pip reuse one connection
+    rate = 0                        # bytes/s per lab host; 0: no limit
+
+    def copyfile(self, source, outputfile):
+        if not self.rate:
+            return super().copyfile(source, outputfile)
+        if not hasattr(self, "_paces"):   # one handler per connection: its bucket, and its host's
+            host = client_host(self.client_address, self.server.server_address[1])
+            self._paces = (Pace(bandwidth.connection_rate(self.rate)), _host_pace(host, self.rate))
+        while True:
+            chunk = source.read(CHUNK)
+            if not chunk:
+                break
+            # uv's wheel is real (not a scaled stand-in): its bytes count at the scale the stand-ins' do
+            n = len(chunk) / bandwidth.scale() if "/uv-" in self.path else len(chunk)
+            due = max(p.reserve(n) for p in self._paces)
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            outputfile.write(chunk)
 
     def translate_path(self, path: str) -> str:
         site = (self.headers.get("Host") or "").split(":")[0].lower()
@@ -86,8 +160,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(mirror: str, address: str, port: int) -> None:
+def serve(mirror: str, address: str, port: int, rate: int = 0) -> None:
     tls_dir = tls.tls_dir(Path(mirror))
+    Handler.rate = rate
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tls_dir / "server.pem", tls_dir / "server.key")
     Handler.mirror = mirror
@@ -125,18 +200,20 @@ def _alive(rec: dict | None) -> bool:
         return False
 
 
-def ensure(root: Path, mirror: Path, address: str) -> dict:
+def ensure(root: Path, mirror: Path, address: str, rate: int | None = None) -> dict:
+    rate = bandwidth.host_rate() if rate is None else rate
     rec = record(root)
-    if _alive(rec) and rec["mirror"] == str(mirror) and rec["address"] == address and _answers(address):
+    if _alive(rec) and rec["mirror"] == str(mirror) and rec["address"] == address and rec.get("rate", 0) == rate \
+            and _answers(address):
         return rec
     stop(root)
     log = open(root / "mirror.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", __name__, str(mirror), address, str(PORT)],
+    proc = subprocess.Popen([sys.executable, "-m", __name__, str(mirror), address, str(PORT), str(rate)],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                                                                   "PYTHONPATH": _import_root()})
     log.close()
-    rec = {"pid": proc.pid, "mirror": str(mirror), "address": address, "port": PORT}
+    rec = {"pid": proc.pid, "mirror": str(mirror), "address": address, "port": PORT, "rate": rate}
     deadline = time.monotonic() + 10
     while proc.pid not in listening_pids(address, PORT):   # ours, not another lab's server
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -181,4 +258,4 @@ def _import_root() -> str:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)

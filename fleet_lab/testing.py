@@ -16,6 +16,10 @@ from . import control
 
 # FLEET_TEST_LAB_NET (e.g. 127.0.4) lets two test runs share a machine without meeting.
 _NET = os.environ.get("FLEET_TEST_LAB_NET", "127.0.2")
+# The suite's lab: stand-ins at 1/1000 of the real sizes, served without a rate limit (fleet_lab/bandwidth.py);
+# `fleet lab up` and bench/ default to 1/100 at a pod's scaled link. Set either variable to test another.
+os.environ.setdefault("FLEET_LAB_SCALE", "1000")
+os.environ.setdefault("FLEET_LAB_RATE", "off")
 TEST_ADDRESSES = {"thor": f"{_NET}.11", "spark": f"{_NET}.12", "pod-570": f"{_NET}.13", "pod-580": f"{_NET}.14"}
 
 

@@ -66,7 +66,7 @@ def write_wheel(out_dir: Path, name: str, version: str, tag: str, files: dict[st
         for arc, data in content.items():
             info = zipfile.ZipInfo(arc, date_time=(2025, 1, 1, 0, 0, 0))
             info.external_attr = (0o755 if arc.endswith(".so") or ".so." in arc else 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED if "fleet-lab-payload" in arc else zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return path
 

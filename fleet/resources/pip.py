@@ -2,6 +2,16 @@
 
 Big wheels (torch) stage in TMPDIR: `tmpdir` and `cache_dir` can point at a persistent volume, and
 `min_free_gb` refuses to start a download that cannot fit.
+
+`installer: auto` (the torch role's) installs with uv where it can be had, else with pip as before. uv comes
+from PyPI as a wheel (a static binary): `python -m pip install uv` into the venv, with pip's own configuration
+(so a host's pip.conf index and certificate apply), then `uv --version` must answer. Any failure there (no
+PyPI, an index without uv, a binary that does not run on this CPU) says so and installs with pip instead.
+uv then gets what pip would: the same --index-url/--extra-index-url with `--index-strategy unsafe-best-match`
+(pip's rule: the best version across every index; uv's default takes the first index that has the name),
+its cache in `<cache_dir>/uv` (UV_CACHE_DIR; copies out of it, as a volume is another filesystem), the same
+TMPDIR, and the system's certificate store (UV_NATIVE_TLS=1; uv bundles its own roots otherwise, which a lab or
+corporate CA is not in; SSL_CERT_FILE, where set, still applies). The check is the same for both installers.
 """
 
 from __future__ import annotations
@@ -135,6 +145,7 @@ class Pip(Resource):
         "min_free_gb": Param((int, float), default=0),
         "root": Param((bool,), default=None),
         "index_check": Param((bool,), default=False),  # a missing pin must exist on index_url for this Python/CPU
+        "installer": Param((str,), default="pip"),     # pip | auto (uv where it can be had, else pip)
     }
 
     def locks(self) -> frozenset[str]:
@@ -144,6 +155,9 @@ class Pip(Resource):
     def validate(cls, values, where, *, check_types=True):
         out = super().validate(values, where, check_types=check_types)
         if check_types:  # rendered: the names are final
+            if out.get("installer") not in (None, "pip", "auto"):
+                raise InputError(f"{where}: pip installer {out['installer']!r} is not pip or auto; "
+                                 "use auto (uv where it can be had, else pip) or pip")
             for req in out["packages"]:
                 if not isinstance(req, str) or not _REQUIREMENT.match(req):
                     raise InputError(f"{where}: pip package {req!r} is not NAME or NAME==VERSION; "
@@ -190,7 +204,30 @@ class Pip(Resource):
                       f"free at $probe; {need:g} GB needed: free space or point python_env at a bigger volume\" >&2; "
                       "exit 28; fi"]
         lines += [f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
-                  f"{q(self.p['python'])} -m venv {venv}; fi",
-                  f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
-                  f"{venv}/bin/python -m pip install {' '.join(args)} {' '.join(q(r) for r in self.p['packages'])}"]
+                  f"{q(self.p['python'])} -m venv {venv}; fi"]
+        reqs = " ".join(q(r) for r in self.p["packages"])
+        pip = [f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
+               f"{venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
+        if self.p["installer"] != "auto" or self.p["find_links"] or self.p["no_index"]:
+            return "\n".join(lines + pip)
+        uv_args = ["--python", f"{venv}/bin/python"]
+        for flag, key in (("--index-url", "index_url"), ("--extra-index-url", "extra_index_url")):
+            if self.p[key]:
+                uv_args += [flag, q(self.p[key])]
+        uv_args += ["--index-strategy", "unsafe-best-match"]
+        if self.p["cache_dir"]:
+            lines.append(f"export UV_CACHE_DIR={qpath(self.p['cache_dir'])}/uv UV_LINK_MODE=copy")
+        lines += [
+            "export UV_NATIVE_TLS=1",
+            f"if ! {venv}/bin/uv --version >/dev/null 2>&1; then",
+            f"  if ! {venv}/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv >&2 || "
+            f"! {venv}/bin/uv --version >/dev/null 2>&1; then",
+            "    echo 'uv cannot be had here (pip install uv failed, or its binary does not run): installing with pip'",
+            "    fleet_uv=",
+            f"  else fleet_uv={venv}/bin/uv; fi",
+            f"else fleet_uv={venv}/bin/uv; fi",
+            'if [ -n "${fleet_uv:-}" ]; then',
+            f"  echo {q('uv pip install ' + ' '.join(self.p['packages']))} " + '"($("$fleet_uv" --version))"',
+            f"  \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs}",
+            "else"] + ["  " + line for line in pip] + ["fi"]
         return "\n".join(lines)

@@ -76,11 +76,13 @@ def test_runpod_template_venv_and_pip_files_go_on_the_workspace_volume(real):
     assert plan["status"] == "changed" and "no virtual environment at /workspace/venv" in plan["reason"]
     assert real.facts["runpod"]["python"]["env"] == "/workspace/venv"
     assert real.facts["runpod"]["verify"]["passed"] is True
-    out = real.sh("runpod", "ls -A /workspace; /usr/bin/python3 -c 'import torch; print(torch.__file__)'; "
+    out = real.sh("runpod", "ls -A /workspace; ls /workspace/.cache/pip; "
+                            "/usr/bin/python3 -c 'import torch; print(torch.__file__)'; "
                             "findmnt -n -o TARGET /workspace").stdout.split()
-    assert out[:2] == ["tmp", "venv"]                      # pip's TMPDIR and the venv, not the container disk
-    assert out[2] == "/usr/local/lib/python3.11/dist-packages/torch/__init__.py"   # the template's torch stays
-    assert out[3] == "/workspace"
+    # the installer's cache (uv's, in pip_cache_dir), TMPDIR and the venv, not the container disk
+    assert out[:4] == [".cache", "tmp", "venv", "uv"]
+    assert out[4] == "/usr/local/lib/python3.11/dist-packages/torch/__init__.py"   # the template's torch stays
+    assert out[5] == "/workspace"
     code, second = real.runs["second"]
     assert code == 0 and second["hosts"]["runpod"]["changed"] == 0
     assert second["stats"]["runpod"]["remote_commands"] == 1   # converged: one probe, no second look
