@@ -140,6 +140,7 @@ def task_after(task: Task) -> tuple[str, ...]:
 _PRELUDE = r"""
 : "${fleet_lock_dir:=$(mktemp -d)}"
 fleet_run="$fleet_lock_dir/apply.run"; rm -rf -- "$fleet_run"; mkdir -m 700 -- "$fleet_run" || exit 125
+fleet_chains=
 fleet_now() { local t=${EPOCHREALTIME:-}; [ -n "$t" ] || t=$(date +%s.%N); printf %s "${t/,/.}"; }
 fleet_put() { printf '%s\n' "$2" > "$fleet_run/$1.rc.tmp" && mv -f -- "$fleet_run/$1.rc.tmp" "$fleet_run/$1.rc"; }
 fleet_ready() {   # ID "RESULT IDS" "ORDER IDS": wait for them; 0 when this task may run
@@ -158,7 +159,7 @@ printf '@@fleet:t0 %s@@\n' "$(fleet_now)"
 """
 
 _EPILOGUE = r"""
-wait
+wait $fleet_chains      # the chains only: a job the script started before them (the lock's watchdog) runs on
 fleet_bad=0
 for fleet_f in "$fleet_run"/*.rc; do [ "$(cat -- "$fleet_f")" = 0 ] || fleet_bad=1; done
 rm -rf -- "$fleet_run"
@@ -179,7 +180,7 @@ def script(plan_layout: Layout, bodies: dict[str, str]) -> str:
                 f"if fleet_ready {task_id} '{' '.join(step.results)}' '{' '.join(step.orders)}'; then\n"
                 f"  {{ ( :; {bodies[task_id]}\n  ) 2>&1 </dev/null; }} | fleet_tag {task_id}\n"
                 f"  fleet_done {task_id} \"${{PIPESTATUS[0]}}\"\nfi")
-        lines.append(") </dev/null &")
+        lines.append(") </dev/null &\nfleet_chains=\"$fleet_chains $!\"")
         parts.append("\n".join(lines))
     parts.append(_EPILOGUE)
     return "\n".join(parts)

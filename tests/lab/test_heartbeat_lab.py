@@ -33,7 +33,7 @@ def test_a_quiet_step_gets_heartbeat_lines_on_a_terminal(lab, tmp_path):
     inv = tmp_path / "inv.yaml"
     inv.write_text(yaml.safe_dump({"roles": ["slow"], "roles_path": [str(tmp_path / "roles")],
                                    "vars": lab_doc["vars"], "hosts": {POD: lab_doc["hosts"][POD]},
-                                   **{k: lab_doc[k] for k in ("key", "known_hosts") if k in lab_doc}}))
+                                   **{k: lab_doc[k] for k in ("key", "known_hosts", "keyring_pins") if k in lab_doc}}))
     lab.reset([POD])
     ok(lab, POD, "mkdir -p /tmp/hb")
     master, slave = pty.openpty()
