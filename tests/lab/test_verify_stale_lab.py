@@ -122,12 +122,15 @@ def test_uninstalled_torch_makes_the_verdict_stale_in_every_view_then_apply_rest
 def test_a_run_whose_task_fails_never_shows_verify_passed_and_leaves_the_host_record(converged):
     lab = converged
     before = host_verify(lab)
-    ok(lab, HOST, f"{VENV_PY} -m pip uninstall -y torch; cp /etc/hosts /tmp/hosts.bak; "
+    # the index and PyPI unreachable, and no installer cache to install torch from without them (uv reuses its
+    # cached index answers and wheels: with them, the pinned torch comes back and nothing fails)
+    ok(lab, HOST, f"{VENV_PY} -m pip uninstall -y torch; rm -rf /root/.cache/uv /root/.cache/pip; "
+                  "cp /etc/hosts /tmp/hosts.bak; "
                   "sed -i -E 's/^[0-9.]+([[:space:]].*(download\\.pytorch\\.org|pypi\\.org|files\\.pythonhosted\\.org))/"
                   "127.0.0.9\\1/' /etc/hosts")
     try:
-        code, out, err = fleet("apply", str(lab.inventory_path), "--limit", HOST)
-        assert code != 0
+        code, out, err = fleet("apply", str(lab.inventory_path), "--limit", HOST, "-v")
+        assert code != 0, out[-4000:] + err[-4000:]
         recap = next(line for line in out.splitlines() if line.startswith(f"{HOST}\t"))
         assert "skipped: host failed earlier (torch:" in recap and "passed" not in recap
         host_doc = apply(lab.inventory_path, code=1)
