@@ -28,7 +28,7 @@ F apply "$INV" --json > "$OUT/noop.json" 2>> "$T"; printf '[exit %s]\n' "$?" >> 
 step F apply "$INV" --check --detailed-exitcode
 note "verify on one GPU (issue 28: the multi-GPU part degrades to 'one GPU: no links to check')"
 step F verify "$INV" -v
-step F decide /tmp/gpu-inventory/facts/h100.json
+step python3 -m fleet decide /tmp/gpu-inventory/facts/h100.json
 step python3 -c "import json; f=json.load(open('/tmp/gpu-inventory/facts/h100.json')); print(json.dumps(f.get('fabric'), indent=1)); print(json.dumps((f.get('verify') or {}).get('summary')))"
 note "fleet run streams each line as it comes (stdout and stderr apart)"
 step F run "$INV" -- 'echo first; echo to-stderr >&2; sleep 1; echo second'
