@@ -54,9 +54,6 @@ class Layout:
                 roles.append(step.task.spec.role)
         return "+".join(roles)
 
-    def chain_of(self, task_id: str) -> str:
-        return self.chain_name(next(s.chain for s in self.steps if s.task.id == task_id))
-
 
 def locks_conflict(a: str, b: str) -> bool:
     """Two lock names exclude each other: equal, either is "*", or two paths one inside the other."""
@@ -77,7 +74,7 @@ def layout(tasks: tuple[Task, ...]) -> Layout:
     chains: list[list[str]] = []
     chain_of: dict[str, int] = {}
     for i, task in enumerate(tasks):
-        after = set(task_after(task))
+        after = set(task.spec.after)
         results, orders = [], []
         for j in range(i):
             earlier = tasks[j]
@@ -131,10 +128,6 @@ def check_roles(roles: list) -> None:
 def task_locks(task: Task) -> frozenset[str]:
     declared = task.spec.locks
     return frozenset(declared) if declared is not None else task.resource.locks()
-
-
-def task_after(task: Task) -> tuple[str, ...]:
-    return tuple(task.spec.after)
 
 
 _PRELUDE = r"""
