@@ -90,6 +90,55 @@ def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
     return entries, revoked, problems
 
 
+class KnownHosts:
+    """One known_hosts file, read once: its usable entries indexed by plain host name (hashed names apart),
+    its revoked keys and its warnings. `keys_for(name)` is what one connection needs: the keys listed for that
+    name, plain or hashed, as paramiko would find them (exact names; no wildcards in either)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        entries, self.revoked, self.problems = read_known_hosts(path)
+        self.plain: dict[str, list[paramiko.PKey]] = {}
+        self.hashed: list[tuple[str, paramiko.PKey]] = []
+        for entry in entries:
+            for name in entry.hostnames:
+                if name.startswith("|1|"):
+                    self.hashed.append((name, entry.key))
+                else:
+                    self.plain.setdefault(name, []).append(entry.key)
+
+    def keys_for(self, name: str) -> list[paramiko.PKey]:
+        keys = list(self.plain.get(name, ()))
+        for hashed, key in self.hashed:
+            salt = hashed.split("|")[2]
+            if paramiko.HostKeys.hash_host(name, salt) == hashed:
+                keys.append(key)
+        return keys
+
+
+_files: dict[Path, tuple[tuple | None, KnownHosts]] = {}
+_files_lock = threading.Lock()
+
+
+def known_hosts(path: Path) -> KnownHosts:
+    """The file's KnownHosts, read again only when it changed (inode, size, mtime): parsed once per run for every
+    host rather than once per connection, which at 1,000 hosts made opening connections quadratic (and each
+    parsed line takes the logging module's global lock in paramiko)."""
+    try:
+        st = path.stat()
+        signature: tuple | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        signature = None
+    with _files_lock:
+        cached = _files.get(path)
+        if cached and cached[0] == signature:
+            return cached[1]
+    parsed = KnownHosts(path)
+    with _files_lock:
+        _files[path] = (signature, parsed)
+    return parsed
+
+
 def _entry(line: str, number: int):
     try:
         return paramiko.hostkeys.HostKeyEntry.from_line(line, number)

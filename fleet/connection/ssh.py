@@ -28,7 +28,8 @@ from fleet.inventory import Host
 from fleet.connection.ssh_config import Target, resolve
 from fleet.connection.base import Connection, ConnectOptions, Result
 from fleet.connection.capture import Capture
-from fleet.connection.hostkeys import Policy, _warn_once, fingerprint, host_key_name, read_known_hosts
+from fleet.connection.hostkeys import (Policy, _warn_once, fingerprint, host_key_name, known_hosts,
+                                      read_known_hosts)
 
 __all__ = ["SSHConnection", "fingerprint", "host_key_name", "read_known_hosts"]
 
@@ -127,7 +128,7 @@ class SSHConnection(Connection):
                                connect_timeout=opts.connect_timeout, connect_kwargs=connect_kwargs,
                                gateway=False, forward_agent=False)
         client = fab.client
-        self._load_known_hosts(client)
+        self._load_known_hosts(client, host_key_name(target.hostname, target.port))
         client.set_missing_host_key_policy(Policy(self))
         where = f"{target.user}@{target.hostname}:{target.port}{target.via}"
         transport = None
@@ -175,24 +176,24 @@ class SSHConnection(Connection):
             fab.close()
         self._jumps = []
 
-    def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
+    def _load_known_hosts(self, client: paramiko.SSHClient, name: str) -> None:
+        """The keys the known_hosts files list for `name` (how paramiko names this hop: host, or [host]:port)."""
         files = [Path(os.path.expanduser("~/.ssh/known_hosts"))]
         if self.host.known_hosts:   # e.g. the lab's, which generated its hosts' keys and vouches for them
             files.append(Path(self.host.known_hosts))
         files.append(self.options.fleet_known_hosts())
-        entries: list[paramiko.hostkeys.HostKeyEntry] = []
+        found = []
         for path in files:
-            found, revoked, problems = read_known_hosts(path)
-            entries += found
-            self.revoked.update(revoked)
-            for problem in problems:
+            parsed = known_hosts(path)
+            found += parsed.keys_for(name)
+            self.revoked.update(parsed.revoked)
+            for problem in parsed.problems:
                 _warn_once(self.options, problem)
         keys = client.get_host_keys()
-        for entry in entries:
-            if entry.key.get_base64() in self.revoked:
+        for key in found:
+            if key.get_base64() in self.revoked:
                 continue  # a revoked key is never a known one: the policy refuses it
-            for name in entry.hostnames:
-                keys.add(name, entry.key.get_name(), entry.key)
+            keys.add(name, key.get_name(), key)
 
     def _changed_key(self, exc: paramiko.BadHostKeyException, target: Target) -> HostKeyError:
         name = host_key_name(target.hostname, target.port)

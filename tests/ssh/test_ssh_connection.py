@@ -163,6 +163,45 @@ def test_a_changed_host_key_is_always_refused(other_key, server, known):
     assert known.read_text() == recorded  # nothing was recorded over it
 
 
+def _hashed(line: str) -> str:
+    """The line as `ssh-keygen -H` writes it: the host name replaced by |1|salt|hmac."""
+    name, rest = line.split(" ", 1)
+    return f"{paramiko.HostKeys.hash_host(name)} {rest}"
+
+
+def test_a_hashed_known_hosts_entry_is_found(server):
+    """HashKnownHosts yes (Debian's and Ubuntu's default) writes names hashed: the key is still found."""
+    fleet_known_hosts().parent.mkdir(parents=True, exist_ok=True)
+    fleet_known_hosts().write_text(host_key_line(server.port + 1) + _hashed(host_key_line(server.port)))
+    with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5)) as conn:
+        assert conn.run(server.allow("true")).exit == 0
+
+
+def test_a_hashed_entry_with_another_key_is_a_changed_key(other_key, server):
+    fleet_known_hosts().parent.mkdir(parents=True, exist_ok=True)
+    fleet_known_hosts().write_text(_hashed(host_key_line(server.port, other_key)))
+    with pytest.raises(HostKeyError) as exc:
+        connect(ssh_host(server.port), ConnectOptions(accept_new_host_keys=True, connect_timeout=5))
+    assert "HOST KEY CHANGED" in str(exc.value)
+
+
+def test_a_known_hosts_file_that_changed_is_read_again(server):
+    """known_hosts files are parsed once per run for every host, and again once one changes: a key accepted (or
+    removed with ssh-keygen -R) a moment ago counts for the next connection."""
+    path = fleet_known_hosts()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(host_key_line(server.port + 1))
+    with pytest.raises(HostKeyError, match="unknown host key"):
+        connect(ssh_host(server.port), ConnectOptions(connect_timeout=5))
+    with open(path, "a") as fh:
+        fh.write(host_key_line(server.port))
+    with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5)) as conn:
+        assert conn.run(server.allow("true")).exit == 0
+    path.write_text(host_key_line(server.port + 1))
+    with pytest.raises(HostKeyError, match="unknown host key"):
+        connect(ssh_host(server.port), ConnectOptions(connect_timeout=5))
+
+
 # -- credentials and reachability -------------------------------------------------------------------------
 
 def test_wrong_user_key_is_a_host_error(server, known, other_key):

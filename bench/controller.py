@@ -1,0 +1,159 @@
+"""The controller's own cost per host, at up to 1,000 simulated converged hosts (issue 27, item 4).
+
+    python3 bench/controller.py [--hosts 30,100,1000] [--rounds 3] [--address 127.0.70.1] [--port 20000]
+                                [--recording bench/data/replay-lab.jsonl.gz] [--profile-out FILE]
+
+The hosts are ports of one replaying SSH server (bench/_replay.py): each answers every command with what a
+real converged lab host answered to exactly that command (the recording), so the hosts cost this machine
+one asyncio process and what is measured is the controller: its SSH, its parsing, deciding, rendering and
+record writing. Hosts take the recorded lab hosts' profiles in turn (Thor, Spark, an H100 pod on driver 570,
+one on 580 with cuda-compat): four distinct host states, as in a mixed fleet.
+
+For each size and each command (a converged `fleet apply`, `fleet facts`, `fleet run -- true`), it runs the
+controller as its own process, `--rounds` times, and prints medians of: wall time, controller CPU (user+sys
+of the controller's process, from wait4), CPU per host, peak RSS, and the replaying server's CPU over the
+same run. Every run must exit 0 with the server having recognised every command (a controller that sends
+something new fails the bench, it is not measured). The figures are this machine's (2 cores, shared): see
+bench/README.md for what was measured when.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data"
+RECORDING = DATA / "replay-lab.jsonl.gz"
+# The lab inventory's settings the recording was made with: the scripts fleet sends depend on them, and the
+# server recognises a command only if it is byte for byte the recorded one.
+RECORDED_INVENTORY = DATA / "replay-lab.yaml"
+COMMANDS = {"apply": ["apply"], "facts": ["facts"], "run true": ["run", "--", "true"]}
+
+
+def _cpu_of(pid: int) -> float:
+    """user+sys seconds of a running process (its threads included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Lab:
+    """The replaying server for n hosts, its keys, and an inventory pointing at it."""
+
+    def __init__(self, workdir: Path, n: int, address: str, port: int, recording: Path):
+        self.workdir, self.n = workdir, n
+        key = workdir / "id_ed25519"
+        host_key = workdir / "host_ed25519"
+        for path in (key, host_key):
+            if not path.exists():
+                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+        recorded = yaml.safe_load(RECORDED_INVENTORY.read_text())
+        profiles = list(recorded["hosts"])
+        host_pub = (workdir / "host_ed25519.pub").read_text().split()[:2]
+        known = workdir / "known_hosts"
+        known.write_text("".join(f"[{address}]:{port + i} {host_pub[0]} {host_pub[1]}\n" for i in range(n)))
+        shutil.copy(DATA / "replay-lab-keyring.sha256", workdir / "keyring.sha256")
+        hosts = {}
+        (workdir / "facts").mkdir(exist_ok=True)
+        for i in range(n):
+            name = profiles[i % len(profiles)]
+            profile = recorded["hosts"][name]
+            # A converged fleet has each host's last record: the probe fleet sends is planned from it.
+            record = json.loads((DATA / "replay-lab-facts" / f"{name}.json").read_text())
+            record["host"] = f"h{i:04d}"
+            (workdir / "facts" / f"h{i:04d}.json").write_text(json.dumps(record))
+            entry = {k: v for k, v in profile.items() if k not in ("address", "lab")}
+            hosts[f"h{i:04d}"] = {"address": address, "port": port + i, **entry}
+        inventory = {"key": str(key), "known_hosts": str(known), "keyring_pins": str(workdir / "keyring.sha256"),
+                     "facts_dir": str(workdir / "facts"), "vars": recorded.get("vars", {}), "hosts": hosts}
+        self.inventory = workdir / f"hosts-{n}.yaml"
+        self.inventory.write_text(yaml.safe_dump(inventory, sort_keys=False))
+        plain = workdir / "recording.jsonl"
+        if not plain.exists():
+            with gzip.open(recording, "rt") as src, open(plain, "w") as dst:
+                shutil.copyfileobj(src, dst)
+        self.server = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "_replay.py"), str(plain), "--address", address, "--port",
+             str(port), "--hosts", str(n), "--profiles", ",".join(profiles), "--authorized", f"{key}.pub",
+             "--host-key", str(host_key)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.server.stdout.readline()
+        if line.strip() != "ready":
+            raise SystemExit(f"the replaying server did not start: {line!r}")
+
+    def stop(self) -> dict:
+        self.server.stdin.close()
+        out = self.server.stdout.read()
+        self.server.wait(30)
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict) -> dict:
+    """Medians over rounds; the controller's CPU and peak RSS come from a wrapper that wait4()s it."""
+    walls, cpus, rss, server = [], [], [], []
+    for _ in range(rounds):
+        argv = [sys.executable, str(ROOT / "bench" / "_rusage.py"), sys.executable, "-m", "fleet", command[0],
+                str(lab.inventory), *command[1:]]
+        before = _cpu_of(lab.server.pid)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+        server.append(_cpu_of(lab.server.pid) - before)
+        usage = json.loads(proc.stderr.strip().splitlines()[-1])
+        if usage["exit"] != 0:
+            raise SystemExit(f"`fleet {' '.join(command)}` on {lab.n} hosts exited {usage['exit']}:\n"
+                             + proc.stderr[-3000:])
+        walls.append(usage["wall"])
+        cpus.append(usage["cpu"])
+        rss.append(usage["maxrss_mb"])
+    med = statistics.median
+    return {"command": name, "hosts": lab.n, "wall": med(walls), "cpu": med(cpus), "cpu_per_host_ms":
+            med(cpus) / lab.n * 1000, "maxrss_mb": max(rss), "server_cpu": med(server), "rounds": rounds,
+            "walls": walls, "cpus": cpus}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", default="30,100,1000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--address", default="127.0.70.1")
+    parser.add_argument("--port", type=int, default=20000)
+    parser.add_argument("--recording", type=Path, default=RECORDING)
+    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--json", type=Path, help="also write every figure here")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.hosts.split(",")]
+    results = []
+    print(f"{'command':<10}{'hosts':>6}{'wall s':>9}{'cpu s':>8}{'cpu/host ms':>13}{'peak MB':>9}{'server cpu s':>14}",
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-controller-") as tmp:
+        # run logs in the throw-away directory, not the user's state directory
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", XDG_STATE_HOME=tmp)
+        for n in sizes:
+            lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
+            try:
+                for name in args.commands.split(","):
+                    r = measure(lab, name, COMMANDS[name], args.rounds, env)
+                    results.append(r)
+                    print(f"{name:<10}{n:>6}{r['wall']:>9.2f}{r['cpu']:>8.2f}{r['cpu_per_host_ms']:>13.1f}"
+                          f"{r['maxrss_mb']:>9.0f}{r['server_cpu']:>14.2f}", flush=True)
+            finally:
+                stats = lab.stop()
+            if stats["unknown"]:
+                raise SystemExit(f"the server met {stats['unknown']} command(s) it has no recording of: the "
+                                 "controller sent something new; record again (bench/README.md)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
