@@ -3,6 +3,7 @@ anything a host printed (an HF_TOKEN in an env dump, a token inside a repository
 
 from __future__ import annotations
 
+import functools
 import re
 
 MASK = "***"
@@ -31,11 +32,32 @@ _PATTERNS = [
 ]
 
 
+# Every pattern above needs one of these in the text: the word a NAME must hold (token, pass..., secret, ...key,
+# credential, authorization), "bearer", a URL's "://", a token shape's prefix, or a key block's "KEY". A text
+# with none of them has nothing to mask, which is most of a facts record (paths, versions, package names).
+_MAYBE = re.compile(r"(?i)token|pass|secret|key|credential|authorization|bearer|://|gh[pousr]_|github_pat_|hf_|sk-"
+                    r"|xox[abpr]-|AKIA|eyJ")
+
+
 def scrub_text(text: str) -> str:
     """Mask what looks like a secret: "HF_TOKEN=hf_abc..." -> "HF_TOKEN=***"; GPU UUIDs and paths survive."""
+    if not _MAYBE.search(text):
+        return text
+    if len(text) <= _CACHED_LENGTH:
+        return _scrub_short(text)
+    return _scrub_all(text)
+
+
+def _scrub_all(text: str) -> str:
     for pattern in _PATTERNS:
         text = pattern.sub(_masker(pattern), text)
     return text
+
+
+# Hosts of one fleet repeat the same strings (reasons, paths, package lists): each distinct short one is
+# scrubbed once per run, not once per host.
+_CACHED_LENGTH = 4096
+_scrub_short = functools.lru_cache(maxsize=16384)(_scrub_all)
 
 
 def _masker(pattern: re.Pattern):

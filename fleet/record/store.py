@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,10 +39,10 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     old = _readable(path)
     try:
         if old is not None:
-            # Copy, not rename: <host>.json must exist at every instant, even if we die right here. A damaged
-            # record is not kept as the previous one: drift would fail on it forever.
-            _atomic_write(record_path(facts_dir, host, previous=True), old)
-        _atomic_write(path, text.encode())
+            # Linked (or copied), never renamed: <host>.json must exist at every instant, even if we die right
+            # here. A damaged record is not kept as the previous one: drift would fail on it forever.
+            _keep_previous(path, record_path(facts_dir, host, previous=True), old)
+        _atomic_write(path, text.encode())   # its directory fsync makes both renames durable
     except OSError as exc:   # a full disk, a read-only mount: the old record is intact, no temp file is left
         raise HostError(f"{host}: could not write its facts record {path} ({exc.strerror or exc}); the previous "
                         "record is left as it was") from None
@@ -55,6 +56,23 @@ def _readable(path: Path) -> bytes | None:
         return data if isinstance(json.loads(data), dict) else None
     except (OSError, ValueError):
         return None
+
+
+def _keep_previous(path: Path, previous: Path, old: bytes) -> None:
+    """The record about to be replaced becomes `previous`: a second hard link to its file, renamed into place
+    (the new record gets a file of its own), so nothing is copied or fsynced twice. Where the file system has
+    no hard links, a copy written atomically."""
+    temp = previous.with_name(f".{previous.name}.{os.getpid()}.{threading.get_ident()}.link")
+    try:
+        os.link(path, temp)
+    except OSError:
+        _atomic_write(previous, old)
+        return
+    try:
+        os.replace(temp, previous)
+    finally:
+        if os.path.lexists(temp):
+            os.unlink(temp)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

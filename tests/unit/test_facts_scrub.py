@@ -32,3 +32,49 @@ def test_facts_survive(text):
 def test_scrub_walks_json_values():
     value = {"probe": {"raw": {"env": "API_KEY=abc123"}}, "list": ["token: xyz", 3, None]}
     assert scrub(value) == {"probe": {"raw": {"env": "API_KEY=***"}}, "list": ["token: ***", 3, None]}
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_the_fast_path_masks_exactly_what_every_pattern_masks():
+    """scrub_text skips texts with none of the words any pattern needs, and caches short texts: on every string
+    of the recorded facts and reports in tests/data and bench/data, and on random mixes of the fragments the
+    patterns look for, it answers what running every pattern answers."""
+    import json
+    import random
+    from pathlib import Path
+
+    from fleet.facts.scrub import _scrub_all
+
+    root = Path(__file__).resolve().parents[2]
+    corpus = []
+    for path in [*root.glob("tests/data/**/*.json"), *root.glob("bench/data/**/*.json")]:
+        try:
+            corpus += list(_strings(json.loads(path.read_text())))
+        except (ValueError, UnicodeDecodeError):
+            continue
+    assert len(corpus) > 10000
+    fragments = ["HF_TOKEN=", "hf_", "abcdefghijklmnopqrstuvwxyz0123", "Bearer ", "bearer\t", "https://", "http://",
+                 "u:p@", "@", "x@y", "ghp_", "github_pat_", "sk-", "xoxb-", "AKIA", "ABCDEFGHIJKLMNOP", "eyJ", ".",
+                 "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "password", "Pass", "_pass",
+                 "passed", "=", ": ", '": "', "'", '"', " ", "\n", "api-key", "Api_Key", "secret", "credential",
+                 "authorization", "/usr/lib/", "keyring", "token", "tokenizers", "PATH=/opt/x:/usr/bin", "é"]
+    rng = random.Random(27)
+    corpus += ["".join(rng.choice(fragments) for _ in range(rng.randint(1, 12))) for _ in range(20000)]
+    corpus.append("x" * 5000 + " HF_TOKEN=hf_abcdefghijklmnopqrstuvwx")   # past the cached length
+    changed = 0
+    for text in corpus:
+        want = _scrub_all(text)
+        assert scrub_text(text) == want, text
+        changed += want != text
+    assert changed > 1000   # the mixes do reach the patterns

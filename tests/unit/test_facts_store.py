@@ -44,7 +44,7 @@ def test_failure_mid_write_leaves_old_record_whole_and_no_temp(tmp_path, monkeyp
 
     def failing_fsync(fd):
         calls.append(fd)
-        if len(calls) == 2:  # the first fsync is the prev copy; fail on the new record's
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".pod.json."):  # the new record's
             raise OSError(28, "No space left on device")
         return real_fsync(fd)
 
@@ -53,7 +53,7 @@ def test_failure_mid_write_leaves_old_record_whole_and_no_temp(tmp_path, monkeyp
                                         "record is left as it was"):
         store.write(tmp_path, "pod", record("580.159.04"))
     assert (tmp_path / "pod.json").read_bytes() == before
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".link"))]
 
 
 CRASHER = """
@@ -109,3 +109,29 @@ def test_age():
     assert store.describe_age(2 * 86400 + 7200) == "2d 2h ago"
     assert store.describe_age(None) == "age unknown"
     assert store.age_seconds({"gathered_at": "yesterday"}, now) is None
+
+
+def test_the_previous_record_is_the_old_file_and_the_new_one_a_file_of_its_own(tmp_path):
+    store.write(tmp_path, "pod", record("570.133.20"))
+    old = (tmp_path / "pod.json").read_bytes()
+    store.write(tmp_path, "pod", record("580.159.04"))
+    assert (tmp_path / "pod.prev.json").read_bytes() == old
+    assert (tmp_path / "pod.json").stat().st_ino != (tmp_path / "pod.prev.json").stat().st_ino
+    assert (tmp_path / "pod.json").stat().st_nlink == 1 == (tmp_path / "pod.prev.json").stat().st_nlink
+    store.write(tmp_path, "pod", record("590.1"))   # again: the 580 record moves to prev, 570's is gone
+    assert store.read(tmp_path, "pod", previous=True) == json.loads(
+        (tmp_path / "pod.prev.json").read_text()) and "580.159.04" in (tmp_path / "pod.prev.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pod.json", "pod.prev.json"]
+
+
+def test_without_hard_links_the_previous_record_is_copied(tmp_path, monkeypatch):
+    store.write(tmp_path, "pod", record("570.133.20"))
+    old = (tmp_path / "pod.json").read_bytes()
+
+    def no_links(*args, **kwargs):
+        raise OSError(1, "Operation not permitted")   # e.g. a FUSE or SMB mount
+
+    monkeypatch.setattr(os, "link", no_links)
+    store.write(tmp_path, "pod", record("580.159.04"))
+    assert (tmp_path / "pod.prev.json").read_bytes() == old
+    assert "580.159.04" in (tmp_path / "pod.json").read_text()
