@@ -63,6 +63,9 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
         why = (f"Orin on {host.jetson.label} (L4T R36) has no CUDA {cuda}: JetPack 6 ships CUDA "
                f"{host.jetson.cuda or '12.x'} and CUDA 13 comes with JetPack 7")
         return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
+    newer = _newer_than_jetpack(host, cuda)
+    if newer:
+        return result("none", "jetpack", None, newer, refuse=newer)
     installed = host.toolkit(cuda)
     if installed:
         source = host.row.cuda_shipped_by
@@ -82,6 +85,25 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
                       refuse=f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}")
     return result("install", "nvidia-apt", repo,
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
+
+
+def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
+    """A Jetson with Tegra CUDA (before 13) asking a 12.x newer than its JetPack ships (6.0 and 12.6, 6.2 and 12.8). Its JetPack's apt repository
+    serves only that JetPack's CUDA; newer Tegra CUDA (with its cuda-compat) comes only from NVIDIA's cuda-tegra
+    local installers (fleet/decide/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
+    and NVIDIA's desktop repository serves SBSA builds that a Tegra driver does not run. The one fix: the JetPack's
+    own CUDA, with the Jetson index built for it (fleet/decide/torch_wheel.py takes that index by default)."""
+    jp = host.jetson
+    if not jp or not jp.cuda or host.row.cuda_source != "jetpack" or version_key(cuda) <= version_key(jp.cuda) \
+            or version_key(cuda)[0] != version_key(jp.cuda)[0]:
+        return None
+    if version_key(jp.cuda) >= (13,):   # JetPack 7's CUDA is the unified SBSA toolkit: its own rule (compat, 803)
+        return None
+    later = [r for r in platforms.JETPACK_RELEASES if r.supported and r.cuda == cuda]
+    ships = (f"; JetPack {later[-1].jetpack} (L4T R{later[-1].l4t}) ships CUDA {cuda}" if later else "")
+    return (f"{jp.label} ships CUDA {jp.cuda} and its apt repository serves no other CUDA; CUDA {cuda} for Tegra "
+            f"comes only from NVIDIA's cuda-tegra local installer (cuda-tegra-repo-ubuntu2204-"
+            f"{cuda.replace('.', '-')}-local), which fleet does not install{ships}: set cuda_version={jp.cuda}")
 
 
 def _apt_repo(host: Host, v: Vars) -> str | None:
@@ -224,6 +246,8 @@ def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
                           f"and {why}; install a JetPack that ships CUDA {cuda}, or set cuda_version={ships}")
     if version_key(cuda)[0] != version_key(ships or "12.0")[0]:
         return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} is another family, refused with the toolkit")
+    if _newer_than_jetpack(host, cuda):   # no cuda-compat for Tegra from any repository fleet uses
+        return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} and its cuda-compat are refused with the toolkit")
     package = f"cuda-compat-{v.cuda_dashed}"
     return CompatDecision(True, f"{jp.label} ships CUDA {ships}, older than {cuda}; forward compatibility is "
                                 f"supported on Jetson boards: {package} goes first on LD_LIBRARY_PATH",
