@@ -24,6 +24,7 @@ from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
+from fleet.decide.jetson import branch_cuda
 from fleet.decide.keyring import KEYRING, pinned
 
 
@@ -94,16 +95,17 @@ def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
     and NVIDIA's desktop repository serves SBSA builds that a Tegra driver does not run. The one fix: the JetPack's
     own CUDA, with the Jetson index built for it (fleet/decide/torch_wheel.py takes that index by default)."""
     jp = host.jetson
-    if not jp or not jp.cuda or host.row.cuda_source != "jetpack" or version_key(cuda) <= version_key(jp.cuda) \
-            or version_key(cuda)[0] != version_key(jp.cuda)[0]:
+    own = (jp.cuda or native_cuda(host)) if jp else None   # a release the table lacks: its driver branch's CUDA
+    if not own or host.row.cuda_source != "jetpack" or version_key(cuda) <= version_key(own) \
+            or version_key(cuda)[0] != version_key(own)[0]:
         return None
-    if version_key(jp.cuda) >= (13,):   # JetPack 7's CUDA is the unified SBSA toolkit: its own rule (compat, 803)
+    if version_key(own) >= (13,):   # JetPack 7's CUDA is the unified SBSA toolkit: its own rule (compat, 803)
         return None
     later = [r for r in platforms.JETPACK_RELEASES if r.supported and r.cuda == cuda]
     ships = (f"; JetPack {later[-1].jetpack} (L4T R{later[-1].l4t}) ships CUDA {cuda}" if later else "")
-    return (f"{jp.label} ships CUDA {jp.cuda} and its apt repository serves no other CUDA; CUDA {cuda} for Tegra "
+    return (f"{jp.label} ships CUDA {own} and its apt repository serves no other CUDA; CUDA {cuda} for Tegra "
             f"comes only from NVIDIA's cuda-tegra local installer (cuda-tegra-repo-ubuntu2204-"
-            f"{cuda.replace('.', '-')}-local), which fleet does not install{ships}: set cuda_version={jp.cuda}")
+            f"{cuda.replace('.', '-')}-local), which fleet does not install{ships}: set cuda_version={own}")
 
 
 def _apt_repo(host: Host, v: Vars) -> str | None:
@@ -141,15 +143,10 @@ def native_cuda(host: Host) -> str | None:
     if host.driver is None:
         return None
     if host.jetson:
-        return host.jetson.cuda or _branch_cuda(host.driver)
+        return host.jetson.cuda or branch_cuda(host.driver)
     return cuda_max_for_driver(host.driver)
 
 
-def _branch_cuda(driver: str) -> str | None:
-    """A Jetson driver reports only its branch ('580.00'): the newest CUDA of that branch."""
-    branch = version_key(driver)[0]
-    fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
-    return max(fitting, key=version_key) if fitting else None
 
 
 def driver_runs(host: Host, cuda: str) -> bool:
@@ -229,8 +226,9 @@ def start_gate(host: Host, v: Vars) -> dict | None:
 
 
 def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
-    """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: newer 12.x through cuda-compat,
-    which forward compatibility supports on Jetson boards."""
+    """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: forward compatibility is supported on
+    Jetson boards, but the Tegra cuda-compat comes only with NVIDIA's cuda-tegra local installer, which fleet does
+    not install, so a newer 12.x is refused with the toolkit (_newer_than_jetpack) and compat stays off."""
     jp, cuda, path = host.jetson, v.cuda_version, compat_dir(v)
     never = platforms.kind(host.row.gpu_kind).refusal   # the Jetson row's GPU kind: Thor's refuses (803)
     ships = jp.cuda or native_cuda(host)
