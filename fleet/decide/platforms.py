@@ -156,14 +156,19 @@ class JetPackRelease:
 # release) serves only the CUDA that JetPack ships. Any other CUDA for Tegra comes from NVIDIA's cuda-tegra local
 # installers (cuda-tegra-repo-ubuntu2204-12-6-local and -12-8-local for L4T R36, -ubuntu2004-11-8/-12-2 for R35:
 # the "aarch64-jetson" choice of developer.nvidia.com/cuda-downloads; NVIDIA's blog "Simplifying CUDA Upgrades
-# for NVIDIA Jetson Users": from CUDA 11.8, JetPack 5.0+ takes newer CUDA with its cuda-compat from there;
-# dusty-nv/jetson-containers packages/cuda/cuda/config.py installs exactly these .debs per L4T), a multi-GB .deb
-# that fleet's apt resource does not install: fleet plans only the JetPack's own CUDA on a Jetson.
-# Torch indexes: the Jetson AI Lab publishes one per JetPack major and CUDA (jetson-containers' pip_cache: the
-# path jp{JetPack major}/cu{CUDA}): jp5/cu114 (JetPack 5: cp38 wheels, torch-2.2.0-cp38-cp38-linux_aarch64.whl
-# the newest in public install scripts), jp6/cu122 (JetPack 6.0: cp310, torch-2.3.0 and torch-2.4.0 wheels, the
-# newest seen; its builds stopped when JetPack 6.1 moved them to cu126), jp6/cu126 (JetPack 6.1 and 6.2), and
-# sbsa/cu130 (JetPack 7). JetPack 5 stays refused: fleet's Jetson plan (its NVPL and cuDSS, its verify) is built
+# for NVIDIA Jetson Users", developer.nvidia.com/blog/simplifying-cuda-upgrades-for-nvidia-jetson-users/: from
+# CUDA 11.8, JetPack 5.0+ takes newer CUDA with its cuda-compat "upgrade package" from there;
+# github.com/dusty-nv/jetson-containers packages/cuda/cuda/config.py installs exactly these .debs per L4T), a
+# multi-GB .deb whose repository lives in /var and whose key must be copied by hand, which fleet's apt resource
+# does not do: fleet plans only the JetPack's own CUDA on a Jetson. (The r36.3 -> r36.4 apt upgrade of L4T is
+# not offered either: no source at hand confirms it, so JetPack 6.0 is offered its own CUDA 12.2.)
+# Torch indexes (pypi.jetson-ai-lab.io, formerly pypi.jetson-ai-lab.dev): one per JetPack major and CUDA
+# (jetson-containers packages/cuda/cuda/config.py pip_cache: the path jp{JetPack major}/cu{CUDA}): jp5/cu114
+# (JetPack 5: cp38 wheels; .../jp5/cu114/+f/4c1/d7a5d0ba92527/torch-2.2.0-cp38-cp38-linux_aarch64.whl the newest
+# in public install scripts), jp6/cu122 (JetPack 6.0: cp310; .../jp6/cu122/+f/caa/8de487371c7f6/
+# torch-2.4.0-cp310-cp310-linux_aarch64.whl the newest seen, with torch-2.3.0; its builds stopped when JetPack 6.1
+# moved them to cu126), jp6/cu126 (JetPack 6.1 and 6.2), and sbsa/cu130 (JetPack 7). The torch role's pip check
+# looks the pin up on the index (index_check), so a version it lacks fails the check, not the apply. JetPack 5 stays refused: fleet's Jetson plan (its NVPL and cuDSS, its verify) is built
 # and tested for JetPack 6 and 7 builds, not for jp5's torch 2.2 on Python 3.8; the fix is a reflash.
 _JAI = "https://pypi.jetson-ai-lab.io"
 JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
