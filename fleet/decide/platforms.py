@@ -183,19 +183,12 @@ JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
 
 def jetpack_release(jetpack: str | None, l4t: str | None = None) -> JetPackRelease | None:
     """The release a Jetson's facts name: by JetPack ("6.2", or any "5.x"), else by its L4T release ("36.3"; "36.4"
-    is 6.1 and 6.2 alike, which ship the same), else a JetPack 5 by its L4T R35."""
+    is 6.1, 6.2 and 6.2.1 alike, which ship the same; any R35 is JetPack 5)."""
     for release in JETPACK_RELEASES:
         if jetpack and (str(jetpack) == release.jetpack or str(jetpack).split(".")[0] == release.jetpack):
             return release
-    if jetpack:
-        return None
-    if l4t:
-        by_l4t = [r for r in JETPACK_RELEASES if str(l4t) == r.l4t or str(l4t).startswith(r.l4t + ".")]
-        if by_l4t:
-            return by_l4t[-1]
-    if _major(l4t) == 35:
-        return JETPACK_RELEASES[0]
-    return None
+    by_l4t = [r for r in JETPACK_RELEASES if l4t and (str(l4t) == r.l4t or str(l4t).startswith(r.l4t + "."))]
+    return by_l4t[-1] if by_l4t else None
 
 
 def jetpack_cudas() -> tuple[str, ...]:

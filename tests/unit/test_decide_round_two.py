@@ -195,7 +195,7 @@ def test_a_cuda_no_jetpack_ships_and_no_driver_table_row_is_still_unknown():
 @pytest.mark.parametrize(("jetpack", "l4t", "cuda", "index"), [
     ("5.1.2", None, "11.4", "jp5/cu114"), (None, "35.4", "11.4", "jp5/cu114"), ("6.0", "36.3", "12.2", "jp6/cu122"),
     (None, "36.3", "12.2", "jp6/cu122"), ("6.1", "36.4", "12.6", "jp6/cu126"), (None, "36.4", "12.6", "jp6/cu126"),
-    ("6.2", "36.4", "12.6", "jp6/cu126"), ("7.1", "38.4", "13.0", "sbsa/cu130"),
+    ("6.2", "36.4", "12.6", "jp6/cu126"), ("6.2.1", "36.4", "12.6", "jp6/cu126"), ("7.1", "38.4", "13.0", "sbsa/cu130"),
 ])
 def test_each_jetpack_release_with_its_cuda_and_its_torch_index(jetpack, l4t, cuda, index):
     from fleet.decide.jetson import jetpack_of
