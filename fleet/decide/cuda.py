@@ -103,9 +103,14 @@ def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
         return None
     later = [r for r in platforms.JETPACK_RELEASES if r.supported and r.cuda == cuda]
     ships = (f"; JetPack {later[-1].jetpack} (L4T R{later[-1].l4t}) ships CUDA {cuda}" if later else "")
+    release = platforms.jetpack_release(jp.jetpack, jp.l4t) or next(   # a release the table lacks: its L4T major's
+        (r for r in platforms.JETPACK_RELEASES if jp.l4t and r.l4t.split(".")[0] == jp.l4t.split(".")[0]), None)
+    ubuntu = f"ubuntu{release.ubuntu.replace('.', '')}" if release else "ubuntu2204"
+    where = (f"comes only from NVIDIA's cuda-tegra local installer (cuda-tegra-repo-{ubuntu}-{cuda.replace('.', '-')}"
+             f"-local), which fleet does not install" if release and cuda in release.local_cudas
+             else "comes from no repository fleet knows")
     return (f"{jp.label} ships CUDA {own} and its apt repository serves no other CUDA; CUDA {cuda} for Tegra "
-            f"comes only from NVIDIA's cuda-tegra local installer (cuda-tegra-repo-ubuntu2204-"
-            f"{cuda.replace('.', '-')}-local), which fleet does not install{ships}: set cuda_version={own}")
+            f"{where}{ships}: set cuda_version={own}")
 
 
 def _apt_repo(host: Host, v: Vars) -> str | None:

@@ -146,6 +146,8 @@ class JetPackRelease:
     index: str        # the Jetson AI Lab index whose torch wheels are built for this CUDA and Python
     torch_newest: str | None = None   # the newest torch that index is known to serve; None: the index is current
     supported: bool = True
+    # other CUDA for this L4T from NVIDIA's cuda-tegra local installers (jetson-containers' config lists them)
+    local_cudas: tuple[str, ...] = ()
 
 
 # Sources: developer.nvidia.com/embedded/jetpack-archive and each release's notes. JetPack 5.x (L4T R35) ships
@@ -171,11 +173,14 @@ class JetPackRelease:
 # looks the pin up on the index (index_check), so a version it lacks fails the check, not the apply. JetPack 5 stays refused: fleet's Jetson plan (its NVPL and cuDSS, its verify) is built
 # and tested for JetPack 6 and 7 builds, not for jp5's torch 2.2 on Python 3.8; the fix is a reflash.
 _JAI = "https://pypi.jetson-ai-lab.io"
+_R35_LOCAL, _R36_LOCAL = ("11.8", "12.2"), ("12.2", "12.4", "12.6", "12.8")   # jetson-containers, per L4T major
 JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
-    JetPackRelease("5", "35", "11.4", "3.8", "20.04", f"{_JAI}/jp5/cu114", torch_newest="2.2.0", supported=False),
-    JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04", f"{_JAI}/jp6/cu122", torch_newest="2.4.0"),
-    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126"),
-    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126"),
+    JetPackRelease("5", "35", "11.4", "3.8", "20.04", f"{_JAI}/jp5/cu114", torch_newest="2.2.0", supported=False,
+                   local_cudas=_R35_LOCAL),
+    JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04", f"{_JAI}/jp6/cu122", torch_newest="2.4.0",
+                   local_cudas=_R36_LOCAL),
+    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
+    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
     JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
     JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
 )
@@ -296,8 +301,9 @@ def unsupported(platform_name: str, l4t: str | None, jetpack: str | None) -> str
                  key=lambda r: r.jetpack)
     torch = (f"; its torch would be {release.index.rsplit('/', 2)[-2]}/{release.index.rsplit('/', 1)[-1]}'s "
              f"builds (torch {release.torch_newest} at newest, for Python {release.python}), its apt repository "
-             f"serves only CUDA {release.cuda}, and newer CUDA for it comes only from NVIDIA's cuda-tegra local "
-             f"installers, which fleet does not install" if release and release.torch_newest else "")
+             f"serves only CUDA {release.cuda}, and CUDA {' and '.join(release.local_cudas)} for it come only from "
+             f"NVIDIA's cuda-tegra local installers, which fleet does not install"
+             if release and release.torch_newest and release.local_cudas else "")
     return (f"this Jetson runs {named.removeprefix('(').removesuffix(')') if not jetpack else named}{ships}, "
             f"older than fleet plans for ({first.supported}{torch}): reflash it with JetPack {newest.jetpack} "
             f"(L4T R{newest.l4t}) using NVIDIA SDK Manager, then run `fleet facts` and fleet again")
