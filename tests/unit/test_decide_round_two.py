@@ -162,6 +162,8 @@ RULES = [
     ("JetPack 6.2 asking CUDA 12.8: refused, 12.6 offered (it was planned with cuda-compat)", "orin-jp6", {},
      {"cuda_version": "12.8"}, True,
      ["JetPack 6.2 ships CUDA 12.6", "cuda-tegra-repo-ubuntu2204-12-8-local", "set cuda_version=12.6"]),
+    ("JetPack 6.2 asking CUDA 12.9: no cuda-tegra installer is known for it either", "orin-jp6", {},
+     {"cuda_version": "12.9"}, True, ["CUDA 12.9 for Tegra comes from no repository fleet knows", "set cuda_version=12.6"]),
     ("JetPack 6.1 by default: CUDA 12.6, torch from jp6/cu126", "orin-jp6",
      {"jetson": {"l4t": "36.4", "l4t_full": "36.4.0", "jetpack": "6.1"}}, {}, False,
      ["torch 2.11.0 from https://pypi.jetson-ai-lab.io/jp6/cu126"]),
