@@ -62,6 +62,8 @@ OTHERS = [
 # Situations no record holds as is (issue 24): (label, record, changes to its facts, variables). A change is
 # {"gpus": [(name, capability), ...]} (replacing the GPUs), "driver", "platform", "python", "jetson" (a dict).
 GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
+JP5 = {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10", "os_version": "20.04"}
+JP60 = {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}, "driver": "540.3.0"}
 VARIED = [
     ("GH200 (sbsa) / 570.133.20 / torch 2.8.0 cu128", "spark", GH200,
      {"cuda_version": "12.8", "torch_version": "2.8.0", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
@@ -90,8 +92,26 @@ VARIED = [
     ("Orin (JetPack 5.1.2, L4T R35.4) / cuda_version=12.6", "orin-jp6",
      {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10",
       "os_version": "20.04"}, {"cuda_version": "12.6"}),
-    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / defaults (12.2)", "orin-jp6",
-     {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}, "driver": "540.3.0"}, {}),
+    ("Orin (JetPack 5.1.2, L4T R35.4) / cuda_version=11.4 (its own)", "orin-jp6", {**JP5, "driver": "35.4.1"},
+     {"cuda_version": "11.4"}),
+    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / defaults (12.2)", "orin-jp6", JP60, {}),
+    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / 12.6", "orin-jp6", JP60, {"cuda_version": "12.6"}),
+    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / torch 2.11.0", "orin-jp6", JP60, {"torch_version": "2.11.0"}),
+    ("Orin (JetPack 6.0, L4T R36.3) / 540.3.0 / the jp6/cu126 index", "orin-jp6", JP60,
+     {"torch_index_url": "https://pypi.jetson-ai-lab.io/jp6/cu126"}),
+    ("Orin (L4T R36.3, no JetPack in the record) / 540.3.0 / defaults", "orin-jp6",
+     {**JP60, "jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": None}}, {}),
+    ("Orin (L4T R36.2, a release the table lacks) / 540.2.0 / defaults (its branch's 12.2)", "orin-jp6",
+     {"jetson": {"l4t": "36.2", "l4t_full": "36.2.0", "jetpack": None}, "driver": "540.2.0"}, {}),
+    ("Orin (L4T R36.2, a release the table lacks) / 540.2.0 / 12.6", "orin-jp6",
+     {"jetson": {"l4t": "36.2", "l4t_full": "36.2.0", "jetpack": None}, "driver": "540.2.0"}, {"cuda_version": "12.6"}),
+    ("Orin (JetPack 6.1, L4T R36.4) / 540.4.0 / defaults (12.6)", "orin-jp6",
+     {"jetson": {"l4t": "36.4", "l4t_full": "36.4.0", "jetpack": "6.1"}}, {}),
+    ("Orin (JetPack 6.1, L4T R36.4) / 540.4.0 / 12.8", "orin-jp6",
+     {"jetson": {"l4t": "36.4", "l4t_full": "36.4.0", "jetpack": "6.1"}}, {"cuda_version": "12.8"}),
+    ("Thor (JetPack 7.1, L4T R38.4) / 580.00 / defaults", "thor",
+     {"jetson": {"l4t": "38.4", "l4t_full": "38.4.0", "jetpack": "7.1"}}, {}),
+    ("H100 / 570.133.20 / cuda_version=11.4 (JetPack 5's)", "h100-pod-570", {}, {"cuda_version": "11.4"}),
 ]
 
 
@@ -207,6 +227,13 @@ def render() -> str:
         "- JetPack generations: JetPack release notes, Jetson AI Lab indexes (fleet/decide/jetson.py); what each",
         "  JetPack release ships, JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with a reflash:",
         "  fleet/decide/platforms.py JETPACK_RELEASES.",
+        "- A JetPack's apt repository serves only its own CUDA; newer Tegra CUDA (and its cuda-compat) comes only",
+        "  from NVIDIA's cuda-tegra local installers (NVIDIA blog \"Simplifying CUDA Upgrades for NVIDIA Jetson",
+        "  Users\"; dusty-nv/jetson-containers packages/cuda/cuda/config.py), which fleet does not install: an Orin",
+        "  asking a newer 12.x is refused with its JetPack's own CUDA offered (fleet/decide/cuda.py).",
+        "- Torch per JetPack release: the Jetson AI Lab index built for its CUDA (5: jp5/cu114, torch 2.2.0 at",
+        "  newest; 6.0: jp6/cu122, torch 2.4.0 at newest; 6.1/6.2: jp6/cu126; 7: sbsa/cu130); on a frozen index",
+        "  the default torch is its newest (fleet/decide/torch_wheel.py, JETPACK_RELEASES).",
         "- aarch64 torch below 2.9: CUDA wheels only on PyTorch's cu128 (2.7, 2.8) and cu129 (2.8) indexes:",
         "  pytorch/pytorch#160162 (fleet/decide/torch_wheel.py EARLY_AARCH64_CUDA_INDEXES).",
         "- No wheel built with CUDA below 12.8 runs on capability 10.x or 12.x, whatever the torch version:",

@@ -18,8 +18,9 @@ from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.decide import platforms
 from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
-from fleet.decide.torch_wheel import decide_torch
+from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
+from fleet.decide.versions import MIN_DRIVER, known_releases
 
 __all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS"]
 
@@ -33,6 +34,9 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     old = host_refusal(host) if host.jetson else None
     if old and host.jetson and platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack):
         return _not_decided(facts, host, v, old)
+    unplanned = _unplanned_cuda(host, v)
+    if unplanned:
+        return _not_decided(facts, host, v, unplanned)
     cuda = decide_cuda(host, v)
     compat = decide_compat(host, v)
     torch = decide_torch(host, v, compat)
@@ -51,16 +55,35 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     )
 
 
+def _unplanned_cuda(host, v) -> str | None:
+    """A CUDA release `cuda_version` may name only because a JetPack ships it (11.4: JetPack 5's), on a host fleet
+    plans for: fleet installs no CUDA older than its driver table (12.0). The fix: this JetPack's own CUDA, else
+    the CUDA of the torch index the user named, else the default (each of which the torch decision then matches)."""
+    if not host.has_gpu or v.cuda_version in MIN_DRIVER:
+        return None
+    index = index_cuda(v.torch_index_url) if "torch_index_url" in v.explicit else None
+    offer = (host.jetson.cuda if host.jetson else None) or (index if index in MIN_DRIVER else None) \
+        or DEFAULTS["cuda_version"]
+    return (f"CUDA {v.cuda_version} is the CUDA JetPack {_shipped_by(v.cuda_version)} ships, and fleet plans CUDA "
+            f"{known_releases().split(', ')[0]} or newer on this host: set cuda_version={offer}")
+
+
+def _shipped_by(cuda: str) -> str:
+    return " and ".join(r.jetpack + (".x" if "." not in r.jetpack else "")
+                        for r in platforms.JETPACK_RELEASES if r.cuda == cuda)
+
+
 def _not_decided(facts: dict, host, v, refuse: str) -> Decisions:
-    """A Jetson release fleet does not plan for (JetPack 5): nothing is decided, so no other text offers a fix
-    beside the refusal's (one fix per answer, issue 24)."""
-    note = "not decided: fleet does not plan for this Jetson's release (see the refusal)"
+    """A Jetson release fleet does not plan for (JetPack 5), or a CUDA it does not plan: nothing is decided, so no
+    other text offers a fix beside the refusal's (one fix per answer, issue 24)."""
+    note = "not decided: fleet does not plan for this (see the refusal)"
     compat = CompatDecision(False, note, None, None, host.compat)
     return Decisions(
         host=host.name, refuse=refuse,
         cuda=CudaDecision(None, False, "none", None, None, None, None, None, note),
         compat=compat,
-        torch=TorchDecision("", v.torch_version, "jetson", None, False, note, None, refuse=refuse),
+        torch=TorchDecision("", v.torch_version, "jetson" if host.jetson else "official", None, False, note, None,
+                            refuse=refuse),
         nvpl=LibraryDecision(False, None, [], None, [], None, note),
         cudss=LibraryDecision(False, None, [], None, [], None, note),
         ld_library_path=[], missing_providers={}, gpu=host.has_gpu, env_reason=note,

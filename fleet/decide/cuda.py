@@ -24,6 +24,7 @@ from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
+from fleet.decide.jetson import branch_cuda
 from fleet.decide.keyring import KEYRING, pinned
 
 
@@ -63,6 +64,9 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
         why = (f"Orin on {host.jetson.label} (L4T R36) has no CUDA {cuda}: JetPack 6 ships CUDA "
                f"{host.jetson.cuda or '12.x'} and CUDA 13 comes with JetPack 7")
         return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
+    newer = _newer_than_jetpack(host, cuda)
+    if newer:
+        return result("none", "jetpack", None, newer, refuse=newer)
     installed = host.toolkit(cuda)
     if installed:
         source = host.row.cuda_shipped_by
@@ -82,6 +86,31 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
                       refuse=f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}")
     return result("install", "nvidia-apt", repo,
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
+
+
+def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
+    """A Jetson with Tegra CUDA (before 13) asking a 12.x newer than its JetPack ships (6.0 and 12.6, 6.2 and 12.8). Its JetPack's apt repository
+    serves only that JetPack's CUDA; newer Tegra CUDA (with its cuda-compat) comes only from NVIDIA's cuda-tegra
+    local installers (fleet/decide/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
+    and NVIDIA's desktop repository serves SBSA builds that a Tegra driver does not run. The one fix: the JetPack's
+    own CUDA, with the Jetson index built for it (fleet/decide/torch_wheel.py takes that index by default)."""
+    jp = host.jetson
+    own = (jp.cuda or native_cuda(host)) if jp else None   # a release the table lacks: its driver branch's CUDA
+    if not own or host.row.cuda_source != "jetpack" or version_key(cuda) <= version_key(own) \
+            or version_key(cuda)[0] != version_key(own)[0]:
+        return None
+    if version_key(own) >= (13,):   # JetPack 7's CUDA is the unified SBSA toolkit: its own rule (compat, 803)
+        return None
+    later = [r for r in platforms.JETPACK_RELEASES if r.supported and r.cuda == cuda]
+    ships = (f"; JetPack {later[-1].jetpack} (L4T R{later[-1].l4t}) ships CUDA {cuda}" if later else "")
+    release = platforms.jetpack_release(jp.jetpack, jp.l4t) or next(   # a release the table lacks: its L4T major's
+        (r for r in platforms.JETPACK_RELEASES if jp.l4t and r.l4t.split(".")[0] == jp.l4t.split(".")[0]), None)
+    ubuntu = f"ubuntu{release.ubuntu.replace('.', '')}" if release else "ubuntu2204"
+    where = (f"comes only from NVIDIA's cuda-tegra local installer (cuda-tegra-repo-{ubuntu}-{cuda.replace('.', '-')}"
+             f"-local), which fleet does not install" if release and cuda in release.local_cudas
+             else "comes from no repository fleet knows")
+    return (f"{jp.label} ships CUDA {own} and its apt repository serves no other CUDA; CUDA {cuda} for Tegra "
+            f"{where}{ships}: set cuda_version={own}")
 
 
 def _apt_repo(host: Host, v: Vars) -> str | None:
@@ -119,15 +148,10 @@ def native_cuda(host: Host) -> str | None:
     if host.driver is None:
         return None
     if host.jetson:
-        return host.jetson.cuda or _branch_cuda(host.driver)
+        return host.jetson.cuda or branch_cuda(host.driver)
     return cuda_max_for_driver(host.driver)
 
 
-def _branch_cuda(driver: str) -> str | None:
-    """A Jetson driver reports only its branch ('580.00'): the newest CUDA of that branch."""
-    branch = version_key(driver)[0]
-    fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
-    return max(fitting, key=version_key) if fitting else None
 
 
 def driver_runs(host: Host, cuda: str) -> bool:
@@ -207,8 +231,9 @@ def start_gate(host: Host, v: Vars) -> dict | None:
 
 
 def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
-    """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: newer 12.x through cuda-compat,
-    which forward compatibility supports on Jetson boards."""
+    """JetPack ships its CUDA. Thor: never cuda-compat (error 803). Orin: forward compatibility is supported on
+    Jetson boards, but the Tegra cuda-compat comes only with NVIDIA's cuda-tegra local installer, which fleet does
+    not install, so a newer 12.x is refused with the toolkit (_newer_than_jetpack) and compat stays off."""
     jp, cuda, path = host.jetson, v.cuda_version, compat_dir(v)
     never = platforms.kind(host.row.gpu_kind).refusal   # the Jetson row's GPU kind: Thor's refuses (803)
     ships = jp.cuda or native_cuda(host)
@@ -224,6 +249,8 @@ def _jetson_compat(host: Host, v: Vars, off) -> CompatDecision:
                           f"and {why}; install a JetPack that ships CUDA {cuda}, or set cuda_version={ships}")
     if version_key(cuda)[0] != version_key(ships or "12.0")[0]:
         return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} is another family, refused with the toolkit")
+    if _newer_than_jetpack(host, cuda):   # no cuda-compat for Tegra from any repository fleet uses
+        return off(f"{jp.label} ships CUDA {ships}: CUDA {cuda} and its cuda-compat are refused with the toolkit")
     package = f"cuda-compat-{v.cuda_dashed}"
     return CompatDecision(True, f"{jp.label} ships CUDA {ships}, older than {cuda}; forward compatibility is "
                                 f"supported on Jetson boards: {package} goes first on LD_LIBRARY_PATH",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from fleet.decide import platforms
 from fleet.decide.gpu import Gpu, read_gpu
-from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu
+from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu, with_driver
 from fleet.decide.versions import major_minor, version_key
 
 # NVIDIA's apt repository names for (os_id, os_version).
@@ -86,6 +86,9 @@ def read_host(facts) -> Host:
     names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
     jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
         if platforms.platform(platform).jetson or jetson else None
+    driver = _driver_version(facts)
+    if jetpack:  # a release the table lacks: its CUDA (and index) by the driver's branch
+        jetpack = with_driver(jetpack, driver)
     if jetpack:  # records gathered before fleet told JetPack 6 from 7 name the Thor row on an Orin
         platform = next(p.name for p in platforms.jetsons() if p.generation == jetpack.generation)
     gpus = tuple(read_gpu(entry, platform) for entry in gpu_entries if isinstance(entry, dict))
@@ -98,7 +101,7 @@ def read_host(facts) -> Host:
         os_version=_text(system.get("os_version")),
         platform=platform,
         gpus=gpus,
-        driver=_driver_version(facts),
+        driver=driver,
         jetpack=_text(jetson.get("jetpack")) or None,
         toolkits=tuple(t for t in _list(cuda, "toolkits", "cuda.toolkits") if isinstance(t, dict)),
         compat=_object(cuda, "compat", "cuda.compat") or None,

@@ -2,19 +2,22 @@
 
 Orin runs JetPack 6 (L4T R36: CUDA 12.x built for Tegra, `aarch64-linux` targets); Thor runs JetPack 7
 (L4T R38 and later: the unified SBSA CUDA 13). They differ in CUDA, in which torch wheels run, and in
-cuda-compat: forward compatibility is supported on Jetson boards (Orin takes newer 12.x through
-cuda-compat), but on Thor with JetPack 7 a compat libcuda fails with error 803.
+cuda-compat: forward compatibility is supported on Jetson boards (an Orin could take a newer 12.x through
+cuda-compat, but that Tegra package comes only with NVIDIA's cuda-tegra local installer, which fleet does not
+install: fleet/decide/cuda.py refuses it), and on Thor with JetPack 7 a compat libcuda fails with error 803.
 
 Sources: developer.nvidia.com/embedded/jetpack-archive and the JetPack 6.0/6.1/6.2/7.0/7.1 release notes
 (CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1); docs.nvidia.com/deploy/cuda-compatibility
 /forward-compatibility.html ("Jetson boards"); NVIDIA/nvidia-container-toolkit PR #1679 (compat on Thor ->
-803); pypi.jetson-ai-lab.io (indexes jp6/cu126 for JetPack 6, sbsa/cu130 for JetPack 7).
+803); pypi.jetson-ai-lab.io (indexes jp6/cu122 for JetPack 6.0, jp6/cu126 for 6.1 and 6.2, sbsa/cu130 for
+JetPack 7; fleet/decide/platforms.py JETPACK_RELEASES).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fleet.decide import platforms
+from fleet.decide.cuda_table import MIN_DRIVER, version_key
 from fleet.decide.gpu import Gpu
 
 
@@ -35,21 +38,33 @@ class JetPack:
         return str(platforms.jetson_generation(self.generation).jetpack[0])
 
 
-# What each JetPack ships: fleet/decide/platforms.py JETPACK_RELEASES (with its sources).
-JETPACK_CUDA = {r.jetpack: r.cuda for r in platforms.JETPACK_RELEASES if r.supported}
-
-
-def generation(l4t: str | None, jetpack: str | None, gpu_names: str) -> str:
-    """The Jetson row's generation (fleet/decide/platforms.py): by L4T release (R38+ is Thor's JetPack 7),
-    else by JetPack, else by the GPU's name; 'thor' where nothing tells."""
-    return platforms.jetson_row(l4t, gpu_names, jetpack).generation
-
-
 def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
+    """The generation, and what its release ships (fleet/decide/platforms.py JETPACK_RELEASES: by JetPack, else by
+    L4T): its CUDA and the Jetson AI Lab index built for that CUDA (JetPack 6.0: jp6/cu122, 6.1/6.2: jp6/cu126).
+    A release the table does not name keeps its row's: every JetPack 7 so far ships CUDA 13.0 (sbsa/cu130)."""
     row = platforms.jetson_row(l4t, gpu_names, jetpack)
-    # the row's shipped_cuda where the release is not in JETPACK_CUDA: every JetPack 7 so far ships CUDA 13.0
-    cuda = (JETPACK_CUDA.get(str(jetpack)) if jetpack else None) or row.shipped_cuda
-    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, row.jetson_index, l4t or None)
+    release = platforms.jetpack_release(jetpack, l4t)
+    cuda = release.cuda if release else row.shipped_cuda
+    index = release.index if release else row.jetson_index
+    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, index, l4t or None)
+
+
+def branch_cuda(driver: str) -> str | None:
+    """A Jetson driver reports only its branch ('580.00'): the newest CUDA of that branch."""
+    branch = version_key(driver)[0]
+    fitting = [c for c in MIN_DRIVER if version_key(MIN_DRIVER[c])[0] <= branch]
+    return max(fitting, key=version_key) if fitting else None
+
+
+def with_driver(jp: JetPack, driver: str | None) -> JetPack:
+    """A release the table does not name (L4T R36.2): its CUDA by the driver's branch, and the Jetson index built
+    for that CUDA in its JetPack major, so every decision reads one CUDA for the board and one index."""
+    if jp.cuda or not driver:
+        return jp
+    cuda = branch_cuda(driver)
+    release = next((r for r in reversed(platforms.JETPACK_RELEASES)
+                    if r.cuda == cuda and r.jetpack.split(".")[0] == jp.major), None)
+    return replace(jp, cuda=cuda, index_url=release.index if release else jp.index_url)
 
 
 def is_jetson_index(url: str) -> bool:

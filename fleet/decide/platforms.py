@@ -136,38 +136,75 @@ PLATFORMS: tuple[Platform, ...] = (
 
 @dataclass(frozen=True)
 class JetPackRelease:
-    """What a JetPack release ships: its L4T, CUDA, Python and Ubuntu, and whether fleet plans for it."""
+    """What a JetPack release ships: its L4T, CUDA, Python and Ubuntu, the Jetson AI Lab torch index built for its
+    CUDA, and whether fleet plans for it."""
     jetpack: str      # "5" (every 5.x), "6.0", "6.2"
     l4t: str          # "35", "36.3"
-    cuda: str
+    cuda: str         # the CUDA it ships, the only one its apt repository serves
     python: str
     ubuntu: str
+    index: str        # the Jetson AI Lab index whose torch wheels are built for this CUDA and Python
+    torch_newest: str | None = None   # the newest torch that index is known to serve; None: the index is current
     supported: bool = True
+    # other CUDA for this L4T from NVIDIA's cuda-tegra local installers (jetson-containers' config lists them)
+    local_cudas: tuple[str, ...] = ()
 
 
 # Sources: developer.nvidia.com/embedded/jetpack-archive and each release's notes. JetPack 5.x (L4T R35) ships
-# CUDA 11.4, Python 3.8 and Ubuntu 20.04 (JetPack 5.1.2 release notes); its apt repository serves no CUDA 12 and
-# the Jetson AI Lab torch indexes start at JetPack 6, so fleet refuses it with the fix (reflash with JetPack 6).
-# JetPack 6.0 (L4T R36.3) ships CUDA 12.2; 6.1 (R36.4) and 6.2 (R36.4.3) ship CUDA 12.6, Python 3.10, Ubuntu
-# 22.04; JetPack 7.0 and 7.1 (R38) ship CUDA 13.0, Python 3.12, Ubuntu 24.04.
+# CUDA 11.4, Python 3.8 and Ubuntu 20.04 (JetPack 5.1.2 release notes); JetPack 6.0 (L4T R36.3) ships CUDA 12.2;
+# 6.1 (R36.4) and 6.2 (R36.4.3) ship CUDA 12.6, Python 3.10, Ubuntu 22.04; JetPack 7.0 and 7.1 (R38) ship CUDA
+# 13.0, Python 3.12, Ubuntu 24.04.
+# A JetPack's apt repository (repo.download.nvidia.com/jetson, listed by nvidia-l4t-apt-source for its L4T
+# release) serves only the CUDA that JetPack ships. Any other CUDA for Tegra comes from NVIDIA's cuda-tegra local
+# installers (cuda-tegra-repo-ubuntu2204-12-6-local and -12-8-local for L4T R36, -ubuntu2004-11-8/-12-2 for R35:
+# the "aarch64-jetson" choice of developer.nvidia.com/cuda-downloads; NVIDIA's blog "Simplifying CUDA Upgrades
+# for NVIDIA Jetson Users", developer.nvidia.com/blog/simplifying-cuda-upgrades-for-nvidia-jetson-users/: from
+# CUDA 11.8, JetPack 5.0+ takes newer CUDA with its cuda-compat "upgrade package" from there;
+# github.com/dusty-nv/jetson-containers packages/cuda/cuda/config.py installs exactly these .debs per L4T), a
+# multi-GB .deb whose repository lives in /var and whose key must be copied by hand, which fleet's apt resource
+# does not do: fleet plans only the JetPack's own CUDA on a Jetson. (The r36.3 -> r36.4 apt upgrade of L4T is
+# not offered either: no source at hand confirms it, so JetPack 6.0 is offered its own CUDA 12.2.)
+# Torch indexes (pypi.jetson-ai-lab.io, formerly pypi.jetson-ai-lab.dev): one per JetPack major and CUDA
+# (jetson-containers packages/cuda/cuda/config.py pip_cache: the path jp{JetPack major}/cu{CUDA}): jp5/cu114
+# (JetPack 5: cp38 wheels; .../jp5/cu114/+f/4c1/d7a5d0ba92527/torch-2.2.0-cp38-cp38-linux_aarch64.whl the newest
+# in public install scripts), jp6/cu122 (JetPack 6.0: cp310; .../jp6/cu122/+f/caa/8de487371c7f6/
+# torch-2.4.0-cp310-cp310-linux_aarch64.whl the newest seen, with torch-2.3.0; its builds stopped when JetPack 6.1
+# moved them to cu126), jp6/cu126 (JetPack 6.1 and 6.2), and sbsa/cu130 (JetPack 7). The torch role's pip check
+# looks the pin up on the index (index_check), so a version it lacks fails the check, not the apply. JetPack 5 stays refused: fleet's Jetson plan (its NVPL and cuDSS, its verify) is built
+# and tested for JetPack 6 and 7 builds, not for jp5's torch 2.2 on Python 3.8; the fix is a reflash.
+_JAI = "https://pypi.jetson-ai-lab.io"
+_R35_LOCAL, _R36_LOCAL = ("11.8", "12.2"), ("12.2", "12.4", "12.6", "12.8")   # jetson-containers, per L4T major
 JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
-    JetPackRelease("5", "35", "11.4", "3.8", "20.04", supported=False),
-    JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04"),
-    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04"),
-    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04"),
-    JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04"),
-    JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04"),
+    JetPackRelease("5", "35", "11.4", "3.8", "20.04", f"{_JAI}/jp5/cu114", torch_newest="2.2.0", supported=False,
+                   local_cudas=_R35_LOCAL),
+    JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04", f"{_JAI}/jp6/cu122", torch_newest="2.4.0",
+                   local_cudas=_R36_LOCAL),
+    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
+    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
+    JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
+    JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
 )
 
 
 def jetpack_release(jetpack: str | None, l4t: str | None = None) -> JetPackRelease | None:
-    """The release a Jetson's facts name: by JetPack ("6.2", or any "5.x"), else a JetPack 5 by its L4T R35."""
+    """The release a Jetson's facts name: by JetPack ("6.2", or any "5.x"), else by its L4T release ("36.3"; "36.4"
+    is 6.1, 6.2 and 6.2.1 alike, which ship the same; any R35 is JetPack 5)."""
     for release in JETPACK_RELEASES:
         if jetpack and (str(jetpack) == release.jetpack or str(jetpack).split(".")[0] == release.jetpack):
             return release
-    if _major(l4t) == 35 and not jetpack:
-        return JETPACK_RELEASES[0]
-    return None
+    by_l4t = [r for r in JETPACK_RELEASES if l4t and (str(l4t) == r.l4t or str(l4t).startswith(r.l4t + "."))]
+    return by_l4t[-1] if by_l4t else None
+
+
+def jetpack_cudas() -> tuple[str, ...]:
+    """Every CUDA a JetPack ships ("11.4", "12.2", ...): releases `cuda_version` may name beside the driver table's."""
+    return tuple(dict.fromkeys(r.cuda for r in JETPACK_RELEASES))
+
+
+def release_by_index(url: str) -> JetPackRelease | None:
+    """The JetPack release whose Jetson AI Lab index this is (a mirror's path ending the same way counts)."""
+    tail = "/".join(url.rstrip("/").split("/")[-2:])
+    return next((r for r in JETPACK_RELEASES if r.index.endswith("/" + tail)), None)
 
 
 NAMES: tuple[str, ...] = tuple(p.name for p in PLATFORMS)
@@ -262,7 +299,11 @@ def unsupported(platform_name: str, l4t: str | None, jetpack: str | None) -> str
     first = sorted(jetsons(), key=lambda p: p.l4t[0])[0]   # an old Jetson is the oldest row's generation
     newest = max((r for r in JETPACK_RELEASES if r.jetpack.split(".")[0] == str(first.jetpack[0])),
                  key=lambda r: r.jetpack)
+    torch = (f"; its torch would be {release.index.rsplit('/', 2)[-2]}/{release.index.rsplit('/', 1)[-1]}'s "
+             f"builds (torch {release.torch_newest} at newest, for Python {release.python}), its apt repository "
+             f"serves only CUDA {release.cuda}, and CUDA {' and '.join(release.local_cudas)} for it come only from "
+             f"NVIDIA's cuda-tegra local installers, which fleet does not install"
+             if release and release.torch_newest and release.local_cudas else "")
     return (f"this Jetson runs {named.removeprefix('(').removesuffix(')') if not jetpack else named}{ships}, "
-            f"older than fleet plans for ({first.supported}: no Jetson torch index serves it and its apt "
-            f"repository has no CUDA 12): reflash it with JetPack {newest.jetpack} (L4T R{newest.l4t}) using "
-            f"NVIDIA SDK Manager, then run `fleet facts` and fleet again")
+            f"older than fleet plans for ({first.supported}{torch}): reflash it with JetPack {newest.jetpack} "
+            f"(L4T R{newest.l4t}) using NVIDIA SDK Manager, then run `fleet facts` and fleet again")

@@ -10,7 +10,9 @@ architecture list, links NVPL and cuDSS, and serves only some packages (PyPI is 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from fleet.decide import platforms
 from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
 from fleet.decide.cuda import driver_fix, native_cuda
@@ -72,6 +74,12 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
     source = torch_source(host, v)
     url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)
+    frozen = platforms.release_by_index(url) if source == "jetson" else None
+    if frozen and frozen.torch_newest and version_key(v.torch_version) > version_key(frozen.torch_newest):
+        if "torch_version" not in v.explicit:   # the default torch is newer than this JetPack's index serves
+            v = replace(v, torch_version=frozen.torch_newest)
+        else:
+            return _refused(v, url, cuda, source, _frozen_index(url, frozen))
     python = python_problem(host, v)
     if python:
         return _refused(v, url, cuda, source, python)
@@ -98,6 +106,13 @@ def _index_url(host: Host, v: Vars, source: str) -> str:
         return v.torch_index_url
     return v.jetson_torch_index_url or (host.jetson.index_url if host.jetson else
                                         "https://pypi.jetson-ai-lab.io/sbsa/cu130")
+
+
+def _frozen_index(url: str, release) -> str:
+    """A Jetson AI Lab index that stopped with its JetPack (jp6/cu122, jp5/cu114: fleet/decide/platforms.py
+    JETPACK_RELEASES, with the sources) asked for a newer torch than it serves."""
+    return (f"the Jetson index {url} is built for JetPack {release.jetpack}'s CUDA {release.cuda} and serves torch "
+            f"{release.torch_newest} at newest: set torch_version={release.torch_newest}")
 
 
 def _cpu_torch(v: Vars) -> TorchDecision:
@@ -154,7 +169,15 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
     family = family_min_driver(cuda)
     rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
     # One fix (issue 24): no "index for CUDA 12.2 or older" beside it, which no current torch publishes.
-    if cuda13_dropped(host, v):   # the toolkit's refusal offers the 12.x stack: the same offer here
+    if host.jetson and host.row.cuda_source == "jetpack" and host.jetson.cuda:
+        # a Jetson runs its JetPack's CUDA only (no cuda-compat for Tegra from any repository fleet uses): the
+        # Jetson index built for it, with the newest torch that index serves where this one is newer
+        fix = f"set torch_index_url={host.jetson.index_url}"
+        own = platforms.release_by_index(host.jetson.index_url)
+        if own and own.torch_newest and "torch_version" in v.explicit \
+                and version_key(v.torch_version) > version_key(own.torch_newest):
+            fix += f" and torch_version={own.torch_newest}"
+    elif cuda13_dropped(host, v):   # the toolkit's refusal offers the 12.x stack: the same offer here
         fix = twelve_offer(host, v, need_12=True) or f"install a driver for CUDA {cuda}"
     elif compat.refuse and cuda == v.cuda_version and not host.jetson:   # the same fix as compat's refusal
         fix = driver_fix(host, v, min_driver_for(cuda))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fleet.decide.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 
 DEFAULTS: dict[str, str] = {
@@ -136,7 +137,9 @@ def _cuda_version(value: str, name: str = "cuda_version") -> str:
     except ValueError:
         raise VariableError(f"{name}={value!r} is not a CUDA release like 13.0: "
                             f"set one of {known_releases()}.") from None
-    if name == "cuda_version" and release not in MIN_DRIVER:
+    # A JetPack's own CUDA (11.4 on JetPack 5) is known too, so the host's answer says what fleet does with it
+    # (fleet/decide/__init__.py: JetPack 5 is refused with its fix, any other host is offered a release it plans).
+    if name == "cuda_version" and release not in MIN_DRIVER and release not in jetpack_cudas():
         raise VariableError(f"{name}={value!r} is not a CUDA release fleet knows the driver for: "
                             f"set one of {known_releases()}.")
     return release

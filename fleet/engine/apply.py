@@ -56,6 +56,10 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
     reader = chains.Reader()
 
     def on_line(line: str) -> None:
+        note = hostlock.taken_over(line)   # the lock's last holder died holding it: one line says whose it was
+        if note:
+            progress(host.name, note)
+            return
         event = reader.feed(line)
         if event is None:
             return

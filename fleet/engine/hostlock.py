@@ -26,6 +26,11 @@ from fleet.errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
 MARK = "@@fleet:host-locked@@"
+# The lock was free but its last holder never released it (killed outright, the host rebooted under it): each
+# holder writes who it is to apply.lock.held and removes it in its EXIT trap (which runs on exit and on TERM, the
+# signal fleet's watchdog and Ctrl-C send; not on KILL). A taker that finds the file prints this line with what it
+# says, before running anything: the apply shows it as a note. The mkdir lock's stale takeover says the same.
+TAKEOVER = "@@fleet:lock-taken-over@@"
 
 
 def wrap(script: str, conn) -> str:
@@ -43,10 +48,14 @@ def wrap(script: str, conn) -> str:
         "  if ! flock -n 9; then\n"
         f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lock\" 2>/dev/null)\"; exit {BUSY}\n"
         "  fi\n"
+        "  fleet_stale=$(head -c 300 -- \"$fleet_lock.held\" 2>/dev/null) || fleet_stale=\n"
         "  printf '%s\\n' \"$fleet_holder\" > \"$fleet_lock\"\n"
+        "  trap 'rm -f -- \"$fleet_lock.held\"' EXIT\n"
+        "  printf '%s\\n' \"$fleet_holder\" > \"$fleet_lock.held\"\n"
         "else\n"
         + _MKDIR_LOCK +
         "fi\n"
+        f"[ -z \"$fleet_stale\" ] || printf '%s %s\\n' {TAKEOVER} \"$(printf '%s' \"$fleet_stale\" | head -n 1)\"\n"
         + (STOP_WITH_CONNECTION if not isinstance(conn, LocalConnection) else "")
         + script
     )
@@ -92,7 +101,7 @@ _MKDIR_LOCK = (
     "    if [ -n \"$2\" ] && [ -d /proc/self ]; then [ \"$(fleet_start \"$1\")\" = \"$2\" ]; "
     "else kill -0 \"$1\" 2>/dev/null; fi\n"
     "  }\n"
-    "  fleet_lockd=\"$fleet_lock.d\"; fleet_me=\"$$ $(fleet_start $$)\"; fleet_got=\n"
+    "  fleet_lockd=\"$fleet_lock.d\"; fleet_me=\"$$ $(fleet_start $$)\"; fleet_got=; fleet_stale=\n"
     "  for fleet_try in 1 2 3; do\n"
     "    if mkdir -- \"$fleet_lockd\" 2>/dev/null; then\n"
     "      trap 'rm -rf -- \"$fleet_lockd\"' EXIT\n"
@@ -105,13 +114,23 @@ _MKDIR_LOCK = (
     "    if [ -z \"$fleet_owner\" ] || fleet_alive \"$fleet_owner\"; then break; fi\n"
     "    fleet_aside=\"$fleet_lockd.stale.$$\"\n"
     "    mv -- \"$fleet_lockd\" \"$fleet_aside\" 2>/dev/null || continue\n"
-    "    if [ \"$(cat -- \"$fleet_aside/pid\" 2>/dev/null)\" = \"$fleet_owner\" ]; then rm -rf -- \"$fleet_aside\"; "
+    "    if [ \"$(cat -- \"$fleet_aside/pid\" 2>/dev/null)\" = \"$fleet_owner\" ]; then "
+    "fleet_stale=$(head -c 300 -- \"$fleet_aside/holder\" 2>/dev/null) || fleet_stale=\"remote pid ${fleet_owner%% *}\"; "
+    "rm -rf -- \"$fleet_aside\"; "
     "else mv -- \"$fleet_aside\" \"$fleet_lockd\" 2>/dev/null; break; fi\n"
     "  done\n"
     "  if [ -z \"$fleet_got\" ]; then\n"
     f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lockd/holder\" 2>/dev/null)\"; exit {BUSY}\n"
     "  fi\n"
 )
+
+
+def taken_over(line: str) -> str | None:
+    """The note for a TAKEOVER line of wrap()'s output: who left the lock; None for any other line."""
+    if not line.startswith(TAKEOVER):
+        return None
+    who = "".join(ch for ch in line[len(TAKEOVER):].strip() if ch.isprintable()) or "an earlier fleet apply"
+    return f"note: took over the apply lock left by {who}, which ended without releasing it"
 
 
 def holder(stdout: str) -> str | None:

@@ -1,9 +1,11 @@
 """The apply lock on a real sshd host whose image has no flock(1), as busybox images have none: the mkdir
 lock refuses a second apply naming the holder, and a holder killed outright (no trap ran) leaves a stale lock
-that the next apply takes over. flock is hidden by moving it off the host's PATH (its overlay only)."""
+that the next apply takes over. flock is hidden by moving it off the host's PATH (its overlay only). With flock
+(every other host): a holder killed outright is named, once, by the apply that takes the lock over (issue 26)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -30,7 +32,7 @@ def no_flock_host(lab):
 
 def role(tmp_path):
     path = tmp_path / "roles" / "marker" / "role.yaml"
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("tasks:\n  - name: a marker file\n    file: {path: /root/fleet-lock-marker, content: \"x\\n\"}\n")
     return load_role(path)
 
@@ -71,9 +73,55 @@ def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_ta
     assert not thread.is_alive()
     assert poll(lab, f"test -d {LOCK} && echo stale") == "stale"
 
+    left_by = poll(lab, f"cat {LOCK}/holder 2>/dev/null")
+    notes = []
+    setup = Setup([role(tmp_path)], facts_dir=tmp_path / "facts", progress=lambda h, m: notes.append(m))
     with lab.connect(HOST) as conn:
         report = converge(conn, host, setup)
         assert not report.failed and report.count("changed") == 1, report
         assert conn.run(f"test -e {LOCK} || echo released").stdout == "released\n"
+        assert [n for n in notes if n.startswith("note: took over")] == [
+            f"note: took over the apply lock left by {left_by}, which ended without releasing it"]
         again = converge(conn, host, setup)                                    # converged: zero changes
         assert not again.failed and again.count("changed") == 0
+
+
+HELD = "/var/lib/fleet/apply.lock.held"
+
+
+def test_a_holder_killed_outright_is_named_once_by_the_apply_that_takes_its_lock(lab, tmp_path):
+    """flock's lock is free the moment its holder dies; the note comes from the holder's mark, which only its
+    EXIT trap removes: the host is asked that the holder is dead and the mark there, then that it is gone."""
+    lab.reset([HOST])
+    host = lab.inventory.hosts[HOST]
+    held = {}
+
+    def hold():
+        with lab.connect(HOST) as conn:
+            held["result"] = conn.run(hostlock.wrap("echo held; sleep 120", conn))
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    left_by = poll(lab, f"cat {HELD} 2>/dev/null")
+    remote = re.search(r"remote pid (\d+), since ", left_by)
+    assert left_by.startswith("fleet apply from ") and remote, left_by
+    with lab.connect(HOST) as conn:
+        assert conn.run(f"kill -KILL -- -{remote[1]}").ok          # the whole session, as a crash would: no trap
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    with lab.connect(HOST) as conn:                                 # the host: holder dead, lock free, mark left
+        assert conn.run(f"kill -0 {remote[1]} 2>/dev/null || echo dead").stdout == "dead\n"
+        assert conn.run("flock -n /var/lib/fleet/apply.lock echo free").stdout == "free\n"
+        assert conn.run(f"cat {HELD}").stdout.strip() == left_by
+
+    notes = []
+    setup = Setup([role(tmp_path)], facts_dir=tmp_path / "facts", progress=lambda h, m: notes.append(m))
+    with lab.connect(HOST) as conn:
+        report = converge(conn, host, setup)
+        assert not report.failed and report.count("changed") == 1, report
+        assert conn.run("cat /root/fleet-lock-marker").stdout == "x\n"
+        assert conn.run(f"test -e {HELD} || echo released").stdout == "released\n"
+        again = converge(conn, host, setup)                          # converged, and the note is not repeated
+        assert not again.failed and again.count("changed") == 0
+    assert [n for n in notes if n.startswith("note: took over")] == [
+        f"note: took over the apply lock left by {left_by}, which ended without releasing it"]

@@ -70,6 +70,7 @@ RTX5090 = {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "570.133.20"
 B200 = {"gpus": [("NVIDIA B200", "10.0")]}
 JP5 = {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10", "os_version": "20.04"}
 GB200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "580.95.05"}
+JP60 = {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}, "driver": "540.3.0"}
 
 
 def wheel(torch: str, index: str, cuda: str) -> dict:
@@ -133,9 +134,41 @@ RULES = [
      ["JetPack 5.1.2", "CUDA 11.4", "reflash it with JetPack 6.2"]),
     ("JetPack 5.1.2 following the old advice cuda_version=12.6: the same refusal", "orin-jp6", JP5,
      {"cuda_version": "12.6"}, True, ["reflash it with JetPack 6.2"]),
-    ("JetPack 6.0 ships CUDA 12.2, 6.2 ships 12.6", "orin-jp6",
-     {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}}, {}, True,
-     ["gives CUDA 12.2", "set cuda_version=12.6 to bring cuda-compat"]),
+    ("JetPack 5.1.2 asked its own cuda_version=11.4: the reflash refusal, not 'unknown'", "orin-jp6", JP5,
+     {"cuda_version": "11.4"}, True,
+     ["reflash it with JetPack 6.2", "jp5/cu114", "torch 2.2.0 at newest, for Python 3.8", "serves only CUDA 11.4"]),
+    ("cuda_version=11.4 on an H100: refused with a release fleet plans", "h100-pod-570", {},
+     {"cuda_version": "11.4"}, True, ["CUDA 11.4 is the CUDA JetPack 5.x ships", "set cuda_version=13.0"]),
+    ("cuda_version=11.4 beside a cu128 index: the index's CUDA offered", "h100-pod-570", {},
+     wheel("2.8.0", "cu128", "11.4"), True, ["set cuda_version=12.8"]),
+    # JetPack 6.0 (L4T R36.3) ships CUDA 12.2: its own CUDA, and torch from the index built for it (jp6/cu122)
+    ("JetPack 6.0 by default: CUDA 12.2 from its own repository, torch 2.4.0 from jp6/cu122", "orin-jp6", JP60, {},
+     False, ["torch 2.4.0 from https://pypi.jetson-ai-lab.io/jp6/cu122"]),
+    ("JetPack 6.0 named only by L4T R36.3: the same", "orin-jp6",
+     {**JP60, "jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": None}}, {}, False,
+     ["torch 2.4.0 from https://pypi.jetson-ai-lab.io/jp6/cu122"]),
+    ("JetPack 6.0 asking CUDA 12.6: its repository has none, its own 12.2 offered", "orin-jp6", JP60,
+     {"cuda_version": "12.6"}, True,
+     ["serves no other CUDA", "cuda-tegra-repo-ubuntu2204-12-6-local", "set cuda_version=12.2"]),
+    ("JetPack 6.0 asked torch 2.11.0: jp6/cu122 serves 2.4.0 at newest", "orin-jp6", JP60,
+     {"torch_version": "2.11.0"}, True, ["serves torch 2.4.0 at newest", "set torch_version=2.4.0"]),
+    ("JetPack 6.0 given the jp6/cu126 index: its own index offered, not cuda-compat", "orin-jp6", JP60,
+     {"torch_index_url": "https://pypi.jetson-ai-lab.io/jp6/cu126"}, True,
+     ["gives CUDA 12.2", "set torch_index_url=https://pypi.jetson-ai-lab.io/jp6/cu122"]),
+    ("JetPack 6.0 given jp6/cu126 and torch 2.11.0: both in the one fix", "orin-jp6", JP60,
+     {"torch_index_url": "https://pypi.jetson-ai-lab.io/jp6/cu126", "torch_version": "2.11.0"}, True,
+     ["set torch_index_url=https://pypi.jetson-ai-lab.io/jp6/cu122 and torch_version=2.4.0"]),
+    # JetPack 6.1/6.2 (L4T R36.4) ship CUDA 12.6: no CUDA 12.8 from their repository, and no cuda-compat for it
+    ("JetPack 6.2 asking CUDA 12.8: refused, 12.6 offered (it was planned with cuda-compat)", "orin-jp6", {},
+     {"cuda_version": "12.8"}, True,
+     ["JetPack 6.2 ships CUDA 12.6", "cuda-tegra-repo-ubuntu2204-12-8-local", "set cuda_version=12.6"]),
+    ("JetPack 6.2 asking CUDA 12.9: no cuda-tegra installer is known for it either", "orin-jp6", {},
+     {"cuda_version": "12.9"}, True, ["CUDA 12.9 for Tegra comes from no repository fleet knows", "set cuda_version=12.6"]),
+    ("JetPack 6.1 by default: CUDA 12.6, torch from jp6/cu126", "orin-jp6",
+     {"jetson": {"l4t": "36.4", "l4t_full": "36.4.0", "jetpack": "6.1"}}, {}, False,
+     ["torch 2.11.0 from https://pypi.jetson-ai-lab.io/jp6/cu126"]),
+    ("Thor on JetPack 7.1: CUDA 13.0, planned", "thor", {"jetson": {"l4t": "38.4", "jetpack": "7.1"}}, {}, False,
+     ["torch 2.11.0 from https://download.pytorch.org/whl/cu130"]),
 ]
 
 
@@ -153,3 +186,37 @@ def test_rule(label, name, change, variables, refused, phrases):
         assert re.search(r"reflash|install|reboot|reload", d.refuse), d.refuse
     if refused and fix:   # the offered fix, fed back, is accepted
         assert decide(matrix.varied(name, change), {**variables, **fix}).refuse is None
+
+
+def test_a_cuda_no_jetpack_ships_and_no_driver_table_row_is_still_unknown():
+    from fleet.decide import VariableError
+    with pytest.raises(VariableError, match="not a CUDA release fleet knows"):
+        decide(matrix.record("h100-pod-570"), {"cuda_version": "11.8"})
+
+
+@pytest.mark.parametrize(("jetpack", "l4t", "cuda", "index"), [
+    ("5.1.2", None, "11.4", "jp5/cu114"), (None, "35.4", "11.4", "jp5/cu114"), ("6.0", "36.3", "12.2", "jp6/cu122"),
+    (None, "36.3", "12.2", "jp6/cu122"), ("6.1", "36.4", "12.6", "jp6/cu126"), (None, "36.4", "12.6", "jp6/cu126"),
+    ("6.2", "36.4", "12.6", "jp6/cu126"), ("6.2.1", "36.4", "12.6", "jp6/cu126"), ("7.1", "38.4", "13.0", "sbsa/cu130"),
+])
+def test_each_jetpack_release_with_its_cuda_and_its_torch_index(jetpack, l4t, cuda, index):
+    from fleet.decide.jetson import jetpack_of
+    jp = jetpack_of(l4t, jetpack, "")
+    assert (jp.cuda, jp.index_url) == (cuda, f"https://pypi.jetson-ai-lab.io/{index}")
+
+
+@pytest.mark.parametrize(("label", "facts", "variables"),
+                         [s for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")],
+                         ids=[s[0] for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")])
+def test_a_planned_jetson_runs_its_jetpacks_own_cuda_with_the_index_built_for_it(label, facts, variables):
+    """A JetPack's apt repository serves only its own CUDA (fleet/decide/platforms.py JETPACK_RELEASES): every
+    planned Jetson answer wants that CUDA, no cuda-compat, and a Jetson-index torch built for that CUDA."""
+    from fleet.decide.host import read_host
+    from fleet.decide.torch_wheel import index_cuda
+    d = decide(facts, variables)
+    if d.refuse:
+        return
+    own = read_host(facts).jetson.cuda
+    assert d.cuda.wanted == own and not d.compat.use, (d.cuda.reason, d.compat.reason)
+    if d.torch.source == "jetson":
+        assert index_cuda(d.torch.index_url) == own, d.torch.reason

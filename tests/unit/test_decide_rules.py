@@ -103,9 +103,11 @@ RULES = [
         says={"refuse": ["SBSA", "torch_source=jetson", "jp6/cu126"]}),
     Row("orin: CUDA 13 refused (it comes with JetPack 7)", "orin-jp6", vars={"cuda_version": "13.0"},
         says={"refuse": ["JetPack 6", "cuda_version=12.6"]}),
-    Row("orin: CUDA 12.8 through cuda-compat (forward compatibility covers Jetson)", "orin-jp6",
-        vars={"cuda_version": "12.8"}, equal={"refuse": None, "compat.use": True},
-        says={"compat.reason": ["Jetson boards", "cuda-compat-12-8"]}),
+    # JetPack 6.2's apt repository serves only CUDA 12.6; CUDA 12.8 (and its cuda-compat) for Tegra comes only from
+    # NVIDIA's cuda-tegra local installer, which fleet does not install (issue 24; it was planned with compat)
+    Row("orin: CUDA 12.8 refused (JetPack 6.2's repository serves 12.6 only), 12.6 offered", "orin-jp6",
+        vars={"cuda_version": "12.8"}, equal={"compat.use": False},
+        says={"refuse": ["serves no other CUDA", "cuda-tegra-repo-ubuntu2204-12-8-local", "cuda_version=12.6"]}),
     Row("orin: an old record calling it jetson-thor is read by its L4T", "orin-jp6",
         patch={"platform": "jetson-thor"}, equal={"torch.index_url": "https://pypi.jetson-ai-lab.io/jp6/cu126", **OFF}),
     Row("thor: JetPack 7.0 ships 13.0, no compat", "thor", equal={"refuse": None, **OFF},

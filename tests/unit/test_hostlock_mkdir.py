@@ -80,8 +80,11 @@ def test_a_killed_holder_leaves_a_stale_lock_that_is_taken_over(no_flock, isolat
     os.killpg(first.pid, signal.SIGKILL)                 # no trap runs: the directory stays
     first.wait(timeout=30)
     assert (lock_dir(isolated_home) / "pid").read_text().split()[0] == str(first.pid)
+    left_by = (lock_dir(isolated_home) / "holder").read_text().strip()
     taken = second(no_flock)
-    assert (taken.returncode, taken.stdout) == (0, "second ran\n"), taken.stderr
+    # one line names whose lock it took over (issue 26), then the script runs
+    assert (taken.returncode, taken.stdout) == (0, f"{hostlock.TAKEOVER} {left_by}\nsecond ran\n"), taken.stderr
+    assert f"remote pid {first.pid}, since " in hostlock.taken_over(taken.stdout.splitlines()[0])
     assert not lock_dir(isolated_home).exists()
     assert not list(lock_dir(isolated_home).parent.glob("apply.lock.d.stale.*"))
 
@@ -105,7 +108,8 @@ def test_a_lock_is_stale_only_when_its_process_is_gone(no_flock, isolated_home, 
         assert hostlock.holder(result.stdout) == "fleet apply from elsewhere (pid 1), remote pid 2, since then"
         assert lock.exists()
     else:
-        assert (result.returncode, result.stdout) == (0, "second ran\n")
+        assert (result.returncode, result.stdout) == (
+            0, f"{hostlock.TAKEOVER} fleet apply from elsewhere (pid 1), remote pid 2, since then\nsecond ran\n")
         assert not lock.exists()
 
 

@@ -97,9 +97,11 @@ def test_an_orin_on_jetpack_5_is_refused_in_one_sentence_with_a_fix():
     assert record["jetson"]["l4t"] == "35.4" and record["platform"] == "jetson-orin"
     refusal = decide(record).refuse
     assert refusal == ("this Jetson runs L4T R35.4, which ships CUDA 11.4 and Python 3.8 on Ubuntu 20.04, older "
-                       "than fleet plans for (Orin on JetPack 6 (L4T R36): no Jetson torch index serves it and its "
-                       "apt repository has no CUDA 12): reflash it with JetPack 6.2 (L4T R36.4) using NVIDIA SDK "
-                       "Manager, then run `fleet facts` and fleet again")
+                       "than fleet plans for (Orin on JetPack 6 (L4T R36); its torch would be jp5/cu114's builds "
+                       "(torch 2.2.0 at newest, for Python 3.8), its apt repository serves only CUDA 11.4, and CUDA "
+                       "11.8 and 12.2 for it come only from NVIDIA's cuda-tegra local installers, which fleet does "
+                       "not install): reflash it with JetPack 6.2 (L4T R36.4) using NVIDIA SDK Manager, then run "
+                       "`fleet facts` and fleet again")
     assert ". " not in refusal and not refusal.endswith(".")          # one sentence
 
 
@@ -169,6 +171,7 @@ PLATFORM_WORD = re.compile(r"(?<![\w./-])((?:jetson|dgx|igx|drive|grace|tegra)-[
 # Words of that shape that are not platforms, each with why.
 NOT_PLATFORMS = {
     "jetson-ai-lab": "the Jetson AI Lab index's host name (is_jetson_index)",
+    "jetson-containers": "dusty-nv/jetson-containers, a repository cited as a source (JETPACK_RELEASES)",
 }
 TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".j2", ".sh", ".txt", ".json", ".toml", ".cfg", ".md"}
 
