@@ -14,7 +14,7 @@ from typing import Callable
 
 from fleet.errors import HostError
 from fleet.inventory import Host
-from fleet.shell import exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
+from fleet.shell import NO_GZIP, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
 from fleet.connection.capture import OutputCallback
 
 
@@ -76,6 +76,7 @@ class Connection:
     def __init__(self, host: Host):
         self.host = host
         self.remote_commands = 0
+        self.gzip = True    # long scripts travel gzipped until the host says it has no gzip
         self.on_command: Callable[[str, str], None] | None = None
 
     @property
@@ -88,11 +89,19 @@ class Connection:
         """Run a bash script; never raises for a non-zero exit (see Result.exit). `sudo`: the script wants root
         (it runs under sudo only where shell.needs_sudo says so: not when the user is root already)."""
         body = exports(env) + script
-        command = wrap_bash(body, sudo=needs_sudo(sudo, self.is_root), remote=True)
+        root = needs_sudo(sudo, self.is_root)
         self.remote_commands += 1
         started = time.monotonic()
         streams = {"on_error": on_error} if on_error else {}   # stderr's lines as they come (fleet run)
-        result = self._exec(command, stdin=stdin_for(body), timeout=timeout, on_output=on_output, **streams)
+        result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=self.gzip),
+                            stdin=stdin_for(body, compress=self.gzip), timeout=timeout, on_output=on_output, **streams)
+        if result.exit == 125 and self.gzip and NO_GZIP in result.stderr:
+            # it stopped before reading the script: send it again as it is, and so from now on to this host
+            self.gzip = False
+            self.remote_commands += 1
+            result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=False),
+                                stdin=stdin_for(body, compress=False), timeout=timeout, on_output=on_output,
+                                **streams)
         if self.on_command:
             self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
                             f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")

@@ -41,11 +41,13 @@ _MAYBE = re.compile(r"(?i)token|pass|secret|key|credential|authorization|bearer|
 
 def scrub_text(text: str) -> str:
     """Mask what looks like a secret: "HF_TOKEN=hf_abc..." -> "HF_TOKEN=***"; GPU UUIDs and paths survive."""
-    if not _MAYBE.search(text):
-        return text
     if len(text) <= _CACHED_LENGTH:
         return _scrub_short(text)
-    return _scrub_all(text)
+    return _scrub_checked(text)
+
+
+def _scrub_checked(text: str) -> str:
+    return _scrub_all(text) if _MAYBE.search(text) else text
 
 
 def _scrub_all(text: str) -> str:
@@ -54,10 +56,10 @@ def _scrub_all(text: str) -> str:
     return text
 
 
-# Hosts of one fleet repeat the same strings (reasons, paths, package lists): each distinct short one is
-# scrubbed once per run, not once per host.
+# Hosts of one fleet repeat the same strings (reasons, paths, versions, package lists): each distinct short one
+# is looked at once per run, not once per host.
 _CACHED_LENGTH = 4096
-_scrub_short = functools.lru_cache(maxsize=16384)(_scrub_all)
+_scrub_short = functools.lru_cache(maxsize=65536)(_scrub_checked)
 
 
 def _masker(pattern: re.Pattern):

@@ -148,3 +148,39 @@ def test_sudo_wraps_only_when_not_root(local, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     res = local.run("echo $((1 + 1))", sudo=True)  # as root: no sudo (which may not even be installed)
     assert (res.exit, res.stdout) == (0, "2\n")
+
+
+def _long(tail: str) -> str:
+    return "".join(f"# line {i} of a long probe\n" for i in range(2000)) + tail
+
+
+def test_a_long_script_travels_gzipped_and_runs(local):
+    import base64
+
+    script = _long('echo "ünï $((6 * 7))"; exit 3\n')
+    raw = base64.encodebytes(script.encode())
+    assert len(stdin_for(script)) * 4 < len(raw)          # what travels is a fraction of the script
+    assert "gzip -dc" in wrap_bash(script) and "gzip" not in wrap_bash("echo short")
+    res = local.run(script)
+    assert (res.exit, res.stdout, res.stderr) == (3, "ünï 42\n", "")
+    assert local.remote_commands == 1
+
+
+def test_a_host_without_gzip_is_sent_the_script_as_it_is(tmp_path, monkeypatch):
+    """busybox images may lack gzip: the host says so before reading the script, and it is sent again
+    uncompressed, then never compressed again on that connection."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "head", "base64", "cat", "touch"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    conn = LocalConnection(Host("here", connection="local"))
+    assert conn.run("command -v gzip || echo none").stdout == "none\n"   # this "host" really has no gzip
+    ran = tmp_path / "ran"
+    res = conn.run(_long(f"touch {ran}; echo once\n"))
+    assert (res.exit, res.stdout) == (0, "once\n") and ran.exists()
+    assert conn.remote_commands == 3 and conn.gzip is False      # the refused gzipped try counts
+    assert conn.run(_long("echo again\n")).stdout == "again\n"
+    assert conn.remote_commands == 4
