@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
         print_role_origins(reporter, hosts, by_host)
     started = time.time()
     live = None if args.json else LiveHosts(reporter, show_diff=args.diff, check=args.check)
-    with reporter.heartbeat():
+    with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line per running host
         outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
                             forks=args.forks, debug=env.debug, on_done=live)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check,

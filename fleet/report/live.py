@@ -1,0 +1,71 @@
+"""Rich's live display of the hosts still running (issue 25), where a person watches a terminal.
+
+    with reporter.heartbeat(live=True):    # Reporter picks this where stdout and stderr are both a terminal
+        on_hosts(...)
+
+Below the lines already printed, one status line per host still running: its current step and how long that
+step has run ("pod-570 torch: pip install torch==2.11.0 into /opt/fleet/venv 12s", with the step's latest output
+line dimmed after it). A step quiet for the heartbeat's period reads "...: still running, 1m30s", the words a
+pipe gets as a heartbeat line. When a host ends its status line goes and its result lines are printed above
+(report/apply.LiveHosts); when the block ends the region is erased, so the screen keeps only printed lines.
+
+While it runs, everything the Reporter prints goes through the live console (printed above the region, never
+through it): the step lines as before, not each line of a step's own output (the status line shows the latest).
+In a pipe or a file none of this exists: plain lines and heartbeat lines, as before (report.__init__._Heartbeat).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Group
+from rich.live import Live
+from rich.text import Text
+
+
+class LiveStatus:
+    def __init__(self, reporter, every: float):
+        self.reporter = reporter
+        self.every = every
+        self.live = Live(self, console=reporter.env.console, refresh_per_second=4, transient=True,
+                         redirect_stdout=False, redirect_stderr=False)
+
+    def __enter__(self) -> "LiveStatus":
+        self.live.start()
+        self.reporter._live = self.live.console   # the Reporter's stderr lines now print above the region
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.live.stop()    # transient: the status lines are erased; the printed lines stay
+        finally:
+            self.reporter._live = None
+
+    def __rich__(self):
+        """The status lines, rendered by the live thread. It never takes the Reporter's lock (a host thread may
+        hold it while printing, which waits for the live thread): a copy of each entry is read instead."""
+        now = time.monotonic()
+        width = self.reporter.env.console.width
+        lines = []
+        for host, state in list(self.reporter.running.items()):
+            step, began, heard = tuple(state[:3])
+            line = Text(no_wrap=True, overflow="ellipsis")
+            line.append(host, style="bold")
+            line.append(f" {step}")
+            elapsed = _elapsed(now - began)
+            if now - heard >= self.every:
+                line.append(f": still running, {elapsed}", style="yellow")
+            else:
+                line.append(f" {elapsed}", style="cyan")
+                said = self.reporter.latest.get(host)
+                if said:
+                    line.append(f"  {said}", style="dim")
+            line.truncate(max(10, width - 1), overflow="ellipsis")
+            lines.append(line)
+        return Group(*lines)
+
+
+def _elapsed(seconds: float) -> str:
+    from fleet.report import _elapsed as elapsed
+
+    return elapsed(seconds)
