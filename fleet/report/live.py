@@ -49,18 +49,20 @@ class LiveStatus:
         lines = []
         for host, state in list(self.reporter.running.items()):
             step, began, heard = tuple(state[:3])
+            elapsed = _elapsed(now - began)
+            quiet = now - heard >= self.every
+            time_text = f": still running, {elapsed}" if quiet else f" {elapsed}"
+            # one terminal line each, never wrapped: the step is cut to leave room for the time, then the latest
+            # output line gets what is left
+            room = max(8, width - 1 - len(host) - 1 - len(time_text))
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append(host, style="bold")
-            line.append(f" {step}")
-            elapsed = _elapsed(now - began)
-            if now - heard >= self.every:
-                line.append(f": still running, {elapsed}", style="yellow")
-            else:
-                line.append(f" {elapsed}", style="cyan")
-                said = self.reporter.latest.get(host)
-                if said:
-                    line.append(f"  {said}", style="dim")
-            line.truncate(max(10, width - 1), overflow="ellipsis")
+            line.append(" " + (step if len(step) <= room else step[:room - 1] + "…"))
+            line.append(time_text, style="yellow" if quiet else "cyan")
+            said = None if quiet else self.reporter.latest.get(host)
+            left = width - 1 - len(line) - 2
+            if said and left > 8:
+                line.append("  " + (said if len(said) <= left else said[:left - 1] + "…"), style="dim")
             lines.append(line)
         return Group(*lines)
 
