@@ -18,7 +18,7 @@ the others. A converged host costs one remote command and shows zero changes.
   fleet apply inventories/lab.yaml --check --detailed-exitcode   exit 2 while changes are pending
 
 Output: one line per host that needs nothing ("pod-a: in state (12 ok, 13 skipped) 0.3 s"), one line per
-change, then the recap; -v adds the tasks in state, the skipped ones with their conditions, and each change's
+change, then the recap; -v adds the tasks in state, the skipped ones with why in plain words, and each change's
 whole reason. --check ends with each host's plan ("pod-a: 3 to change, 12 in state"), counted as the apply
 that follows will count it.
   fleet apply inventories/pods.yaml --limit pod-1 --diff
