@@ -105,7 +105,10 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     if result.existing:
         rows.append(("inventory", f"already in {where} as {result.name}; left as it was"))
     elif result.added:
-        rows.append(("inventory", f"added to {where} as {result.name}"))
+        kept = [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in result.target.vars.items()]
+        kept += [f"cuda_keyring_pins for {len(result.target.pins)} URL(s)"] if result.target.pins else []
+        rows.append(("inventory", f"added to {where} as {result.name}"
+                     + (f", with its vars: {', '.join(kept)}" if kept else "")))
     else:
         rows.append(("inventory", f"not added to {where} (nothing written)"))
     rows.append(("host key", result.host_key or "already known"))
