@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     for roles in by_host.values():
         setups.setdefault(tuple(r.name for r in roles), Setup(
             roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
-            force_verify=force_verify))
+            force_verify=force_verify, on_task=reporter.on_task))
 
     def converge(conn, host):
         return converge_host(conn, host, setups[tuple(r.name for r in by_host[host.name])])

@@ -71,7 +71,8 @@ def run(args: argparse.Namespace, env) -> int:
     values = _common.overrides(args, _roles_path(inventory))    # bad input: exit 2, nothing touched
     with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line while it runs
         result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
-                           connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values)
+                           connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values,
+                           on_task=reporter.on_task)
     print_result(reporter, result, json_out=args.json)
     return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
 

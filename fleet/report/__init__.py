@@ -61,6 +61,7 @@ class Reporter:
         self.steps: dict[str, list[str]] = {}   # per host, the steps announced so far (the partial recap)
         self.running: dict[str, list] = {}      # per host in a step: [the step, when it began, when last heard]
         self.latest: dict[str, str] = {}        # per host in a step: the step's latest output line (live display)
+        self.tasks: dict[str, dict[str, float]] = {}   # per host, the apply tasks in flight: line -> when begun
         self._live = None                       # the live display's console while it runs (fleet/report/live.py)
 
     @property
@@ -74,6 +75,8 @@ class Reporter:
         now = time.monotonic()
         with self._lock:
             if not message.startswith(" "):   # indented lines are a step's own output, not a step
+                if terminal_safe(message) not in self.tasks.get(host, {}):
+                    self.tasks.pop(host, None)   # a step of another kind: the apply's tasks are over
                 self.steps.setdefault(host, []).append(terminal_safe(message))
                 self.running[host] = [terminal_safe(message), now, now]
                 self.latest.pop(host, None)
@@ -85,11 +88,21 @@ class Reporter:
             if not self.quiet:
                 self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
 
+    def on_task(self, host: str, event: str, line: str) -> None:
+        """An apply task began or ended on the host (engine.apply's on_task): the live display names the ones in
+        flight, since independent chains run at once (the last step announced is not the only one running)."""
+        with self._lock:
+            if event == "begin":
+                self.tasks.setdefault(host, {})[terminal_safe(line)] = time.monotonic()
+            else:
+                self.tasks.get(host, {}).pop(terminal_safe(line), None)
+
     def finished(self, host: str) -> None:
         """The host's run ended: no more heartbeats for it."""
         with self._lock:
             self.running.pop(host, None)
             self.latest.pop(host, None)
+            self.tasks.pop(host, None)
 
     def heartbeat(self, every: float | None = None, *, live: bool = False):
         """While the block runs, a host whose step has printed nothing for `every` seconds gets a line saying

@@ -5,7 +5,8 @@
 
 Below the lines already printed, one status line per host still running: its current step and how long that
 step has run ("pod-570 torch: pip install torch==2.11.0 into /opt/fleet/venv 12s", with the step's latest output
-line dimmed after it). A step quiet for the heartbeat's period reads "...: still running, 1m30s", the words a
+line dimmed after it). While apply's chains run at once, the step is the task in flight longest and how many run
+beside it ("... 12s (+1 more)"), from the tasks' begin and end markers (Reporter.on_task). A step quiet for the heartbeat's period reads "...: still running, 1m30s", the words a
 pipe gets as a heartbeat line. When a host ends its status line goes and its result lines are printed above
 (report/apply.LiveHosts); when the block ends the region is erased, so the screen keeps only printed lines.
 
@@ -49,9 +50,13 @@ class LiveStatus:
         lines = []
         for host, state in list(self.reporter.running.items()):
             step, began, heard = tuple(state[:3])
+            tasks = sorted(dict(self.reporter.tasks.get(host) or {}).items(), key=lambda item: item[1])
+            if tasks:   # chains at once: the task in flight longest, and how many run beside it
+                step, began = tasks[0]
             elapsed = _elapsed(now - began)
             quiet = now - heard >= self.every
-            time_text = f": still running, {elapsed}" if quiet else f" {elapsed}"
+            time_text = (f": still running, {elapsed}" if quiet else f" {elapsed}") + (
+                f" (+{len(tasks) - 1} more)" if len(tasks) > 1 else "")
             # one terminal line each, never wrapped: the step is cut to leave room for the time, then the latest
             # output line gets what is left
             room = max(8, width - 1 - len(host) - 1 - len(time_text))

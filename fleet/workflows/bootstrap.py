@@ -418,7 +418,8 @@ class BootstrapResult:
 
 def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
               connect_timeout: float = 10.0, known_hosts: Path | None = None,
-              progress: Progress | None = None, overrides: dict | None = None) -> BootstrapResult:
+              progress: Progress | None = None, overrides: dict | None = None,
+              on_task=None) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
     `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds (so the
@@ -465,7 +466,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         with _phase(result, "connect"):
             progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting)")
             conn = connect(host, options)
-        _provision(conn, host, inventory, roles, result, progress)
+        _provision(conn, host, inventory, roles, result, progress, on_task)
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
@@ -479,7 +480,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     return result
 
 
-def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress) -> None:
+def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress,
+               on_task=None) -> None:
     from fleet.engine import Setup, converge
 
     with _phase(result, "facts"):
@@ -493,7 +495,7 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         write_entry(result.inventory, host.name, result.target)
         result.added = True
         progress(host.name, f"added to {result.inventory}")
-    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress))
+    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task))
     result.report, result.facts = report, report.facts
     result.phases["apply"] = round(report.phases.get("probe", 0) + report.phases.get("apply", 0), 3)
     result.phases["verify"] = report.phases.get("verify", 0.0)
