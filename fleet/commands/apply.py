@@ -18,7 +18,7 @@ the others. A converged host costs one remote command and shows zero changes.
   fleet apply inventories/lab.yaml --check --detailed-exitcode   exit 2 while changes are pending
 
 Output: one line per host that needs nothing ("pod-a: in state (12 ok, 13 skipped) 0.3 s"), one line per
-change, then the recap; -v adds the tasks in state, the skipped ones with their conditions, and each change's
+change, then the recap; -v adds the tasks in state, the skipped ones with why in plain words, and each change's
 whole reason. --check ends with each host's plan ("pod-a: 3 to change, 12 in state"), counted as the apply
 that follows will count it.
   fleet apply inventories/pods.yaml --limit pod-1 --diff
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     for roles in by_host.values():
         setups.setdefault(tuple(r.name for r in roles), Setup(
             roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
-            force_verify=force_verify))
+            force_verify=force_verify, on_task=reporter.on_task))
 
     def converge(conn, host):
         return converge_host(conn, host, setups[tuple(r.name for r in by_host[host.name])])
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
         print_role_origins(reporter, hosts, by_host)
     started = time.time()
     live = None if args.json else LiveHosts(reporter, show_diff=args.diff, check=args.check)
-    with reporter.heartbeat():
+    with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line per running host
         outcomes = on_hosts(hosts, converge, options=_common.connect_options(args, reporter),
                             forks=args.forks, debug=env.debug, on_done=live)
     failed = print_apply(reporter, outcomes, json_out=args.json, show_diff=args.diff, check=args.check,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from fleet.commands import _common
 
@@ -16,6 +17,13 @@ A pod that cannot be provisioned (refused by the decisions, disk too small, unre
 
   fleet bootstrap "ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519"
   fleet bootstrap root@203.0.113.10:17322 --name pod-a --inventory inventories/pods.yaml
+
+A pod whose NVIDIA sources come from a mirror that serves its own cuda-keyring .deb (the lab's): --keyring-pins
+FILE (`sha256sum` lines, e.g. the lab's $FLEET_LAB_ROOT/keyring.sha256) pins that .deb for this pod only, written
+into its own entry; every other host keeps fleet's pins for NVIDIA's real keyring.
+
+  fleet bootstrap "ssh root@127.0.1.13 -p 22 -i /var/lib/fleet-lab/id_ed25519" --name lab-pod \\
+      --keyring-pins /var/lib/fleet-lab/keyring.sha256 --inventory inventories/lab-pods.yaml
 """
 
 
@@ -36,6 +44,10 @@ def register(subparsers) -> None:
                         help="keep retrying a pod that does not answer yet, with backoff, this long (default: 300)")
     parser.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="give up one connection attempt after this long (default: 10)")
+    parser.add_argument("--keyring-pins", default=None, metavar="FILE",
+                        help="sha256sum lines (DIGEST  URL) of the cuda-keyring .debs this pod's mirror serves at "
+                             "NVIDIA's URLs (the lab's: $FLEET_LAB_ROOT/keyring.sha256), written into this pod's "
+                             "entry only: other hosts keep fleet's pins")
     _common.add_set(parser)
     _common.add_json(parser)
     parser.set_defaults(func=run)
@@ -50,14 +62,17 @@ def run(args: argparse.Namespace, env) -> int:
     words = list(args.target) + [w for opt in args.ssh_options for w in ("-o", opt)]
     line = words[0] if len(words) == 1 else shlex.join(words)
     target = parse_target(line, port=args.port, key=args.key, cwd=env.cwd)
+    if args.keyring_pins:   # bad input: exit 2, nothing touched
+        target.pins = _pins(env.cwd / os.path.expanduser(args.keyring_pins))
     inventory = env.cwd / (args.inventory or DEFAULT_INVENTORY)
     reporter = _common.reporter_for(args, env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
     values = _common.overrides(args, _roles_path(inventory))    # bad input: exit 2, nothing touched
-    with reporter.heartbeat():
+    with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line while it runs
         result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
-                           connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values)
+                           connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values,
+                           on_task=reporter.on_task)
     print_result(reporter, result, json_out=args.json)
     return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
 
@@ -91,7 +106,10 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     if result.existing:
         rows.append(("inventory", f"already in {where} as {result.name}; left as it was"))
     elif result.added:
-        rows.append(("inventory", f"added to {where} as {result.name}"))
+        kept = [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in result.target.vars.items()]
+        kept += [f"cuda_keyring_pins for {len(result.target.pins)} URL(s)"] if result.target.pins else []
+        rows.append(("inventory", f"added to {where} as {result.name}"
+                     + (f", with its vars: {', '.join(kept)}" if kept else "")))
     else:
         rows.append(("inventory", f"not added to {where} (nothing written)"))
     rows.append(("host key", result.host_key or "already known"))
@@ -127,6 +145,17 @@ def _print_json(reporter, result) -> None:
         (result.facts or {}).get("platform"), "verify": result.verify, "connect": result.target.ssh_line()}
     outcome = Outcome(result.name, remote_commands=result.remote_commands, seconds=result.seconds)
     reporter.json({result.name: host}, {result.name: outcome})
+
+
+def _pins(path):
+    from fleet.errors import InputError
+    from fleet.inventory import read_keyring_pins
+
+    pins = read_keyring_pins(path, fix="fix the --keyring-pins path (the lab's is $FLEET_LAB_ROOT/keyring.sha256)")
+    if not pins:
+        raise InputError(f"--keyring-pins {path} holds no 'SHA256  https://URL' line; give the file the mirror wrote "
+                         "(the lab's is $FLEET_LAB_ROOT/keyring.sha256)")
+    return pins
 
 
 def _roles_path(inventory):

@@ -48,7 +48,7 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     if setup.check_mode or not planned.to_apply:
         return _finish(conn, host, setup, first, planned.entries, phases)
     with clock("apply"):
-        applied = apply(conn, host, planned, setup.progress)
+        applied = apply(conn, host, planned, setup.progress, on_task=setup.on_task)
     if applied.held_by:
         raise HostError(f"{host.name}: another apply is running on this host ({applied.held_by}); nothing was "
                         "changed. Wait for it to finish, then run again")

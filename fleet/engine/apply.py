@@ -49,7 +49,10 @@ class Applied:
     timings: Mapping[str, Timing] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
 
-def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str], None]) -> Applied:
+def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str], None],
+          on_task: Callable[[str, str, str], None] | None = None) -> Applied:
+    """`on_task(host, "begin" | "end", line)`: each task's start and end, named by its progress line (the chains
+    run at once: the live display shows what is in flight)."""
     by_id = {t.id: t for t in plan.to_apply}
     laid = chains.layout(plan.to_apply)
     several = len(laid.chains) > 1
@@ -67,8 +70,12 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
         task = by_id.get(task_id)
         if task is None:
             return
-        if kind == "begin":
-            progress(host.name, f"{task.spec.role}: {task.resource.describe()}")
+        if kind in ("begin", "end"):
+            step = f"{task.spec.role}: {task.resource.describe()}"
+            if on_task:
+                on_task(host.name, kind, step)
+            if kind == "begin":
+                progress(host.name, step)
         elif kind == "out":
             # a line redrawn with \r (apt's, pip's progress): its last state, as a terminal shows it
             text = reader.runs[task_id].lines[-1].rstrip("\r").rsplit("\r", 1)[-1].strip()

@@ -131,8 +131,9 @@ def reads_readings(roles) -> bool:
     import json
 
     for role in roles:
-        texts = [role.when or "", getattr(role, "why", None) or "",
-                 json.dumps([role.defaults, [[t.when, t.params, t.name] for t in role.tasks]], default=str)]
+        texts = [role.when or "", getattr(role, "why", None) or "", getattr(role, "why_skipped", None) or "",
+                 json.dumps([role.defaults, [[t.when, t.params, t.name, getattr(t, "why_skipped", None)]
+                                             for t in role.tasks]], default=str)]
         templates = role.path.parent / "templates"
         if templates.is_dir():
             texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(templates.rglob("*"))

@@ -35,8 +35,9 @@ def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = Non
     this run (a task failed earlier): its entry says so, and no record is kept, none is written.
 
     In check mode an assertion is counted as the apply that follows will count it, never as a change: with
-    `pending` changes planned, apply judges it only after them (skipped here, saying so); with none, apply
-    judges it on this very state ("failed" where it fails now)."""
+    `pending` changes planned, apply judges it only after them, and counts it "ok" when it passes then (the plan
+    of a run that goes as planned), so it is "ok" here too, its reason saying that it is judged after the changes
+    and what it says now; with none, apply judges it on this very state ("failed" where it fails now)."""
     entries, records = [], []
     providers = observed.decisions_json.get("missing_providers", {}) or {}
     for task in observed.tasks:
@@ -59,7 +60,7 @@ def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = Non
             records.append((task.resource, kept))
             reason = kept.get("summary") or reason
         if check_mode and not result.in_state:
-            status, reason = ("skipped", f"{AFTER_CHANGES} ({pending}); now: {reason}") if pending \
+            status, reason = ("ok", f"{AFTER_CHANGES} ({pending}); now: {reason}") if pending \
                 else ("failed", f"would fail: {reason}")
         entries.append(TaskReport(task.spec.role, task.spec.name, status, reason, id=task.id))
     return Judged(tuple(entries), tuple(records))
@@ -98,7 +99,7 @@ def verify_verdict(observed: Observed, judged: Judged | None, check_mode: bool, 
     if skipped:   # verify ran in the probe that found the failure (nothing to apply): it ran but does not count
         return f"{'not counted' if enabled.id in observed.checks else 'skipped'}: {skipped}"
     entry = next((e for e in (judged.entries if judged else ()) if e.id == enabled.id), None)
-    if entry is not None and entry.status == "skipped" and check_mode and entry.reason.startswith(AFTER_CHANGES):
+    if entry is not None and check_mode and entry.reason.startswith(AFTER_CHANGES):
         return "after the changes"   # what it fails on now is in the entry (-v); apply judges it then
     if entry is None or entry.status == "skipped":
         return f"skipped: {entry.reason if entry else 'not judged'}"

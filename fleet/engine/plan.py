@@ -24,9 +24,13 @@ class TaskReport:
     chain: str | None = None        # where it was applied: its chain (engine/chains.py) and, on the host's clock,
     started: float | None = None    # its start and end in seconds since the apply began (None: it never began)
     ended: float | None = None
+    condition: str | None = None    # skipped: the raw condition ("condition is false: EXPR", "role condition ...");
+                                    # `reason` is its role's plain words where it has them (`why_skipped:`)
 
     def to_json(self) -> dict:
         out = {"role": self.role, "task": self.task, "status": self.status, "reason": self.reason, "diff": self.diff}
+        if self.condition is not None:
+            out["condition"] = self.condition
         if self.chain is not None:
             out.update(chain=self.chain, started=self.started, ended=self.ended)
         return out
@@ -43,7 +47,8 @@ def plan(observed: Observed) -> Plan:
     for task in observed.tasks:
         name, role = task.spec.name, task.spec.role
         if not task.enabled:
-            entries.append(TaskReport(role, name, "skipped", task.skip_reason or "", id=task.id))
+            entries.append(TaskReport(role, name, "skipped", task.skip_reason or "", id=task.id,
+                                      condition=task.skip_condition))
             continue
         if task.resource.judged:
             continue  # judged on the last probe

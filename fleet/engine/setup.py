@@ -24,6 +24,8 @@ class Setup:
     force_verify: str | None = None       # why verify must run whatever its fingerprint says (None: it may not)
     verify_write: bool = True             # write the host's verify record where verify ran
     progress: Progress = field(default=_quiet, compare=False)
+    # (host, "begin" | "end", the task's progress line): which tasks are in flight on the host (the live display)
+    on_task: Callable[[str, str, str], None] | None = field(default=None, compare=False)
     verify_path: str = VERIFY_PATH        # where the host keeps its verify record
 
     def __post_init__(self):

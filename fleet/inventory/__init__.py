@@ -183,6 +183,26 @@ def _connection_defaults(loc, doc: dict, hosts: dict[str, Host], base: Path) -> 
                     host.given = (host.given or frozenset()) | {"key"}
 
 
+def read_keyring_pins(path: Path, *, fix: str) -> dict[str, str]:
+    """A `keyring_pins` file (`sha256sum`'s lines: DIGEST  URL; blank lines and # comments skipped) -> {URL: digest}.
+    Raises InputError naming the file (and line) and `fix` where it cannot be read."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read keyring_pins file {path} ({exc.strerror}); {fix}") from None
+    pins = {}
+    for number, line in enumerate(lines, 1):
+        digest, _, url = line.strip().partition(" ")
+        url = url.strip().lstrip("*")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not url.startswith("https://"):
+            raise InputError(f"{path}:{number} is not 'SHA256  https://URL' (sha256sum's form); fix or remove that "
+                             "line")
+        pins[url] = digest.lower()
+    return pins
+
+
 def _keyring_pins(loc, doc: dict, all_vars: dict, base: Path) -> None:
     """Top-level `keyring_pins: FILE` (`sha256sum`'s lines: DIGEST  URL): the digests of keyring .debs a mirror
     serves at NVIDIA's URLs (the lab writes it, as it writes known_hosts), the variable cuda_keyring_pins
@@ -195,22 +215,10 @@ def _keyring_pins(loc, doc: dict, all_vars: dict, base: Path) -> None:
         return
     path = (base / os.path.expanduser(value)).resolve()
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        loc.problem(("keyring_pins",), f"cannot read keyring_pins file {path} ({exc.strerror}); fix the path "
-                                       "or remove the line")
+        pins = read_keyring_pins(path, fix="fix the path or remove the line")
+    except InputError as exc:
+        loc.problem(("keyring_pins",), str(exc))
         return
-    pins = {}
-    for number, line in enumerate(lines, 1):
-        digest, _, url = line.strip().partition(" ")
-        url = url.strip().lstrip("*")
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not url.startswith("https://"):
-            loc.problem(("keyring_pins",), f"{path}:{number} is not 'SHA256  https://URL' (sha256sum's form); "
-                                           "fix or remove that line")
-            return
-        pins[url] = digest.lower()
     given = all_vars.get("cuda_keyring_pins")
     all_vars["cuda_keyring_pins"] = {**pins, **given} if isinstance(given, dict) else (given or pins)
 

@@ -164,7 +164,8 @@ def names_read(role) -> set[str]:
     from fleet.roles import _JINJA
 
     texts = [f"{{{{ {expr} }}}}" for expr in [role.when, *(t.when for t in role.tasks)] if expr]
-    texts += [role.why or ""] + [s for t in role.tasks for s in [t.name, *_strings(t.params)]]
+    texts += [role.why or "", role.why_skipped or ""] + [s for t in role.tasks
+                                                         for s in [t.name, t.why_skipped or "", *_strings(t.params)]]
     texts += [t.read_text(encoding="utf-8") for t in sorted((role.path.parent / "templates").glob("*"))]
 
     def find() -> set[str]:

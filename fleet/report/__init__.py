@@ -60,39 +60,80 @@ class Reporter:
         self._lock = threading.Lock()
         self.steps: dict[str, list[str]] = {}   # per host, the steps announced so far (the partial recap)
         self.running: dict[str, list] = {}      # per host in a step: [the step, when it began, when last heard]
+        self.latest: dict[str, str] = {}        # per host in a step: the step's latest output line (live display)
+        self.tasks: dict[str, dict[str, float]] = {}   # per host, the apply tasks in flight: line -> when begun
+        self._live = None                       # the live display's console while it runs (fleet/report/live.py)
+
+    @property
+    def _err(self):
+        """Where stderr lines go: the live display's console while it runs (printed above its status lines),
+        else the stderr console."""
+        return self._live or self.env.err_console
 
     def progress(self, host: str, message: str) -> None:
         """One line of progress for a long step; safe from many host threads at once."""
         now = time.monotonic()
         with self._lock:
             if not message.startswith(" "):   # indented lines are a step's own output, not a step
+                if terminal_safe(message) not in self.tasks.get(host, {}):
+                    self.tasks.pop(host, None)   # a step of another kind: the apply's tasks are over
                 self.steps.setdefault(host, []).append(terminal_safe(message))
-                self.running[host] = [message, now, now]
+                self.running[host] = [terminal_safe(message), now, now]
+                self.latest.pop(host, None)
             elif host in self.running:
                 self.running[host][2] = now
+                if self._live is not None:     # the live status line shows it: not a line of its own
+                    self.latest[host] = terminal_safe(last_frame(message)).strip()
+                    return
             if not self.quiet:
-                self.env.err_console.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
+                self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
+
+    def on_task(self, host: str, event: str, line: str) -> None:
+        """An apply task began or ended on the host (engine.apply's on_task): the live display names the ones in
+        flight, since independent chains run at once (the last step announced is not the only one running)."""
+        with self._lock:
+            if event == "begin":
+                self.tasks.setdefault(host, {})[terminal_safe(line)] = time.monotonic()
+            else:
+                self.tasks.get(host, {}).pop(terminal_safe(line), None)
 
     def finished(self, host: str) -> None:
         """The host's run ended: no more heartbeats for it."""
         with self._lock:
             self.running.pop(host, None)
+            self.latest.pop(host, None)
+            self.tasks.pop(host, None)
 
-    def heartbeat(self, every: float | None = None):
+    def heartbeat(self, every: float | None = None, *, live: bool = False):
         """While the block runs, a host whose step has printed nothing for `every` seconds gets a line saying
-        the step still runs and for how long (the torch download, apt), again every `every` seconds of quiet."""
+        the step still runs and for how long (the torch download, apt), again every `every` seconds of quiet.
+        With `live` where stdout and stderr are both a terminal: Rich's live display instead, one status line
+        per running host with its step and elapsed time (fleet/report/live.py)."""
+        import os
+
+        every = float(every or os.environ.get("FLEET_HEARTBEAT") or HEARTBEAT)
+        if live and self.live_ok:
+            from fleet.report.live import LiveStatus
+            return LiveStatus(self, every)
         return _Heartbeat(self, every)
+
+    @property
+    def live_ok(self) -> bool:
+        """A person watches: stdout and stderr are one interactive terminal (not a pipe, a file, TERM=dumb)."""
+        return not self.quiet and self.env.console.is_interactive and self.env.err_console.is_terminal
 
     def _beat(self, every: float) -> None:
         now = time.monotonic()
         with self._lock:
+            if self._live is not None:   # the live status line says it
+                return
             due = [(host, state) for host, state in self.running.items() if now - state[2] >= every]
             for host, state in due:
                 state[2] = now
                 if not self.quiet:   # one line, never wrapped into two: the step cut to fit
                     step = state[0] if len(state[0]) <= 72 else state[0][:71] + "…"
-                    self.env.err_console.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(step)}: still "
-                                               f"running, {_elapsed(now - state[1])}", soft_wrap=True)
+                    self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(step)}: still "
+                                    f"running, {_elapsed(now - state[1])}", soft_wrap=True)
 
     def partial(self, outcome: Outcome) -> str:
         """What an interrupted host had done: 'not started', or its steps done and the one cut short."""
@@ -106,18 +147,18 @@ class Reporter:
         return f"interrupted; {done}cut short: {steps[-1]}"
 
     def error(self, message: str) -> None:
-        self.env.err_console.print(f"[bold red]error:[/bold red] {markup_safe(message)}")
+        self._err.print(f"[bold red]error:[/bold red] {markup_safe(message)}")
 
     def note(self, message: str) -> None:
         """Commentary about the output (what was written, what was folded): stderr, so a pipe gets data only."""
-        self.env.err_console.print(f"[dim]{message}[/dim]", soft_wrap=True)
+        self._err.print(f"[dim]{message}[/dim]", soft_wrap=True)
 
     def stderr_line(self, host: str, line: str) -> None:
         """A line a remote command wrote on its stderr: on ours, named by its host (`fleet run`, text mode)."""
-        self.env.err_console.print(f"[dim]{markup_safe(host)} stderr:[/dim] {markup_safe(line)}", soft_wrap=True)
+        self._err.print(f"[dim]{markup_safe(host)} stderr:[/dim] {markup_safe(line)}", soft_wrap=True)
 
     def warn(self, message: str) -> None:
-        self.env.err_console.print(f"[yellow]warning:[/yellow] {markup_safe(message)}")
+        self._err.print(f"[yellow]warning:[/yellow] {markup_safe(message)}")
 
     @property
     def plain(self) -> bool:
@@ -150,13 +191,13 @@ class Reporter:
         text = markup_safe(last_frame(line))
         with self._lock:
             if stderr:
-                self.env.err_console.print(f"[dim]{markup_safe(host)} stderr:[/dim] {text}", soft_wrap=True)
+                self._err.print(f"[dim]{markup_safe(host)} stderr:[/dim] {text}", soft_wrap=True)
             else:
                 self.env.console.print(f"[dim]{markup_safe(host)}:[/dim] {text}", soft_wrap=True)
 
     def host_status(self, host: str, status: str, style: str = "green") -> None:
         """How a host's command ended, one line on stderr (commentary: the data went to stdout)."""
-        self.env.err_console.print(f"[bold]{markup_safe(host)}[/bold] [{style}]{markup_safe(status)}[/{style}]",
+        self._err.print(f"[bold]{markup_safe(host)}[/bold] [{style}]{markup_safe(status)}[/{style}]",
                                    soft_wrap=True)
 
     def host_block(self, name: str, status: str, body: str, style: str = "green") -> None:
@@ -183,10 +224,9 @@ def _elapsed(seconds: float) -> str:
 
 
 class _Heartbeat:
-    def __init__(self, reporter: "Reporter", every: float | None):
-        import os
+    def __init__(self, reporter: "Reporter", every: float):
         self.reporter = reporter
-        self.every = float(every or os.environ.get("FLEET_HEARTBEAT") or HEARTBEAT)
+        self.every = every
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="fleet-heartbeat", daemon=True)
 

@@ -68,8 +68,14 @@ def pending(outcomes: dict[str, Outcome]) -> bool:
 
 
 def plan_total(report: HostReport) -> str:
-    """'3 to change, 12 in state' (check mode): exactly what the apply that follows will count."""
-    text = f"{report.count('changed')} to change, {report.count('ok')} in state"
+    """'3 to change, 12 in state' (check mode): exactly what the apply that follows will count. An assertion that
+    apply judges only after the changes (verify) is counted "ok" as apply counts it when it passes, and named apart
+    from the tasks in state: '3 to change, 11 in state, 1 judged after the changes'."""
+    from fleet.engine.judge import AFTER_CHANGES
+
+    after = sum(1 for t in report.tasks if t.status == "ok" and t.reason.startswith(AFTER_CHANGES))
+    text = f"{report.count('changed')} to change, {report.count('ok') - after} in state"
+    text += f", {after} judged after the changes" if after else ""
     extra = [f"{n} {s}" for s, n in (("failing", report.count("failed")), ("skipped", report.count("skipped"))) if n]
     return text + (f" ({', '.join(extra)})" if extra else "")
 
@@ -104,12 +110,14 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     shown_skips, shown_why = set(), set()
     for task in report.tasks:
         if task.status in ("ok", "skipped") and not verbose:
-            continue  # in state or left out: the host line counts them (-v lists them, with their conditions)
-        if task.status == "skipped" and task.reason.startswith("role condition"):
+            continue  # in state or left out: the host line counts them (-v lists them, with why in plain words)
+        if task.status == "skipped" and (task.condition or "").startswith("role condition"):
             if task.role in shown_skips:
                 continue  # one line per role left out, with its reason
             shown_skips.add(task.role)
-            task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id)
+            task = type(task)(task.role, "(whole role)", "skipped", task.reason, id=task.id, condition=task.condition)
+        if task.status == "skipped" and reporter.verbose > 1 and task.condition and task.condition != task.reason:
+            task = type(task)(task.role, task.task, "skipped", f"{task.reason} [{task.condition}]", id=task.id)
         label = "would change" if check and task.status == "changed" else task.status
         label = label if reporter.plain else f"{label:>12}"   # aligned on a terminal; unpadded in a pipe
         why = _reason(task, shown_why) if verbose or show_diff or task.status == "failed" else first_sentence(task)

@@ -4,10 +4,13 @@
     defaults: {cutlass_ref: v4.3.0}              # lowest precedence; inventory vars override
     when: "decisions.compat.use"                 # optional: the whole role applies only if true (the ONLY gate)
     why: "{{ decisions.compat.reason }}"         # optional: the reason shown beside a change it plans
+    why_skipped: "{{ decisions.compat.reason }}" # optional: why it is left out, in plain words (-v); -vv adds
+                                                 # the raw `when:` (without it, -v shows the raw condition)
     tasks:
       - name: clone CUTLASS
         git: {repo: "{{ cutlass_repo }}", ref: "{{ cutlass_ref }}", dest: "{{ cutlass_dir }}"}
         when: "..."                              # optional, over facts, decisions and variables
+        why_skipped: "git is installed already"  # optional: the plain words for a false `when:` (may be templated)
         after: [torch]                           # optional: runs once those roles' tasks succeeded (also per role)
         locks: [systemd]                         # optional: what it holds while it runs (default: its type's)
 
@@ -35,8 +38,8 @@ from fleet.inventory import yamlsrc
 from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 
-ROLE_KEYS = {"description", "defaults", "when", "why", "after", "tasks"}
-TASK_KEYS = {"name", "when", "sudo", "after", "locks", "timeout"}
+ROLE_KEYS = {"description", "defaults", "when", "why", "why_skipped", "after", "tasks"}
+TASK_KEYS = {"name", "when", "why_skipped", "sudo", "after", "locks", "timeout"}
 DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
 # The built-in roles: roles/ at the repository's root, shipped as the package fleet.builtin_roles (pyproject.toml's
@@ -113,6 +116,7 @@ class TaskSpec:
     after: tuple[str, ...] = ()   # roles whose tasks must have succeeded first (the role's `after:` and the task's)
     locks: tuple[str, ...] | None = None   # what it holds while it runs, where the task names it (else its type's)
     timeout: Any = None           # `timeout:` seconds (may be templated): the apply's deadline on the host
+    why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves it out, in plain words (templated)
 
     @property
     def id(self) -> str:
@@ -129,6 +133,7 @@ class Role:
     tasks: list[TaskSpec] = field(default_factory=list)
     when_where: str = ""
     why: str | None = None
+    why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves the role out, in plain words
 
     @property
     def origin(self) -> str:
@@ -149,7 +154,8 @@ class Task:
     spec: TaskSpec
     resource: Resource
     enabled: bool
-    skip_reason: str | None = None
+    skip_reason: str | None = None   # why it is left out: the role's `why_skipped:` words, else skip_condition
+    skip_condition: str | None = None   # the raw condition: "condition is false: EXPR" or "role condition ..."
     why: str | None = None        # the role's rendered `why:`
     deadline: int | None = None   # seconds its apply may run on the host (fleet.sections.bounded)
 
@@ -228,7 +234,8 @@ def load_role(path: Path) -> Role:
         _check_syntax(why, f"{path}:{loc.line('why')}")
     role = Role(path.parent.name, path, str(doc.get("description", "")), defaults,
                 _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}",
-                why=None if why is None else str(why))
+                why=None if why is None else str(why),
+                why_skipped=_words(doc.get("why_skipped"), f"{path}:{loc.line('why_skipped')}"))
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
@@ -288,7 +295,19 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
         _timeout(timeout, f"{loc.path}:{loc.line('tasks', index, 'timeout')}")
     return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
                     _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params, lines,
-                    f"{loc.path}:{loc.line('tasks', index, 'when')}", after=after, locks=locks, timeout=timeout)
+                    f"{loc.path}:{loc.line('tasks', index, 'when')}", after=after, locks=locks, timeout=timeout,
+                    why_skipped=_words(task.get("why_skipped"), f"{loc.path}:{loc.line('tasks', index, 'why_skipped')}"))
+
+
+def _words(value: Any, where: str) -> str | None:
+    """`why_skipped:`: one line of text (it may be templated); checked at load like every template."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: 'why_skipped' is the plain words saying why the `when:` leaves it out, e.g. "
+                         "why_skipped: \"git is installed already\"")
+    _check_syntax(value, where)
+    return " ".join(value.split())
 
 
 def _timeout(value: Any, where: str) -> int | None:
@@ -367,14 +386,17 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
     role_on = _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
     why = str(_render(role.why, ctx, role.when_where or str(role.path), whole=True)) if role.why and role_on else None
     tasks = []
+    role_off = None if role_on else (f"role condition is false: {role.when}", _said(role.why_skipped, ctx))
     for spec in role.tasks:
-        enabled, skip = role_on, None if role_on else f"role condition is false: {role.when}"
+        enabled, skip = role_on, role_off
         if enabled and spec.when:
             enabled = _truth(spec.when, ctx, spec.when_where or spec.where)
-            skip = None if enabled else f"condition is false: {spec.when}"
+            skip = None if enabled else (f"condition is false: {spec.when}", _said(spec.why_skipped, ctx))
         if not enabled:  # not rendered: its values may only make sense where it applies
             values = TYPES[spec.type].validate(spec.params, spec.where, check_types=False)
-            tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, skip))
+            condition, words = skip
+            tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, words or condition,
+                              skip_condition=condition))
             continue
         params = _render_params(spec, ctx)
         target = TYPES[spec.type].template_target
@@ -387,6 +409,18 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
                     else resource.deadline())
         tasks.append(Task(spec, resource, True, why=why, deadline=deadline))
     return tasks
+
+
+def _said(words: str | None, ctx: dict) -> str | None:
+    """A `why_skipped:` rendered for this host; None where there is none or it does not render here (then the
+    raw condition is shown: never a half-rendered sentence)."""
+    if not words:
+        return None
+    try:
+        text = " ".join(str(_render(words, ctx, "why_skipped", whole=True)).split())
+    except (InputError, TypeError, AttributeError, KeyError, ValueError):
+        return None
+    return text or None
 
 
 def role_applies(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> bool:

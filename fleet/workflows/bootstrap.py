@@ -65,6 +65,12 @@ class Target:
     port: int
     key: str | None = None            # as written (~ kept), or absolute
     notes: list[str] = field(default_factory=list)
+    # --keyring-pins FILE: {keyring URL: sha256} of the keyring .debs this pod's mirror serves at NVIDIA's URLs (a
+    # lab's, a site mirror's); written into THIS pod's entry only (its vars: cuda_keyring_pins), never the others'
+    pins: dict[str, str] = field(default_factory=dict)
+    # --set NAME=VALUE of the bootstrap that adds the pod: the settings it was provisioned with, written into its
+    # entry's vars so that `fleet apply INVENTORY --limit NAME` (the summary's "next") keeps them
+    vars: dict = field(default_factory=dict)
 
     def ssh_line(self) -> str:
         """The line to connect with, in the form providers show it."""
@@ -246,7 +252,23 @@ def entry_text(name: str, target: Target, indent: str = "  ", *, when: str | Non
              f"{indent * 2}user: {_scalar(target.user)}"]
     if target.key:
         lines.append(f"{indent * 2}key: {_scalar(target.key)}")
+    if target.vars or target.pins:   # this pod's own: the other hosts keep theirs (and fleet's pins)
+        lines.append(f"{indent * 2}vars:" + ("                  # --set at bootstrap" if target.vars else ""))
+        lines += [f"{indent * 3}{name}: {_value(value)}" for name, value in target.vars.items()]
+    if target.pins:
+        lines.append(f"{indent * 3}cuda_keyring_pins:   # --keyring-pins: this pod's mirror's cuda-keyring .debs, "
+                     "by sha256")
+        lines += [f"{indent * 4}{_scalar(url)}: {_scalar(digest)}" for url, digest in sorted(target.pins.items())]
     return "\n".join(lines) + "\n"
+
+
+def _value(value) -> str:
+    """A --set value (typed as its default: true/false, a whole number, else text) as YAML that reads back the same."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return _scalar(str(value))
 
 
 def _scalar(value: str) -> str:
@@ -355,7 +377,10 @@ def _validated(temp: Path, old: Inventory | None, name: str, target: Target, pat
     host = new.hosts.get(name)
     kept = all(n in new.hosts and (new.hosts[n].address, new.hosts[n].port) == (h.address, h.port)
                for n, h in (old.hosts.items() if old else ()))
-    if not host or (host.address, host.port, host.user) != (target.address, target.port, target.user) or not kept:
+    pins_kept = host and (not target.pins or host.vars.get("cuda_keyring_pins") == target.pins) and all(
+        host.vars.get(n) == v for n, v in target.vars.items())
+    if not host or (host.address, host.port, host.user) != (target.address, target.port, target.user) or not kept \
+            or not pins_kept:
         raise InputError(f"fleet could not add {name!r} to {path} as text without changing other entries; {manual}")
     return new
 
@@ -393,10 +418,12 @@ class BootstrapResult:
 
 def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
               connect_timeout: float = 10.0, known_hosts: Path | None = None,
-              progress: Progress | None = None, overrides: dict | None = None) -> BootstrapResult:
+              progress: Progress | None = None, overrides: dict | None = None,
+              on_task=None) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
-    `overrides`: variables for this run (--set), over the inventory's; never written into it."""
+    `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds (so the
+    summary's `fleet apply ... --limit NAME` keeps them), for this run only on a pod already there."""
     from fleet.connection import ConnectOptions, connect
     from fleet.engine import session
 
@@ -406,6 +433,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     if present is None:
         name = name or derive_name(target, set(old.hosts) | set(old.groups) if old else set())
         check_name(name, old, target)
+        target.vars = dict(overrides or {})   # the settings it is provisioned with stay with it
         inventory = write_entry(inventory_path, name, target, commit=False)   # validated, not yet written
     else:
         inventory = old
@@ -416,6 +444,12 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     result = BootstrapResult(host.name, inventory_path, target, existing=present is not None)
     if present and name and name != present.name:
         progress(host.name, f"already in {inventory_path} as {present.name!r}; --name {name!r} not used")
+    if present and target.pins and host.vars.get("cuda_keyring_pins") != target.pins:
+        # the entry is left as it was (as for every other setting): the pins serve this run only
+        host.vars = {**host.vars, "cuda_keyring_pins": dict(target.pins)}
+        host.var_where = {**host.var_where, "cuda_keyring_pins": "--keyring-pins"}
+        progress(host.name, f"--keyring-pins used for this run only: {present.name}'s entry in {inventory_path} is "
+                            "left as it was (add them under its vars: cuda_keyring_pins to keep them)")
     roles = session.roles_of([host], inventory.roles_path)[host.name]   # bad roles and variables stop here
 
     def on_key(message: str) -> None:
@@ -432,7 +466,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         with _phase(result, "connect"):
             progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting)")
             conn = connect(host, options)
-        _provision(conn, host, inventory, roles, result, progress)
+        _provision(conn, host, inventory, roles, result, progress, on_task)
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
@@ -446,7 +480,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     return result
 
 
-def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress) -> None:
+def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress,
+               on_task=None) -> None:
     from fleet.engine import Setup, converge
 
     with _phase(result, "facts"):
@@ -460,7 +495,7 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         write_entry(result.inventory, host.name, result.target)
         result.added = True
         progress(host.name, f"added to {result.inventory}")
-    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress))
+    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task))
     result.report, result.facts = report, report.facts
     result.phases["apply"] = round(report.phases.get("probe", 0) + report.phases.get("apply", 0), 3)
     result.phases["verify"] = report.phases.get("verify", 0.0)

@@ -159,7 +159,7 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
     if d.get("ld_library_path"):
         lines.append("LD_LIBRARY_PATH (for the facts' own driver): " + ":".join(d["ld_library_path"]))
     for task in plan.tasks:
-        if not task.enabled and not (task.skip_reason or "").startswith("role condition"):
+        if not task.enabled and not (task.skip_condition or "").startswith("role condition"):
             lines.append(f"not run: {task.spec.role}: {task.spec.name} ({task.skip_reason})")
     return [_comment(line) for line in lines]
 

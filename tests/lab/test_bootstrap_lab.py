@@ -17,6 +17,8 @@ from fleet.cli import main
 from fleet.env import Environment
 from fleet_lab import paths
 
+from helpers import ok
+
 POD = "pod-570"
 HEADER = "# pods for the bootstrap test\n# (a copy of the lab's sources, without its pods)\n"
 
@@ -144,3 +146,48 @@ def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path)
     assert doc["hosts"][name]["bootstrap"]["added"] is True
     text = (tmp_path / "inventories" / "pods.yaml").read_text()
     assert text.count(f"address: {lab.inventory.hosts['pod-580'].address}") == 1
+
+
+def test_a_lab_pod_bootstraps_with_the_defaults_and_its_pins_into_a_new_inventory(lab, tmp_path):
+    """The README's rehearsal (issue 25): no inventory yet, fleet's defaults, the lab's keyring pinned for this pod
+    only (--keyring-pins), the perf smoke off as inventories/lab.yaml has it (--set verify_perf=false: the stand-in
+    torch computes in pure Python). Then the host is asked, and the summary's `fleet apply` changes nothing."""
+    lab.reset([POD])
+    pins = paths.lab_keyring_pins(lab.root)
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--name", "lab-pod", "--inventory",
+                           "lab-pods.yaml", "--keyring-pins", str(pins), "--set", "verify_perf=false", "--json")
+    assert code == 0, out[-3000:] + err[-3000:]
+    host = json.loads(out)["hosts"]["lab-pod"]
+    assert host["bootstrap"]["added"] is True and host["failed"] == 0 and host["changed"] > 0
+    # the pins and the --set value are this pod's own, in its entry: no top-level keyring_pins for other hosts
+    doc = yaml.safe_load((tmp_path / "lab-pods.yaml").read_text())
+    assert "keyring_pins" not in doc and "vars" not in doc
+    wanted = dict(line.split()[::-1] for line in pins.read_text().splitlines() if line.strip())
+    assert doc["hosts"]["lab-pod"]["vars"] == {"verify_perf": False, "cuda_keyring_pins": wanted}
+    # the host itself: dpkg, the loader in a plain `ssh host cmd` shell, and the verify record its own run wrote
+    status = ok(lab, POD, "dpkg-query -W -f='${Package} ${Status}\\n' cuda-keyring cuda-toolkit-13-0 cuda-compat-13-0")
+    assert sorted(status.split("\n")[:3]) == ["cuda-compat-13-0 hold ok installed", "cuda-keyring install ok installed",
+                                              "cuda-toolkit-13-0 hold ok installed"], status   # held, as the roles say
+    # which libcuda.so.1 the real loader gives torch's process (cuda-compat's: this pod's kernel driver is older)
+    probe = ok(lab, POD, "/opt/fleet/venv/bin/python -c 'import ctypes, torch; ctypes.CDLL(\"libcuda.so.1\"); "
+                         "print(torch.cuda.is_available()); "
+                         "print(next(l.split()[-1] for l in open(\"/proc/self/maps\") if \"libcuda.so\" in l))'")
+    available, loaded = probe.split()
+    assert available == "True" and loaded.startswith("/usr/local/cuda-13.0/compat/libcuda.so"), probe
+    record = json.loads(ok(lab, POD, "cat /var/lib/fleet/verify.json"))
+    assert record["passed"] is True, record
+    # the apply the summary names, without any flag: the pod's entry carries what it was provisioned with
+    code, out, err = fleet(tmp_path, "apply", str(tmp_path / "lab-pods.yaml"), "--limit", "lab-pod", "--json")
+    assert code == 0, out[-3000:] + err[-3000:]
+    again = json.loads(out)["hosts"]["lab-pod"]
+    assert (again["changed"], again["failed"]) == (0, 0) and again["verify"].startswith("passed"), again
+
+
+def test_keyring_pins_that_cannot_be_read_are_bad_input_and_nothing_is_touched(lab, tmp_path):
+    bad = tmp_path / "pins.sha256"
+    bad.write_text("not-a-digest  https://developer.download.nvidia.com/x.deb\n")
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--keyring-pins", str(bad), "--wait", "0")
+    assert code == 2 and f"{bad}:1 is not 'SHA256  https://URL'" in err, err
+    assert not (tmp_path / "inventories").exists()
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--keyring-pins", str(tmp_path / "none"))
+    assert code == 2 and "cannot read keyring_pins file" in err and "--keyring-pins" in err, err

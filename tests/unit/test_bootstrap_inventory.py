@@ -122,3 +122,24 @@ def test_the_file_mode_is_kept(tmp_path):
     path.chmod(0o600)
     write_entry(path, "pod-23-17555", NEW)
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+PIN_URL = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb"
+
+
+def test_keyring_pins_and_set_values_go_into_the_new_pods_entry_only(tmp_path):
+    """--keyring-pins and the bootstrap's --set values are the pod's own vars: the other hosts keep fleet's pins."""
+    path = tmp_path / "pods.yaml"
+    shutil.copy(PODS, path)
+    pod = Target("root", "198.51.100.23", 17555, pins={PIN_URL: "a" * 64},
+                 vars={"verify_perf": False, "cuda_version": "13.0", "torch_min_free_gb": 5})
+    write_entry(path, "pod-23-17555", pod)
+    inv = load_inventory(path)
+    new = inv.hosts["pod-23-17555"]
+    assert new.vars["cuda_keyring_pins"] == {PIN_URL: "a" * 64}
+    assert (new.vars["verify_perf"], new.vars["cuda_version"], new.vars["torch_min_free_gb"]) == (False, "13.0", 5)
+    for name in ("pod-a", "pod-b"):
+        assert "cuda_keyring_pins" not in inv.hosts[name].vars and "verify_perf" not in inv.hosts[name].vars
+    from fleet.decide.variables import resolve as resolve_vars   # what decide reads: the pin replaced for this pod only
+    assert resolve_vars(new.vars).keyring_pins == {PIN_URL: "a" * 64}
+    assert resolve_vars(inv.hosts["pod-a"].vars).keyring_pins == {}

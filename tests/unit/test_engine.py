@@ -152,7 +152,8 @@ def test_pod_580_never_gets_compat(shipped, tmp_path):
     tasks = enabled(plan)
     assert "cuda_compat.0" not in tasks and "cuda_toolkit.0" not in tasks
     skipped = next(t for t in plan.tasks if t.id == "cuda_compat.0")
-    assert skipped.skip_reason == "condition is false: decisions.compat.use"
+    assert skipped.skip_condition == "condition is false: decisions.compat.use"
+    assert skipped.skip_reason.startswith("cuda-compat is installed but not used here: full support: kernel driver")
     # compat is installed there: the gate's check still runs, and keeps fleet's drop-in away
     assert set(t for t in tasks if t.startswith("cuda_compat")) == {"cuda_compat.4"}
     assert tasks["cuda_compat.4"].resource.p["decided"] is False
@@ -337,15 +338,26 @@ def test_check_mode_lists_the_changes_and_makes_none(demo):
     root, role, host, facts_dir = demo
     before = sorted(p.name for p in root.iterdir())
     report, _ = converge(role, host, facts_dir, check_mode=True)
-    # the assert is judged by apply only after the four changes: never counted as a change itself (issue 25)
+    # the assert is judged by apply only after the four changes: never counted as a change itself, but "ok" as
+    # the apply that follows counts it when it passes (issue 25)
     assert statuses(report) == {"the directory": "changed", "a file from a template": "changed",
                                 "the hook at the top": "changed", "never here": "skipped",
-                                "a guarded command": "changed", "the file is there": "skipped"}
+                                "a guarded command": "changed", "the file is there": "ok"}
     assert next(t.reason for t in report.tasks if t.task == "the file is there").startswith(
         "judged after the planned changes (4)")
     diff = next(t.diff for t in report.tasks if t.task == "the hook at the top")
     assert f"+. {root}/etc/env.sh" in diff
     assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_check_counts_each_task_as_the_apply_that_follows_does(demo):
+    """--check is the plan: task by task, the status the apply then reports, the assert included (issue 25)."""
+    root, role, host, facts_dir = demo
+    planned, _ = converge(role, host, facts_dir, check_mode=True)
+    applied, _ = converge(role, host, facts_dir)
+    assert [(t.id, t.status) for t in planned.tasks] == [(t.id, t.status) for t in applied.tasks]
+    assert {k: planned.to_json()[k] for k in ("ok", "changed", "skipped", "failed")} == \
+        {k: applied.to_json()[k] for k in ("ok", "changed", "skipped", "failed")}
 
 
 def test_apply_converges_and_a_second_run_changes_nothing_in_one_command(demo):

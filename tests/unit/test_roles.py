@@ -154,7 +154,8 @@ def test_a_false_role_condition_disables_every_task(pod570):
     assert [t.enabled for t in render(compat, pod570)] == [True, True, False, False, True]
     tasks = render(nvpl, pod570)
     assert [t.enabled for t in tasks] == [False, False, False, False]  # pypi, apt, BLAS and LAPACK archives
-    assert {t.skip_reason for t in tasks} == {"role condition is false: decisions.nvpl.needed"}
+    assert {t.skip_condition for t in tasks} == {"role condition is false: decisions.nvpl.needed"}
+    assert {t.skip_reason for t in tasks} == {"NVPL: not needed, the official torch wheels do not link it"}
 
 
 def test_when_sees_facts_decisions_variables_and_the_host(tmp_path, pod570):
