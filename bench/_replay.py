@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import gzip
 import hashlib
 import json
 import re
@@ -34,7 +36,18 @@ _LENGTH = re.compile(r"head -c (\d+)")
 
 
 def key(command: str, stdin: str) -> str:
-    return hashlib.sha256(command.encode() + b"\0" + stdin.encode()).hexdigest()
+    """What identifies a command: its line and the script it carries, as the host's bash reads them (the
+    payload's length and its gzip bytes left out, so another zlib's output is the same command)."""
+    script = stdin.encode()
+    if stdin:
+        try:
+            script = base64.b64decode(stdin)
+            if "gzip -dc" in command:
+                script = gzip.decompress(script)
+        except (ValueError, OSError, EOFError):
+            script = stdin.encode()
+    line = _LENGTH.sub("head -c N", command)
+    return hashlib.sha256(line.encode() + b"\0" + script).hexdigest()
 
 
 def load(path: Path) -> dict[str, dict[str, tuple[int, str, str]]]:

@@ -1,0 +1,68 @@
+"""The controller benchmark's simulated hosts (bench/controller.py, bench/_replay.py) answer fleet as the recorded
+converged lab hosts did: a converged apply changes nothing and is one command per host, facts records are
+written, `fleet run` works. When fleet changes what it sends, this fails until bench/record_replay.py records
+again: the benchmark must measure the fleet that ships."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import controller  # noqa: E402
+
+
+@pytest.fixture
+def simulated(tmp_path):
+    lab = controller.Lab(tmp_path, 8, "127.0.0.1", _free_ports(8), controller.RECORDING)
+    yield lab
+    stats = lab.stop()
+    assert stats["unknown"] == 0, "the simulated hosts met a command never recorded: run bench/record_replay.py"
+
+
+def _free_ports(n: int) -> int:
+    """The first of n consecutive free ports."""
+    import socket
+
+    for base in range(24000, 60000, 97):
+        socks = []
+        try:
+            for port in range(base, base + n):
+                sock = socket.socket()
+                sock.bind(("127.0.0.1", port))
+                socks.append(sock)
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise AssertionError("no run of free ports")
+
+
+def fleet(lab, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(lab.workdir), "XDG_STATE_HOME": str(lab.workdir), "NO_COLOR": "1",
+           "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "fleet", args[0], str(lab.inventory), *args[1:]],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_simulated_hosts_are_converged_hosts_to_fleet(simulated):
+    applied = fleet(simulated, "apply", "--json")
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    document = json.loads(applied.stdout)
+    assert len(document["hosts"]) == 8
+    for name, doc in document["hosts"].items():
+        assert doc["changed"] == 0 and doc["failed"] == 0 and not doc["error"], (name, doc)
+        assert document["stats"][name]["remote_commands"] == 1
+    gathered = fleet(simulated, "facts")
+    assert gathered.returncode == 0, gathered.stderr[-3000:]
+    records = sorted(p.name for p in (simulated.workdir / "facts").glob("h*.json") if ".prev." not in p.name)
+    assert len(records) == 8
+    assert json.loads((simulated.workdir / "facts" / "h0001.json").read_text())["host"] == "h0001"
+    ran = fleet(simulated, "run", "--", "true")
+    assert ran.returncode == 0, ran.stderr[-3000:]
