@@ -80,9 +80,8 @@ class Lab:
         self.inventory = workdir / f"hosts-{n}.yaml"
         self.inventory.write_text(yaml.safe_dump(inventory, sort_keys=False))
         plain = workdir / "recording.jsonl"
-        if not plain.exists():
-            with gzip.open(recording, "rt") as src, open(plain, "w") as dst:
-                shutil.copyfileobj(src, dst)
+        with gzip.open(recording, "rt") as src, open(plain, "w") as dst:
+            shutil.copyfileobj(src, dst)
         self.server = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "_replay.py"), str(plain), "--address", address, "--port",
              str(port), "--hosts", str(n), "--profiles", ",".join(profiles), "--authorized", f"{key}.pub",
