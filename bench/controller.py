@@ -31,14 +31,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncssh
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
+# A recorded set: replay-SET.jsonl.gz (every command and its answer), replay-SET.yaml (the inventory settings it
+# was recorded with: the scripts fleet sends depend on them, and the server recognises a command only if it is
+# the recorded one), replay-SET-facts/ (each host's last record), replay-SET-keyring.sha256 (pins, if any).
+# `lab`: the 4-host lab (bench/record_replay.py); `h100`: the lent H100 over real SSH (bench/README.md).
 RECORDING = DATA / "replay-lab.jsonl.gz"
-# The lab inventory's settings the recording was made with: the scripts fleet sends depend on them, and the
-# server recognises a command only if it is byte for byte the recorded one.
-RECORDED_INVENTORY = DATA / "replay-lab.yaml"
+DROPPED = ("address", "port", "key", "lab")   # where the recorded host was; the simulated one is elsewhere
 COMMANDS = {"apply": ["apply"], "facts": ["facts"], "run true": ["run", "--", "true"]}
 
 
@@ -51,32 +54,37 @@ def _cpu_of(pid: int) -> float:
 class Lab:
     """The replaying server for n hosts, its keys, and an inventory pointing at it."""
 
-    def __init__(self, workdir: Path, n: int, address: str, port: int, recording: Path):
+    def __init__(self, workdir: Path, n: int, address: str, port: int, recording: Path = RECORDING):
         self.workdir, self.n = workdir, n
-        key = workdir / "id_ed25519"
-        host_key = workdir / "host_ed25519"
+        stem = recording.name.removesuffix(".jsonl.gz")
+        key, host_key = workdir / "id_ed25519", workdir / "host_ed25519"
         for path in (key, host_key):
             if not path.exists():
-                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-        recorded = yaml.safe_load(RECORDED_INVENTORY.read_text())
+                made = asyncssh.generate_private_key("ssh-ed25519")
+                made.write_private_key(str(path))
+                made.write_public_key(f"{path}.pub")
+                path.chmod(0o600)
+        recorded = yaml.safe_load((recording.parent / f"{stem}.yaml").read_text())
         profiles = list(recorded["hosts"])
         host_pub = (workdir / "host_ed25519.pub").read_text().split()[:2]
         known = workdir / "known_hosts"
         known.write_text("".join(f"[{address}]:{port + i} {host_pub[0]} {host_pub[1]}\n" for i in range(n)))
-        shutil.copy(DATA / "replay-lab-keyring.sha256", workdir / "keyring.sha256")
+        pins = recording.parent / f"{stem}-keyring.sha256"
         hosts = {}
         (workdir / "facts").mkdir(exist_ok=True)
         for i in range(n):
             name = profiles[i % len(profiles)]
-            profile = recorded["hosts"][name]
+            entry = {k: v for k, v in recorded["hosts"][name].items() if k not in DROPPED}
             # A converged fleet has each host's last record: the probe fleet sends is planned from it.
-            record = json.loads((DATA / "replay-lab-facts" / f"{name}.json").read_text())
+            record = json.loads((recording.parent / f"{stem}-facts" / f"{name}.json").read_text())
             record["host"] = f"h{i:04d}"
             (workdir / "facts" / f"h{i:04d}.json").write_text(json.dumps(record))
-            entry = {k: v for k, v in profile.items() if k not in ("address", "lab")}
             hosts[f"h{i:04d}"] = {"address": address, "port": port + i, **entry}
-        inventory = {"key": str(key), "known_hosts": str(known), "keyring_pins": str(workdir / "keyring.sha256"),
-                     "facts_dir": str(workdir / "facts"), "vars": recorded.get("vars", {}), "hosts": hosts}
+        inventory = {"key": str(key), "known_hosts": str(known), "facts_dir": str(workdir / "facts"),
+                     "vars": recorded.get("vars") or {}, "hosts": hosts}
+        if pins.exists():
+            shutil.copy(pins, workdir / "keyring.sha256")
+            inventory["keyring_pins"] = str(workdir / "keyring.sha256")
         self.inventory = workdir / f"hosts-{n}.yaml"
         self.inventory.write_text(yaml.safe_dump(inventory, sort_keys=False))
         plain = workdir / "recording.jsonl"
@@ -125,7 +133,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--address", default="127.0.70.1")
     parser.add_argument("--port", type=int, default=20000)
-    parser.add_argument("--recording", type=Path, default=RECORDING)
+    parser.add_argument("--recording", type=Path, default=RECORDING,
+                        help="bench/data/replay-lab.jsonl.gz (the lab) or bench/data/replay-h100.jsonl.gz")
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()

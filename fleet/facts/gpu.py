@@ -253,11 +253,17 @@ def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], 
 # topology levels), `nvidia-smi -q` a "Fabric" block per GPU (State / Status / CliqueId: nvmlGpuFabricInfo_t in the
 # NVML API reference). The service is nvidia-fabricmanager, its packages nvidia-fabricmanager-<branch> and
 # libnvidia-nscq-<branch> (Ubuntu's fabric-manager-<branch> source package; NVIDIA's CUDA apt repository).
+FABRIC_QUERY = "pci.bus_id,fabric.state,fabric.status,fabric.cliqueId"
 FABRIC = (
     f"{_TIMEOUT}\n"
     "if command -v nvidia-smi >/dev/null 2>&1; then\n"
     "  echo '@@topo'; $t nvidia-smi topo -m 2>&1\n"
-    "  echo '@@query'; $t nvidia-smi -q 2>&1 | grep -E '^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:'\n"
+    "  echo '@@query'\n"
+    # the four fields by query first: 0.02 s on the lent H100 against 0.12 s for all of `-q`; a driver that does not
+    # know them refuses the query ("Field ... is not a valid field to query"), and `-q`'s Fabric blocks are read
+    f"  if fleet_fq=$($t nvidia-smi --query-gpu={FABRIC_QUERY} --format=csv,noheader 2>&1); then\n"
+    "    printf '%s\\n' \"$fleet_fq\" | sed 's/^/csv /'\n"
+    "  else $t nvidia-smi -q 2>&1 | grep -E '^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:'; fi\n"
     "fi\n"
     "echo '@@nvswitch'; for d in /dev/nvidia-nvswitch*; do [ -e \"$d\" ] && echo \"$d\"; done\n"
     "command -v lspci >/dev/null 2>&1 && lspci -d 10de: 2>/dev/null | grep -ci 'bridge.*nvswitch\\|nvswitch' | sed 's/^/lspci /'\n"
@@ -325,7 +331,9 @@ def parse_topology(text: str) -> dict:
 
 
 def parse_fabric_query(text: str) -> list[dict]:
-    """The "Fabric" block of each GPU in `nvidia-smi -q` (filtered by the probe) -> one entry per GPU, in order:
+    """Each GPU's fabric registration -> one entry per GPU, in order, from the probe's query (`csv BUS, State,
+    Status, CliqueId` lines) or, where the driver does not know those fields, the "Fabric" block of each GPU in
+    `nvidia-smi -q` (filtered by the probe):
     {"bus": "00000000:18:00.0", "state": "Completed", "status": "Success", "clique": "32766"}; a GPU whose driver has no
     fabric block (PCIe cards, older drivers) gives state None.
 
@@ -338,6 +346,12 @@ def parse_fabric_query(text: str) -> list[dict]:
     gpus: list[dict] = []
     in_fabric = False
     for line in text.splitlines():
+        if line.startswith("csv "):   # the probe's query of FABRIC_QUERY's fields, one GPU a line
+            cells = [cell.strip() for cell in line[4:].split(",")]
+            if len(cells) == 4 and re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", cells[0]):
+                gpus.append({"bus": cells[0], "state": _value(cells[1]), "status": _value(cells[2]),
+                             "clique": _value(cells[3])})
+            continue
         head = re.match(r"^GPU ([0-9A-Fa-f:.]+)\s*$", line)
         if head:
             gpus.append({"bus": head[1], "state": None, "status": None, "clique": None})

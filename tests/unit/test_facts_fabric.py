@@ -96,8 +96,11 @@ def test_probe_shell_reads_a_fake_nvidia_smi(tmp_path):
     """The section's own shell, run by bash, against an nvidia-smi that prints the 8-GPU outputs: the grep keeps
     each GPU's Fabric block of the full `-q` layout."""
     smi = tmp_path / "nvidia-smi"
+    # a driver without the fabric query fields (they are refused, as the real nvidia-smi refuses an unknown
+    # field): the section reads `-q`
     smi.write_text(f"#!/bin/sh\nif [ \"$1\" = topo ]; then cat {DATA / 'topo-8-gpu3-off.txt'}; "
-                   f"else cat {DATA / 'q-8-gpu3-failed.txt'}; fi\n")
+                   f"elif [ \"$1\" = -q ]; then cat {DATA / 'q-8-gpu3-failed.txt'}; "
+                   "else echo 'Field \"fabric.state\" is not a valid field to query.'; exit 2; fi\n")
     smi.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     out = subprocess.run(["bash", "-c", BY_NAME["fabric"].command({})], capture_output=True, text=True, env=env,
@@ -136,3 +139,52 @@ def test_the_real_single_h100_outputs():
     facts = gpu.parse_fabric(section)
     assert (facts["gpu_count"], facts["pairs"], facts["topology_error"]) == (1, {}, None)
     assert (facts["nvswitch"], facts["container"], facts["service"], facts["packages"]) == (False, True, None, {})
+
+
+def _fabric_section_with(tmp_path, smi: str) -> str:
+    """The probe's fabric section run by a real bash, with `smi` as nvidia-smi (a stand-in script on PATH)."""
+    import os
+    import shutil
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/bash\n" + smi)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    out = subprocess.run([shutil.which("bash"), "-c", gpu.FABRIC], capture_output=True, text=True, env=env,
+                         timeout=60)
+    return out.stdout
+
+
+TOPO_2 = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV18\t0-51\nGPU1\tNV18\t X \t0-51\n"
+
+
+def test_a_driver_that_knows_the_fabric_fields_is_asked_them_alone(tmp_path):
+    """Driver 580 answers `--query-gpu=...fabric.state...` (0.02 s on the lent H100, where `-q` takes 0.12 s)."""
+    smi = (f"case \"$*\" in 'topo -m') printf '{TOPO_2}';;\n"
+           "*fabric.state*) echo '00000000:18:00.0, Completed, Success, 32766'; "
+           "echo '00000000:28:00.0, In Progress, N/A, N/A';;\n"
+           "-q) echo 'asked -q'; exit 3;;\nesac\n")
+    out = _fabric_section_with(tmp_path, smi)
+    assert "asked -q" not in out
+    parsed = gpu.parse_fabric(out)
+    assert parsed["gpu_count"] == 2 and [gpu.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
+    assert parsed["fabric"][0] == {"bus": "00000000:18:00.0", "state": "Completed", "status": "Success",
+                                   "clique": "32766"}
+
+
+def test_a_driver_without_the_fabric_fields_is_read_from_q(tmp_path):
+    """An older driver refuses the fields as the real nvidia-smi does; `-q`'s Fabric blocks give the same facts."""
+    blocks = ("GPU 00000000:18:00.0\n    Fabric\n        State                             : Completed\n"
+              "        Status                            : Success\n        CliqueId                          : 32766\n"
+              "GPU 00000000:28:00.0\n    Fabric\n        State                             : In Progress\n"
+              "        Status                            : N/A\n")
+    smi = (f"case \"$*\" in 'topo -m') printf '{TOPO_2}';;\n"
+           "*fabric.state*) echo 'Field \"fabric.state\" is not a valid field to query.'; exit 2;;\n"
+           f"-q) printf '%s' '{blocks}';;\nesac\n")
+    out = _fabric_section_with(tmp_path, smi)
+    parsed = gpu.parse_fabric(out)
+    assert "not a valid field" not in out
+    assert [gpu.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
+    assert parsed["fabric"][0]["clique"] == "32766"
