@@ -60,7 +60,9 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
     facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
-    wanted = check_sections(decided, max_age, without_verify=without_verify)
+    # the guess stands for the live facts (only readings differ): its checks are the ones just sent
+    wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
+        check_sections(decided, max_age, without_verify=without_verify)
     if wanted != guessed:
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
