@@ -50,6 +50,8 @@ PHASES = [
     ("fleet.engine.decided", "render_role"),
     ("fleet.facts.probe", "parse"),
     ("fleet.facts.probe", "parts"),
+    ("fleet.commands.facts", "_report"),
+    ("fleet.report.compare", "compare"),
 ]
 
 
