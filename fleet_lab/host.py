@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from fleet.errors import LabError
-from . import breakage, layers, procs
+from . import breakage, fabric, layers, procs
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -137,7 +137,8 @@ class LabHost:
         (nv / "fleet-lab-gpu").write_text(
             f"name={gpu.name}\ncompute_cap={gpu.compute_cap}\nmemory_mb={gpu.memory_mb or ''}\n"
             f"cuda_memory_mb={gpu.cuda_memory_mb}\nclass={gpu.forward_compat}\nuuid={uuid}\nbus_id={gpu.bus_id}\n"
-            f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n")
+            f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n"
+            + fabric.gpu_lines(spec.prof))
 
     # -- process -------------------------------------------------------------------------------
     # A bound for a start that hangs, not a speed expectation: a host answers in under a second on an idle
@@ -157,18 +158,22 @@ class LabHost:
             raise LabError(f"{spec.address}:{spec.port} already answers SSH, so lab host {spec.name} cannot listen "
                            "there (a lab of another FLEET_LAB_ROOT, or this machine's sshd on 0.0.0.0?); stop that "
                            "or give the host another address")
+        own = spec.prof.own_pids
         script = "\n".join([
             "set -e",
             f"hostname {spec.name}",
             *breakage.disk_lines(spec.prof, d),
             f"mount -t overlay overlay -o lowerdir=/,upperdir={d / upper},workdir={d / work} {m}",
-            f"for x in proc dev sys; do mount --rbind /$x {m}/$x; done",
+            # a fabric host (its own PID namespace, unshare --mount-proc) binds its own /proc and makes its own /dev
+            f"for x in proc {'' if own else 'dev '}sys; do mount --rbind /$x {m}/$x; done",
+            *(fabric.dev_lines(spec.prof, str(m)) if own else []),
             f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
             *breakage.boot_lines(spec.prof, d, m),
             f"ldconfig -r {m}",
+            *fabric.boot_lines(spec.prof, str(m)),
             # The image's start command, as RunPod's start.sh runs it before its services: /pre_start.sh when
             # the host has one (its output in start.log; a failing one never stops the start).
             f"if [ -f {m}/pre_start.sh ]; then env -i {CONTAINER_ENV} chroot {m} bash /pre_start.sh </dev/null "
@@ -176,7 +181,8 @@ class LabHost:
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])
         log = open(d / "sshd.log", "wb")
-        proc = subprocess.Popen(["unshare", "-m", "-u", "--propagation", "private", "--fork", "sh", "-c", script],
+        pid_ns = ["-p", "--mount-proc"] if own else []   # PID 1 of its namespace: the host's sshd
+        proc = subprocess.Popen(["unshare", "-m", "-u", *pid_ns, "--propagation", "private", "--fork", "sh", "-c", script],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         log.close()
@@ -259,7 +265,8 @@ class LabHost:
         sshd = next((pid for pid in sorted(self.pids()) if _comm(pid) == "sshd"), None)   # chrooted in the host
         if not rec or sshd is None:
             raise LabError(f"lab host {self.name} is not running; start it with: fleet lab up --limit {self.name}")
-        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", "-r", "-w", "--", "env", "-i",
+        pid_ns = ["-p"] if _ns(str(sshd), "pid") != _ns("self", "pid") else []   # a fabric host's own PIDs
+        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", *pid_ns, "-r", "-w", "--", "env", "-i",
                                *CONTAINER_ENV.split(), *argv],
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -370,6 +377,13 @@ def _comm(pid: int) -> str:
 def _mount_ns(pid: str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def _ns(pid: str, kind: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return None
 

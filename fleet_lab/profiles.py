@@ -83,6 +83,24 @@ class Profile:
     container_disk_gb: int = 0  # a container disk of this size for / (the overlay's upper on a tmpfs): 0 = none
     l4t_apt: str | None = None  # the L4T release whose JetPack apt repository the image lists (nvidia-l4t-apt-source)
     os_release: str = UBUNTU_2404   # /usr/lib/os-release (and /etc/lsb-release from it)
+    # Several GPUs and the NVSwitch fabric between them (issue 28; fleet_lab/fabric.py):
+    gpus: int = 1               # GPUs the driver shows (nvidia-smi, libcuda)
+    fabric: str | None = None   # "managed": NVSwitch bare metal / VM running its own fabric manager;
+                                # "provider": a container pod whose fabric is the provider's (never ready here)
+    fm: str | None = None       # the fabric manager as the host comes: None (absent), "stopped" (installed at the
+                                # driver's version and held, not running), "behind" (one version behind the driver,
+                                # held: its daemon refuses to start at boot), "running"
+    off_fabric: tuple[int, ...] = ()   # GPUs that fail to register with the fabric (their links fall to PCIe)
+
+    @property
+    def own_pids(self) -> bool:
+        """Its own PID namespace and /dev (fleet_lab/host.py): a fabric manager runs in one host only."""
+        return self.fabric is not None
+
+    @property
+    def container(self) -> bool | None:
+        """True: the host shows /.dockerenv; False: it hides this machine's (bare metal); None: as this machine."""
+        return {"managed": False, "provider": True}.get(self.fabric)
 
     @property
     def multiarch(self) -> str:
@@ -159,6 +177,19 @@ PROFILES.update({
     "busy-gpu": replace(_H100, name="busy-gpu", driver="580.159.04", gpu_job_mib=59392),
 })
 
+# An HGX H100 8-GPU baseboard (NVSwitch), driver 570.133.20, as each is found (issue 28; fleet_lab/fabric.py). Bare
+# metal or a VM given the whole baseboard manages its own fabric; a container pod sees the provider's.
+# torch (the stand-in) in the system Python, `python` naming python3 (python-is-python3): verify runs there.
+_HGX = replace(_H100, name="hgx-h100", runpod=False, gpus=8, fabric="managed", system_torch=True)
+PROFILES.update({
+    "hgx-fm-missing": replace(_HGX, name="hgx-fm-missing"),
+    "hgx-fm-stopped": replace(_HGX, name="hgx-fm-stopped", fm="stopped"),
+    "hgx-fm-behind": replace(_HGX, name="hgx-fm-behind", fm="behind"),
+    "hgx-healthy": replace(_HGX, name="hgx-healthy", fm="running"),
+    "hgx-gpu-off": replace(_HGX, name="hgx-gpu-off", fm="running", off_fabric=(3,)),
+    "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider"),
+})
+
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
 
 
@@ -180,7 +211,8 @@ class HostSpec:
 
     def layer_key(self) -> str:
         """What the shared profile layer depends on (hosts with equal keys share one layer)."""
-        return f"{self.profile}{'-compat' if self.compat_installed else ''}"
+        # a fabric manager preinstalled in the layer is the driver's (or one behind it): one layer per driver
+        return f"{self.profile}{'-compat' if self.compat_installed else ''}{'-' + self.driver if self.prof.fm else ''}"
 
     def digest(self) -> str:
         """Changes when anything the host is built from changes (then `up` recreates it)."""

@@ -1,0 +1,208 @@
+"""Multi-GPU lab hosts (issue 28): an HGX H100 8-GPU NVSwitch baseboard, its fabric manager as hosts have it, and
+a container pod whose fabric is the provider's. The profiles are in profiles.py (`gpus`, `fabric`, `fm`,
+`off_fabric`); this module holds what makes them real:
+
+- The stand-in packages NVIDIA's CUDA apt repository serves per driver branch (github.com/NVIDIA/apt-packaging-
+  fabric-manager): `nvidia-fabricmanager-<branch>` (/usr/bin/nv-fabricmanager, its config, its systemd unit) and
+  `libnvidia-nscq-<branch>` (libnvidia-nscq.so.<version>), at FM_VERSIONS, so fleet's role installs, holds and
+  starts them from the lab mirror as from NVIDIA's.
+- The stand-in daemon `nv-fabricmanager` (FM_SCRIPT): as NVIDIA's, it refuses to start unless it is exactly the
+  kernel driver's version, with NVIDIA's own message ("fabric manager NVIDIA GPU driver interface version X don't
+  match with driver version Y. Please update with matching NVIDIA driver package.", exit 1, as journal lines quoted
+  in NVIDIA/gpu-operator#544, siderolabs/pkgs#720 show it), and logs to /var/log/fabricmanager.log. Started, it
+  daemonizes (DAEMONIZE=1 in NVIDIA's fabricmanager.cfg), its process named `nv-fabricmanage` (the 15-character
+  comm of the real one), and sets the fabric up: it writes FABRIC_STATE on the host's own /run.
+- FABRIC_STATE is what the host's stand-in libcuda (cuInit: 802 CUDA_ERROR_SYSTEM_NOT_READY until it exists) and
+  nvidia-smi (Fabric State In Progress until then, Completed after) read. It lives on the host's /run (a tmpfs of
+  its own): set up once, the fabric stays up until the host restarts (a reboot), whatever the daemon does then.
+- Each fabric host has its own PID namespace and /dev (host.py: `own_pids`): its fabric manager's process is seen
+  by that host only, and /dev/nvidia-nvswitch* (stand-in device files, as the probe looks for them) by the NVSwitch
+  hosts only. A container pod sees no NVSwitch device and shows /.dockerenv; a bare-metal host hides this
+  machine's /.dockerenv.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from . import layers
+from .debs import Deb
+
+FABRIC_STATE = "/run/fleet-lab/fabric-ready"   # native/libcuda.c and native/nvidia_smi.c read it (FABRIC_STATE)
+FM_BIN = "/usr/bin/nv-fabricmanager"
+FM_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+FM_LOG = "/var/log/fabricmanager.log"
+# The driver the HGX profiles run (profiles.py: the H100 pod's), the release one behind it on the same branch, and
+# the 580 driver the lab also builds: the versions the mirror serves, as NVIDIA's repository keeps old releases.
+FM_BEHIND = {"570.133.20": "570.124.06", "580.159.04": "580.126.09"}
+FM_VERSIONS = ("570.124.06", "570.133.20", "580.126.09", "580.159.04")
+# DGX H100's eight GPUs (nvidia-smi -q "GPU 00000000:18:00.0" ...), NUMA node 0: the first four
+BUS_IDS = ("00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0",
+           "00000000:9A:00.0", "00000000:AB:00.0", "00000000:BA:00.0", "00000000:DB:00.0")
+NVSWITCHES = 4   # an HGX H100 8-GPU baseboard carries four third-generation NVSwitch chips
+
+FM_SCRIPT = '''#!/usr/bin/python3
+"""fleet lab stand-in for NVIDIA Fabric Manager (nv-fabricmanager): NOT NVIDIA's. Version {version}.
+Refuses to start unless the kernel driver is exactly its version (NVIDIA's message, exit 1); else daemonizes
+and sets the host's NVSwitch fabric up (writes {state}, which the stand-in libcuda and nvidia-smi read)."""
+import os, sys, time
+
+VERSION = "{version}"
+STATE = "{state}"
+LOG = "{log}"
+
+
+def log(level, text):
+    try:
+        with open(LOG, "a") as fh:
+            fh.write(time.strftime("[%b %d %Y %H:%M:%S] ") + f"[{{level}}] [tid {{os.getpid()}}] {{text}}\\n")
+    except OSError:
+        pass
+
+
+def kernel_driver():
+    try:
+        line = open("/proc/driver/nvidia/version").readline()
+    except OSError:
+        return None
+    words = line.split("Module for ", 1)[1].split() if "Module for " in line else []
+    return words[1] if len(words) > 1 else None
+
+
+if "-v" in sys.argv or "--version" in sys.argv:
+    print(f"Fabric Manager version is : {{VERSION}}")
+    sys.exit(0)
+driver = kernel_driver()
+if driver is None:
+    print("fabric manager failed to open NVIDIA GPU driver interface: is the NVIDIA driver loaded?", file=sys.stderr)
+    log("ERROR", "failed to open NVIDIA GPU driver interface")
+    sys.exit(1)
+if driver != VERSION:
+    text = (f"fabric manager NVIDIA GPU driver interface version {{VERSION}} don't match with driver version "
+            f"{{driver}}. Please update with matching NVIDIA driver package.")
+    print(text, file=sys.stderr)
+    log("ERROR", text)
+    sys.exit(1)
+if not any(name.startswith("nvidia-nvswitch") for name in os.listdir("/dev")):
+    text = "fabric manager: no NVSwitch device found (/dev/nvidia-nvswitch*): nothing to manage"
+    print(text, file=sys.stderr)
+    log("ERROR", text)
+    sys.exit(1)
+read, write = os.pipe()
+if os.fork():   # DAEMONIZE=1: the parent returns once the fabric is set up, as the service's start does
+    os.close(write)
+    sys.exit(0 if os.read(read, 1) == b"1" else 1)
+os.close(read)
+os.setsid()
+with open("/proc/self/comm", "w") as fh:
+    fh.write("nv-fabricmanage")
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+log("INFO", f"Fabric Manager version {{VERSION}} is running with the following configuration options")
+os.makedirs(os.path.dirname(STATE), exist_ok=True)
+with open(STATE + ".tmp", "w") as fh:
+    fh.write(f"pid={{os.getpid()}}\\nversion={{VERSION}}\\n")
+os.rename(STATE + ".tmp", STATE)
+log("INFO", "Successfully configured all the available NVSwitches to route GPU NVLink traffic.")
+os.write(write, b"1")
+os.close(write)
+while True:
+    time.sleep(3600)
+'''
+
+FM_CFG = """# fleet lab stand-in for NVIDIA Fabric Manager's config (the keys the real one starts with)
+LOG_LEVEL=4
+LOG_FILE_NAME=/var/log/fabricmanager.log
+DAEMONIZE=1
+BIND_INTERFACE_IP=127.0.0.1
+STARTING_TCP_PORT=16000
+FABRIC_MODE=0
+"""
+
+FM_UNIT = f"""[Unit]
+Description=NVIDIA fabric manager service (fleet lab stand-in)
+
+[Service]
+User=root
+PrivateTmp=false
+Type=forking
+ExecStart={FM_BIN} -c {FM_CONFIG}
+LimitCORE=infinity
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def debs(multiarch: str, nscq_lib: Path) -> list[Deb]:
+    """nvidia-fabricmanager-<branch> and libnvidia-nscq-<branch> at every FM_VERSIONS release."""
+    out = []
+    for version in FM_VERSIONS:
+        branch = version.split(".")[0]
+        out.append(Deb(f"nvidia-fabricmanager-{branch}", f"{version}-1",
+                       f"NVIDIA Fabric Manager {version} (nv-fabricmanager: refuses any other driver version)",
+                       files={FM_BIN: FM_SCRIPT.format(version=version, state=FABRIC_STATE, log=FM_LOG).encode(),
+                              FM_CONFIG: FM_CFG.encode(),
+                              "/lib/systemd/system/nvidia-fabricmanager.service": FM_UNIT.encode()},
+                       executables={FM_BIN}))
+        lib = f"/usr/lib/{multiarch}/libnvidia-nscq.so.{version}"
+        out.append(Deb(f"libnvidia-nscq-{branch}", f"{version}-1", f"NVSwitch Configuration and Query library {version}",
+                       files={lib: nscq_lib}, links={f"/usr/lib/{multiarch}/libnvidia-nscq.so.2": f"libnvidia-nscq.so.{version}"},
+                       triggers="activate-noawait ldconfig"))
+    return out
+
+
+def to_layer(layer: Path, profile, driver: str, mirror: Path, repo_in_host: str) -> None:
+    """The profile's part of its layer: /.dockerenv as the profile is a container or not, the fabric manager
+    packages as the host comes (installed by dpkg, held with the driver as an admin leaves them)."""
+    if profile.container is True:
+        layers.put(layer, "/.dockerenv", "")
+    elif profile.container is False and Path("/.dockerenv").exists():
+        layers.whiteout(layer, "/.dockerenv")   # this machine is a container; the bare-metal host is not
+    if profile.system_torch:   # python-is-python3: the inventory's python_env /usr finds the system torch
+        layers.link(layer, "/usr/bin/python", "python3")
+    if profile.fm:
+        version = FM_BEHIND[driver] if profile.fm == "behind" else driver
+        branch = version.split(".")[0]
+        names = [f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}"]
+        layers.dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + [f"{repo_in_host}/{n}_{version}-1_all.deb" for n in names])
+        layers.dpkg_in_layer(layer, mirror, ["apt-mark", "hold"] + names)
+
+
+def dev_lines(profile, merged: str) -> list[str]:
+    """A /dev of the host's own (instead of this machine's): the usual nodes bound from this machine's, a devpts
+    of its own, and the GPUs' and NVSwitches' device files as stand-ins (plain files: the probe asks whether
+    they exist; nothing opens them)."""
+    m = shlex.quote(merged)
+    lines = [f"mount -t tmpfs -o mode=755,nosuid tmpfs {m}/dev"]
+    for node in ("null", "zero", "full", "random", "urandom", "tty"):
+        lines.append(f"touch {m}/dev/{node} && mount --bind /dev/{node} {m}/dev/{node}")
+    lines += [f"mkdir {m}/dev/pts {m}/dev/shm",
+              f"mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts {m}/dev/pts",
+              f"ln -s pts/ptmx {m}/dev/ptmx", f"ln -s /proc/self/fd {m}/dev/fd",
+              f"ln -s /proc/self/fd/0 {m}/dev/stdin", f"ln -s /proc/self/fd/1 {m}/dev/stdout",
+              f"ln -s /proc/self/fd/2 {m}/dev/stderr"]
+    files = ["nvidiactl", "nvidia-uvm"] + [f"nvidia{i}" for i in range(profile.gpus)]
+    if profile.fabric == "managed":   # a container is not given the NVSwitches (the provider's host keeps them)
+        files += ["nvidia-nvswitchctl"] + [f"nvidia-nvswitch{i}" for i in range(NVSWITCHES)]
+    lines.append("for f in " + " ".join(files) + f"; do : > {m}/dev/$f; done")
+    return lines
+
+
+def boot_lines(profile, merged: str) -> list[str]:
+    """What the host's init does at boot: systemd starts nvidia-fabricmanager where it is enabled (running, and the
+    one left behind, which refuses with its message in /var/log/fabricmanager.log)."""
+    if profile.fm not in ("running", "behind"):
+        return []
+    m = shlex.quote(merged)
+    return [f"chroot {m} {FM_BIN} -c {FM_CONFIG} </dev/null >/dev/null 2>&1 || true"]
+
+
+def gpu_lines(profile) -> str:
+    """The multi-GPU part of /proc/driver/nvidia/fleet-lab-gpu (host.py writes it; libcuda and nvidia-smi read)."""
+    if profile.gpus <= 1 and not profile.fabric:
+        return ""
+    return (f"gpus={profile.gpus}\nbus_ids={' '.join(BUS_IDS[:profile.gpus])}\nfabric={profile.fabric or ''}\n"
+            f"off_fabric={' '.join(map(str, profile.off_fabric))}\n")
