@@ -31,10 +31,11 @@ from .debs import Deb
 
 FABRIC_STATE = "/run/fleet-lab/fabric-ready"   # native/libcuda.c and native/nvidia_smi.c read it (FABRIC_STATE)
 FM_BIN = "/usr/bin/nv-fabricmanager"
+VENV = "/opt/fleet/venv"   # the fabric hosts' python_env (inventories/lab-fabric.yaml): the system torch, seen
 FM_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 FM_LOG = "/var/log/fabricmanager.log"
-# The driver the HGX profiles run (profiles.py: the H100 pod's), the release one behind it on the same branch, and
-# the 580 driver the lab also builds: the versions the mirror serves, as NVIDIA's repository keeps old releases.
+# The drivers the lab builds (the HGX profiles run 580.159.04) and for each the release one behind it on its branch:
+# the versions the mirror serves, as NVIDIA's repository keeps old releases.
 FM_BEHIND = {"570.133.20": "570.124.06", "580.159.04": "580.126.09"}
 FM_VERSIONS = ("570.124.06", "570.133.20", "580.126.09", "580.159.04")
 # DGX H100's eight GPUs (nvidia-smi -q "GPU 00000000:18:00.0" ...), NUMA node 0: the first four
@@ -161,13 +162,15 @@ def to_layer(layer: Path, profile, driver: str, mirror: Path, repo_in_host: str)
         layers.put(layer, "/.dockerenv", "")
     elif profile.container is False and Path("/.dockerenv").exists():
         layers.whiteout(layer, "/.dockerenv")   # this machine is a container; the bare-metal host is not
-    if profile.system_torch:   # python-is-python3: the inventory's python_env /usr finds the system torch
-        layers.link(layer, "/usr/bin/python", "python3")
+    if profile.system_torch:   # a venv seeing the system torch, as an admin leaves one (the inventory's python_env)
+        layers.dpkg_in_layer(layer, mirror, ["python3", "-m", "venv", "--without-pip", "--system-site-packages", VENV])
     if profile.fm:
         version = FM_BEHIND[driver] if profile.fm == "behind" else driver
         branch = version.split(".")[0]
         names = [f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}"]
-        layers.dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + [f"{repo_in_host}/{n}_{version}-1_all.deb" for n in names])
+        # from NVIDIA's CUDA repository, so its cuda-keyring (the source) came first
+        debs_ = [f"{repo_in_host}/cuda-keyring_1.1-1_all.deb"] + [f"{repo_in_host}/{n}_{version}-1_all.deb" for n in names]
+        layers.dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + debs_)
         layers.dpkg_in_layer(layer, mirror, ["apt-mark", "hold"] + names)
 
 

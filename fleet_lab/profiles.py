@@ -177,10 +177,10 @@ PROFILES.update({
     "busy-gpu": replace(_H100, name="busy-gpu", driver="580.159.04", gpu_job_mib=59392),
 })
 
-# An HGX H100 8-GPU baseboard (NVSwitch), driver 570.133.20, as each is found (issue 28; fleet_lab/fabric.py). Bare
+# An HGX H100 8-GPU baseboard (NVSwitch), driver 580.159.04 (CUDA 13: the cu130 torch runs), as each is found (issue 28; fleet_lab/fabric.py). Bare
 # metal or a VM given the whole baseboard manages its own fabric; a container pod sees the provider's.
-# torch (the stand-in) in the system Python, `python` naming python3 (python-is-python3): verify runs there.
-_HGX = replace(_H100, name="hgx-h100", runpod=False, gpus=8, fabric="managed", system_torch=True)
+# torch (the stand-in) in the system Python and a venv that sees it (fabric.VENV): verify runs there.
+_HGX = replace(_H100, name="hgx-h100", runpod=False, driver="580.159.04", gpus=8, fabric="managed", system_torch=True)
 PROFILES.update({
     "hgx-fm-missing": replace(_HGX, name="hgx-fm-missing"),
     "hgx-fm-stopped": replace(_HGX, name="hgx-fm-stopped", fm="stopped"),

@@ -1,0 +1,200 @@
+"""Multi-GPU lab hosts (issue 28, inventories/lab-fabric.yaml): an HGX H100 8-GPU NVSwitch board whose fabric manager
+is missing, stopped, an earlier release than the driver (its daemon refuses to start), healthy; one with a GPU off
+the fabric; a container pod whose fabric is the provider's and not ready.
+
+Facts before (fleet apply --check), apply, apply again; every claim is then asked of the host itself: dpkg-query and
+apt-mark showhold for the packages and holds, `ps` inside the host for the fabric manager's process (each host has
+its own PID namespace: fleet_lab/fabric.py), the stand-in libcuda's cuInit through a plain python3, the stand-in
+torch's CUDA init and peer access, the daemon's own log. Verify's output must name the GPU and the cause where the
+fabric is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fleet_lab import control, testing
+from test_apply_lab import fleet_json
+
+DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-fabric.yaml"
+DRIVER, BEHIND = "580.159.04", "580.126.09"
+FM, NSCQ = "nvidia-fabricmanager-580", "libnvidia-nscq-580"
+MANAGED = ("hgx-missing", "hgx-stopped", "hgx-behind", "hgx-healthy", "hgx-gpu-off")
+BROKEN = ("hgx-missing", "hgx-stopped", "hgx-behind")   # the fabric manager is what fleet fixes
+# Asked of the host, each part after its @@name line.
+ASK = r"""
+echo @@dpkg; dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' 'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null
+echo @@hold; apt-mark showhold
+echo @@ps; ps -e -o pid=,comm=
+echo @@cuinit; python3 -c 'import ctypes; print(ctypes.CDLL("libcuda.so.1").cuInit(0))'
+echo @@torch; /opt/fleet/venv/bin/python - <<'EOF'
+import json, warnings, torch
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ok = torch.cuda.is_available()
+out = {"available": ok, "count": torch.cuda.device_count(), "warning": " ".join(str(w.message) for w in caught)}
+if ok:
+    out["peer"] = {f"{i}-{j}": torch.cuda.can_device_access_peer(i, j) for i in range(8) for j in range(i + 1, 8)}
+print(json.dumps(out))
+EOF
+echo @@log; cat /var/log/fabricmanager.log 2>/dev/null
+echo @@dev; ls /dev
+echo @@dockerenv; ls /.dockerenv 2>/dev/null
+"""
+
+
+def _parts(text: str) -> dict[str, str]:
+    parts, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            name = line[2:]
+            parts[name] = ""
+        elif name:
+            parts[name] += line + "\n"
+    return parts
+
+
+class _Fabric:
+    def __init__(self, lab, inv):
+        self.lab, self.inv = lab, inv
+        self.runs: dict = {}
+        self.facts: dict = {}
+        self.before: dict = {}
+        self.after: dict = {}
+
+    def sh(self, host: str, script: str):
+        from fleet.connection import ConnectOptions, connect
+        from fleet.inventory import load_inventory
+        with connect(load_inventory(self.inv).hosts[host], ConnectOptions(known_hosts=self.lab.root / "fleet_known_hosts")) as c:
+            return c.run(script)
+
+    def ask(self, host: str) -> dict:
+        parts = _parts(self.sh(host, ASK).stdout)
+        parts["packages"] = {f[0]: (f[1], f[2]) for f in (line.split() for line in parts["dpkg"].splitlines()) if len(f) == 3}
+        parts["held"] = set(parts["hold"].split())
+        parts["procs"] = {int(p): c for p, c in (line.split(None, 1) for line in parts["ps"].splitlines())}
+        parts["torch"] = json.loads(parts["torch"])
+        parts["cuinit"] = int(parts["cuinit"])
+        return parts
+
+    def host(self, run: str, name: str) -> dict:
+        return self.runs[run][1]["hosts"][name]
+
+    def tasks(self, run: str, name: str) -> dict[tuple[str, str], dict]:
+        return {(t["role"], t["task"]): t for t in self.host(run, name)["tasks"]}
+
+
+@pytest.fixture(scope="module")
+def fab(lab, tmp_path_factory):
+    doc = yaml.safe_load(DEMO.read_text())
+    for host in doc["hosts"].values():
+        host["address"] = host["address"].replace("127.0.1.", testing.test_net() + ".", 1)
+    doc["facts_dir"] = "facts"
+    doc["keyring_pins"] = str(lab.root / "keyring.sha256")   # as `fleet lab up` writes it (the lab's cuda-keyring)
+    inv = tmp_path_factory.mktemp("fabric") / "lab-fabric.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    names = list(doc["hosts"])
+    control.reset(inv, names, lab.root)
+    fab = _Fabric(lab, inv)
+    fab.before = {name: fab.ask(name) for name in names}
+    fab.runs["check"] = fleet_json("apply", str(inv), "--check")
+    fab.facts["before"] = {n: json.loads((inv.parent / "facts" / f"{n}.json").read_text()) for n in names}
+    fab.runs["first"] = fleet_json("apply", str(inv))
+    fab.facts["after"] = {n: json.loads((inv.parent / "facts" / f"{n}.json").read_text()) for n in names}
+    fab.after = {name: fab.ask(name) for name in names}
+    fab.runs["second"] = fleet_json("apply", str(inv))
+    yield fab
+    control.down(inv, lab.root)
+    shutil.rmtree(inv.parent, ignore_errors=True)
+
+
+def _fm_processes(state: dict) -> list[int]:
+    return [pid for pid, comm in state["procs"].items() if comm == "nv-fabricmanage"]
+
+
+def test_each_host_sees_its_own_processes_and_devices(fab):
+    for name, state in fab.before.items():
+        assert state["procs"][1] == "sshd", name            # its own PID namespace: the host's sshd is PID 1
+        assert ("nvidia-nvswitch0" in state["dev"].split()) == (name in MANAGED), name
+        assert (state["dockerenv"].strip() == "/.dockerenv") == (name == "hgx-container"), name
+    # two hosts run a fabric manager; no other host sees either process
+    assert {n for n, s in fab.before.items() if _fm_processes(s)} == {"hgx-healthy", "hgx-gpu-off"}
+
+
+def test_broken_fabric_managers_answer_802_before_and_the_facts_say_why(fab):
+    for name in BROKEN + ("hgx-container",):
+        state = fab.before[name]
+        assert state["cuinit"] == 802, name                # CUDA_ERROR_SYSTEM_NOT_READY, from the stand-in libcuda
+        assert not state["torch"]["available"] and "Error 802: system not yet initialized" in state["torch"]["warning"]
+    missing, stopped, behind = (fab.before[n] for n in BROKEN)
+    assert missing["packages"] == {} and not _fm_processes(missing)
+    assert stopped["packages"][FM] == (f"{DRIVER}-1", "hi") and {FM, NSCQ} <= stopped["held"] and not _fm_processes(stopped)
+    assert behind["packages"][FM] == (f"{BEHIND}-1", "hi") and not _fm_processes(behind)
+    # its daemon ran at boot and refused, with NVIDIA's message
+    assert (f"fabric manager NVIDIA GPU driver interface version {BEHIND} don't match with driver version {DRIVER}. "
+            "Please update with matching NVIDIA driver package.") in behind["log"]
+    facts = {n: fab.facts["before"][n]["fabric"] for n in BROKEN}
+    assert all(f["gpu_count"] == 8 and f["manages_fabric"] and not f["container"] for f in facts.values())
+    assert all(set(f["not_ready"]) == set(range(8)) for f in facts.values())   # "In Progress" until the fabric is up
+    assert facts["hgx-missing"]["fm_version"] is None and not facts["hgx-missing"]["fm_running"]
+    assert facts["hgx-stopped"]["fm_version"] == DRIVER and not facts["hgx-stopped"]["fm_running"]
+    assert facts["hgx-behind"]["fm_matches_driver"] is False and facts["hgx-behind"]["fm_version"] == BEHIND
+
+
+def test_apply_installs_holds_and_starts_the_fabric_manager_at_the_drivers_version(fab):
+    for name in BROKEN + ("hgx-healthy",):
+        state = fab.after[name]
+        assert state["packages"] == {FM: (f"{DRIVER}-1", "hi"), NSCQ: (f"{DRIVER}-1", "hi")}, name
+        assert {FM, NSCQ} <= state["held"], name
+        assert len(_fm_processes(state)) == 1, name
+        assert state["cuinit"] == 0, name
+        torch = state["torch"]
+        assert torch["available"] and torch["count"] == 8 and all(torch["peer"].values()), name
+        assert fab.host("first", name)["verify"] == "passed", name
+    assert "Successfully configured all the available NVSwitches" in fab.after["hgx-behind"]["log"]
+    for name in BROKEN:   # what --check said is what apply did
+        planned = {k for k, t in fab.tasks("check", name).items() if t["status"] == "changed"}
+        done = {k for k, t in fab.tasks("first", name).items() if t["status"] == "changed"}
+        assert planned == done and ("fabric_manager", "nv-fabricmanager running (no systemd)") in done, name
+    assert not any(t["status"] == "changed" for t in fab.host("first", "hgx-healthy")["tasks"])
+
+
+def test_gpu_off_the_fabric_is_named_by_verify_and_the_host_agrees(fab):
+    state = fab.after["hgx-gpu-off"]
+    assert state["cuinit"] == 0 and state["torch"]["count"] == 8
+    peer = state["torch"]["peer"]
+    assert not any(ok for pair, ok in peer.items() if "3" in pair.split("-")) and all(
+        ok for pair, ok in peer.items() if "3" not in pair.split("-"))
+    topo = fab.sh("hgx-gpu-off", "nvidia-smi topo -m").stdout
+    assert "GPU3\tNODE\tNODE\tNODE\t X \tSYS\tSYS\tSYS\tSYS" in topo
+    assert "Status                            : NVML_ERROR_NOT_READY" in fab.sh("hgx-gpu-off", "nvidia-smi -q").stdout
+    assert fab.facts["after"]["hgx-gpu-off"]["fabric"]["not_ready"] == [3]
+    verify = fab.tasks("first", "hgx-gpu-off")[("verify", "torch works on this GPU")]
+    assert verify["status"] == "failed"
+    assert "nvlink_topology: GPU 3: its pairs are PCIe (0-3 NODE" in verify["reason"]
+    assert "off the fabric" in verify["reason"]
+
+
+def test_container_pod_is_left_alone_and_verify_says_the_fabric_is_the_providers(fab):
+    state = fab.after["hgx-container"]
+    assert state["packages"] == {} and not _fm_processes(state) and state["cuinit"] == 802
+    facts = fab.facts["after"]["hgx-container"]["fabric"]
+    assert facts["container"] and not facts["nvswitch"] and not facts["manages_fabric"] and facts["not_ready"] == list(range(8))
+    tasks = fab.tasks("first", "hgx-container")
+    assert {t["status"] for (role, _), t in tasks.items() if role == "fabric_manager"} == {"skipped"}
+    verify = tasks[("verify", "torch works on this GPU")]
+    assert verify["status"] == "failed" and "CUDA error 802 CUDA_ERROR_SYSTEM_NOT_READY" in verify["reason"]
+    assert "in a container that is the provider's host" in verify["reason"]
+
+
+def test_second_apply_changes_nothing(fab):
+    code, second = fab.runs["second"]
+    for name in second["hosts"]:
+        assert second["hosts"][name]["changed"] == 0, name
+    for name in BROKEN + ("hgx-healthy",):   # converged: one probe, nothing else
+        assert second["stats"][name]["remote_commands"] == 1, name
