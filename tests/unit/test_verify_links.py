@@ -95,3 +95,18 @@ def test_the_verify_summary_says_one_gpu_has_no_links():
         {"name": "torch_imports", "passed": True, "detail": "torch 2.9"},
         {"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]}, {})
     assert record["summary"] == "verify passed: torch_imports, gpu_links (one GPU: no links to check)"
+
+
+def test_the_real_header_underlined_with_ansi_escapes_is_read(program, tmp_path, monkeypatch):
+    # nvidia-smi wraps the `topo -m` header in ANSI underline escapes even into a pipe (the real capture,
+    # tests/data/captured/h100-device/nvidia-smi/topo-m.txt); the lab's 8-GPU gpu-off profile found verify read
+    # no topology from it, so every pair was "link unknown" and the GPU off the fabric went unnamed
+    lines = (DATA / "fabric" / "topo-8-gpu3-off.txt").read_text().split("\n")
+    lines[0] = "\t\x1b[4m" + lines[0].lstrip("\t") + "\x1b[0m"
+    underlined = tmp_path / "topo-underlined.txt"
+    underlined.write_text("\n".join(lines))
+    v = load(program, tmp_path, monkeypatch, underlined)   # an absolute path: DATA / "fabric" / it is it
+    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
+    checks = {c["name"]: c for c in v["CHECKS"]}
+    assert checks["peer_access"]["passed"] and v["OUT"]["links"]["topology"]["0-3"] == "NODE"
+    assert checks["nvlink_topology"]["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
