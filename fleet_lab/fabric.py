@@ -155,23 +155,34 @@ def debs(multiarch: str, nscq_lib: Path) -> list[Deb]:
     return out
 
 
+def preinstalled(profile, driver: str) -> str | None:
+    """The fabric manager release the host comes with: the driver's, one behind it, or none."""
+    if not profile.fm:
+        return None
+    return FM_BEHIND[driver] if profile.fm == "behind" else driver
+
+
 def to_layer(layer: Path, profile, driver: str, mirror: Path, repo_in_host: str) -> None:
     """The profile's part of its layer: /.dockerenv as the profile is a container or not, the fabric manager
     packages as the host comes (installed by dpkg, held with the driver as an admin leaves them)."""
-    if profile.container is True:
+    if profile.container is True:   # (None: not a fabric host, as this machine is)
         layers.put(layer, "/.dockerenv", "")
     elif profile.container is False and Path("/.dockerenv").exists():
         layers.whiteout(layer, "/.dockerenv")   # this machine is a container; the bare-metal host is not
+    if not profile.fabric:
+        return
+    steps = []
     if profile.system_torch:   # a venv seeing the system torch, as an admin leaves one (the inventory's python_env)
-        layers.dpkg_in_layer(layer, mirror, ["python3", "-m", "venv", "--without-pip", "--system-site-packages", VENV])
-    if profile.fm:
-        version = FM_BEHIND[driver] if profile.fm == "behind" else driver
+        steps.append(f"python3 -m venv --without-pip --system-site-packages {VENV}")
+    version = preinstalled(profile, driver)
+    if version:
         branch = version.split(".")[0]
         names = [f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}"]
         # from NVIDIA's CUDA repository, so its cuda-keyring (the source) came first
-        debs_ = [f"{repo_in_host}/cuda-keyring_1.1-1_all.deb"] + [f"{repo_in_host}/{n}_{version}-1_all.deb" for n in names]
-        layers.dpkg_in_layer(layer, mirror, ["dpkg", "-i"] + debs_)
-        layers.dpkg_in_layer(layer, mirror, ["apt-mark", "hold"] + names)
+        files = [f"{repo_in_host}/cuda-keyring_1.1-1_all.deb"] + [f"{repo_in_host}/{n}_{version}-1_all.deb" for n in names]
+        steps += ["dpkg -i " + " ".join(files), "apt-mark hold " + " ".join(names)]
+    if steps:   # one throw-away namespace for all of it
+        layers.dpkg_in_layer(layer, mirror, ["sh", "-c", shlex.quote(" && ".join(steps))])
 
 
 def dev_lines(profile, merged: str) -> list[str]:

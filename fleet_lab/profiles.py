@@ -211,8 +211,11 @@ class HostSpec:
 
     def layer_key(self) -> str:
         """What the shared profile layer depends on (hosts with equal keys share one layer)."""
-        # a fabric manager preinstalled in the layer is the driver's (or one behind it): one layer per driver
-        return f"{self.profile}{'-compat' if self.compat_installed else ''}{'-' + self.driver if self.prof.fm else ''}"
+        compat = '-compat' if self.compat_installed else ''
+        if self.prof.fabric:   # the fabric hosts' layers differ only in the fabric manager release preinstalled
+            from .fabric import preinstalled   # (stopped, healthy and gpu-off share one: they differ at boot)
+            return f"{self.prof.gpus}gpu-{self.prof.fabric}-fm-{preinstalled(self.prof, self.driver) or 'none'}{compat}"
+        return f"{self.profile}{compat}"
 
     def digest(self) -> str:
         """Changes when anything the host is built from changes (then `up` recreates it)."""
@@ -251,6 +254,11 @@ def spec_for(host) -> HostSpec:
     if host.address is None or not host.address.startswith("127."):
         raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "
                          f"not {host.address!r}", line=host.line)
+    if profile.fm:
+        from .fabric import FM_BEHIND
+        if driver not in FM_BEHIND:
+            raise InputError(f"lab profile {profile.name} of host {host.name!r} preinstalls a fabric manager, served for "
+                             f"drivers {', '.join(FM_BEHIND)} only; write one of them as 'driver:'", line=host.line)
     installed = compat == "installed" or (compat is None and profile.compat)
     return HostSpec(name=host.name, address=host.address, port=host.port, user=host.user, profile=profile.name,
                     driver=driver, compat_installed=installed)
