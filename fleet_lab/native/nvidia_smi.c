@@ -356,6 +356,13 @@ static void topo(void) {
            "  NV#  = Connection traversing a bonded set of # NVLinks\n");
 }
 
+static const char *cuda_version(void);
+
+/* One `-q` line: the key padded so that " : " falls where the real 580 driver's does (column 55). */
+static void field(int indent, const char *key, const char *value) {
+    printf("%*s%-*s: %s\n", indent, "", 55 - indent, key, value);
+}
+
 static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -x fleet reads, per GPU */
     int n = ngpus();
     const char *state, *status, *clique;
@@ -373,15 +380,33 @@ static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -
         printf("</nvidia_smi_log>\n");
         return;
     }
-    printf("\n==============NVSMI LOG==============\n\nDriver Version                            : %s\n\n"
-           "Attached GPUs                             : %d\n", driver, n);
+    char now[64];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%a %b %d %H:%M:%S %Y", localtime(&t));
+    printf("\n==============NVSMI LOG==============\n\n");
+    field(0, "Timestamp", now);
+    field(0, "Driver Version", driver);
+    field(0, "CUDA Version", cuda_version());
+    printf("\n");
+    char count[16];
+    snprintf(count, sizeof count, "%d", n);
+    field(0, "Attached GPUs", count);
     for (int i = 0; i < n; i++) {
         fabric_of(i, &state, &status, &clique);
-        printf("GPU %s\n    Product Name                          : %s\n    GPU UUID                              : %s\n"
-               "    Fabric\n        State                             : %s\n"
-               "        Status                            : %s\n        CliqueId                          : %s\n"
-               "        ClusterUUID                       : %s\n", bus_of(i), gpu_need("name"), uuid_of(i), state,
-               status, clique, *fabric_kind() ? "00000000-0000-0000-0000-000000000000" : "N/A");
+        printf("GPU %s\n", bus_of(i));
+        field(4, "Product Name", gpu_need("name"));
+        field(4, "GPU UUID", uuid_of(i));
+        printf("    Fabric\n");
+        field(8, "State", state);
+        field(8, "Status", status);
+        field(8, "CliqueId", clique);
+        field(8, "ClusterUUID", *fabric_kind() ? "00000000-0000-0000-0000-000000000000" : "N/A");
+        if (!*fabric_kind()) {   /* as the real one on a GPU without NVSwitch (the lent H100's capture) */
+            printf("        Health\n");
+            const char *health[] = {"Summary", "Bandwidth", "Route Recovery in progress", "Route Unhealthy",
+                                    "Access Timeout Recovery", "Incorrect Configuration", "Partition Assigned"};
+            for (size_t h = 0; h < N(health); h++) field(12, health[h], "N/A");
+        }
     }
 }
 

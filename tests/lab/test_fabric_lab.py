@@ -172,7 +172,9 @@ def test_gpu_off_the_fabric_is_named_by_verify_and_the_host_agrees(fab):
         ok for pair, ok in peer.items() if "3" not in pair.split("-"))
     topo = fab.sh("hgx-gpu-off", "nvidia-smi topo -m").stdout
     assert "GPU3\tNODE\tNODE\tNODE\t X \tSYS\tSYS\tSYS\tSYS" in topo
-    assert "Status                            : NVML_ERROR_NOT_READY" in fab.sh("hgx-gpu-off", "nvidia-smi -q").stdout
+    statuses = [line.split(" : ")[1] for line in fab.sh("hgx-gpu-off", "nvidia-smi -q").stdout.splitlines()
+                if line.strip().startswith("Status ")]
+    assert statuses == ["Success"] * 3 + ["NVML_ERROR_NOT_READY"] + ["Success"] * 4
     assert fab.facts["after"]["hgx-gpu-off"]["fabric"]["not_ready"] == [3]
     verify = fab.tasks("first", "hgx-gpu-off")[("verify", "torch works on this GPU")]
     assert verify["status"] == "failed"
@@ -198,3 +200,40 @@ def test_second_apply_changes_nothing(fab):
         assert second["hosts"][name]["changed"] == 0, name
     for name in BROKEN + ("hgx-healthy",):   # converged: one probe, nothing else
         assert second["stats"][name]["remote_commands"] == 1, name
+
+
+CAPTURED = Path(__file__).resolve().parents[1] / "data" / "captured" / "h100-device" / "nvidia-smi"
+
+
+def test_stand_in_nvidia_smi_speaks_the_real_formats(fab, lab):
+    """The stand-in's output in the real layouts (the real H100's captures): the one-GPU pod's `topo -m` header and
+    legend byte for byte, `-q`'s field column; the 8-GPU board's matrix, fabric blocks, XML and NVLink lines read by
+    fleet's own parsers and the standard library's."""
+    import xml.etree.ElementTree as ET
+    from fleet.facts.gpu import parse_fabric_query, parse_topology
+    real_topo = (CAPTURED / "topo-m.txt").read_text()
+    with lab.connect("pod-580") as conn:
+        one = conn.run("nvidia-smi topo -m").stdout
+        one_q = conn.run("nvidia-smi -q").stdout
+    assert one.splitlines()[0] == real_topo.splitlines()[0]                  # ANSI-underlined header
+    assert one.split("Legend:")[1] == real_topo.split("Legend:")[1].rsplit("rc=", 1)[0]
+    real_q = (CAPTURED / "q.txt").read_text()
+    for key in ("Driver Version", "Attached GPUs", "    Product Name", "        State", "        ClusterUUID"):
+        ours = next(line for line in one_q.splitlines() if line.startswith(key + " "))
+        theirs = next(line for line in real_q.splitlines() if line.startswith(key + " "))
+        assert ours.index(" : ") == theirs.index(" : "), key
+    topo = parse_topology(fab.sh("hgx-healthy", "nvidia-smi topo -m").stdout)
+    assert topo["gpus"] == 8 and len(topo["pairs"]) == 28
+    assert {p["kind"] for p in topo["pairs"].values()} == {"nvlink"} and topo["pairs"]["0-7"]["links"] == 18
+    fabric = parse_fabric_query(fab.sh("hgx-healthy", "nvidia-smi -q").stdout)
+    assert [(g["state"], g["status"], g["clique"]) for g in fabric] == [("Completed", "Success", "32766")] * 8
+    xml = ET.fromstring(fab.sh("hgx-gpu-off", "nvidia-smi -q -x").stdout)
+    states = [(g.get("id"), g.findtext("fabric/state"), g.findtext("fabric/status")) for g in xml.iter("gpu")]
+    assert len(states) == 8 and states[3][1:] == ("Completed", "NVML_ERROR_NOT_READY")
+    assert [s[0] for s in states] == [g["bus"] for g in fabric]
+    nvlink = fab.sh("hgx-gpu-off", "nvidia-smi nvlink -s").stdout.splitlines()
+    assert nvlink[0].startswith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-") and nvlink[1:19] == [
+        f"\t Link {i}: 26.562 GB/s" for i in range(18)]
+    assert nvlink[3 * 19 + 1] == "\t Link 0: <inactive>"
+    with lab.connect("pod-580") as conn:   # a GPU without NVLink: nothing, as the real one on the lent H100
+        assert conn.run("nvidia-smi nvlink -s").stdout == (CAPTURED / "nvlink-s.txt").read_text().rsplit("rc=", 1)[0]
