@@ -191,7 +191,9 @@ def test_container_pod_is_left_alone_and_verify_says_the_fabric_is_the_providers
     assert {t["status"] for (role, _), t in tasks.items() if role == "fabric_manager"} == {"skipped"}
     verify = tasks[("verify", "torch works on this GPU")]
     assert verify["status"] == "failed" and "CUDA error 802 CUDA_ERROR_SYSTEM_NOT_READY" in verify["reason"]
-    assert "in a container that is the provider's host" in verify["reason"]
+    assert "this is a container: the fabric manager runs on the provider's host, not in this pod" in verify["reason"]
+    assert "fix: the provider's: ask them, or restart the pod on a healthy host" in verify["reason"]
+    assert "apply role fabric_manager" not in verify["reason"]    # the role cannot help in a pod (it is skipped)
 
 
 def test_second_apply_changes_nothing(fab):

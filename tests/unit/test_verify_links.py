@@ -110,3 +110,19 @@ def test_the_real_header_underlined_with_ansi_escapes_is_read(program, tmp_path,
     checks = {c["name"]: c for c in v["CHECKS"]}
     assert checks["peer_access"]["passed"] and v["OUT"]["links"]["topology"]["0-3"] == "NODE"
     assert checks["nvlink_topology"]["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
+
+
+def test_802_says_whose_fix_it_is_in_a_container_and_on_a_board_that_manages_its_fabric(program, tmp_path, monkeypatch):
+    # the lab's container pod (tests/lab/test_fabric_lab.py) was told to apply role fabric_manager, which never
+    # runs in a pod; a bare-metal board was told to ask a provider it does not have
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    r = {"code": 802, "name": "CUDA_ERROR_SYSTEM_NOT_READY", "text": "system not yet initialized",
+         "libcuda": "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}
+    exists, markers = os.path.exists, ("/.dockerenv", "/run/.containerenv")
+    monkeypatch.setattr(os.path, "exists", lambda p: p == "/.dockerenv" or (p not in markers and exists(p)))
+    pod = v["explain"](r)
+    monkeypatch.setattr(os.path, "exists", lambda p: p not in markers and exists(p))
+    board = v["explain"](r)
+    assert "this is a container: the fabric manager runs on the provider's host" in pod
+    assert "fix: the provider's" in pod and "fabric_manager" not in pod
+    assert "fix: apply role fabric_manager" in board and "provider" not in board
