@@ -124,6 +124,10 @@ def test_each_host_sees_its_own_processes_and_devices(fab):
         assert (state["dockerenv"].strip() == "/.dockerenv") == (name == "hgx-container"), name
     # two hosts run a fabric manager; no other host sees either process
     assert {n for n, s in fab.before.items() if _fm_processes(s)} == {"hgx-healthy", "hgx-gpu-off"}
+    # `docker exec`'s stand-in enters the host's PID namespace too: its /proc/self is itself
+    seen = fab.lab.exec("hgx-healthy", ["sh", "-c", "readlink /proc/self; ps -e -o comm="])
+    assert seen.returncode == 0 and seen.stdout.split()[0].isdigit(), seen.stderr
+    assert {"sshd", "nv-fabricmanage"} <= set(seen.stdout.split()[1:])
 
 
 def test_broken_fabric_managers_answer_802_before_and_the_facts_say_why(fab):
