@@ -184,6 +184,9 @@ def test_gpu_off_the_fabric_is_named_by_verify_and_the_host_agrees(fab):
     assert verify["status"] == "failed"
     assert "nvlink_topology: GPU 3: its pairs are PCIe (0-3 NODE" in verify["reason"]
     assert "off the fabric" in verify["reason"]
+    checks = {c["name"]: c for c in fab.facts["after"]["hgx-gpu-off"]["verify"]["checks"]}
+    assert checks["peer_access"]["passed"] and "the 7 PCIe pair(s) 0-3, 1-3, 2-3, 3-4, 3-5, 3-6, 3-7 do not" in \
+        checks["peer_access"]["detail"]                # true of the host: torch's peers above say the same
 
 
 def test_container_pod_is_left_alone_and_verify_says_the_fabric_is_the_providers(fab):
