@@ -166,6 +166,11 @@ def test_apply_installs_holds_and_starts_the_fabric_manager_at_the_drivers_versi
         done = {k for k, t in fab.tasks("first", name).items() if t["status"] == "changed"}
         assert planned == done and ("fabric_manager", "nv-fabricmanager running (no systemd)") in done, name
     assert not any(t["status"] == "changed" for t in fab.host("first", "hgx-healthy")["tasks"])
+    install = ("fabric_manager", f"fabric manager and NSCQ at the driver's version {DRIVER} (held with the driver)")
+    assert fab.tasks("check", "hgx-missing")[install]["reason"].startswith(
+        f"not installed: {FM}={DRIVER}-1 {NSCQ}={DRIVER}-1 cuda-keyring (")   # each named once
+    assert fab.tasks("check", "hgx-behind")[install]["reason"].startswith(
+        f"not installed: {FM}={DRIVER}-1 {NSCQ}={DRIVER}-1 (fabric manager {BEHIND} is not the driver's {DRIVER}")
 
 
 def test_gpu_off_the_fabric_is_named_by_verify_and_the_host_agrees(fab):
