@@ -137,6 +137,161 @@ WantedBy=multi-user.target
 """
 
 
+SYSTEMCTL = "/usr/bin/systemctl"
+WANTS = "/etc/systemd/system/multi-user.target.wants"
+FM_SERVICE = "nvidia-fabricmanager.service"
+# systemd as the fabric hosts that have it need it (bare metal and VMs run it; pods do not): units from the unit
+# directories, `enable` as the [Install] symlink, Type=forking services started and their daemon followed by pid,
+# the states and exit codes of systemctl(1) (is-active: 0 active, 3 otherwise; is-enabled: 0 enabled, 1 not).
+# The host's boot starts every enabled unit (boot_lines), as systemd does at multi-user.target.
+SYSTEMCTL_SCRIPT = '''#!/usr/bin/python3
+"""fleet lab stand-in for systemctl: NOT systemd's. enable/disable, start/stop/restart, is-active, is-enabled,
+status and daemon-reload for Type=forking services (the daemon: the process the start left behind under PID 1);
+state in /run/fleet-lab/systemd (lost at a reboot, as systemd's is)."""
+import os, shlex, signal, subprocess, sys, time
+
+UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+WANTS = "{wants}"
+STATE = "/run/fleet-lab/systemd"
+LOG = "/var/log/fleet-lab-systemd.log"
+args = [a for a in sys.argv[1:] if not a.startswith("-")]
+quiet = "--quiet" in sys.argv or "-q" in sys.argv
+
+
+def say(text, err=False):
+    if not quiet or err:
+        print(text, file=sys.stderr if err else sys.stdout)
+
+
+def unit(name):
+    name = name if "." in name else name + ".service"
+    path = next((os.path.join(d, name) for d in UNIT_DIRS if os.path.isfile(os.path.join(d, name))), None)
+    return name, path
+
+
+def pids():
+    return {{int(p) for p in os.listdir("/proc") if p.isdigit()}}
+
+
+def stat(pid):
+    try:
+        return open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def alive(pid):
+    st = stat(pid)
+    return bool(st) and st[0] not in ("Z", "X")
+
+
+def state(name):
+    try:
+        words = open(f"{{STATE}}/{{name}}").read().split()
+    except OSError:
+        return "inactive"
+    if words[0] == "active":
+        return "active" if words[1:] and any(alive(int(p)) for p in words[1:]) else "failed"
+    return words[0]
+
+
+def record(name, *words):
+    os.makedirs(STATE, exist_ok=True)
+    with open(f"{{STATE}}/{{name}}", "w") as fh:
+        fh.write(" ".join(map(str, words)) + "\\n")
+
+
+def start(name, path):
+    if state(name) == "active":
+        return 0
+    cmd = next(line.split("=", 1)[1].strip() for line in open(path) if line.startswith("ExecStart="))
+    before = pids()
+    with open(LOG, "a") as log:
+        rc = subprocess.call(shlex.split(cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    main = sorted(p for p in pids() - before if alive(p) and stat(p)[1] == "1")   # daemonized: under PID 1
+    if rc != 0 or not main:
+        record(name, "failed")
+        say(f"Job for {{name}} failed because the control process exited with error code.\\nSee \\"systemctl status "
+            f"{{name}}\\" and \\"journalctl -xeu {{name}}\\" for details.", err=True)
+        return 1
+    record(name, "active", *main)
+    return 0
+
+
+def stop(name):
+    try:
+        words = open(f"{{STATE}}/{{name}}").read().split()
+    except OSError:
+        return 0
+    main = [int(p) for p in words[1:] if alive(int(p))]
+    for pid in main:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 10
+    while any(alive(p) for p in main) and time.time() < deadline:
+        time.sleep(0.02)
+    record(name, "inactive")
+    return 0
+
+
+def main():
+    if not args:
+        say("fleet lab stand-in systemctl: list-units is not simulated", err=True)
+        return 1
+    verb, names = args[0], args[1:]
+    if verb == "daemon-reload":
+        return 0
+    rc = 0
+    for given in names:
+        name, path = unit(given)
+        wanted = os.path.join(WANTS, name)
+        if verb == "is-active":
+            now = state(name)
+            say(now)
+            rc = rc or (0 if now == "active" else 3)
+        elif verb == "is-enabled":
+            if not path:
+                say(f"Failed to get unit file state for {{name}}: No such file or directory", err=True)
+                rc = 1
+            else:
+                say("enabled" if os.path.islink(wanted) else "disabled")
+                rc = rc or (0 if os.path.islink(wanted) else 1)
+        elif path is None:
+            say(f"Failed to {{verb}} unit: Unit {{name}} not found." if verb != "enable" else
+                f"Failed to enable unit: Unit file {{name}} does not exist.", err=True)
+            rc = 5 if verb in ("start", "restart", "stop", "status") else 1
+        elif verb == "enable":
+            if not os.path.islink(wanted):
+                os.makedirs(WANTS, exist_ok=True)
+                os.symlink(path, wanted)
+                say(f"Created symlink {{wanted}} \\u2192 {{path}}.", err=True)
+            if "--now" in sys.argv:
+                rc = rc or start(name, path)
+        elif verb == "disable":
+            if os.path.islink(wanted):
+                os.unlink(wanted)
+                say(f"Removed \\"{{wanted}}\\".", err=True)
+        elif verb == "start":
+            rc = rc or start(name, path)
+        elif verb == "stop":
+            rc = rc or stop(name)
+        elif verb == "restart":
+            stop(name)
+            rc = rc or start(name, path)
+        elif verb == "status":
+            now = state(name)
+            say(f"* {{name}} (fleet lab stand-in)\\n     Loaded: loaded ({{path}}; "
+                f"{{'enabled' if os.path.islink(wanted) else 'disabled'}})\\n     Active: {{now}}")
+            rc = rc or (0 if now == "active" else 3)
+        else:
+            say(f"fleet lab stand-in systemctl: {{verb}} is not simulated", err=True)
+            return 1
+    return rc
+
+
+sys.exit(main())
+'''
+
+
 def debs(multiarch: str, nscq_lib: Path) -> list[Deb]:
     """nvidia-fabricmanager-<branch> and libnvidia-nscq-<branch> at every FM_VERSIONS release."""
     out = []
@@ -183,6 +338,11 @@ def to_layer(layer: Path, profile, driver: str, mirror: Path, repo_in_host: str)
         steps += ["dpkg -i " + " ".join(files), "apt-mark hold " + " ".join(names)]
     if steps:   # one throw-away namespace for all of it
         layers.dpkg_in_layer(layer, mirror, ["sh", "-c", shlex.quote(" && ".join(steps))])
+    if profile.systemd:
+        layers.put(layer, SYSTEMCTL, SYSTEMCTL_SCRIPT.format(wants=WANTS), 0o755)
+        layers.opaque_dir(layer, "/etc/systemd/system")   # this machine's enabled units are not the host's
+        if profile.fm in ("running", "behind"):   # enabled, as `systemctl enable` leaves it: started at each boot
+            layers.link(layer, f"{WANTS}/{FM_SERVICE}", f"/lib/systemd/system/{FM_SERVICE}")
 
 
 def dev_lines(profile, merged: str) -> list[str]:
@@ -206,11 +366,17 @@ def dev_lines(profile, merged: str) -> list[str]:
 
 
 def boot_lines(profile, merged: str) -> list[str]:
-    """What the host's init does at boot: systemd starts nvidia-fabricmanager where it is enabled (running, and the
-    one left behind, which refuses with its message in /var/log/fabricmanager.log)."""
+    """What the host's init does at boot: systemd (where the host has it) starts every enabled unit, so an enabled
+    nvidia-fabricmanager runs, or fails with its message in /var/log/fabricmanager.log when left behind the driver;
+    without systemd an init script starts the daemon of a host whose fabric manager runs."""
+    m = shlex.quote(merged)
+    if profile.systemd:
+        # (wants entries are symlinks to unit paths inside the host: -L, not -e, from out here)
+        return [f"mkdir -p {m}/run/systemd/system",   # what fleet's probe (and sd_booted) take for systemd
+                f"for u in {m}{WANTS}/*.service; do if [ -L \"$u\" ]; then chroot {m} {SYSTEMCTL} start "
+                "\"${u##*/}\" </dev/null >/dev/null 2>&1 || true; fi; done"]
     if profile.fm not in ("running", "behind"):
         return []
-    m = shlex.quote(merged)
     return [f"chroot {m} {FM_BIN} -c {FM_CONFIG} </dev/null >/dev/null 2>&1 || true"]
 
 

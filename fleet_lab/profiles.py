@@ -91,6 +91,7 @@ class Profile:
                                 # driver's version and held, not running), "behind" (one version behind the driver,
                                 # held: its daemon refuses to start at boot), "running"
     off_fabric: tuple[int, ...] = ()   # GPUs that fail to register with the fabric (their links fall to PCIe)
+    systemd: bool = False       # a systemd host (the stand-in systemctl, fleet_lab/fabric.py): bare metal, VMs
 
     @property
     def own_pids(self) -> bool:
@@ -180,14 +181,16 @@ PROFILES.update({
 # An HGX H100 8-GPU baseboard (NVSwitch), driver 580.159.04 (CUDA 13: the cu130 torch runs), as each is found (issue 28; fleet_lab/fabric.py). Bare
 # metal or a VM given the whole baseboard manages its own fabric; a container pod sees the provider's.
 # torch (the stand-in) in the system Python and a venv that sees it (fabric.VENV): verify runs there.
-_HGX = replace(_H100, name="hgx-h100", runpod=False, driver="580.159.04", gpus=8, fabric="managed", system_torch=True)
+# Bare metal and VMs run systemd; two boards without it (rarer) take fleet's other path: the daemon started directly.
+_HGX = replace(_H100, name="hgx-h100", runpod=False, driver="580.159.04", gpus=8, fabric="managed", system_torch=True,
+               systemd=True)
 PROFILES.update({
     "hgx-fm-missing": replace(_HGX, name="hgx-fm-missing"),
-    "hgx-fm-stopped": replace(_HGX, name="hgx-fm-stopped", fm="stopped"),
+    "hgx-fm-stopped": replace(_HGX, name="hgx-fm-stopped", fm="stopped", systemd=False),
     "hgx-fm-behind": replace(_HGX, name="hgx-fm-behind", fm="behind"),
     "hgx-healthy": replace(_HGX, name="hgx-healthy", fm="running"),
-    "hgx-gpu-off": replace(_HGX, name="hgx-gpu-off", fm="running", off_fabric=(3,)),
-    "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider"),
+    "hgx-gpu-off": replace(_HGX, name="hgx-gpu-off", fm="running", off_fabric=(3,), systemd=False),
+    "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider", systemd=False),
 })
 
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
@@ -214,7 +217,10 @@ class HostSpec:
         compat = '-compat' if self.compat_installed else ''
         if self.prof.fabric:   # the fabric hosts' layers differ only in the fabric manager release preinstalled
             from .fabric import preinstalled   # (stopped, healthy and gpu-off share one: they differ at boot)
-            return f"{self.prof.gpus}gpu-{self.prof.fabric}-fm-{preinstalled(self.prof, self.driver) or 'none'}{compat}"
+            fm = preinstalled(self.prof, self.driver) or "none"
+            enabled = "-enabled" if self.prof.systemd and self.prof.fm in ("running", "behind") else ""
+            return (f"{self.prof.gpus}gpu-{self.prof.fabric}{'-systemd' if self.prof.systemd else ''}-fm-{fm}{enabled}"
+                    f"{compat}")
         return f"{self.profile}{compat}"
 
     def digest(self) -> str:

@@ -26,6 +26,9 @@ DRIVER, BEHIND = "580.159.04", "580.126.09"
 FM, NSCQ = "nvidia-fabricmanager-580", "libnvidia-nscq-580"
 MANAGED = ("hgx-missing", "hgx-stopped", "hgx-behind", "hgx-healthy", "hgx-gpu-off")
 BROKEN = ("hgx-missing", "hgx-stopped", "hgx-behind")   # the fabric manager is what fleet fixes
+SYSTEMD = ("hgx-missing", "hgx-behind", "hgx-healthy")   # the others start the daemon without systemd
+START = {True: ("fabric_manager", "nvidia-fabricmanager enabled and running"),
+         False: ("fabric_manager", "nv-fabricmanager running (no systemd)")}
 # Asked of the host, each part after its @@name line.
 ASK = r"""
 echo @@dpkg; dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' 'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null
@@ -45,6 +48,7 @@ EOF
 echo @@log; cat /var/log/fabricmanager.log 2>/dev/null
 echo @@dev; ls /dev
 echo @@dockerenv; ls /.dockerenv 2>/dev/null
+echo @@systemd; [ -d /run/systemd/system ] && echo "$(systemctl is-enabled nvidia-fabricmanager 2>&1) $(systemctl is-active nvidia-fabricmanager)"
 """
 
 
@@ -142,7 +146,13 @@ def test_broken_fabric_managers_answer_802_before_and_the_facts_say_why(fab):
     # its daemon ran at boot and refused, with NVIDIA's message
     assert (f"fabric manager NVIDIA GPU driver interface version {BEHIND} don't match with driver version {DRIVER}. "
             "Please update with matching NVIDIA driver package.") in behind["log"]
+    # systemd's view where the host has it: the unit left behind failed at boot, the healthy one runs
+    assert fab.before["hgx-behind"]["systemd"].split() == ["enabled", "failed"]
+    assert fab.before["hgx-healthy"]["systemd"].split() == ["enabled", "active"]
+    assert fab.before["hgx-missing"]["systemd"].endswith(" inactive\n") and "No such file" in fab.before["hgx-missing"]["systemd"]
+    assert all(not fab.before[n]["systemd"].strip() for n in fab.before if n not in SYSTEMD)
     facts = {n: fab.facts["before"][n]["fabric"] for n in BROKEN}
+    assert [facts[n]["service"] for n in BROKEN] == ["inactive", None, "failed"]
     assert all(f["gpu_count"] == 8 and f["manages_fabric"] and not f["container"] for f in facts.values())
     assert all(set(f["not_ready"]) == set(range(8)) for f in facts.values())   # "In Progress" until the fabric is up
     assert facts["hgx-missing"]["fm_version"] is None and not facts["hgx-missing"]["fm_running"]
@@ -156,6 +166,8 @@ def test_apply_installs_holds_and_starts_the_fabric_manager_at_the_drivers_versi
         assert state["packages"] == {FM: (f"{DRIVER}-1", "hi"), NSCQ: (f"{DRIVER}-1", "hi")}, name
         assert {FM, NSCQ} <= state["held"], name
         assert len(_fm_processes(state)) == 1, name
+        assert state["systemd"].split() == (["enabled", "active"] if name in SYSTEMD else []), name
+        assert fab.facts["after"][name]["fabric"]["service"] == ("active" if name in SYSTEMD else None), name
         assert state["cuinit"] == 0, name
         torch = state["torch"]
         assert torch["available"] and torch["count"] == 8 and all(torch["peer"].values()), name
@@ -164,7 +176,7 @@ def test_apply_installs_holds_and_starts_the_fabric_manager_at_the_drivers_versi
     for name in BROKEN:   # what --check said is what apply did
         planned = {k for k, t in fab.tasks("check", name).items() if t["status"] == "changed"}
         done = {k for k, t in fab.tasks("first", name).items() if t["status"] == "changed"}
-        assert planned == done and ("fabric_manager", "nv-fabricmanager running (no systemd)") in done, name
+        assert planned == done and START[name in SYSTEMD] in done and START[name not in SYSTEMD] not in done, name
     assert not any(t["status"] == "changed" for t in fab.host("first", "hgx-healthy")["tasks"])
     install = ("fabric_manager", f"fabric manager and NSCQ at the driver's version {DRIVER} (held with the driver)")
     assert fab.tasks("check", "hgx-missing")[install]["reason"].startswith(

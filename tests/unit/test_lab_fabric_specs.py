@@ -27,8 +27,9 @@ def test_the_shipped_fabric_hosts_and_the_layers_they_share():
         "hgx-gpu-off": ("hgx-gpu-off", "580.159.04"), "hgx-container": ("hgx-container", "580.159.04")}
     # the fabric manager preinstalled is what a layer holds; when it starts, and which GPU left, is the host's
     assert {n: v.layer_key() for n, v in s.items()} == {
-        "hgx-missing": "8gpu-managed-fm-none", "hgx-stopped": "8gpu-managed-fm-580.159.04",
-        "hgx-behind": "8gpu-managed-fm-580.126.09", "hgx-healthy": "8gpu-managed-fm-580.159.04",
+        "hgx-missing": "8gpu-managed-systemd-fm-none", "hgx-stopped": "8gpu-managed-fm-580.159.04",
+        "hgx-behind": "8gpu-managed-systemd-fm-580.126.09-enabled",
+        "hgx-healthy": "8gpu-managed-systemd-fm-580.159.04-enabled",
         "hgx-gpu-off": "8gpu-managed-fm-580.159.04", "hgx-container": "8gpu-provider-fm-none"}
     assert all(v.prof.own_pids for v in s.values())
     assert not any(p.own_pids for name, p in PROFILES.items() if not name.startswith("hgx-"))
