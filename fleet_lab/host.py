@@ -8,7 +8,8 @@
     sshd.log      sshd's own log (-e)
 
 The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
-chrooted into the overlay. Stopping ends every process of the host's mount namespace (each ssh login's
+chrooted into the overlay. A multi-GPU fabric host (fleet_lab/fabric.py) also has its own PID and cgroup namespaces
+(`-p --mount-proc -C`: its sshd is PID 1) and its own /dev. Stopping ends every process of the host's mount namespace (each ssh login's
 sshd calls setsid(), so killing the process group alone would leave them running), waits until each has
 ended and the address is free (fleet_lab/procs.py), and says which pids did not end.
 """
@@ -181,7 +182,9 @@ class LabHost:
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])
         log = open(d / "sshd.log", "wb")
-        pid_ns = ["-p", "--mount-proc"] if own else []   # PID 1 of its namespace: the host's sshd
+        # PID 1 of its namespace: the host's sshd; its own cgroup namespace, so /proc/1/cgroup shows its root ("0::/")
+        # and not where this machine runs it (a /docker/... path there would make a bare-metal board a container)
+        pid_ns = ["-p", "--mount-proc", "-C"] if own else []
         proc = subprocess.Popen(["unshare", "-m", "-u", *pid_ns, "--propagation", "private", "--fork", "sh", "-c", script],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})

@@ -48,6 +48,7 @@ EOF
 echo @@log; cat /var/log/fabricmanager.log 2>/dev/null
 echo @@dev; ls /dev
 echo @@dockerenv; ls /.dockerenv 2>/dev/null
+echo @@cgroup; cat /proc/1/cgroup
 echo @@systemd; [ -d /run/systemd/system ] && echo "$(systemctl is-enabled nvidia-fabricmanager 2>&1) $(systemctl is-active nvidia-fabricmanager)"
 """
 
@@ -126,6 +127,8 @@ def test_each_host_sees_its_own_processes_and_devices(fab):
         assert state["procs"][1] == "sshd", name            # its own PID namespace: the host's sshd is PID 1
         assert ("nvidia-nvswitch0" in state["dev"].split()) == (name in MANAGED), name
         assert (state["dockerenv"].strip() == "/.dockerenv") == (name == "hgx-container"), name
+        # its own cgroup namespace: the root, whatever this machine's cgroup path (fleet's container markers read it)
+        assert all(line.endswith(":/") for line in state["cgroup"].splitlines()), (name, state["cgroup"])
     # two hosts run a fabric manager; no other host sees either process
     assert {n for n, s in fab.before.items() if _fm_processes(s)} == {"hgx-healthy", "hgx-gpu-off"}
     # `docker exec`'s stand-in enters the host's PID namespace too: its /proc/self is itself
