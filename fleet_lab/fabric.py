@@ -15,10 +15,13 @@ a container pod whose fabric is the provider's. The profiles are in profiles.py 
 - FABRIC_STATE is what the host's stand-in libcuda (cuInit: 802 CUDA_ERROR_SYSTEM_NOT_READY until it exists) and
   nvidia-smi (Fabric State In Progress until then, Completed after) read. It lives on the host's /run (a tmpfs of
   its own): set up once, the fabric stays up until the host restarts (a reboot), whatever the daemon does then.
-- Each fabric host has its own PID namespace and /dev (host.py: `own_pids`): its fabric manager's process is seen
-  by that host only, and /dev/nvidia-nvswitch* (stand-in device files, as the probe looks for them) by the NVSwitch
-  hosts only. A container pod sees no NVSwitch device and shows /.dockerenv; a bare-metal host hides this
-  machine's /.dockerenv.
+- Each fabric host has its own PID and cgroup namespaces and /dev (host.py: `own_pids`): its fabric manager's
+  process is seen by that host only, and /dev/nvidia-nvswitch* (stand-in device files, as the probe looks for them)
+  by the NVSwitch hosts only. A container pod sees no NVSwitch device and shows /.dockerenv; a bare-metal host hides
+  this machine's /.dockerenv.
+- The boards with systemd (profiles.py `systemd`) get a stand-in systemctl (SYSTEMCTL_SCRIPT) and start their
+  enabled units at boot, so fleet's systemd path (`systemctl enable`, `restart`, `is-active`) meets what it would on
+  a real board; the others take fleet's path for a host without systemd.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ FM_BIN = "/usr/bin/nv-fabricmanager"
 VENV = "/opt/fleet/venv"   # the fabric hosts' python_env (inventories/lab-fabric.yaml): the system torch, seen
 FM_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 FM_LOG = "/var/log/fabricmanager.log"
-# The drivers the lab builds (the HGX profiles run 580.159.04) and for each the release one behind it on its branch:
-# the versions the mirror serves, as NVIDIA's repository keeps old releases.
+# The drivers the lab builds (the HGX profiles run 580.159.04) and for each an earlier release of its branch (the
+# one `behind` preinstalls): the versions the mirror serves, as NVIDIA's repository keeps old releases.
 FM_BEHIND = {"570.133.20": "570.124.06", "580.159.04": "580.126.09"}
 FM_VERSIONS = ("570.124.06", "570.133.20", "580.126.09", "580.159.04")
 # DGX H100's eight GPUs (nvidia-smi -q "GPU 00000000:18:00.0" ...), NUMA node 0: the first four
