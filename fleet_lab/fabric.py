@@ -15,9 +15,9 @@ a container pod whose fabric is the provider's. The profiles are in profiles.py 
 - FABRIC_STATE is what the host's stand-in libcuda (cuInit: 802 CUDA_ERROR_SYSTEM_NOT_READY until it exists) and
   nvidia-smi (Fabric State In Progress until then, Completed after) read. It lives on the host's /run (a tmpfs of
   its own): set up once, the fabric stays up until the host restarts (a reboot), whatever the daemon does then.
-- Each fabric host has its own PID and cgroup namespaces and /dev (host.py: `own_pids`): its fabric manager's
-  process is seen by that host only, and /dev/nvidia-nvswitch* (stand-in device files, as the probe looks for them)
-  by the NVSwitch hosts only. A container pod sees no NVSwitch device and shows /.dockerenv; a bare-metal host hides
+- Every lab host has its own PID namespace (host.py), so a fabric manager's process is seen by its host only; a
+  fabric host also has its own cgroup namespace and /dev (profiles.py `own_dev`): /dev/nvidia-nvswitch* (stand-in
+  device files, as the probe looks for them) on the NVSwitch boards only. A container pod sees no NVSwitch device and shows /.dockerenv; a bare-metal host hides
   this machine's /.dockerenv.
 - The boards with systemd (profiles.py `systemd`) get a stand-in systemctl (SYSTEMCTL_SCRIPT) and start their
   enabled units at boot, so fleet's systemd path (`systemctl enable`, `restart`, `is-active`) meets what it would on

@@ -7,9 +7,9 @@
     host.json     what is running: pid of the namespace's first process, digest of the spec
     sshd.log      sshd's own log (-e)
 
-The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
-chrooted into the overlay. A multi-GPU fabric host (fleet_lab/fabric.py) also has its own PID and cgroup namespaces
-(`-p --mount-proc -C`: its sshd is PID 1) and its own /dev. Stopping ends every process of the host's mount namespace (each ssh login's
+The host runs as `unshare -m -u -p --mount-proc --fork` (own mount, UTS and PID namespace: its sshd is PID 1 and
+its /proc shows its own processes) in its own session; sshd runs chrooted into the overlay. A multi-GPU fabric host
+(fleet_lab/fabric.py) also has its own cgroup namespace (`-C`) and its own /dev. Stopping ends every process of the host's mount namespace (each ssh login's
 sshd calls setsid(), so killing the process group alone would leave them running), waits until each has
 ended and the address is free (fleet_lab/procs.py), and says which pids did not end.
 """
@@ -159,13 +159,13 @@ class LabHost:
             raise LabError(f"{spec.address}:{spec.port} already answers SSH, so lab host {spec.name} cannot listen "
                            "there (a lab of another FLEET_LAB_ROOT, or this machine's sshd on 0.0.0.0?); stop that "
                            "or give the host another address")
-        own = spec.prof.own_pids
+        own = spec.prof.own_dev
         script = "\n".join([
             "set -e",
             f"hostname {spec.name}",
             *breakage.disk_lines(spec.prof, d),
             f"mount -t overlay overlay -o lowerdir=/,upperdir={d / upper},workdir={d / work} {m}",
-            # a fabric host (its own PID namespace, unshare --mount-proc) binds its own /proc and makes its own /dev
+            # /proc is the host's own PID namespace's (unshare --mount-proc); a fabric host makes its own /dev
             f"for x in proc {'' if own else 'dev '}sys; do mount --rbind /$x {m}/$x; done",
             *(fabric.dev_lines(spec.prof, str(m)) if own else []),
             f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
@@ -182,9 +182,10 @@ class LabHost:
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])
         log = open(d / "sshd.log", "wb")
-        # PID 1 of its namespace: the host's sshd; its own cgroup namespace, so /proc/1/cgroup shows its root ("0::/")
-        # and not where this machine runs it (a /docker/... path there would make a bare-metal board a container)
-        pid_ns = ["-p", "--mount-proc", "-C"] if own else []
+        # Every host: its own PID namespace, its sshd PID 1 (each host sees its own processes only: a fabric manager
+        # in one host is no other's). A fabric host: its own cgroup namespace too, so /proc/1/cgroup shows its root
+        # ("0::/") and not where this machine runs it (a /docker/... path would make a bare-metal board a container).
+        pid_ns = ["-p", "--mount-proc"] + (["-C"] if own else [])
         proc = subprocess.Popen(["unshare", "-m", "-u", *pid_ns, "--propagation", "private", "--fork", "sh", "-c", script],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})

@@ -94,8 +94,9 @@ class Profile:
     systemd: bool = False       # a systemd host (the stand-in systemctl, fleet_lab/fabric.py): bare metal, VMs
 
     @property
-    def own_pids(self) -> bool:
-        """Its own PID namespace and /dev (fleet_lab/host.py): a fabric manager runs in one host only."""
+    def own_dev(self) -> bool:
+        """Its own /dev and cgroup namespace (fleet_lab/host.py): NVSwitch device files on an NVSwitch board only, and
+        /proc/1/cgroup at its root as on bare metal. (Every host has its own PID namespace.)"""
         return self.fabric is not None
 
     @property

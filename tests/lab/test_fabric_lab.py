@@ -131,6 +131,10 @@ def test_each_host_sees_its_own_processes_and_devices(fab):
         assert all(line.endswith(":/") for line in state["cgroup"].splitlines()), (name, state["cgroup"])
     # two hosts run a fabric manager; no other host sees either process
     assert {n for n, s in fab.before.items() if _fm_processes(s)} == {"hgx-healthy", "hgx-gpu-off"}
+    # every lab host has its own PID namespace: the session's single-GPU pod, running beside them, sees neither
+    with fab.lab.connect("pod-580") as conn:
+        pod = conn.run("ps -e -o pid=,comm=").stdout.split()
+    assert pod[:2] == ["1", "sshd"] and "nv-fabricmanage" not in pod
     # `docker exec`'s stand-in enters the host's PID namespace too: its /proc/self is itself
     seen = fab.lab.exec("hgx-healthy", ["sh", "-c", "readlink /proc/self; ps -e -o comm="])
     assert seen.returncode == 0 and seen.stdout.split()[0].isdigit(), seen.stderr

@@ -31,8 +31,8 @@ def test_the_shipped_fabric_hosts_and_the_layers_they_share():
         "hgx-behind": "8gpu-managed-systemd-fm-580.126.09-enabled",
         "hgx-healthy": "8gpu-managed-systemd-fm-580.159.04-enabled",
         "hgx-gpu-off": "8gpu-managed-fm-580.159.04", "hgx-container": "8gpu-provider-fm-none"}
-    assert all(v.prof.own_pids for v in s.values())
-    assert not any(p.own_pids for name, p in PROFILES.items() if not name.startswith("hgx-"))
+    assert all(v.prof.own_dev for v in s.values())
+    assert not any(p.own_dev for name, p in PROFILES.items() if not name.startswith("hgx-"))
 
 
 def test_the_mirror_serves_each_preinstalled_release_and_the_one_fleet_installs():
