@@ -36,6 +36,7 @@ LIBRARIES = [
     _lib("libcublas.so.13", "fleet_lab_cublas_version", 130100, "cuBLAS 13.1", ["libcublasLt.so.13"], "$ORIGIN"),
     _lib("libnvidia-ptxjitcompiler.so.1", "fleet_lab_ptxjit_version", 58095, "PTX JIT compiler 580.95.05"),
     _lib("libnvidia-nvvm.so.4", "fleet_lab_nvvm_version", 58095, "NVVM 580.95.05"),
+    _lib("libnvidia-nscq.so.2", "nscq_session_create", 2, "NSCQ (NVSwitch Configuration and Query)"),
 ]
 
 # JetPack 6's CUDA 12.6 (fleet_lab/jetpack.py) and the nvidia-cudss-cu12 wheel: the same sonames' CUDA 12 builds,
@@ -220,6 +221,8 @@ def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
     ]
     if arch == "sbsa":
         packages += _nvpl_debs(multiarch, libs)
+    from . import fabric   # NVIDIA Fabric Manager and NSCQ per driver branch (issue 28)
+    packages += fabric.debs(multiarch, lib("libnvidia-nscq.so.2"))
     return packages
 
 

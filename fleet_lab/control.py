@@ -97,7 +97,7 @@ def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
     try:
-        layers.build_profile_layer(building, spec.prof, mirror_dir, spec.compat_installed)
+        layers.build_profile_layer(building, spec.prof, mirror_dir, spec.compat_installed, spec.driver)
         building.rename(layer)
         done.write_text("ok\n")
     except BaseException:

@@ -7,8 +7,9 @@
     host.json     what is running: pid of the namespace's first process, digest of the spec
     sshd.log      sshd's own log (-e)
 
-The host runs as `unshare -m -u --fork` (own mount and UTS namespace) in its own session; sshd runs
-chrooted into the overlay. Stopping ends every process of the host's mount namespace (each ssh login's
+The host runs as `unshare -m -u -p --mount-proc --fork` (own mount, UTS and PID namespace: its sshd is PID 1 and
+its /proc shows its own processes) in its own session; sshd runs chrooted into the overlay. A multi-GPU fabric host
+(fleet_lab/fabric.py) also has its own cgroup namespace (`-C`) and its own /dev. Stopping ends every process of the host's mount namespace (each ssh login's
 sshd calls setsid(), so killing the process group alone would leave them running), waits until each has
 ended and the address is free (fleet_lab/procs.py), and says which pids did not end.
 """
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from fleet.errors import LabError
-from . import breakage, layers, procs
+from . import breakage, fabric, layers, procs
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -137,7 +138,8 @@ class LabHost:
         (nv / "fleet-lab-gpu").write_text(
             f"name={gpu.name}\ncompute_cap={gpu.compute_cap}\nmemory_mb={gpu.memory_mb or ''}\n"
             f"cuda_memory_mb={gpu.cuda_memory_mb}\nclass={gpu.forward_compat}\nuuid={uuid}\nbus_id={gpu.bus_id}\n"
-            f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n")
+            f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n"
+            + fabric.gpu_lines(spec.prof))
 
     # -- process -------------------------------------------------------------------------------
     # A bound for a start that hangs, not a speed expectation: a host answers in under a second on an idle
@@ -157,18 +159,22 @@ class LabHost:
             raise LabError(f"{spec.address}:{spec.port} already answers SSH, so lab host {spec.name} cannot listen "
                            "there (a lab of another FLEET_LAB_ROOT, or this machine's sshd on 0.0.0.0?); stop that "
                            "or give the host another address")
+        own = spec.prof.own_dev
         script = "\n".join([
             "set -e",
             f"hostname {spec.name}",
             *breakage.disk_lines(spec.prof, d),
             f"mount -t overlay overlay -o lowerdir=/,upperdir={d / upper},workdir={d / work} {m}",
-            f"for x in proc dev sys; do mount --rbind /$x {m}/$x; done",
+            # /proc is the host's own PID namespace's (unshare --mount-proc); a fabric host makes its own /dev
+            f"for x in proc {'' if own else 'dev '}sys; do mount --rbind /$x {m}/$x; done",
+            *(fabric.dev_lines(spec.prof, str(m)) if own else []),
             f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",
             *breakage.boot_lines(spec.prof, d, m),
             f"ldconfig -r {m}",
+            *fabric.boot_lines(spec.prof, str(m)),
             # The image's start command, as RunPod's start.sh runs it before its services: /pre_start.sh when
             # the host has one (its output in start.log; a failing one never stops the start).
             f"if [ -f {m}/pre_start.sh ]; then env -i {CONTAINER_ENV} chroot {m} bash /pre_start.sh </dev/null "
@@ -176,7 +182,11 @@ class LabHost:
             f"exec chroot {m} {SSHD} -D -e -f {SSHD_CONFIG}",
         ])
         log = open(d / "sshd.log", "wb")
-        proc = subprocess.Popen(["unshare", "-m", "-u", "--propagation", "private", "--fork", "sh", "-c", script],
+        # Every host: its own PID namespace, its sshd PID 1 (each host sees its own processes only: a fabric manager
+        # in one host is no other's). A fabric host: its own cgroup namespace too, so /proc/1/cgroup shows its root
+        # ("0::/") and not where this machine runs it (a /docker/... path would make a bare-metal board a container).
+        pid_ns = ["-p", "--mount-proc"] + (["-C"] if own else [])
+        proc = subprocess.Popen(["unshare", "-m", "-u", *pid_ns, "--propagation", "private", "--fork", "sh", "-c", script],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         log.close()
@@ -259,7 +269,8 @@ class LabHost:
         sshd = next((pid for pid in sorted(self.pids()) if _comm(pid) == "sshd"), None)   # chrooted in the host
         if not rec or sshd is None:
             raise LabError(f"lab host {self.name} is not running; start it with: fleet lab up --limit {self.name}")
-        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", "-r", "-w", "--", "env", "-i",
+        pid_ns = ["-p"] if _ns(str(sshd), "pid") != _ns("self", "pid") else []   # a fabric host's own PIDs
+        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", *pid_ns, "-r", "-w", "--", "env", "-i",
                                *CONTAINER_ENV.split(), *argv],
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -370,6 +381,13 @@ def _comm(pid: int) -> str:
 def _mount_ns(pid: str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def _ns(pid: str, kind: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return None
 

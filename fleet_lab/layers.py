@@ -64,7 +64,7 @@ def whiteout(layer: Path, path: str) -> None:
     os.mknod(target, stat.S_IFCHR | 0o000, os.makedev(0, 0))
 
 
-def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: bool) -> None:
+def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: bool, driver: str | None = None) -> None:
     """Write the profile into `layer` (a fresh directory), then install its preinstalled packages."""
     _masks(layer)
     put(layer, "/usr/lib/os-release", profile.os_release)
@@ -90,6 +90,9 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     trust_lab_ca(layer, mirror)
     from . import breakage   # how real hosts come broken: no nvidia-smi, missing packages, held locks, ...
     breakage.to_layer(layer, profile, mirror)
+    from . import fabric   # several GPUs: /.dockerenv or not, the fabric manager as the host comes (issue 28)
+    fabric.to_layer(layer, profile, driver or profile.driver, mirror,
+                    f"{MIRROR_IN_HOST}/apt/ubuntu2404/{profile.apt_arch}")
     packages = []
     if profile.toolkit:
         packages.append("cuda-toolkit-13-0_13.0.2-1_all.deb")

@@ -49,7 +49,8 @@ def source_hash() -> str:
 
 
 BUILDER_FILES = {"bandwidth.py", "catalog.py", "debs.py", "wheels.py", "redist.py", "gitrepo.py", "mirror.py", "native.py",
-                 "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py", "jetpack.py"}   # layers.py: the profile layers are cached under the same hash
+                 "profiles.py", "layers.py", "tls.py", "breakage.py", "distro.py", "jetpack.py",
+                 "fabric.py"}   # layers.py: the profile layers are cached under the same hash
 BUILDER_DIRS = {"native", "standin_torch", "files"}
 
 

@@ -83,6 +83,26 @@ class Profile:
     container_disk_gb: int = 0  # a container disk of this size for / (the overlay's upper on a tmpfs): 0 = none
     l4t_apt: str | None = None  # the L4T release whose JetPack apt repository the image lists (nvidia-l4t-apt-source)
     os_release: str = UBUNTU_2404   # /usr/lib/os-release (and /etc/lsb-release from it)
+    # Several GPUs and the NVSwitch fabric between them (issue 28; fleet_lab/fabric.py):
+    gpus: int = 1               # GPUs the driver shows (nvidia-smi, libcuda)
+    fabric: str | None = None   # "managed": NVSwitch bare metal / VM running its own fabric manager;
+                                # "provider": a container pod whose fabric is the provider's (never ready here)
+    fm: str | None = None       # the fabric manager as the host comes: None (absent), "stopped" (installed at the
+                                # driver's version and held, not running), "behind" (one version behind the driver,
+                                # held: its daemon refuses to start at boot), "running"
+    off_fabric: tuple[int, ...] = ()   # GPUs that fail to register with the fabric (their links fall to PCIe)
+    systemd: bool = False       # a systemd host (the stand-in systemctl, fleet_lab/fabric.py): bare metal, VMs
+
+    @property
+    def own_dev(self) -> bool:
+        """Its own /dev and cgroup namespace (fleet_lab/host.py): NVSwitch device files on an NVSwitch board only, and
+        /proc/1/cgroup at its root as on bare metal. (Every host has its own PID namespace.)"""
+        return self.fabric is not None
+
+    @property
+    def container(self) -> bool | None:
+        """True: the host shows /.dockerenv; False: it hides this machine's (bare metal); None: as this machine."""
+        return {"managed": False, "provider": True}.get(self.fabric)
 
     @property
     def multiarch(self) -> str:
@@ -159,6 +179,21 @@ PROFILES.update({
     "busy-gpu": replace(_H100, name="busy-gpu", driver="580.159.04", gpu_job_mib=59392),
 })
 
+# An HGX H100 8-GPU baseboard (NVSwitch), driver 580.159.04 (CUDA 13: the cu130 torch runs), as each is found (issue 28; fleet_lab/fabric.py). Bare
+# metal or a VM given the whole baseboard manages its own fabric; a container pod sees the provider's.
+# torch (the stand-in) in the system Python and a venv that sees it (fabric.VENV): verify runs there.
+# Bare metal and VMs run systemd; two boards without it (rarer) take fleet's other path: the daemon started directly.
+_HGX = replace(_H100, name="hgx-h100", runpod=False, driver="580.159.04", gpus=8, fabric="managed", system_torch=True,
+               systemd=True)
+PROFILES.update({
+    "hgx-fm-missing": replace(_HGX, name="hgx-fm-missing"),
+    "hgx-fm-stopped": replace(_HGX, name="hgx-fm-stopped", fm="stopped", systemd=False),
+    "hgx-fm-behind": replace(_HGX, name="hgx-fm-behind", fm="behind"),
+    "hgx-healthy": replace(_HGX, name="hgx-healthy", fm="running"),
+    "hgx-gpu-off": replace(_HGX, name="hgx-gpu-off", fm="running", off_fabric=(3,), systemd=False),
+    "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider", systemd=False),
+})
+
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
 
 
@@ -180,7 +215,14 @@ class HostSpec:
 
     def layer_key(self) -> str:
         """What the shared profile layer depends on (hosts with equal keys share one layer)."""
-        return f"{self.profile}{'-compat' if self.compat_installed else ''}"
+        compat = '-compat' if self.compat_installed else ''
+        if self.prof.fabric:   # the fabric hosts' layers differ only in the fabric manager release preinstalled
+            from .fabric import preinstalled   # (stopped, healthy and gpu-off share one: they differ at boot)
+            fm = preinstalled(self.prof, self.driver) or "none"
+            enabled = "-enabled" if self.prof.systemd and self.prof.fm in ("running", "behind") else ""
+            return (f"{self.prof.gpus}gpu-{self.prof.fabric}{'-systemd' if self.prof.systemd else ''}-fm-{fm}{enabled}"
+                    f"{compat}")
+        return f"{self.profile}{compat}"
 
     def digest(self) -> str:
         """Changes when anything the host is built from changes (then `up` recreates it)."""
@@ -219,6 +261,11 @@ def spec_for(host) -> HostSpec:
     if host.address is None or not host.address.startswith("127."):
         raise InputError(f"lab host {host.name!r} must have a loopback address (127.x.y.z) such as 127.0.1.11, "
                          f"not {host.address!r}", line=host.line)
+    if profile.fm:
+        from .fabric import FM_BEHIND
+        if driver not in FM_BEHIND:
+            raise InputError(f"lab profile {profile.name} of host {host.name!r} preinstalls a fabric manager, served for "
+                             f"drivers {', '.join(FM_BEHIND)} only; write one of them as 'driver:'", line=host.line)
     installed = compat == "installed" or (compat is None and profile.compat)
     return HostSpec(name=host.name, address=host.address, port=host.port, user=host.user, profile=profile.name,
                     driver=driver, compat_installed=installed)

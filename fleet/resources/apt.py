@@ -104,13 +104,15 @@ class Apt(Resource):
         lines = [f"fleet_want={q(' '.join(wanted))} fleet_hold={q(' '.join(held))} awk {q(_FAST_AWK)} "
                  f"{q(self.status_file)} 2>/dev/null; fleet_fast=$?",
                  "missing=''"]
-        for pkg in wanted:
+        pins = {str(p).split("=", 1)[0]: str(p) for p in self.p["packages"] if "=" in str(p)}
+        for pkg in wanted:   # a pinned package not installed is named once, with the version it needs
             lines.append(f"[ $fleet_fast = 0 ] || dpkg-query -W -f='${{Status}}' {q(pkg)} 2>/dev/null | grep -q 'ok installed' "
-                         f"|| missing=\"$missing \"{q(pkg)}")
-        for pin in (str(p) for p in self.p["packages"] if "=" in str(p)):   # the fast path proves no version
-            name, version = pin.split("=", 1)
-            lines.append(f"[ \"$(dpkg-query -W -f='${{Version}}' {q(name)} 2>/dev/null)\" = {q(version)} ] "
-                         f"|| missing=\"$missing \"{q(pin)}")
+                         f"|| missing=\"$missing \"{q(pins.get(pkg, pkg))}")
+        for name, pin in pins.items():   # the fast path proves no version
+            version = pin.split("=", 1)[1]
+            lines.append(f"case \"$missing \" in *\" \"{q(pin)}\" \"*) ;; *) "
+                         f"[ \"$(dpkg-query -W -f='${{Version}}' {q(name)} 2>/dev/null)\" = {q(version)} ] "
+                         f"|| missing=\"$missing \"{q(pin)};; esac")
         lines.append(f"if [ -n \"$missing\" ]; then echo \"not installed:$missing\"; exit {NEEDS_CHANGE}; fi")
         if self.p["repo"]:
             lines.append(f"[ \"$(cat {q(self._source_file())} 2>/dev/null)\" = {q(self.p['repo'])} ] || "

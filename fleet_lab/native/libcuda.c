@@ -9,7 +9,12 @@
  *   - compat library on Jetson Thor (its r580 driver is not the one compat targets; NVIDIA container
  *     toolkit PR #1679)                                             -> 803
  *   - compat library not newer than the kernel driver               -> 803
- * The GPU itself is described by /proc/driver/nvidia/fleet-lab-gpu, a file the lab writes. */
+ *   - an NVSwitch fabric not set up (fleet_lab/fabric.py): the host manages it and its fabric manager has not
+ *     written /run/fleet-lab/fabric-ready, or a container whose provider's fabric is not ready
+ *                                                                   -> 802 CUDA_ERROR_SYSTEM_NOT_READY
+ * The GPUs are described by /proc/driver/nvidia/fleet-lab-gpu, a file the lab writes (gpus=8 on an HGX board;
+ * off_fabric= the GPUs that failed to register with the fabric: no peer access to or from them). */
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +23,9 @@
 #define INVALID_VALUE 1
 #define NOT_INITIALIZED 3
 #define INVALID_DEVICE 101
+#define SYSTEM_NOT_READY 802
 #define SYSTEM_DRIVER_MISMATCH 803
+#define FABRIC_STATE "/run/fleet-lab/fabric-ready"
 #define COMPAT_NOT_SUPPORTED 804
 
 #if LAB_COMPAT
@@ -28,7 +35,8 @@ const char fleet_lab_standin[] = "fleet lab stand-in libcuda " LAB_DRIVER;
 #endif
 
 static int initialized;
-static char gpu_name[256], gpu_class[64], gpu_uuid[64];
+static char gpu_name[256], gpu_class[64], gpu_uuid[64], fabric[32], off_fabric[256];
+static int gpus = 1;
 static int cc_major, cc_minor;
 static long long memory_mb;
 
@@ -74,6 +82,9 @@ static void read_gpu(void) {
         else if (!strcmp(line, "uuid")) snprintf(gpu_uuid, sizeof gpu_uuid, "%s", value);
         else if (!strcmp(line, "compute_cap")) sscanf(value, "%d.%d", &cc_major, &cc_minor);
         else if (!strcmp(line, "memory_mb")) memory_mb = atoll(value);
+        else if (!strcmp(line, "gpus")) gpus = atoi(value);
+        else if (!strcmp(line, "fabric")) snprintf(fabric, sizeof fabric, "%s", value);
+        else if (!strcmp(line, "off_fabric")) snprintf(off_fabric, sizeof off_fabric, " %s ", value);
     }
     fclose(f);
 }
@@ -112,26 +123,28 @@ int cuInit(unsigned int flags) {
         if (strcmp(gpu_class, "datacenter") != 0) return COMPAT_NOT_SUPPORTED;
         if (version_cmp(kernel, LAB_DRIVER) >= 0) return SYSTEM_DRIVER_MISMATCH;
     }
+    if (!strcmp(fabric, "provider")) return SYSTEM_NOT_READY;   /* the provider's fabric manager: not here */
+    if (!strcmp(fabric, "managed") && access(FABRIC_STATE, F_OK) != 0) return SYSTEM_NOT_READY;
     initialized = 1;
     return 0;
 }
 
 int cuDeviceGetCount(int *count) {
     if (!initialized) return NOT_INITIALIZED;
-    *count = gpu_name[0] ? 1 : 0;
+    *count = gpu_name[0] ? gpus : 0;
     return 0;
 }
 
 int cuDeviceGet(int *device, int ordinal) {
     if (!initialized) return NOT_INITIALIZED;
-    if (ordinal != 0 || !gpu_name[0]) return INVALID_DEVICE;
-    *device = 0;
+    if (ordinal < 0 || ordinal >= gpus || !gpu_name[0]) return INVALID_DEVICE;
+    *device = ordinal;
     return 0;
 }
 
 int cuDeviceGetName(char *name, int len, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device != 0) return INVALID_DEVICE;
+    if (device < 0 || device >= gpus) return INVALID_DEVICE;
     snprintf(name, (size_t)len, "%s", gpu_name);
     return 0;
 }
@@ -139,7 +152,7 @@ int cuDeviceGetName(char *name, int len, int device) {
 /* 75 = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 76 = ..._MINOR */
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device != 0) return INVALID_DEVICE;
+    if (device < 0 || device >= gpus) return INVALID_DEVICE;
     if (attribute == 75) *value = cc_major;
     else if (attribute == 76) *value = cc_minor;
     else return INVALID_VALUE;
@@ -148,8 +161,23 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
 
 int cuDeviceTotalMem_v2(size_t *bytes, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device != 0) return INVALID_DEVICE;
+    if (device < 0 || device >= gpus) return INVALID_DEVICE;
     *bytes = (size_t)memory_mb * 1024 * 1024;
+    return 0;
+}
+
+static int on_fabric(int device) {
+    char word[16];
+    snprintf(word, sizeof word, " %d ", device);
+    return strstr(off_fabric, word) == NULL;
+}
+
+/* Peer access over NVLink: both GPUs on the fabric (a GPU that failed to register has lost its peers). */
+int cuDeviceCanAccessPeer(int *can, int device, int peer) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (!can) return INVALID_VALUE;
+    if (device < 0 || device >= gpus || peer < 0 || peer >= gpus) return INVALID_DEVICE;
+    *can = device != peer && gpus > 1 && on_fabric(device) && on_fabric(peer);
     return 0;
 }
 
@@ -159,6 +187,7 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {802, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
     {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
     {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW"},
 };

@@ -268,6 +268,160 @@ static const char *gpu_need(const char *key) {
     return value;
 }
 
+/* ---- several GPUs and their NVSwitch fabric (issue 28; fleet_lab/fabric.py writes gpus=, bus_ids=, fabric=,
+ * off_fabric= into the GPU file, and the host's stand-in nv-fabricmanager FABRIC_STATE once it set the fabric up) */
+#define FABRIC_STATE "/run/fleet-lab/fabric-ready"
+
+static int ngpus(void) {
+    const char *n = gpu_get("gpus");
+    return n && atoi(n) > 0 ? atoi(n) : 1;
+}
+
+static const char *bus_of(int i) {   /* the i-th word of bus_ids=, else bus_id= (one GPU) */
+    static char word[64];
+    const char *ids = gpu_get("bus_ids");
+    if (!ids || !*ids) return gpu_need("bus_id");
+    for (int k = 0; *ids; k++) {
+        size_t n = strcspn(ids, " ");
+        if (k == i) { snprintf(word, sizeof word, "%.*s", (int)n, ids); return word; }
+        ids += n;
+        while (*ids == ' ') ids++;
+    }
+    return gpu_need("bus_id");
+}
+
+static const char *uuid_of(int i) {   /* GPU 0's uuid; the others differ in their last two hex digits */
+    static char uuid[80];
+    snprintf(uuid, sizeof uuid, "%s", gpu_need("uuid"));
+    size_t n = strlen(uuid);
+    if (i && n > 2) snprintf(uuid + n - 2, 3, "%02x", (unsigned)((strtoul(uuid + n - 2, NULL, 16) + (unsigned)i) & 0xff));
+    return uuid;
+}
+
+static const char *fabric_kind(void) {
+    const char *f = gpu_get("fabric");
+    return f ? f : "";
+}
+
+static int fabric_up(void) {   /* the fabric set up: by the host's own fabric manager, never the provider's here */
+    return !strcmp(fabric_kind(), "managed") && access(FABRIC_STATE, F_OK) == 0;
+}
+
+static int off_fabric(int i) {
+    const char *off = gpu_get("off_fabric");
+    char list[256], word[16];
+    if (!off) return 0;
+    snprintf(list, sizeof list, " %s ", off);
+    snprintf(word, sizeof word, " %d ", i);
+    return strstr(list, word) != NULL;
+}
+
+/* A GPU's Fabric State / Status / CliqueId as nvidia-smi -q prints them (nvmlGpuFabricInfo_t): N/A without
+ * NVSwitch; In Progress until a fabric manager set the fabric up; Completed with Success, or with the error of a GPU
+ * that failed to register. */
+static void fabric_of(int i, const char **state, const char **status, const char **clique) {
+    *state = *status = *clique = "N/A";
+    if (!*fabric_kind()) return;
+    if (!fabric_up()) { *state = "In Progress"; return; }
+    *state = "Completed";
+    if (off_fabric(i)) *status = "NVML_ERROR_NOT_READY";
+    else { *status = "Success"; *clique = "32766"; }
+}
+
+/* `nvidia-smi topo -m` cell of GPUs i and j: NV18 (H100 SXM: 18 NVLinks through the NVSwitches) unless either
+ * left the fabric, then the PCIe path: NODE within a NUMA node (GPUs 0-3, 4-7), SYS across. */
+static const char *link_of(int i, int j, int n) {
+    if (i == j) return " X ";
+    if (*fabric_kind() && !off_fabric(i) && !off_fabric(j)) return "NV18";
+    return (i < n / 2) == (j < n / 2) ? "NODE" : "SYS";
+}
+
+static void topo(void) {
+    int n = ngpus();
+    printf("\t\x1b[4m");   /* the real one underlines its header with ANSI escapes, even into a pipe */
+    for (int j = 0; j < n; j++) printf("GPU%d\t", j);
+    printf("CPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n");
+    for (int i = 0; i < n; i++) {
+        printf("GPU%d", i);
+        for (int j = 0; j < n; j++) printf("\t%s", link_of(i, j, n));
+        if (n > 1) printf("\t%s\t%d\t\tN/A\n", i < n / 2 ? "0-55,112-167" : "56-111,168-223", i >= n / 2 && n > 1);
+        else printf("\t0-1\t0\t\tN/A\n");
+    }
+    printf("\nLegend:\n\n"
+           "  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+           "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+           "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+           "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+           "  PIX  = Connection traversing at most a single PCIe bridge\n"
+           "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+}
+
+static const char *cuda_version(void);
+
+/* One `-q` line: the key padded so that " : " falls where the real 580 driver's does (column 55). */
+static void field(int indent, const char *key, const char *value) {
+    printf("%*s%-*s: %s\n", indent, "", 55 - indent, key, value);
+}
+
+static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -x fleet reads, per GPU */
+    int n = ngpus();
+    const char *state, *status, *clique;
+    if (xml) {
+        printf("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n"
+               "\t<driver_version>%s</driver_version>\n\t<attached_gpus>%d</attached_gpus>\n", driver, n);
+        for (int i = 0; i < n; i++) {
+            fabric_of(i, &state, &status, &clique);
+            printf("\t<gpu id=\"%s\">\n\t\t<product_name>%s</product_name>\n\t\t<uuid>%s</uuid>\n"
+                   "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t\t<cliqueId>%s</cliqueId>\n"
+                   "\t\t\t<clusterUuid>%s</clusterUuid>\n\t\t</fabric>\n\t</gpu>\n", bus_of(i), gpu_need("name"),
+                   uuid_of(i), state, status, clique,
+                   *fabric_kind() ? "00000000-0000-0000-0000-000000000000" : "N/A");
+        }
+        printf("</nvidia_smi_log>\n");
+        return;
+    }
+    char now[64];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%a %b %d %H:%M:%S %Y", localtime(&t));
+    printf("\n==============NVSMI LOG==============\n\n");
+    field(0, "Timestamp", now);
+    field(0, "Driver Version", driver);
+    field(0, "CUDA Version", cuda_version());
+    printf("\n");
+    char count[16];
+    snprintf(count, sizeof count, "%d", n);
+    field(0, "Attached GPUs", count);
+    for (int i = 0; i < n; i++) {
+        fabric_of(i, &state, &status, &clique);
+        printf("GPU %s\n", bus_of(i));
+        field(4, "Product Name", gpu_need("name"));
+        field(4, "GPU UUID", uuid_of(i));
+        printf("    Fabric\n");
+        field(8, "State", state);
+        field(8, "Status", status);
+        field(8, "CliqueId", clique);
+        field(8, "ClusterUUID", *fabric_kind() ? "00000000-0000-0000-0000-000000000000" : "N/A");
+        if (!*fabric_kind()) {   /* as the real one on a GPU without NVSwitch (the lent H100's capture) */
+            printf("        Health\n");
+            const char *health[] = {"Summary", "Bandwidth", "Route Recovery in progress", "Route Unhealthy",
+                                    "Access Timeout Recovery", "Incorrect Configuration", "Partition Assigned"};
+            for (size_t h = 0; h < N(health); h++) field(12, health[h], "N/A");
+        }
+    }
+}
+
+/* `nvidia-smi nvlink -s`: each GPU's 18 links at NVLink4's 26.562 GB/s, <inactive> where the GPU left the fabric;
+ * nothing at all on a GPU without NVLink (the real one prints nothing on a PCIe H100). */
+static void nvlink_status(void) {
+    int n = ngpus();
+    if (!*fabric_kind()) return;
+    for (int i = 0; i < n; i++) {
+        printf("GPU %d: %s (UUID: %s)\n", i, gpu_need("name"), uuid_of(i));
+        for (int l = 0; l < 18; l++)
+            printf(off_fabric(i) ? "\t Link %d: <inactive>\n" : "\t Link %d: 26.562 GB/s\n", l);
+    }
+}
+
 /* "CUDA Version" from cuDriverGetVersion of whichever libcuda.so.1 the loader finds (dlopen, as ctypes does). */
 static const char *cuda_version(void) {
     static char text[32];
@@ -299,13 +453,13 @@ static int field_index(const char *field) {
     return -1;
 }
 
-static void print_value(int f, const char *driver, int nounits) {
+static void print_value(int f, const char *driver, int nounits, int gpu_index) {
     const char *name = FIELDS[f].name, *mem = gpu_get("memory_mb");
     char number[32];
     const char *known = number;
     long long total = mem && *mem ? strtoll(mem, NULL, 10) : 0;
     if (!mem) mem = "";
-    if (!strcmp(name, "index")) known = "0";
+    if (!strcmp(name, "index")) snprintf(number, sizeof number, "%d", gpu_index);
     else if (!strcmp(name, "name")) known = gpu_need("name");
     else if (!strcmp(name, "driver_version")) known = driver;
     else if (!strcmp(name, "compute_cap")) known = gpu_need("compute_cap");
@@ -315,13 +469,13 @@ static void print_value(int f, const char *driver, int nounits) {
     } else if (!strcmp(name, "memory.free")) {
         if (*mem) snprintf(number, sizeof number, "%lld", total > used_mib ? total - used_mib : 0);
         else known = "[N/A]";
-    } else if (!strcmp(name, "uuid")) known = gpu_need("uuid");
-    else if (!strcmp(name, "pci.bus_id")) known = gpu_need("bus_id");
+    } else if (!strcmp(name, "uuid")) known = uuid_of(gpu_index);
+    else if (!strcmp(name, "pci.bus_id")) known = bus_of(gpu_index);
     else if (!strcmp(name, "temperature.gpu")) known = "31";
     else if (!strcmp(name, "utilization.gpu")) known = nheld ? "100" : "0";
     else if (!strcmp(name, "power.draw")) known = "69.42";
     else if (!strcmp(name, "persistence_mode")) known = "Enabled";
-    else known = "1";   /* count */
+    else snprintf(number, sizeof number, "%d", ngpus());   /* count */
     fputs(known, stdout);
     if (FIELDS[f].unit && !nounits && known[0] != '[') printf(" %s", FIELDS[f].unit);
 }
@@ -353,11 +507,17 @@ static int query(char *spec, char *fmt, const char *driver) {
         }
     const char *needed[] = {"name", "compute_cap", "uuid", "bus_id"};   /* the Python looked all of them up */
     for (size_t i = 0; i < N(needed); i++) gpu_need(needed[i]);
-    for (int i = 0; i < nf; i++) {
-        if (i) fputs(", ", stdout);
-        print_value(field_index(fields[i]), driver, has(options, no, "nounits"));
+    for (int g = 0; g < ngpus(); g++) {   /* one row per GPU; the jobs' memory is GPU 0's */
+        long long used = used_mib;
+        size_t held_jobs = nheld;
+        if (g) used_mib = 0, nheld = 0;
+        for (int i = 0; i < nf; i++) {
+            if (i) fputs(", ", stdout);
+            print_value(field_index(fields[i]), driver, has(options, no, "nounits"), g);
+        }
+        used_mib = used, nheld = held_jobs;
+        putchar('\n');
     }
-    putchar('\n');
     return 0;
 }
 
@@ -399,7 +559,7 @@ static int query_apps(char *spec, char *fmt) {
 #define BAR "+-----------------------------------------+------------------------+----------------------+\n"
 
 static void table(const char *driver) {
-    const char *mem = gpu_get("memory_mb"), *name = gpu_need("name"), *bus = gpu_need("bus_id");
+    const char *mem = gpu_get("memory_mb"), *name = gpu_need("name"), *bus = bus_of(0);
     char usage[96], now[64];
     time_t t = time(NULL);
     const char *cuda = cuda_version();   /* all looked up before the first line, as the Python built its list */
@@ -421,15 +581,21 @@ static void table(const char *driver) {
            "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n"
            "|                                         |                        |               MIG M. |\n"
            "|=========================================+========================+======================|\n");
-    printf("|   0  ");
-    pad(name, 28, 0, 28);
-    printf("        On  |   ");
-    pad(bus, 16, 0, 0);
-    printf(" Off |                    0 |\n| N/A   31C    P0             69W /  700W | ");
-    pad(usage, 22, 1, 0);
-    printf(" |      0%%      Default |\n");
-    printf("|                                         |                        |             Disabled |\n");
-    printf(BAR);
+    for (int g = 0; g < ngpus(); g++) {
+        if (g) {   /* the jobs hold GPU 0 */
+            if (mem && *mem) snprintf(usage, sizeof usage, "%lldMiB / %6lldMiB", 0LL, strtoll(mem, NULL, 10));
+            bus = bus_of(g);
+        }
+        printf("|   %d  ", g);
+        pad(name, 28, 0, 28);
+        printf("        On  |   ");
+        pad(bus, 16, 0, 0);
+        printf(" Off |                    0 |\n| N/A   31C    P0             69W /  700W | ");
+        pad(usage, 22, 1, 0);
+        printf(" |      0%%      Default |\n");
+        printf("|                                         |                        |             Disabled |\n");
+        printf(BAR);
+    }
 }
 
 /* The NVML version of a library version: 580.159.04 -> 580.159 (as NVML reports it), else unchanged. */
@@ -489,21 +655,19 @@ int main(int argc, char **argv) {
     }
     gpu();
     if (opt("-L") || opt("--list-gpus")) {
-        printf("GPU 0: %s (UUID: %s)\n", gpu_need("name"), gpu_need("uuid"));
+        for (int i = 0; i < ngpus(); i++) printf("GPU %d: %s (UUID: %s)\n", i, gpu_need("name"), uuid_of(i));
         return 0;
     }
-    if (opt("topo") && opt("-m")) {   /* one GPU: its row alone, in the real layout (tab-separated, Legend after) */
-        printf("\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-1\t0\t\tN/A\n\nLegend:\n\n"
-               "  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n"
-               "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+    if (opt("topo") && opt("-m")) {   /* the real layout: tab-separated, the header underlined, Legend after */
+        topo();
         return 0;
     }
-    if (opt("-q") && nopts == 1) {   /* the parts of `nvidia-smi -q` fleet reads: the GPU's bus and its Fabric block */
-        printf("\n==============NVSMI LOG==============\n\nDriver Version                            : %s\n"
-               "Attached GPUs                             : 1\nGPU %s\n    Product Name                          : %s\n"
-               "    Fabric\n        State                             : N/A\n"
-               "        Status                            : N/A\n        CliqueId                          : N/A\n"
-               "        ClusterUUID                       : N/A\n", driver, gpu_need("bus_id"), gpu_need("name"));
+    if (opt("nvlink") && (opt("-s") || opt("--status"))) {
+        nvlink_status();
+        return 0;
+    }
+    if (opt("-q") && (nopts == 1 || (nopts == 2 && opt("-x")))) {   /* the parts of `nvidia-smi -q` fleet reads */
+        query_all(driver, opt("-x") != NULL);
         return 0;
     }
     char *fmt = opt("--format");

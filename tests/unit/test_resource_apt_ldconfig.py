@@ -215,3 +215,13 @@ def test_apt_pinned_version_one_behind_is_replaced_and_held_again(tmp_path):
     assert (tmp_path / "installed" / "nvidia-fabricmanager-570").read_text() == "570.133.20-1"
     assert (tmp_path / "held" / "nvidia-fabricmanager-570").exists()
     assert run_check(res, tools).reason == "installed and held"
+
+
+def test_apt_pinned_package_not_installed_is_named_once_with_its_version(tmp_path):
+    """The lab's NVSwitch board without a fabric manager (tests/lab/test_fabric_lab.py) was told "not installed:
+    nvidia-fabricmanager-580 ... nvidia-fabricmanager-580=580.159.04-1": each missing pinned package twice."""
+    tools = fake_tools(tmp_path)
+    res = local(LocalApt, tmp_path, packages=["nvidia-fabricmanager-570=570.133.20-1", "libnvidia-nscq-570=570.133.20-1"],
+                hold=True)
+    assert run_check(res, tools).reason == ("not installed: nvidia-fabricmanager-570=570.133.20-1 "
+                                            "libnvidia-nscq-570=570.133.20-1")

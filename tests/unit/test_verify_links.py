@@ -68,6 +68,9 @@ def test_gpu_whose_pairs_fell_to_pcie_is_named_off_the_fabric(program, tmp_path,
     v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
     checks = {c["name"]: c for c in v["CHECKS"]}
     assert checks["peer_access"]["passed"]            # PCIe pairs are not expected to peer over NVLink
+    # ... and it says so, not "every pair reaches its peer" (the lab's gpu-off board showed that untrue claim)
+    assert checks["peer_access"]["detail"] == ("every NVLink pair of 8 GPUs reaches its peer; the 7 PCIe pair(s) "
+                                               "0-3, 1-3, 2-3, 3-4, 3-5, 3-6, 3-7 do not (see nvlink_topology)")
     topo = checks["nvlink_topology"]
     assert not topo["passed"] and topo["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
     assert "off the fabric" in topo["detail"]
@@ -95,3 +98,34 @@ def test_the_verify_summary_says_one_gpu_has_no_links():
         {"name": "torch_imports", "passed": True, "detail": "torch 2.9"},
         {"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]}, {})
     assert record["summary"] == "verify passed: torch_imports, gpu_links (one GPU: no links to check)"
+
+
+def test_the_real_header_underlined_with_ansi_escapes_is_read(program, tmp_path, monkeypatch):
+    # nvidia-smi wraps the `topo -m` header in ANSI underline escapes even into a pipe (the real capture,
+    # tests/data/captured/h100-device/nvidia-smi/topo-m.txt); the lab's 8-GPU gpu-off profile found verify read
+    # no topology from it, so every pair was "link unknown" and the GPU off the fabric went unnamed
+    lines = (DATA / "fabric" / "topo-8-gpu3-off.txt").read_text().split("\n")
+    lines[0] = "\t\x1b[4m" + lines[0].lstrip("\t") + "\x1b[0m"
+    underlined = tmp_path / "topo-underlined.txt"
+    underlined.write_text("\n".join(lines))
+    v = load(program, tmp_path, monkeypatch, underlined)   # an absolute path: DATA / "fabric" / it is it
+    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
+    checks = {c["name"]: c for c in v["CHECKS"]}
+    assert checks["peer_access"]["passed"] and v["OUT"]["links"]["topology"]["0-3"] == "NODE"
+    assert checks["nvlink_topology"]["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
+
+
+def test_802_says_whose_fix_it_is_in_a_container_and_on_a_board_that_manages_its_fabric(program, tmp_path, monkeypatch):
+    # the lab's container pod (tests/lab/test_fabric_lab.py) was told to apply role fabric_manager, which never
+    # runs in a pod; a bare-metal board was told to ask a provider it does not have
+    v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
+    r = {"code": 802, "name": "CUDA_ERROR_SYSTEM_NOT_READY", "text": "system not yet initialized",
+         "libcuda": "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}
+    exists, markers = os.path.exists, ("/.dockerenv", "/run/.containerenv")
+    monkeypatch.setattr(os.path, "exists", lambda p: p == "/.dockerenv" or (p not in markers and exists(p)))
+    pod = v["explain"](r)
+    monkeypatch.setattr(os.path, "exists", lambda p: p not in markers and exists(p))
+    board = v["explain"](r)
+    assert "this is a container: the fabric manager runs on the provider's host" in pod
+    assert "fix: the provider's" in pod and "fabric_manager" not in pod
+    assert "fix: apply role fabric_manager" in board and "provider" not in board

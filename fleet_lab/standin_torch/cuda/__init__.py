@@ -91,27 +91,50 @@ def synchronize(device=None):
     _lazy_init()
 
 
+def _index(device):
+    if isinstance(device, str):
+        return torch.device(device).index or 0
+    if isinstance(device, torch.device):
+        return device.index or 0
+    return device or 0
+
+
 def _device_query(device):
     _lazy_init()
-    index = torch.device(device).index if isinstance(device, str) else (device or 0)
-    if index != 0:
+    index = _index(device)
+    if not 0 <= index < device_count():
         raise RuntimeError("CUDA error: invalid device ordinal")
-    return _driver()
+    return _driver(), index
 
 
 def get_device_name(device=None):
-    lib = _device_query(device)
+    lib, index = _device_query(device)
     name = ctypes.create_string_buffer(256)
-    lib.cuDeviceGetName(name, 256, 0)
+    lib.cuDeviceGetName(name, 256, index)
     return name.value.decode()
 
 
 def get_device_capability(device=None):
-    lib = _device_query(device)
+    lib, index = _device_query(device)
     major, minor = ctypes.c_int(), ctypes.c_int()
-    lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0)
-    lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, 0)
+    lib.cuDeviceGetAttribute(ctypes.byref(major), 75, index)
+    lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, index)
     return major.value, minor.value
+
+
+def can_device_access_peer(device, peer):
+    """cuDeviceCanAccessPeer, as the real torch asks it (cudaDeviceCanAccessPeer): over the NVSwitch fabric."""
+    lib, index = _device_query(device)
+    _, other = _device_query(peer)
+    can = ctypes.c_int(0)
+    code = lib.cuDeviceCanAccessPeer(ctypes.byref(can), index, other)
+    if code != 0:
+        raise RuntimeError(f"CUDA error: {_error_text(lib, code)}")
+    return bool(can.value)
+
+
+# No mem_get_info: verify's perf smoke (a pure-Python 8192² matmul here) and its all-reduce stop at its absence,
+# which tests/lab/test_verify_stale_lab.py and test_shells_lab.py take as the lab's failing perf smoke.
 
 
 class _DeviceProperties:
@@ -124,9 +147,9 @@ class _DeviceProperties:
 
 
 def get_device_properties(device=None):
-    lib = _device_query(device)
+    lib, index = _device_query(device)
     total = ctypes.c_size_t()
-    lib.cuDeviceTotalMem_v2(ctypes.byref(total), 0)
+    lib.cuDeviceTotalMem_v2(ctypes.byref(total), index)
     return _DeviceProperties(get_device_name(device), *get_device_capability(device), total.value)
 
 
