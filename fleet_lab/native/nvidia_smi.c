@@ -39,7 +39,10 @@ static const struct { const char *name, *header, *unit; } FIELDS[] = {  /* query
     {"memory.used", "memory.used [MiB]", "MiB"}, {"memory.free", "memory.free [MiB]", "MiB"},
     {"uuid", "uuid", NULL}, {"pci.bus_id", "pci.bus_id", NULL}, {"temperature.gpu", "temperature.gpu", NULL},
     {"utilization.gpu", "utilization.gpu [%]", "%"}, {"power.draw", "power.draw [W]", "W"},
-    {"persistence_mode", "persistence_mode", NULL}, {"count", "count", NULL}};
+    {"persistence_mode", "persistence_mode", NULL}, {"count", "count", NULL},
+    /* as driver 580 answers them (the lent H100: `0, N/A, N/A` without NVSwitch); -q's Fabric block, by query */
+    {"fabric.state", "fabric.state", NULL}, {"fabric.status", "fabric.status", NULL},
+    {"fabric.cliqueId", "fabric.cliqueId", NULL}};
 static const struct { const char *alias, *name; } ALIASES[] = {
     {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"compute_capability", "compute_cap"}};
 static const struct { const char *name, *header; } APP_FIELDS[] = {
@@ -475,6 +478,11 @@ static void print_value(int f, const char *driver, int nounits, int gpu_index) {
     else if (!strcmp(name, "utilization.gpu")) known = nheld ? "100" : "0";
     else if (!strcmp(name, "power.draw")) known = "69.42";
     else if (!strcmp(name, "persistence_mode")) known = "Enabled";
+    else if (!strncmp(name, "fabric.", 7)) {
+        const char *state, *status, *clique;
+        fabric_of(gpu_index, &state, &status, &clique);
+        known = !strcmp(name, "fabric.state") ? state : !strcmp(name, "fabric.status") ? status : clique;
+    }
     else snprintf(number, sizeof number, "%d", ngpus());   /* count */
     fputs(known, stdout);
     if (FIELDS[f].unit && !nounits && known[0] != '[') printf(" %s", FIELDS[f].unit);

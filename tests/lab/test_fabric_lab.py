@@ -260,6 +260,12 @@ def test_stand_in_nvidia_smi_speaks_the_real_formats(fab, lab):
     assert {p["kind"] for p in topo["pairs"].values()} == {"nvlink"} and topo["pairs"]["0-7"]["links"] == 18
     fabric = parse_fabric_query(fab.sh("hgx-healthy", "nvidia-smi -q").stdout)
     assert [(g["state"], g["status"], g["clique"]) for g in fabric] == [("Completed", "Success", "32766")] * 8
+    # the probe's fast path asks the same four fields by query, as driver 580 answers them: the same facts
+    from fleet.facts.gpu import FABRIC_QUERY
+    for board in ("hgx-healthy", "hgx-gpu-off"):
+        asked = fab.sh(board, f"nvidia-smi --query-gpu={FABRIC_QUERY} --format=csv,noheader").stdout
+        by_query = parse_fabric_query("".join(f"csv {line}\n" for line in asked.splitlines()))
+        assert by_query == parse_fabric_query(fab.sh(board, "nvidia-smi -q").stdout) and len(by_query) == 8
     xml = ET.fromstring(fab.sh("hgx-gpu-off", "nvidia-smi -q -x").stdout)
     states = [(g.get("id"), g.findtext("fabric/state"), g.findtext("fabric/status")) for g in xml.iter("gpu")]
     assert len(states) == 8 and states[3][1:] == ("Completed", "NVML_ERROR_NOT_READY")
