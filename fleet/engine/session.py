@@ -94,6 +94,9 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
 
 def run_sections(conn: Connection, script: str, what: str,
                  timeout: float | None = PROBE_TIMEOUT) -> dict[str, sections.Section]:
+    """One remote command of framed sections -> its sections; an empty script asks nothing (no command)."""
+    if not script.strip():
+        return {}
     result = conn.run(script, timeout=timeout)
     found = sections.split_sections(result.stdout)
     if not found:
