@@ -34,7 +34,11 @@ def run(home: Path, body: str = "echo ran") -> subprocess.CompletedProcess:
 
 
 def holder(home: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(wrapped("echo held; sleep 60"), stdout=subprocess.PIPE, text=True,
+    # "held" only once the sleep runs as sleep: a TERM sent on "held" used to find bash's child between fork and
+    # exec, where bash's own handler caught it and exec dropped it; the sleep, holding the lock's fd, lived on and
+    # the next apply was refused (1 run in 3 on a busy machine)
+    body = 'sleep 60 & until read -r c </proc/$!/comm && [ "$c" = sleep ]; do :; done; echo held; wait'
+    proc = subprocess.Popen(wrapped(body), stdout=subprocess.PIPE, text=True,
                             start_new_session=True, env=env(home))
     assert proc.stdout.readline() == "held\n"
     return proc
