@@ -128,9 +128,8 @@ def stdin_for(script: str) -> str | None:
 # probe blocked on a dead mount, a `fleet run` command. A watchdog started first checks every second that the
 # script's parent sshd is alive; once it is gone (and the script is not) it sends TERM to every process of the
 # session (pkill -s; without pkill, the script's process group), then KILL 5 s later to what is left. It is off
-# the channel (its output to /dev/null, so the command still ends when the script does), and started by a subshell
-# that ends at once, so it is no job of the script's shell: a bare `wait` in the script (a user's `fleet run`
-# command) never waits for it. What runs under timeout(1) (fleet.sections.bounded) is in the same session; what
+# the channel (its output to /dev/null, so the command still ends when the script does), and disowned, so it is no
+# job of the script's shell: a bare `wait` in the script (a user's `fleet run` command) never waits for it. What runs under timeout(1) (fleet.sections.bounded) is in the same session; what
 # sudo started gets the TERM from sudo, which relays it. No process is started to find the session: `read` of
 # /proc/$$/stat is a builtin (the probe's cost stays flat); the watchdog is the one process it adds.
 STOP_WITH_CONNECTION = (
@@ -138,7 +137,7 @@ STOP_WITH_CONNECTION = (
     "fleet_stat=; read -r fleet_stat 2>/dev/null </proc/$$/stat; fleet_stat=(${fleet_stat##*) })\n"
     "fleet_sid=${fleet_stat[3]}; fleet_sshd=$PPID; unset fleet_stat\n"
     "case \"$fleet_sid\" in ''|0|1|*[!0-9]*) fleet_sid=$$ ;; esac\n"
-    "( ( trap '' TERM HUP INT\n"
+    "( trap '' TERM HUP INT\n"
     "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done\n"
     "  kill -0 $$ 2>/dev/null || exit 0\n"
     "  for fleet_sig in TERM KILL; do\n"
@@ -146,7 +145,7 @@ STOP_WITH_CONNECTION = (
     "else kill -\"$fleet_sig\" -- \"-$fleet_sid\"; fi\n"
     "    sleep 5\n"
     "  done\n"
-    ") 9>&- </dev/null >/dev/null 2>&1 & )\n"
+    ") 9>&- </dev/null >/dev/null 2>&1 & disown $!\n"
 )
 
 

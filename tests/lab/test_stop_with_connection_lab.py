@@ -41,10 +41,11 @@ def one_host(lab, tmp_path: Path, name: str, **vars) -> Path:
     return path
 
 
-def sessions_of(lab, host: str, nap: str, what: str = "sid") -> set[str]:
-    """The sessions (sid; or users: what="user") of the processes running `sleep NAP` on the host."""
-    out = sh(lab, host, f"for p in $(pgrep -f '^sleep {nap}$'); do ps -o {what}= -p \"$p\"; done", sudo=True).stdout
-    return {word for word in out.split() if what != "sid" or word.isdigit()}
+def sessions_of(lab, host: str, nap: str) -> tuple[set[str], set[str]]:
+    """The sessions (sid) and users of the processes running `sleep NAP` on the host, in one look."""
+    out = sh(lab, host, f"for p in $(pgrep -f '^sleep {nap}$'); do ps -o sid=,user= -p \"$p\"; done", sudo=True).stdout
+    pairs = [line.split() for line in out.splitlines() if len(line.split()) == 2 and line.split()[0].isdigit()]
+    return {sid for sid, _ in pairs}, {user for _, user in pairs}
 
 
 def cut_short(lab, host: str, argv: list[str], nap: str) -> tuple[set[str], str, set[str]]:
@@ -52,11 +53,17 @@ def cut_short(lab, host: str, argv: list[str], nap: str) -> tuple[set[str], str,
     output, the users its sleeps ran as)."""
     proc = subprocess.Popen([sys.executable, "-m", "fleet", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="300"))
+    seen: list = []
+
+    def started() -> bool:
+        seen.append(sessions_of(lab, host, nap))
+        return bool(seen[-1][0]) or proc.poll() is not None
+
     try:
-        until(lambda: sessions_of(lab, host, nap) or proc.poll() is not None, 90)
+        until(started, 90)
         assert proc.poll() is None, f"fleet ended before its command was seen on the host: {proc.communicate()[0]}"
-        sids, users = sessions_of(lab, host, nap), sessions_of(lab, host, nap, "user")
-        assert sids, ("the command never started on the host", sh(lab, host, "ps -eo pid,ppid,sid,etime,args | grep -E 'fleet-hang|sleep|bash' | grep -v grep").stdout)
+        sids, users = next((look for look in reversed(seen) if look[0]), (set(), set()))
+        assert sids, "the command never started on the host"
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -77,7 +84,7 @@ def nothing_left(lab, host: str, sids: set[str], nap: str) -> None:
 @pytest.mark.parametrize("host,sudo", [("pod-570", False), ("spark", True)], ids=["root", "sudo"])
 def test_a_run_cut_short_by_sigterm_ends_its_command_on_the_host(lab, tmp_path, host, sudo):
     lab.reset([host])
-    nap = "0.3141" if sudo else "0.2718"          # a sleep nothing else on the host runs
+    nap = "3.3141" if sudo else "3.2718"          # a sleep nothing else on the host runs
     inv = one_host(lab, tmp_path, host)
     command = f"while :; do sleep {nap}; done"
     sids, out, users = cut_short(lab, host, ["run", str(inv), *(["--sudo"] if sudo else []), "--", command], nap)
@@ -87,7 +94,7 @@ def test_a_run_cut_short_by_sigterm_ends_its_command_on_the_host(lab, tmp_path, 
 
 
 def test_a_facts_probe_cut_short_by_sigterm_ends_on_the_host(lab, tmp_path):
-    host, nap, venv = "pod-580", "0.1618", "/opt/fleet-hang"
+    host, nap, venv = "pod-580", "3.1618", "/opt/fleet-hang"
     lab.reset([host])
     # the venv's python never answers: the probe's python section blocks, as a `df` on a dead mount does
     ok(lab, host, f"mkdir -p {venv}/bin && printf '#!/bin/sh\\nwhile :; do sleep {nap}; done\\n' > {venv}/bin/python"
