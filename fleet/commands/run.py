@@ -56,11 +56,7 @@ def run(args: argparse.Namespace, env) -> int:
         if isinstance(conn, LocalConnection):       # a child of this process: fleet ends it itself
             script, sudo = command, args.sudo
         else:
-            # the command ends with the connection (Ctrl-C, SIGTERM, a dropped connection), its watchdog outside
-            # sudo: it watches the user's sshd, and sudo relays its TERM to what it started
-            script = shell.ends_with_connection(
-                shell.as_root(command, wants_root=args.sudo, user_is_root=conn.is_root), local=False)
-            sudo = False
+            script, sudo = remote_script(command, sudo=args.sudo, user_is_root=conn.is_root), False
         if args.json:      # one document at the end
             return conn.run(script, sudo=sudo, timeout=args.timeout)
         return conn.run(script, sudo=sudo, timeout=args.timeout,   # each line as it comes, named by its host
@@ -84,6 +80,13 @@ def run(args: argparse.Namespace, env) -> int:
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def remote_script(command: str, *, sudo: bool, user_is_root: bool) -> str:
+    """What `fleet run` sends an SSH host (as conn.run's script, sudo=False): the command ends with the connection
+    (Ctrl-C, SIGTERM, a dropped connection; shell.STOP_WITH_CONNECTION), its watchdog outside sudo: it watches the
+    user's sshd, and sudo relays its TERM to what it started."""
+    return shell.ends_with_connection(shell.as_root(command, wants_root=sudo, user_is_root=user_is_root), local=False)
 
 
 def _warn_bad_variables(reporter, hosts, roles_path) -> None:
