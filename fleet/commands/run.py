@@ -12,7 +12,8 @@ DESCRIPTION = """\
 Run COMMAND on every selected host at once; each line of its output is printed as it comes, named by its host
 ("pod-a: ..." on stdout, "pod-a stderr: ..." on stderr), then one line per host says how it ended (on stderr;
 --json: one document at the end instead). The command runs in bash as `ssh host cmd` would run it (your
-.bashrc hooks apply). Exit status is 1 if any host failed or was unreachable; the others always finish.
+.bashrc hooks apply); it ends when fleet's connection does (Ctrl-C, SIGTERM, a dropped connection), so nothing
+of it runs on after fleet has gone (start what must outlive it with setsid or systemd-run). Exit status is 1 if any host failed or was unreachable; the others always finish.
 
   fleet run inventories/fleet.yaml -- nvidia-smi
   fleet run inventories/lab.yaml --limit pods --json -- uname -m
@@ -48,10 +49,17 @@ def run(args: argparse.Namespace, env) -> int:
     reporter = _common.reporter_for(args, env)
     _warn_bad_variables(reporter, hosts, inventory.roles_path)
     options = _common.connect_options(args, reporter)
+
     def one(conn, host):
+        from fleet.connection import LocalConnection
+
+        if isinstance(conn, LocalConnection):       # a child of this process: fleet ends it itself
+            script, sudo = command, args.sudo
+        else:
+            script, sudo = remote_script(command, sudo=args.sudo, user_is_root=conn.is_root), False
         if args.json:      # one document at the end
-            return conn.run(command, sudo=args.sudo, timeout=args.timeout)
-        return conn.run(command, sudo=args.sudo, timeout=args.timeout,   # each line as it comes, named by its host
+            return conn.run(script, sudo=sudo, timeout=args.timeout)
+        return conn.run(script, sudo=sudo, timeout=args.timeout,   # each line as it comes, named by its host
                         on_output=lambda line: reporter.stream_line(host.name, line),
                         on_error=lambda line: reporter.stream_line(host.name, line, stderr=True))
 
@@ -72,6 +80,13 @@ def run(args: argparse.Namespace, env) -> int:
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
     return ExitStatus.HOST_FAILED if failed else ExitStatus.OK
+
+
+def remote_script(command: str, *, sudo: bool, user_is_root: bool) -> str:
+    """What `fleet run` sends an SSH host (as conn.run's script, sudo=False): the command ends with the connection
+    (Ctrl-C, SIGTERM, a dropped connection; shell.STOP_WITH_CONNECTION), its watchdog outside sudo: it watches the
+    user's sshd, and sudo relays its TERM to what it started."""
+    return shell.ends_with_connection(shell.as_root(command, wants_root=sudo, user_is_root=user_is_root), local=False)
 
 
 def _warn_bad_variables(reporter, hosts, roles_path) -> None:

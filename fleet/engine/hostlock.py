@@ -22,6 +22,7 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fleet import shell
 from fleet.errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
@@ -62,28 +63,9 @@ def wrap(script: str, conn) -> str:
 
 
 # The apply's remote work ends with its connection (Ctrl-C, SIGTERM or SIGHUP of fleet, a controller that died):
-# sshd starts the command in a session of its own (setsid; the login shell execs bash, so the script's $$ is
-# that session), and when the connection goes its sshd process goes, but the script would run on, reparented
-# to PID 1, holding the lock. A watchdog started here, outside the lock (fd 9 closed) and off the channel
-# (its output to /dev/null, so the command still ends when the script does), checks every second that the
-# script's parent sshd is alive; once it is gone it sends TERM to every process of the session (pkill -s; without
-# pkill, the script's process group), then KILL 5 s later to what is left. The kernel drops the flock when the
-# last of them ends. A task under timeout(1) (fleet.sections.bounded) is in the same session; what sudo started
-# gets the TERM from sudo, which relays it.
-STOP_WITH_CONNECTION = (
-    # the session sshd made for this command (field 6 of /proc/PID/stat, proc(5)); $$ where /proc is missing
-    "fleet_sid=$(sed 's/.*) //' /proc/$$/stat 2>/dev/null | cut -d' ' -f4); fleet_sshd=$PPID\n"
-    "case \"$fleet_sid\" in ''|0|1|*[!0-9]*) fleet_sid=$$ ;; esac\n"
-    "( trap '' TERM HUP INT\n"
-    "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done\n"
-    "  kill -0 $$ 2>/dev/null || exit 0\n"
-    "  for fleet_sig in TERM KILL; do\n"
-    "    if command -v pkill >/dev/null 2>&1; then pkill -\"$fleet_sig\" -s \"$fleet_sid\"; "
-    "else kill -\"$fleet_sig\" -- \"-$fleet_sid\"; fi\n"
-    "    sleep 5\n"
-    "  done\n"
-    ") 9>&- </dev/null >/dev/null 2>&1 &\n"
-)
+# fleet.shell.STOP_WITH_CONNECTION, started after the lock is taken, outside it (fd 9 closed). The kernel drops the
+# flock when the last of the session's processes ends.
+STOP_WITH_CONNECTION = shell.STOP_WITH_CONNECTION
 
 
 # Without flock(1) (busybox and other slim images lack util-linux) the lock is a directory: mkdir(2) is atomic,

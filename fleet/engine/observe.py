@@ -32,6 +32,9 @@ class Observed:
     facts: dict                          # a new dict: the probe's facts, the verify gate's answer folded in
     decided: Decided                     # the decisions and tasks for these facts
     checks: Mapping[str, CheckResult]    # task id -> its check's answer (enabled tasks only)
+    # after changes: the previous probe's enabled tasks that these facts leave out (their role's or task's `when:`
+    # turned false, e.g. cuda_toolkit once the toolkit is there), task id -> their check as it ran in this probe
+    left_out: Mapping[str, CheckResult] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -63,7 +66,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
         check_sections(decided, max_age, without_verify=without_verify)
-    if wanted != guessed:
+    if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     for t in decided.tasks:
@@ -71,7 +74,19 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
             # verify's answer may fold into the facts (a reused verify: its last record)
             checks[t.id], fold = read_check(t, found.get(f"check.{t.id}"), seen)
             folded.update(fold)
-    return Observed(host.name, folded, decided, MappingProxyType(checks))
+    return Observed(host.name, folded, decided, MappingProxyType(checks), _left_out(guess, checks, found, seen)
+                    if isinstance(last, Observed) else MappingProxyType({}))
+
+
+def _left_out(guess: Decided | None, checks: dict, found: dict, seen: Seen) -> Mapping[str, CheckResult]:
+    """The guess's tasks these facts no longer enable, read from their checks that ran in this probe (their
+    sections were the guess's): what confirm proves a change by where the task itself is now left out."""
+    out = {}
+    for t in guess.tasks if guess else ():
+        sec = found.get(f"check.{t.id}")
+        if t.enabled and t.id not in checks and sec is not None and not t.resource.judged:
+            out[t.id] = read_check(t, sec, seen)[0]
+    return MappingProxyType(out)
 
 
 def last_facts(setup: Setup, host: Host) -> dict | None:

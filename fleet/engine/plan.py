@@ -66,10 +66,13 @@ def plan(observed: Observed) -> Plan:
 
 
 def confirm(entries: tuple[TaskReport, ...], observed: Observed) -> tuple[TaskReport, ...]:
-    """After applying, every changed task must now check in state: idempotence proved, not assumed."""
+    """After applying, every changed task must now check in state: idempotence proved, not assumed. A task the
+    new facts leave out (its role's `when:` turned false: the toolkit it installed is now there) is proved by its
+    own check, run in the same probe (Observed.left_out)."""
     out = []
     for entry in entries:
-        result = observed.checks.get(entry.id) if entry.status == "changed" else None
+        result = (observed.checks.get(entry.id) or observed.left_out.get(entry.id)) if entry.status == "changed" \
+            else None
         if result is not None and not result.in_state:
             entry = dataclasses.replace(entry, status="failed",
                                         reason=f"applied, but the check still says: {result.reason}")

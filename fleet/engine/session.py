@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet import sections
+from fleet import sections, shell
 from fleet.connection import Connection
 from fleet.decide import storage
 from fleet.errors import HostError
@@ -94,7 +94,14 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
 
 def run_sections(conn: Connection, script: str, what: str,
                  timeout: float | None = PROBE_TIMEOUT) -> dict[str, sections.Section]:
-    result = conn.run(script, timeout=timeout)
+    """One remote command of framed sections -> its sections; an empty script asks nothing (no command). On an SSH
+    host the command ends with its connection (shell.STOP_WITH_CONNECTION): a probe cut short (Ctrl-C, SIGTERM, a
+    dropped connection) does not run on, blocked on a dead mount, after fleet has gone."""
+    from fleet.connection import LocalConnection
+
+    if not script.strip():
+        return {}
+    result = conn.run(shell.ends_with_connection(script, local=isinstance(conn, LocalConnection)), timeout=timeout)
     found = sections.split_sections(result.stdout)
     if not found:
         raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "

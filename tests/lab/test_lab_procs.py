@@ -1,15 +1,54 @@
 """fleet_lab/procs.py on real processes: a process is followed until it has ended (zombie or gone), not
-only while the finder still names it; SIGTERM is escalated to SIGKILL; a host that never ends is named."""
+only while the finder still names it; SIGTERM is escalated to SIGKILL; a host that never ends is named.
+
+No process a test here starts outlives it: each test's processes carry a marker of its own in their environment,
+and after the test none may be left (a `sleep 600` reparented to PID 1 was: unshare --fork's child)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 
 from fleet.errors import LabError
 from fleet_lab import procs
+
+MARKER = "FLEET_TEST_PROCS_MARKER"
+
+
+def marked(marker: str) -> list[str]:
+    """Live processes (not zombies: their environment is gone) whose environment holds this marker."""
+    want = f"{MARKER}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if want in (entry / "environ").read_bytes().split(b"\0"):
+                argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                found.append(f"{entry.name} {argv}")
+        except OSError:       # ended meanwhile, or a kernel thread
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_the_test(monkeypatch):
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER, marker)      # every process the test starts inherits it
+    yield
+    # a SIGKILL is delivered at once but the process ends a moment later: wait for that, bounded
+    bound = time.monotonic() + 10
+    while (left := marked(marker)) and time.monotonic() < bound:
+        time.sleep(0.05)
+    for line in left:                       # never leave them behind, even when failing
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert not left, f"processes this test started outlived it: {left}"
 
 
 def ignoring_term() -> subprocess.Popen:
@@ -93,7 +132,9 @@ def test_a_reused_namespace_number_of_a_fresh_host_is_not_taken_for_ours(tmp_pat
 
     from fleet_lab.host import LabHost
 
-    other = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--fork", "sh", "-c",
+    # --kill-child: unshare's forked child (the sleep) gets SIGKILL when unshare ends; without it other.kill()
+    # ended unshare alone and left the sleep running, reparented to PID 1
+    other = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--kill-child", "sh", "-c",
                               "echo ready; exec sleep 600"], stdout=subprocess.PIPE)
     try:
         assert other.stdout.readline() == b"ready\n"

@@ -119,8 +119,13 @@ class SentinelServer(mockssh.Server):
         self.escaped: list[str] = []
 
     def allow(self, script: str, *, env: dict | None = None) -> str:
-        """Let the command that Connection.run(script, env=env) sends run; returns the script."""
+        """Let the command that Connection.run(script, env=env) sends run, and the one `fleet run -- SCRIPT` sends
+        (behind its watchdog, fleet.commands.run.remote_script); returns the script."""
+        from fleet.commands.run import remote_script
+
         self.allowed.add(wrap_bash(exports(env) + script, remote=True))
+        if not env:
+            self.allowed.add(wrap_bash(remote_script(script, sudo=False, user_is_root=True), remote=True))
         return script
 
     def allow_write(self, path: str, content, mode: int = 0o644) -> None:

@@ -10,6 +10,7 @@ import dataclasses
 import importlib
 import json
 import shlex
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -23,6 +24,7 @@ from fleet.engine import (HostReport, Observed, Setup, converge, decide_tasks, j
                           observe, plan, report)
 from fleet.engine.decided import READINGS, reads_readings, without_readings
 from fleet.engine.observe import read_check
+from fleet.engine.plan import confirm
 from fleet.resources.base import Seen
 from fleet.inventory import Host
 from fleet.resources.base import CheckResult
@@ -238,3 +240,57 @@ def test_a_role_s_own_json_assert_is_judged_on_its_own_and_never_becomes_the_hos
     assert [(t.status, t.reason) for t in built.tasks] == [("ok", "all checks passed")] and not built.error
     assert not (tmp_path / "verify.json").exists()
     assert last_facts(setup, host)["verify"] == probed        # what the host's own verify record says, untouched
+
+
+def left_out_after_apply(tmp_path, task_when: bool):
+    """A role whose `when:` turns false once its task ran (as cuda_toolkit's does once the toolkit is there): it
+    makes the venv's python, and is wanted only while the probe finds no venv."""
+    venv = tmp_path / "venv"
+    path = tmp_path / "roles" / "makes_venv" / "role.yaml"
+    path.parent.mkdir(parents=True)
+    when = '"not facts.python.env_exists"'
+    path.write_text(textwrap.dedent(f"""\
+        {'' if task_when else 'when: ' + when}
+        tasks:
+          - name: the venv's python
+            file: {{path: "{venv}/bin/python", content: "#!/bin/sh\\nexec python3 \\"$@\\"\\n", mode: "0755"}}
+            {'when: ' + when if task_when else ''}
+        """))
+    host = Host("here", connection="local", vars={"python_env": str(venv)})
+    return host, Setup([load_role(path)], facts_dir=tmp_path / "facts")
+
+
+@pytest.mark.parametrize("task_when", [False, True], ids=["role-when", "task-when"])
+def test_an_apply_whose_changes_leave_every_task_out_is_confirmed_by_the_tasks_own_check(tmp_path, task_when):
+    """The re-probe after changes wants no check at all (every task left out by the new facts): it sends no empty
+    checks command (which failed with "the checks produced no output"), and the change is proved by the task's
+    own check, run in that probe."""
+    host, setup = left_out_after_apply(tmp_path, task_when)
+    conn = LocalConnection(host)
+    first = converge(conn, host, setup)
+    assert first.error is None, first.error
+    assert [(t.task, t.status) for t in first.tasks] == [("the venv's python", "changed")]
+    # the probe, its checks (first contact: no record to guess them from), the apply, the probe after changes
+    # (and no empty checks command after it)
+    assert conn.remote_commands == 4
+    # the host itself: the venv's python runs
+    assert subprocess.run([tmp_path / "venv" / "bin" / "python", "-c", "print(6 * 7)"], capture_output=True,
+                          text=True).stdout == "42\n"
+    conn = LocalConnection(host)
+    second = converge(conn, host, setup)
+    assert second.error is None and [t.status for t in second.tasks] == ["skipped"] and conn.remote_commands == 1
+
+
+def test_a_change_the_left_out_task_s_own_check_still_refuses_is_a_failure(tmp_path):
+    """confirm reads a left-out task's check: where it says the change did not hold, the task failed."""
+    host, setup = left_out_after_apply(tmp_path, False)
+    conn = LocalConnection(host)
+    first = observe(conn, host, setup, None)
+    applied = plan(first)
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").write_text("#!/bin/sh\nexec python3 \"$@\"\n# not what the task wrote\n")
+    (tmp_path / "venv" / "bin" / "python").chmod(0o755)
+    again = observe(conn, host, setup, first, forced="after changes")
+    assert not again.tasks[0].enabled and not again.checks
+    confirmed = confirm(applied.entries, again)
+    assert [(e.status, e.reason.split(":")[0]) for e in confirmed] == [("failed", "applied, but the check still says")]

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from fleet.connection import LocalConnection
@@ -35,17 +34,13 @@ def run(home: Path, body: str = "echo ran") -> subprocess.CompletedProcess:
 
 
 def holder(home: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(wrapped("echo held; sleep 60"), stdout=subprocess.PIPE, text=True,
+    # "held" only once the sleep runs as sleep: a TERM sent on "held" used to find bash's child between fork and
+    # exec, where bash's own handler caught it and exec dropped it; the sleep, holding the lock's fd, lived on and
+    # the next apply was refused (1 run in 3 on a busy machine)
+    body = 'sleep 60 & until read -r c </proc/$!/comm && [ "$c" = sleep ]; do :; done; echo held; wait'
+    proc = subprocess.Popen(wrapped(body), stdout=subprocess.PIPE, text=True,
                             start_new_session=True, env=env(home))
     assert proc.stdout.readline() == "held\n"
-    # Signal it only once its `sleep` runs: a signal to the group while bash forks it can miss the child, and bash
-    # then waits the full minute for it (or dies between fork and exec): a race of the test, not of the lock.
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    deadline = time.monotonic() + 30
-    while not any(Path(f"/proc/{c}/comm").read_text().strip() == "sleep" for c in children.read_text().split()
-                  if Path(f"/proc/{c}/comm").exists()):
-        assert time.monotonic() < deadline, "the holder's sleep never started"
-        time.sleep(0.01)
     return proc
 
 
