@@ -106,6 +106,12 @@ class _Server(asyncssh.SSHServer):
 
 
 async def serve(args) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)   # a listening and an accepted socket per host
+    want = 256 + 2 * args.hosts
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
     answers = load(args.recording)
     profiles = args.profiles.split(",")
     missing = [p for p in profiles if p not in answers]

@@ -60,6 +60,7 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
     from fleet.connection.ssh_config import check
 
     check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
+    _room_for_files(min(forks or len(hosts), len(hosts)))
     run = _Run(hosts, work, options, debug, on_done)
     workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True)
                for i in range(min(forks or len(hosts), len(hosts)))]
@@ -75,6 +76,23 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
         for thread in workers:
             thread.join(max(deadline - time.monotonic(), 0))
     return run.results()
+
+
+def _room_for_files(connections: int) -> None:
+    """Each open host holds a socket and a few pipes: a soft limit of 1024 open files (the usual default) fails
+    hosts past the thousandth with EMFILE. Raise the soft limit toward the hard one, as far as this run needs."""
+    try:
+        import resource
+    except ImportError:   # not a POSIX system: nothing to raise
+        return
+    want = 256 + 4 * connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        except (ValueError, OSError):   # a limit we may not raise: run with what there is
+            pass
 
 
 class _Run:

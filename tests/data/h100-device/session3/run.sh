@@ -4,6 +4,7 @@
 # apply, facts and run -- true, recorded with its answer, for bench/controller.py); the controller benchmark
 # on this machine's 16 cores against the lab's recording and against the H100's own.
 set -u
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"   # 1,000 simulated hosts: a socket each, twice
 export PYTHONUNBUFFERED=1
 T=$OUT/transcript.txt
 source .gpu/env.sh > "$OUT/setup.txt" 2>&1 || { cat "$OUT/setup.txt"; exit 1; }
