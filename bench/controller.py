@@ -144,7 +144,8 @@ def main() -> int:
           flush=True)
     with tempfile.TemporaryDirectory(prefix="fleet-bench-controller-") as tmp:
         # run logs in the throw-away directory, not the user's state directory
-        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", XDG_STATE_HOME=tmp)
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, PYTHONPATH=path, NO_COLOR="1", XDG_STATE_HOME=tmp)
         for n in sizes:
             lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
             try:
