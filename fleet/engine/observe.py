@@ -17,7 +17,7 @@ from typing import Mapping
 from fleet import sections
 from fleet.resources import verify_gate
 from fleet.connection import Connection
-from fleet.errors import FleetError, HostError, InputError
+from fleet.errors import FleetError, InputError
 from fleet.inventory import Host
 from fleet.resources.base import CheckResult, Seen
 from fleet.roles import Task

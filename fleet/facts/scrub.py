@@ -57,9 +57,9 @@ def _scrub_all(text: str) -> str:
 
 
 # Hosts of one fleet repeat the same strings (reasons, paths, versions, package lists): each distinct short one
-# is looked at once per run, not once per host.
-_CACHED_LENGTH = 4096
-_scrub_short = functools.lru_cache(maxsize=65536)(_scrub_checked)
+# is looked at once per run, not once per host. Bounded: at most 16,384 texts of 512 characters (8 MB).
+_CACHED_LENGTH = 512
+_scrub_short = functools.lru_cache(maxsize=16384)(_scrub_checked)
 
 
 def _masker(pattern: re.Pattern):

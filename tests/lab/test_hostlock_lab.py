@@ -49,9 +49,8 @@ def poll(lab, script: str) -> str:
     raise AssertionError(f"{HOST}: nothing from {script!r} within 60 s")
 
 
-def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_taken(lab, no_flock_host, tmp_path):
-    host = lab.inventory.hosts[HOST]
-    setup = Setup([role(tmp_path)], facts_dir=tmp_path / "facts")
+def holder(lab) -> tuple[threading.Thread, dict]:
+    """An apply's lock held on HOST by a command of its own, in the background; `held["result"]` once it ends."""
     held = {}
 
     def hold():
@@ -60,6 +59,13 @@ def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_ta
 
     thread = threading.Thread(target=hold, daemon=True)
     thread.start()
+    return thread, held
+
+
+def test_without_flock_a_second_apply_is_refused_and_a_killed_holders_lock_is_taken(lab, no_flock_host, tmp_path):
+    host = lab.inventory.hosts[HOST]
+    setup = Setup([role(tmp_path)], facts_dir=tmp_path / "facts")
+    thread, held = holder(lab)
     holder_pid = poll(lab, f"cut -d' ' -f1 {LOCK}/pid 2>/dev/null").split()[0]
 
     with lab.connect(HOST) as conn:
@@ -94,14 +100,7 @@ def test_a_holder_killed_outright_is_named_once_by_the_apply_that_takes_its_lock
     EXIT trap removes: the host is asked that the holder is dead and the mark there, then that it is gone."""
     lab.reset([HOST])
     host = lab.inventory.hosts[HOST]
-    held = {}
-
-    def hold():
-        with lab.connect(HOST) as conn:
-            held["result"] = conn.run(hostlock.wrap("echo held; sleep 120", conn))
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
+    thread, held = holder(lab)
     left_by = poll(lab, f"cat {HELD} 2>/dev/null")
     remote = re.search(r"remote pid (\d+), since ", left_by)
     assert left_by.startswith("fleet apply from ") and remote, left_by
