@@ -16,7 +16,7 @@ from fleet.decide.fabric import decide_fabric
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
 from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve

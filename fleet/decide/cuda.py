@@ -1,6 +1,6 @@
 """CUDA toolkit (which release, present or from where) and cuda-compat (on or off, and which rule decided).
 
-Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/decide/cuda_table.py):
+Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/knowledge/cuda_table.py):
 1. full support: driver >= the release's own minimum (CUDA release notes, table 3);
 2. minor-version compatibility: driver >= the family minimum (525.60.13 for 12.x, 580 for 13.x; release
    notes table 2, as uv's torch backend uses it): no cuda-compat, SASS runs, a few features do not;
@@ -11,15 +11,15 @@ Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 """
 from __future__ import annotations
 
-from fleet.decide.cuda_table import (
+from fleet.knowledge.cuda_table import (
     FORWARD_COMPAT_BRANCHES, family_min_driver, forward_compat_branch, forward_compat_branches,
     forward_compat_supported, minor_compat_runs,
 )
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
-from fleet.decide import platforms
-from fleet.decide.platforms import SHIPPED_BY
+from fleet.knowledge import platforms
+from fleet.knowledge.platforms import SHIPPED_BY
 from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
@@ -91,7 +91,7 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
 def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
     """A Jetson with Tegra CUDA (before 13) asking a 12.x newer than its JetPack ships (6.0 and 12.6, 6.2 and 12.8). Its JetPack's apt repository
     serves only that JetPack's CUDA; newer Tegra CUDA (with its cuda-compat) comes only from NVIDIA's cuda-tegra
-    local installers (fleet/decide/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
+    local installers (fleet/knowledge/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
     and NVIDIA's desktop repository serves SBSA builds that a Tegra driver does not run. The one fix: the JetPack's
     own CUDA, with the Jetson index built for it (fleet/decide/torch_wheel.py takes that index by default)."""
     jp = host.jetson

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 from fleet.decide.gpu import Gpu, read_gpu
 from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu, with_driver
 from fleet.decide.versions import major_minor, version_key
@@ -41,7 +41,7 @@ class Host:
 
     @property
     def row(self) -> platforms.Platform:
-        """This host's platform row (fleet/decide/platforms.py)."""
+        """This host's platform row (fleet/knowledge/platforms.py)."""
         return platforms.platform(self.platform)
 
     @property

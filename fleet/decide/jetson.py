@@ -10,14 +10,14 @@ Sources: developer.nvidia.com/embedded/jetpack-archive and the JetPack 6.0/6.1/6
 (CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1); docs.nvidia.com/deploy/cuda-compatibility
 /forward-compatibility.html ("Jetson boards"); NVIDIA/nvidia-container-toolkit PR #1679 (compat on Thor ->
 803); pypi.jetson-ai-lab.io (indexes jp6/cu122 for JetPack 6.0, jp6/cu126 for 6.1 and 6.2, sbsa/cu130 for
-JetPack 7; fleet/decide/platforms.py JETPACK_RELEASES).
+JetPack 7; fleet/knowledge/platforms.py JETPACK_RELEASES).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fleet.decide import platforms
-from fleet.decide.cuda_table import MIN_DRIVER, version_key
+from fleet.knowledge import platforms
+from fleet.knowledge.cuda_table import MIN_DRIVER, version_key
 from fleet.decide.gpu import Gpu
 
 
@@ -39,7 +39,7 @@ class JetPack:
 
 
 def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
-    """The generation, and what its release ships (fleet/decide/platforms.py JETPACK_RELEASES: by JetPack, else by
+    """The generation, and what its release ships (fleet/knowledge/platforms.py JETPACK_RELEASES: by JetPack, else by
     L4T): its CUDA and the Jetson AI Lab index built for that CUDA (JetPack 6.0: jp6/cu122, 6.1/6.2: jp6/cu126).
     A release the table does not name keeps its row's: every JetPack 7 so far ships CUDA 13.0 (sbsa/cu130)."""
     row = platforms.jetson_row(l4t, gpu_names, jetpack)

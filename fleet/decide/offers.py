@@ -6,11 +6,11 @@ toolkit and a torch variant whose wheels carry their architecture.
 Sources: CUDA 13.0 release notes ("Deprecated or Dropped Features": offline compilation and library
 support for Maxwell, Pascal and Volta removed) and NVIDIA's technical blog "Navigating GPU Architecture
 Support" (compute capability below 7.5: stay on CUDA 12.9 with the r580 driver); minor-version and forward
-compatibility as in fleet/decide/cuda_table.py; the torch variants in fleet/decide/archs.py.
+compatibility as in fleet/knowledge/cuda_table.py; the torch variants in fleet/decide/archs.py.
 """
 from __future__ import annotations
 
-from fleet.decide.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
+from fleet.knowledge.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host

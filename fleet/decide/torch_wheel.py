@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from fleet.decide import platforms
-from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
+from fleet.knowledge import platforms
+from fleet.knowledge.cuda_table import family_min_driver, minor_compat_runs
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
 from fleet.decide.cuda import driver_fix, native_cuda
 from fleet.decide.offers import cuda13_dropped
@@ -109,7 +109,7 @@ def _index_url(host: Host, v: Vars, source: str) -> str:
 
 
 def _frozen_index(url: str, release) -> str:
-    """A Jetson AI Lab index that stopped with its JetPack (jp6/cu122, jp5/cu114: fleet/decide/platforms.py
+    """A Jetson AI Lab index that stopped with its JetPack (jp6/cu122, jp5/cu114: fleet/knowledge/platforms.py
     JETPACK_RELEASES, with the sources) asked for a newer torch than it serves."""
     return (f"the Jetson index {url} is built for JetPack {release.jetpack}'s CUDA {release.cuda} and serves torch "
             f"{release.torch_newest} at newest: set torch_version={release.torch_newest}")

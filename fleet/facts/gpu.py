@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
@@ -234,7 +234,7 @@ def parse_dt_model(text: str) -> str | None:
 
 def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
                     has_driver: bool, l4t: str | None = None) -> str:
-    """The name of the platform whose detection signs these are (fleet/decide/platforms.py, in its order).
+    """The name of the platform whose detection signs these are (fleet/knowledge/platforms.py, in its order).
 
     Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its L4T release tells which.
     Then GB10 on aarch64 is a Spark. A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is

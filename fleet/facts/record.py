@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
-from fleet.decide import platforms
+from fleet.knowledge.cuda_table import compare_versions, cuda_max_for_driver
+from fleet.knowledge import platforms
 from fleet.facts import fingerprint, gpu, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME

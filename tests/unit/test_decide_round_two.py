@@ -209,7 +209,7 @@ def test_each_jetpack_release_with_its_cuda_and_its_torch_index(jetpack, l4t, cu
                          [s for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")],
                          ids=[s[0] for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")])
 def test_a_planned_jetson_runs_its_jetpacks_own_cuda_with_the_index_built_for_it(label, facts, variables):
-    """A JetPack's apt repository serves only its own CUDA (fleet/decide/platforms.py JETPACK_RELEASES): every
+    """A JetPack's apt repository serves only its own CUDA (fleet/knowledge/platforms.py JETPACK_RELEASES): every
     planned Jetson answer wants that CUDA, no cuda-compat, and a Jetson-index torch built for that CUDA."""
     from fleet.decide.host import read_host
     from fleet.decide.torch_wheel import index_cuda
