@@ -32,7 +32,8 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     if host.jetson and host.jetson.cuda and "cuda_version" not in v.explicit:
         v = replace(v, cuda_version=host.jetson.cuda)  # CUDA per JetPack, unless the user asks for one
     old = host_refusal(host) if host.jetson else None
-    if old and host.jetson and platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack):
+    if old and host.jetson and (platforms.board_unsupported(host.jetson.model)
+                                or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)):
         return _not_decided(facts, host, v, old)
     unplanned = _unplanned_cuda(host, v)
     if unplanned:

@@ -60,10 +60,12 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
     dropped = cuda13_dropped(host, v)
     if dropped:
         return result("none", None, None, dropped, refuse=dropped)
-    if host.jetson and host.jetson.generation == "orin" and version_key(cuda)[0] >= 13:
-        why = (f"Orin on {host.jetson.label} (L4T R36) has no CUDA {cuda}: JetPack 6 ships CUDA "
-               f"{host.jetson.cuda or '12.x'} and CUDA 13 comes with JetPack 7")
-        return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
+    other = _other_major_than_jetpack(host, cuda)
+    if other:
+        return result("none", "jetpack", None, other, refuse=other)
+    below = sm110_needs_13(host, cuda)
+    if below:
+        return result("none", None, None, below, refuse=below)
     newer = _newer_than_jetpack(host, cuda)
     if newer:
         return result("none", "jetpack", None, newer, refuse=newer)
@@ -86,6 +88,38 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
                       refuse=f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}")
     return result("install", "nvidia-apt", repo,
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
+
+
+def _other_major_than_jetpack(host: Host, cuda: str) -> str | None:
+    """On a Jetson the CUDA major is its JetPack's: the JetPack's apt repository serves its own CUDA only, JetPack 6's
+    Tegra CUDA 12 has no 13 (that comes with JetPack 7), and JetPack 7's SBSA CUDA 13 has no 12 (on Thor no CUDA 12
+    toolkit targets sm_110 either)."""
+    jp = host.jetson
+    own = jp.cuda if jp else None
+    if not own or version_key(cuda)[0] == version_key(own)[0]:
+        return None
+    if version_key(cuda)[0] > version_key(own)[0]:
+        boards = [r for r in platforms.JETPACK_RELEASES if r.supported and jp.generation in r.boards
+                  and version_key(r.cuda)[0] == version_key(cuda)[0]]
+        comes = f"JetPack {boards[-1].jetpack}" if boards else "no JetPack release for this board"
+        l4t = f" (L4T R{jp.l4t.split('.')[0]})" if jp.l4t else ""
+        return (f"{jp.generation.capitalize()} on {jp.label}{l4t} has no CUDA {cuda}: {jp.label} ships CUDA {own} "
+                f"and CUDA {version_key(cuda)[0]} comes with {comes}: set cuda_version={own}")
+    thor = next((g for g in host.gpus if g.capability and g.capability.split(".")[0] == "11"), None)
+    why = (f" ({thor.label} is capability {thor.capability}, sm_110 from CUDA 13.0 on: no CUDA 12 toolkit targets it)"
+           if thor else "")
+    return (f"{jp.label} ships CUDA {own} and its apt repository serves no CUDA {version_key(cuda)[0]}.x{why}: "
+            f"set cuda_version={own}")
+
+
+def sm110_needs_13(host: Host, cuda: str) -> str | None:
+    """Capability 11.x is sm_110 only from CUDA 13.0, which renumbered Thor from sm_101 (CUDA 13.0 release notes;
+    NVIDIA/cutlass CHANGELOG 4.2.0): no CUDA 12 nvcc targets it (a Jetson's own rule names its JetPack's CUDA)."""
+    gpu = next((g for g in host.gpus if g.capability and g.capability.split(".")[0] == "11"), None)
+    if gpu is None or version_key(cuda)[0] >= 13:
+        return None
+    return (f"{gpu.label} is capability {gpu.capability}, sm_110, which CUDA targets only from 13.0 (it renumbered "
+            f"sm_101): no CUDA {cuda} toolkit builds for it: set cuda_version=13.0")
 
 
 def _newer_than_jetpack(host: Host, cuda: str) -> str | None:

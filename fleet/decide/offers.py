@@ -37,6 +37,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False) -> str | None:
     """'set cuda_version=12.9 and torch_index_url=.../cu128 (...)' where a 12.x stack runs here."""
     if host.jetson or host.driver is None or (version_key(v.cuda_version)[0] < 13 and not need_12):
         return None
+    if any(g.capability and g.capability.split(".")[0] == "11" for g in host.gpus):
+        return None   # sm_110 has no CUDA 12 (fleet/decide/archs.py FIRST_CUDA_FOR_MAJOR)
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
     for cuda in sorted((c for c in MIN_DRIVER if c.startswith("12.")), key=version_key, reverse=True):
         if minor_compat_runs(host.driver, cuda):

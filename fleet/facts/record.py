@@ -58,7 +58,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     driver["nvml_error"] = smi.get("failure")
     driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
-                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"))
+                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"), model)
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     cuda_facts = _cuda(reader)

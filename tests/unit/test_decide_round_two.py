@@ -115,7 +115,7 @@ RULES = [
     # 1. a mixed host: the torch reason offers the refusal's own fix, not a driver CUDA 13 cannot use on a V100
     ("H100 + V100 on 550 wanting 13.0: one offer in the refusal and the torch reason", "h100-pod-570",
      {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("Tesla V100-SXM2-32GB", "7.0")], "driver": "550.163.01"}, {},
-     True, ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128"]),
+     True, ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu126"]),   # #175253
     # 4. the host's Python against the torch release (PyTorch RELEASE.md)
     ("Python 3.9 with torch 2.11.0: refused, install Python 3.10", "h100-pod-570", {"python": "3.9.18"}, {}, True,
      ["torch 2.11.0 needs Python >= 3.10", "python3 is 3.9", "install Python 3.10 or newer"]),
