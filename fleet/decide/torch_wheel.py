@@ -144,19 +144,19 @@ def _official_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cud
     minor = version_key(v.torch_version)[:2]
     row = torch_release(v.torch_version)
     sbsa = row.variants("aarch64") if row else ()
+    if "official" not in _sources(host) and host.jetson:
+        return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
+                f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
     if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH and (cuda not in sbsa
                                                                        or "download.pytorch.org" not in url):
         served = " and ".join("cu" + c.replace(".", "") for c in sbsa)
-        fix = _pair_fix(host, v, compat, cuda, same_torch=bool(sbsa))
+        fix = _pair_fix(host, v, compat, cuda, same_torch=bool(sbsa), url=url)
         if sbsa:
             pip = "pip would find none" if "download.pytorch.org" in url else "pip would install a CPU build"
             return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's {served} "
                     f"index{'es' if len(sbsa) > 1 else ''}, not on {url} ({pip}): {fix}")
         return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (PyTorch's cu128 index serves them "
                 f"from 2.7, PyPI from 2.9; pip would install a CPU build): {fix}")
-    if "official" not in _sources(host) and host.jetson:
-        return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
-                f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
     if published(v.torch_version, cuda, host.arch):
         return None
     if row is None:
@@ -196,12 +196,13 @@ def _driver_runs(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> bool
     return bool(compat.use) and version_key(cuda) <= version_key(v.cuda_version)
 
 
-def nearest_pair(host: Host, v: Vars, compat: CompatDecision, cuda: str | None,
-                 same_torch: bool = False) -> tuple[str, str] | None:
+def nearest_pair(host: Host, v: Vars, compat: CompatDecision, cuda: str | None, same_torch: bool = False,
+                 other: bool = True) -> tuple[str, str] | None:
     """The published (torch version, CUDA variant) nearest the asked one that this host runs: wheels for its CPU
     and its Python, carrying every GPU's architecture, a CUDA its driver runs and, on a Jetson, its JetPack's CUDA
-    major. Nearest: the toolkit's CUDA major kept, then the torch release kept, then the closest torch release
-    (the newer on a tie), then the closest CUDA."""
+    major. Nearest: the toolkit's CUDA major kept, then the torch release kept, then the index's CUDA kept, then
+    the closest torch release (the newer on a tie), then a stable variant before an experimental one, then the
+    closest CUDA. `other`: never the asked pair itself (False where only its index URL was wrong)."""
     asked_torch, asked_cuda = version_key(v.torch_version)[:2], version_key(cuda or v.cuda_version)[:2]
     python = version_key(host.python_version)[:2] if host.python_version else None
     best = None
@@ -220,6 +221,8 @@ def nearest_pair(host: Host, v: Vars, compat: CompatDecision, cuda: str | None,
                 continue
             distance = abs((minor[0] - asked_torch[0]) * 100 + minor[1] - asked_torch[1])
             here = version_key(variant)[:2]
+            if other and minor == asked_torch and here == asked_cuda:   # the asked pair is what was refused
+                continue
             key = (major != v.cuda_major, minor != asked_torch, here != asked_cuda, distance, minor < asked_torch,
                    variant in row.experimental,
                    abs((here[0] - asked_cuda[0]) * 100 + here[1] - asked_cuda[1]), here < asked_cuda)
@@ -228,16 +231,19 @@ def nearest_pair(host: Host, v: Vars, compat: CompatDecision, cuda: str | None,
     return best[1:] if best else None
 
 
-def _pair_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str | None, same_torch: bool = False) -> str:
-    """The nearest published pair as one fix to set; where none runs here, what to change by hand."""
-    pair = nearest_pair(host, v, compat, cuda, same_torch) or (None if not same_torch
-                                                               else nearest_pair(host, v, compat, cuda))
+def _pair_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str | None, same_torch: bool = False,
+              url: str | None = None) -> str:
+    """The nearest published pair as one fix to set; where none runs here, what to change by hand. `url`: the index
+    asked, where its URL, not its CUDA, may be what is wrong (PyPI for an early aarch64 torch)."""
+    other = url is None or url.rstrip("/") == official_index(cuda or "")
+    pair = nearest_pair(host, v, compat, cuda, same_torch, other) or (
+        None if not same_torch else nearest_pair(host, v, compat, cuda, other=other))
     if pair is None:
         return (f"no torch release PyTorch published runs here ({host.arch}, "
                 + ", ".join(f"{g.label} {g.capability}" for g in host.gpus)
                 + f", driver {host.driver}): install a driver for a newer CUDA")
     torch, variant = pair
-    parts = ([f"torch_index_url={official_index(variant)}"] if variant != cuda else []) \
+    parts = ([f"torch_index_url={official_index(variant)}"] if variant != cuda or not other else []) \
         + ([f"torch_version={torch}"] if torch != v.torch_version else []) \
         + ([f"cuda_version={variant}"] if variant.split(".")[0] != v.cuda_major else [])
     return "set " + " and ".join(parts)
@@ -256,6 +262,8 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
         # a Jetson runs its JetPack's CUDA only (no cuda-compat for Tegra from any repository fleet uses): the
         # Jetson index built for it, with the newest torch that index serves where this one is newer
         fix = f"set torch_index_url={host.jetson.index_url}"
+        if host.jetson.sbsa and "download.pytorch.org" in url:   # PyTorch's own wheels run here: the nearest pair
+            fix = _pair_fix(host, v, compat, cuda)
         own = platforms.release_by_index(host.jetson.index_url)
         if own and own.torch_newest and "torch_version" in v.explicit \
                 and version_key(v.torch_version) > version_key(own.torch_newest):
@@ -295,6 +303,8 @@ def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> s
     index = _covering_variant(host, v, v.cuda_version)
     if index:
         return f"set torch_index_url={official_index(index)}"
+    if cuda not in MIN_DRIVER:   # a CUDA fleet installs no toolkit for (cu118): the nearest pair of the toolkit's
+        return _pair_fix(host, v, compat, cuda)
     return f"set cuda_version={cuda}"
 
 

@@ -42,6 +42,14 @@ RULES = [
     # RELEASE.md's aarch64 support matrix for 2.12: 12.6, 13.0 and 13.2
     ("aarch64 torch 2.12.0 on cu128: none, cu126 offered", "spark", GH200_580, wheel("2.12.0", "cu128", "12.8"),
      True, ["no cu128 wheels for aarch64", "set torch_index_url=https://download.pytorch.org/whl/cu126"]),
+    # RELEASE.md: 2.7 published cu118 and cu126 (stable); fleet installs no CUDA 11 toolkit, so the pair offered
+    # beside a 12.6 toolkit is 2.7's cu126, not cuda_version=11.8
+    ("torch 2.7.0 on cu118 beside a CUDA 12.6 toolkit: cu126 offered", "h100-pod-570", {},
+     wheel("2.7.0", "cu118", "12.6"), True, ["set torch_index_url=https://download.pytorch.org/whl/cu126"]),
+    # RELEASE.md's aarch64 matrix for 2.12: cu132 exists, but Thor on JetPack 7.0 runs CUDA 13.0 (no compat: 803)
+    ("Thor with torch 2.12.0 on cu132 under JetPack 7.0: cu130 offered", "thor", {},
+     {"torch_version": "2.12.0", "torch_index_url": "https://download.pytorch.org/whl/cu132"}, True,
+     ["set torch_index_url=https://download.pytorch.org/whl/cu130"]),
     # pytorch/pytorch#175253 (the 2.11 matrix): cu128 x86_64 wheels drop Volta (7.0) in 2.11; 2.9 and 2.10 kept it
     ("V100 on torch 2.11.0 cu128: no sm_70, cu126 offered", "h100-pod-570", V100_580,
      wheel("2.11.0", "cu128", "12.8"), True,
