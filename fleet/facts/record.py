@@ -183,10 +183,12 @@ def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None
         smi_version = next((g["driver_version"] for g in smi_gpus if g.get("driver_version")), None)
         version, source = smi_version, ("nvidia-smi" if smi_version else None)
     cuda_max = cuda_max_for_driver(version)
+    release = platforms.jetpack_release(tegra.get("jetpack"), tegra.get("l4t")) if tegra else None
+    ships = release.cuda if release else "13.0"   # a JetPack 7 the table lacks: 7.0's
     if tegra and (tegra.get("jetpack") or "").startswith("7.") and (cuda_max is None
-                                                              or compare_versions(cuda_max, "13.0") < 0):
-        # JetPack ships its own CUDA with its r580-series driver; the desktop table does not apply.
-        cuda_max = "13.0"
+                                                              or compare_versions(cuda_max, ships) < 0):
+        # JetPack ships its own CUDA with its driver (JETPACK_RELEASES); the desktop table does not apply.
+        cuda_max = ships
     return {"version": version, "source": source, "cuda_max": cuda_max,
             "smi_cuda_version": header.get("cuda_version")}
 
