@@ -1,13 +1,16 @@
 """Jetson generations: what each JetPack ships and where its torch wheels live.
 
-Orin runs JetPack 6 (L4T R36: CUDA 12.x built for Tegra, `aarch64-linux` targets); Thor runs JetPack 7
-(L4T R38 and later: the unified SBSA CUDA 13). They differ in CUDA, in which torch wheels run, and in
+Orin runs JetPack 6 (L4T R36: CUDA 12.x built for Tegra, `aarch64-linux` targets) and JetPack 7.2; Thor runs
+JetPack 7 (L4T R38 and later: the unified SBSA CUDA 13, which 7.2 brings to the Orin too). The generation comes
+from the board (/proc/device-tree/model), then the GPU's name, and only then the L4T release, since R39 (7.2)
+runs both. Generations differ in CUDA, in which torch wheels run, and in
 cuda-compat: forward compatibility is supported on Jetson boards (an Orin could take a newer 12.x through
 cuda-compat, but that Tegra package comes only with NVIDIA's cuda-tegra local installer, which fleet does not
 install: fleet/decide/cuda.py refuses it), and on Thor with JetPack 7 a compat libcuda fails with error 803.
 
 Sources: developer.nvidia.com/embedded/jetpack-archive and the JetPack 6.0/6.1/6.2/7.0/7.1 release notes
-(CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1); docs.nvidia.com/deploy/cuda-compatibility
+(CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1; 7.2's CUDA 13.2 from secondary sources, see
+JETPACK_RELEASES); docs.nvidia.com/deploy/cuda-compatibility
 /forward-compatibility.html ("Jetson boards"); NVIDIA/nvidia-container-toolkit PR #1679 (compat on Thor ->
 803); pypi.jetson-ai-lab.io (indexes jp6/cu122 for JetPack 6.0, jp6/cu126 for 6.1 and 6.2, sbsa/cu130 for
 JetPack 7; fleet/knowledge/platforms.py JETPACK_RELEASES).
