@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from fleet.knowledge import platforms
+from fleet.knowledge.platforms import JETPACK_FOR_L4T
 
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
@@ -198,9 +199,6 @@ def parse_driver(text: str) -> dict:
     return {"version": parse_driver_version(text[match.end():]), "source": source}
 
 
-# L4T release -> JetPack (shared/DOMAIN.md; JetPack 6 release notes: R36.3 = 6.0, R36.4 = 6.1, R36.4.3 = 6.2).
-# Only releases we know; others record the L4T alone.
-JETPACK_FOR_L4T = {"36.3": "6.0", "36.4": "6.1", "36.4.3": "6.2", "38.2": "7.0", "38.4": "7.1", "39": "7.2"}
 
 
 def jetpack_for_l4t(l4t: str | None) -> str | None:

@@ -200,6 +200,12 @@ JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
 )
 
 
+# L4T release -> JetPack, as the facts name a Jetson's release from /etc/nv_tegra_release (shared/DOMAIN.md; JetPack 6
+# release notes: R36.3 = 6.0, R36.4 = 6.1, R36.4.3 = 6.2; R38.2 = 7.0, R38.4 = 7.1; any R39 = 7.2). Only releases we
+# know; others record the L4T alone.
+JETPACK_FOR_L4T = {"36.3": "6.0", "36.4": "6.1", "36.4.3": "6.2", "38.2": "7.0", "38.4": "7.1", "39": "7.2"}
+
+
 @dataclass(frozen=True)
 class JetsonBoard:
     """A Jetson family as /proc/device-tree/model names its boards ("NVIDIA Jetson AGX Orin Developer Kit")."""
