@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fleet.decide.platforms import jetpack_cudas
+from fleet.knowledge.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 
 DEFAULTS: dict[str, str] = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
+from fleet.knowledge.platforms import JETPACK_FOR_L4T
 
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
@@ -198,9 +199,6 @@ def parse_driver(text: str) -> dict:
     return {"version": parse_driver_version(text[match.end():]), "source": source}
 
 
-# L4T release -> JetPack (shared/DOMAIN.md; JetPack 6 release notes: R36.3 = 6.0, R36.4 = 6.1, R36.4.3 = 6.2).
-# Only releases we know; others record the L4T alone.
-JETPACK_FOR_L4T = {"36.3": "6.0", "36.4": "6.1", "36.4.3": "6.2", "38.2": "7.0", "38.4": "7.1", "39": "7.2"}
 
 
 def jetpack_for_l4t(l4t: str | None) -> str | None:
@@ -233,14 +231,15 @@ def parse_dt_model(text: str) -> str | None:
 
 
 def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
-                    has_driver: bool, l4t: str | None = None) -> str:
-    """The name of the platform whose detection signs these are (fleet/decide/platforms.py, in its order).
+                    has_driver: bool, l4t: str | None = None, model: str | None = None) -> str:
+    """The name of the platform whose detection signs these are (fleet/knowledge/platforms.py, in its order).
 
-    Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its L4T release tells which.
+    Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its board (/proc/device-tree/model)
+    tells which, else its GPU's name, else its L4T release.
     Then GB10 on aarch64 is a Spark. A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is
     there, the tool is not).
     """
-    return platforms.detect(arch, kernel, gpu_names, tegra, has_driver, l4t).name
+    return platforms.detect(arch, kernel, gpu_names, tegra, has_driver, l4t, model).name
 
 
 # ---- Multi-GPU pods: topology, each GPU's fabric state, NVSwitch and the fabric manager (issue 28) ----

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
-from fleet.decide import platforms
+from fleet.knowledge.cuda_table import compare_versions, cuda_max_for_driver
+from fleet.knowledge import platforms
 from fleet.facts import fingerprint, gpu, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
@@ -58,7 +58,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     driver["nvml_error"] = smi.get("failure")
     driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
-                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"))
+                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"), model)
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     cuda_facts = _cuda(reader)
@@ -183,10 +183,12 @@ def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None
         smi_version = next((g["driver_version"] for g in smi_gpus if g.get("driver_version")), None)
         version, source = smi_version, ("nvidia-smi" if smi_version else None)
     cuda_max = cuda_max_for_driver(version)
+    release = platforms.jetpack_release(tegra.get("jetpack"), tegra.get("l4t")) if tegra else None
+    ships = release.cuda if release else "13.0"   # a JetPack 7 the table lacks: 7.0's
     if tegra and (tegra.get("jetpack") or "").startswith("7.") and (cuda_max is None
-                                                              or compare_versions(cuda_max, "13.0") < 0):
-        # JetPack ships its own CUDA with its r580-series driver; the desktop table does not apply.
-        cuda_max = "13.0"
+                                                              or compare_versions(cuda_max, ships) < 0):
+        # JetPack ships its own CUDA with its driver (JETPACK_RELEASES); the desktop table does not apply.
+        cuda_max = ships
     return {"version": version, "source": source, "cuda_max": cuda_max,
             "smi_cuda_version": header.get("cuda_version")}
 

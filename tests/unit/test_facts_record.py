@@ -75,6 +75,17 @@ def test_thor_record():
     assert record["driver"]["version"] == "580.00" and record["driver"]["cuda_max"] == "13.0"
 
 
+def test_an_orin_on_jetpack_72_is_recorded_as_an_orin_with_its_jetpacks_cuda():
+    """L4T R39 (JetPack 7.2) runs Orin and Thor alike: /proc/device-tree/model names the board, and the record's
+    newest CUDA is the one JetPack 7.2 ships (13.2), not Thor's 7.0 (fleet/knowledge/platforms.py JETPACK_RELEASES)."""
+    texts = outputs("thor", "h100")
+    texts["tegra"] = texts["tegra"].replace("# R38 (release), REVISION: 2.0", "# R39 (release), REVISION: 2.0")
+    texts["dt_model"] = "NVIDIA Jetson AGX Orin Developer Kit\n"
+    record = assemble(texts, SOURCES)
+    assert (record["platform"], record["jetson"]["jetpack"]) == ("jetson-orin", "7.2")
+    assert record["driver"]["cuda_max"] == "13.2"
+
+
 def test_gb10_record():
     record = assemble(outputs("gb10", "h100"), SOURCES)
     assert record["platform"] == "dgx-spark"
