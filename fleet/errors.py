@@ -11,6 +11,9 @@ class ExitStatus(enum.IntEnum):
     BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
     CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
+    RETURN_POD = 4      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
+                        # (fleet health, bootstrap, apply; fleet/decide/health.py); before HOST_FAILED's 1 it yields
+    GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action), none to return
     INTERRUPTED = 130
 
 

@@ -84,6 +84,10 @@ class HealthVerdict:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def summary(self) -> dict:
+        """What a facts record keeps of the verdict (its class and one line; the findings are in decisions)."""
+        return {"verdict": self.verdict, "reason": self.reason}
+
 
 class ExpectError(ValueError):
     """expect_gpus cannot be read; the message says how to write it."""
@@ -177,6 +181,16 @@ def _xid_finding(gpu: int | None, code: int) -> Finding:
     severity, meaning, action = XID.get(code, (NOTE, "an Xid the catalog lists", f"look it up in {XID_CATALOG}"))
     return Finding(severity, gpu, f"xid {code}", "in the kernel log since boot", meaning,
                    f"NVIDIA Xid catalog: {action}" + (" (the provider's)" if severity == RETURN else ""))
+
+
+def judged(facts: dict, vars: dict | None) -> dict:
+    """facts.health with the host's verdict in it (`verdict`, `reason`), as the facts record keeps it: `fleet facts`
+    compares it across hosts. A bad expect_gpus (checked before any host is contacted) reads as nothing expected."""
+    try:
+        expect = parse_expect((vars or {}).get("expect_gpus"))
+    except ExpectError:
+        expect = {}
+    return {**(facts.get("health") or {}), **decide_health(facts, expect).summary()}
 
 
 def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool = False) -> HealthVerdict:
