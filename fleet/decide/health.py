@@ -179,7 +179,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
 
 def _xid_finding(gpu: int | None, code: int) -> Finding:
     severity, meaning, action = XID.get(code, (NOTE, "an Xid the catalog lists", f"look it up in {XID_CATALOG}"))
-    return Finding(severity, gpu, f"xid {code}", "in the kernel log since boot", meaning,
+    return Finding(severity, gpu, "xid", str(code), meaning + " (the kernel log since boot)",
                    f"NVIDIA Xid catalog: {action}" + (" (the provider's)" if severity == RETURN else ""))
 
 
@@ -207,9 +207,11 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
         return HealthVerdict("none", "no NVIDIA GPU: nothing to judge", 0, expect)
     if health.get("error") and not gpus and not health.get("lost"):
         return HealthVerdict("unknown", f"nvidia-smi answered no GPU health: {health['error']}", 0, expect)
-    for bus in health.get("lost") or []:
-        findings.append(Finding(RETURN, None, "gpu", bus, "a GPU the kernel driver sees is lost to NVML (off the bus)",
+    for gone in health.get("lost") or []:
+        findings.append(Finding(RETURN, gone.get("index"), "gpu", f"lost ({gone.get('bus')})",
+                                "a GPU the kernel driver holds that NVML cannot reach (off the bus)",
                                 "NVIDIA: reset the GPU or reboot the node: the provider's"))
+        findings += [_xid_finding(gone.get("index"), code) for code in gone.get("xid") or []]
     if expect.get("count") and count < expect["count"]:
         findings.append(Finding(RETURN, None, "count", f"{count} of {expect['count']} expected",
                                 "fewer GPUs than ordered", "the provider's: the pod is not what was rented"))

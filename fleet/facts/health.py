@@ -295,13 +295,18 @@ def health_facts(section: dict, xml: dict, xid: dict, kernel_gpus: list[dict]) -
         gpus.append({**g, "remapped": {k: v for k, v in remap.items() if k != "bus"} if remap else None,
                      "recovery_action": extra.get("recovery_action"), "pcie_replay": extra.get("replay"),
                      "xid": sorted({e["code"] for e in xid["events"] if same_bus(e["bus"], g["bus"])})})
-    lost = list(section.get("lost") or [])
-    for k in kernel_gpus or []:   # the kernel driver's GPU listing, not answered by NVML: off the bus or lost
-        if k.get("bus") and section.get("installed") and not section.get("error") \
-                and not any(same_bus(k["bus"], g["bus"]) for g in gpus) \
-                and not any(same_bus(k["bus"], b) for b in lost):
-            lost.append(k["bus"])
-    unplaced = sorted({e["code"] for e in xid["events"] if not any(same_bus(e["bus"], g["bus"]) for g in gpus)})
+    # the kernel driver's GPUs in bus order (its numbering, and nvidia-smi's): a GPU NVML lost keeps its index here
+    kernel = sorted(k["bus"] for k in kernel_gpus or [] if k.get("bus"))
+    buses = list(section.get("lost") or [])
+    if section.get("installed") and not section.get("error"):
+        buses += [bus for bus in kernel if not any(same_bus(bus, g["bus"]) for g in gpus)]
+    lost: list[dict] = []
+    for bus in buses:
+        if not any(same_bus(bus, known["bus"]) for known in lost):
+            lost.append({"index": next((i for i, k in enumerate(kernel) if same_bus(k, bus)), None), "bus": bus,
+                         "xid": sorted({e["code"] for e in xid["events"] if same_bus(e["bus"], bus)})})
+    placed = [g["bus"] for g in gpus] + [known["bus"] for known in lost]
+    unplaced = sorted({e["code"] for e in xid["events"] if not any(same_bus(e["bus"], bus) for bus in placed)})
     return {"gpus": gpus, "lost": lost, "kernel_log": xid["log"], "kernel_log_lines": xid["lines"],
             "xid_other": unplaced, "xid_events": xid["events"][-20:], "spelling": section.get("spelling"),
             "error": section.get("error"), "installed": section.get("installed", False),

@@ -117,7 +117,7 @@ def test_a_gpu_the_kernel_sees_but_nvml_lost_is_returned():
     kernel = ("@@gpu /proc/driver/nvidia/gpus/0000:00:06.0/information\nModel: NVIDIA H200\n"
               "@@gpu /proc/driver/nvidia/gpus/0000:00:07.0/information\nModel: NVIDIA H200\n")
     record = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n", kernel)
-    assert record["health"]["lost"] == ["0000:00:07.0"]
+    assert record["health"]["lost"] == [{"index": 1, "bus": "0000:00:07.0", "xid": []}]
     assert decide_health(record).verdict == "return"
 
 
