@@ -19,6 +19,7 @@ from fleet.inventory import load_inventory
 from fleet_lab import control, health as lab_health, testing
 from fleet.workflows import health
 from test_apply_lab import fleet, fleet_json
+import test_bootstrap_lab
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-health.yaml"
 HOSTS = ("pod-healthy", "pod-xid79")
@@ -139,3 +140,19 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
         and "GPU 1: gpu=lost (0000:2A:00.0)" in out
     verdict, _ = _check(pods, "pod-xid79")
     assert {(f.gpu, f.field) for f in verdict.findings if f.severity == "return"} >= {(1, "gpu"), (1, "xid")}
+
+
+def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path):
+    """Nothing installed (the host's dpkg and the venv say so), nothing written, exit 4, the provider's way out."""
+    lab, _, inventory = pods
+    original = test_bootstrap_lab.pods_inventory(lab, tmp_path)
+    host = inventory.hosts["pod-xid79"]
+    before = _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout
+    code, out, err = test_bootstrap_lab.fleet(tmp_path, "bootstrap", f"ssh root@{host.address} -p 22 -i "
+                                              f"{test_bootstrap_lab.paths.lab_key(lab.root)}")
+    assert code == 4, out + err
+    assert "return this pod" in err and "GPU 1: xid=79" in err and "terminate the pod and rent another" in err
+    assert "--ignore-health" in err
+    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+    assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout == before
+    assert "No such file" in before
