@@ -12,7 +12,8 @@ class ExitStatus(enum.IntEnum):
     CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
     RETURN_POD = 4      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
-                        # (fleet health, bootstrap, apply; fleet/decide/health.py); before HOST_FAILED's 1 it yields
+                        # (fleet health, bootstrap, apply, verify; fleet/decide/health.py); it outranks HOST_FAILED:
+                        # a pod to return is the cause a failed verify on it most likely has
     GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action), none to return
     INTERRUPTED = 130
 
