@@ -17,7 +17,7 @@ from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
 from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
@@ -33,7 +33,8 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     if host.jetson and host.jetson.cuda and "cuda_version" not in v.explicit:
         v = replace(v, cuda_version=host.jetson.cuda)  # CUDA per JetPack, unless the user asks for one
     old = host_refusal(host) if host.jetson else None
-    if old and host.jetson and platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack):
+    if old and host.jetson and (platforms.board_unsupported(host.jetson.model)
+                                or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)):
         return _not_decided(facts, host, v, old)
     unplanned = _unplanned_cuda(host, v)
     if unplanned:

@@ -1,6 +1,6 @@
 """CUDA toolkit (which release, present or from where) and cuda-compat (on or off, and which rule decided).
 
-Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/decide/cuda_table.py):
+Three rules decide whether the kernel driver runs a CUDA release, in this order (fleet/knowledge/cuda_table.py):
 1. full support: driver >= the release's own minimum (CUDA release notes, table 3);
 2. minor-version compatibility: driver >= the family minimum (525.60.13 for 12.x, 580 for 13.x; release
    notes table 2, as uv's torch backend uses it): no cuda-compat, SASS runs, a few features do not;
@@ -11,15 +11,15 @@ Jetson follows its JetPack (fleet/decide/jetson.py), never the desktop table.
 """
 from __future__ import annotations
 
-from fleet.decide.cuda_table import (
+from fleet.knowledge.cuda_table import (
     FORWARD_COMPAT_BRANCHES, family_min_driver, forward_compat_branch, forward_compat_branches,
     forward_compat_supported, minor_compat_runs,
 )
 from fleet.decide.gpu import forward_compat_refusal
 from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
-from fleet.decide import platforms
-from fleet.decide.platforms import SHIPPED_BY
+from fleet.knowledge import platforms
+from fleet.knowledge.platforms import SHIPPED_BY
 from fleet.decide.offers import cuda13_dropped, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
@@ -60,10 +60,12 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
     dropped = cuda13_dropped(host, v)
     if dropped:
         return result("none", None, None, dropped, refuse=dropped)
-    if host.jetson and host.jetson.generation == "orin" and version_key(cuda)[0] >= 13:
-        why = (f"Orin on {host.jetson.label} (L4T R36) has no CUDA {cuda}: JetPack 6 ships CUDA "
-               f"{host.jetson.cuda or '12.x'} and CUDA 13 comes with JetPack 7")
-        return result("none", "jetpack", None, why, refuse=f"{why}: set cuda_version={host.jetson.cuda or '12.6'}")
+    other = _other_major_than_jetpack(host, cuda)
+    if other:
+        return result("none", "jetpack", None, other, refuse=other)
+    below = sm110_needs_13(host, cuda)
+    if below:
+        return result("none", None, None, below, refuse=below)
     newer = _newer_than_jetpack(host, cuda)
     if newer:
         return result("none", "jetpack", None, newer, refuse=newer)
@@ -88,10 +90,42 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
 
 
+def _other_major_than_jetpack(host: Host, cuda: str) -> str | None:
+    """On a Jetson the CUDA major is its JetPack's: the JetPack's apt repository serves its own CUDA only, JetPack 6's
+    Tegra CUDA 12 has no 13 (that comes with JetPack 7), and JetPack 7's SBSA CUDA 13 has no 12 (on Thor no CUDA 12
+    toolkit targets sm_110 either)."""
+    jp = host.jetson
+    own = jp.cuda if jp else None
+    if not own or version_key(cuda)[0] == version_key(own)[0]:
+        return None
+    if version_key(cuda)[0] > version_key(own)[0]:
+        boards = [r for r in platforms.JETPACK_RELEASES if r.supported and jp.generation in r.boards
+                  and version_key(r.cuda)[0] == version_key(cuda)[0]]
+        comes = f"JetPack {boards[-1].jetpack}" if boards else "no JetPack release for this board"
+        l4t = f" (L4T R{jp.l4t.split('.')[0]})" if jp.l4t else ""
+        return (f"{jp.generation.capitalize()} on {jp.label}{l4t} has no CUDA {cuda}: {jp.label} ships CUDA {own} "
+                f"and CUDA {version_key(cuda)[0]} comes with {comes}: set cuda_version={own}")
+    thor = next((g for g in host.gpus if g.capability and g.capability.split(".")[0] == "11"), None)
+    why = (f" ({thor.label} is capability {thor.capability}, sm_110 from CUDA 13.0 on: no CUDA 12 toolkit targets it)"
+           if thor else "")
+    return (f"{jp.label} ships CUDA {own} and its apt repository serves no CUDA {version_key(cuda)[0]}.x{why}: "
+            f"set cuda_version={own}")
+
+
+def sm110_needs_13(host: Host, cuda: str) -> str | None:
+    """Capability 11.x is sm_110 only from CUDA 13.0, which renumbered Thor from sm_101 (CUDA 13.0 release notes;
+    NVIDIA/cutlass CHANGELOG 4.2.0): no CUDA 12 nvcc targets it (a Jetson's own rule names its JetPack's CUDA)."""
+    gpu = next((g for g in host.gpus if g.capability and g.capability.split(".")[0] == "11"), None)
+    if gpu is None or version_key(cuda)[0] >= 13:
+        return None
+    return (f"{gpu.label} is capability {gpu.capability}, sm_110, which CUDA targets only from 13.0 (it renumbered "
+            f"sm_101): no CUDA {cuda} toolkit builds for it: set cuda_version=13.0")
+
+
 def _newer_than_jetpack(host: Host, cuda: str) -> str | None:
     """A Jetson with Tegra CUDA (before 13) asking a 12.x newer than its JetPack ships (6.0 and 12.6, 6.2 and 12.8). Its JetPack's apt repository
     serves only that JetPack's CUDA; newer Tegra CUDA (with its cuda-compat) comes only from NVIDIA's cuda-tegra
-    local installers (fleet/decide/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
+    local installers (fleet/knowledge/platforms.py JETPACK_RELEASES, with the sources), which fleet does not install,
     and NVIDIA's desktop repository serves SBSA builds that a Tegra driver does not run. The one fix: the JetPack's
     own CUDA, with the Jetson index built for it (fleet/decide/torch_wheel.py takes that index by default)."""
     jp = host.jetson

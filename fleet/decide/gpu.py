@@ -3,14 +3,14 @@ whether a list of compiled architectures runs on it.
 
 Capabilities and names: developer.nvidia.com/cuda-gpus. Which kinds of GPU may use forward
 compatibility (data-center GPUs and Jetson; never GeForce, error 804; never Thor, error 803) is the
-kinds table in fleet/decide/platforms.py; shared/DOMAIN.md.
+kinds table in fleet/knowledge/platforms.py; shared/DOMAIN.md.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 
 # First match wins, so the longer names (GH200, GB200, A100) come before those they contain.
 _CAPABILITY_BY_NAME: tuple[tuple[str, str], ...] = (
@@ -62,7 +62,7 @@ def gpu_kind(name: str, platform: str) -> str:
 
 
 def forward_compat_refusal(gpu: Gpu) -> str | None:
-    """Why this GPU may not use cuda-compat, or None where it may (its kind's row, fleet/decide/platforms.py)."""
+    """Why this GPU may not use cuda-compat, or None where it may (its kind's row, fleet/knowledge/platforms.py)."""
     return platforms.kind(gpu.kind).refusal
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 from fleet.decide.gpu import Gpu, read_gpu
 from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu, with_driver
 from fleet.decide.versions import major_minor, version_key
@@ -41,7 +41,7 @@ class Host:
 
     @property
     def row(self) -> platforms.Platform:
-        """This host's platform row (fleet/decide/platforms.py)."""
+        """This host's platform row (fleet/knowledge/platforms.py)."""
         return platforms.platform(self.platform)
 
     @property
@@ -84,7 +84,8 @@ def read_host(facts) -> Host:
                          f"re-gather the record with `fleet facts`.")
     cuda, python, jetson = _object(facts, "cuda"), _object(facts, "python"), _object(facts, "jetson")
     names = " ".join(_text(g.get("name")) for g in gpu_entries if isinstance(g, dict))
-    jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names) \
+    jetpack = jetpack_of(_text(jetson.get("l4t")) or None, _text(jetson.get("jetpack")) or None, names,
+                         _text(jetson.get("model")) or None) \
         if platforms.platform(platform).jetson or jetson else None
     driver = _driver_version(facts)
     if jetpack:  # a release the table lacks: its CUDA (and index) by the driver's branch
@@ -121,7 +122,8 @@ def host_refusal(host: Host) -> str | None:
     module reload fixes it (tinygrad/open-gpu-kernel-modules#47, oddmario/NVIDIA-Ubuntu-Driver-Guide#4).
     """
     if host.jetson:
-        old = platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)
+        old = platforms.board_unsupported(host.jetson.model) \
+            or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)
         if old:
             return old
     nvml = host.nvml_error or {}

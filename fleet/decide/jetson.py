@@ -10,14 +10,14 @@ Sources: developer.nvidia.com/embedded/jetpack-archive and the JetPack 6.0/6.1/6
 (CUDA 12.2 in 6.0, 12.6 in 6.1 and 6.2, 13.0 in 7.0 and 7.1); docs.nvidia.com/deploy/cuda-compatibility
 /forward-compatibility.html ("Jetson boards"); NVIDIA/nvidia-container-toolkit PR #1679 (compat on Thor ->
 803); pypi.jetson-ai-lab.io (indexes jp6/cu122 for JetPack 6.0, jp6/cu126 for 6.1 and 6.2, sbsa/cu130 for
-JetPack 7; fleet/decide/platforms.py JETPACK_RELEASES).
+JetPack 7; fleet/knowledge/platforms.py JETPACK_RELEASES).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fleet.decide import platforms
-from fleet.decide.cuda_table import MIN_DRIVER, version_key
+from fleet.knowledge import platforms
+from fleet.knowledge.cuda_table import MIN_DRIVER, version_key
 from fleet.decide.gpu import Gpu
 
 
@@ -28,25 +28,32 @@ class JetPack:
     cuda: str | None       # the CUDA this JetPack ships ("12.6"); None where fleet does not know it
     index_url: str         # the Jetson AI Lab index for this JetPack's torch wheels
     l4t: str | None = None  # "36.4": the L4T release, where the facts name it
+    model: str | None = None  # /proc/device-tree/model: "NVIDIA Jetson AGX Orin Developer Kit"
 
     @property
     def label(self) -> str:
         return f"JetPack {self.jetpack}" if self.jetpack else f"JetPack {self.major}"
 
     @property
+    def sbsa(self) -> bool:
+        """Its JetPack ships the unified SBSA CUDA 13 (JetPack 7), which PyTorch's official aarch64 wheels run on."""
+        return bool(self.cuda) and version_key(self.cuda)[0] >= 13
+
+    @property
     def major(self) -> str:
         return str(platforms.jetson_generation(self.generation).jetpack[0])
 
 
-def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str) -> JetPack:
-    """The generation, and what its release ships (fleet/decide/platforms.py JETPACK_RELEASES: by JetPack, else by
-    L4T): its CUDA and the Jetson AI Lab index built for that CUDA (JetPack 6.0: jp6/cu122, 6.1/6.2: jp6/cu126).
-    A release the table does not name keeps its row's: every JetPack 7 so far ships CUDA 13.0 (sbsa/cu130)."""
-    row = platforms.jetson_row(l4t, gpu_names, jetpack)
+def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str, model: str | None = None) -> JetPack:
+    """The generation (by the board's model, else the GPU's name, else the L4T release), and what its release ships
+    (fleet/knowledge/platforms.py JETPACK_RELEASES: by JetPack, else by L4T): its CUDA and the Jetson AI Lab index
+    built for that CUDA (JetPack 6.0: jp6/cu122, 6.1/6.2: jp6/cu126). A release the table does not name keeps its
+    row's: JetPack 7.0 and 7.1 ship CUDA 13.0 (sbsa/cu130)."""
+    row = platforms.jetson_row(l4t, gpu_names, jetpack, model)
     release = platforms.jetpack_release(jetpack, l4t)
     cuda = release.cuda if release else row.shipped_cuda
     index = release.index if release else row.jetson_index
-    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, index, l4t or None)
+    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, index, l4t or None, model or None)
 
 
 def branch_cuda(driver: str) -> str | None:

@@ -87,7 +87,7 @@ class Decisions:
     missing_providers: dict[str, Provider]
     gpu: bool = False                  # the host has an NVIDIA GPU (roles gate CUDA-only work on it)
     env_reason: str = ""               # why LD_LIBRARY_PATH is what it is
-    # the host's platform row as roles read it (fleet/decide/platforms.py): {name, gpu, perf}
+    # the host's platform row as roles read it (fleet/knowledge/platforms.py): {name, gpu, perf}
     platform: dict = field(default_factory=dict)
     # what each kind of process loads and which loader step is harmful here (fleet/decide/loader.py)
     loader: dict = field(default_factory=dict)

@@ -6,11 +6,11 @@ toolkit and a torch variant whose wheels carry their architecture.
 Sources: CUDA 13.0 release notes ("Deprecated or Dropped Features": offline compilation and library
 support for Maxwell, Pascal and Volta removed) and NVIDIA's technical blog "Navigating GPU Architecture
 Support" (compute capability below 7.5: stay on CUDA 12.9 with the r580 driver); minor-version and forward
-compatibility as in fleet/decide/cuda_table.py; the torch variants in fleet/decide/archs.py.
+compatibility as in fleet/knowledge/cuda_table.py; the torch variants in fleet/decide/archs.py.
 """
 from __future__ import annotations
 
-from fleet.decide.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
+from fleet.knowledge.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
@@ -37,6 +37,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False) -> str | None:
     """'set cuda_version=12.9 and torch_index_url=.../cu128 (...)' where a 12.x stack runs here."""
     if host.jetson or host.driver is None or (version_key(v.cuda_version)[0] < 13 and not need_12):
         return None
+    if any(g.capability and g.capability.split(".")[0] == "11" for g in host.gpus):
+        return None   # sm_110 has no CUDA 12 (fleet/decide/archs.py FIRST_CUDA_FOR_MAJOR)
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
     for cuda in sorted((c for c in MIN_DRIVER if c.startswith("12.")), key=version_key, reverse=True):
         if minor_compat_runs(host.driver, cuda):

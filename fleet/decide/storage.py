@@ -11,9 +11,7 @@ could plant the venv fleet then runs as root). Pure: facts + vars in.
 """
 from __future__ import annotations
 
-WORKSPACE = "/workspace"
-ON_VOLUME = {"python_env": f"{WORKSPACE}/venv", "pip_cache_dir": f"{WORKSPACE}/.cache/pip",
-             "pip_tmpdir": f"{WORKSPACE}/tmp"}
+from fleet.knowledge.storage import ON_VOLUME, WORKSPACE
 
 
 def workspace_volume(facts: dict | None) -> bool:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from fleet.decide import platforms
-from fleet.decide.cuda_table import family_min_driver, minor_compat_runs
-from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, official_row, variant_misses, variants
+from fleet.knowledge import platforms
+from fleet.knowledge.cuda_table import family_min_driver, minor_compat_runs
+from fleet.decide.archs import official_archs, official_row, variant_misses, variants
+from fleet.knowledge.torch import RELEASES, published, release as torch_release
 from fleet.decide.cuda import driver_fix, native_cuda
 from fleet.decide.offers import cuda13_dropped
 from fleet.decide.gpu import runs_on
@@ -23,32 +24,37 @@ from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
 from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import min_driver_for, version_key
+from fleet.decide.versions import MIN_DRIVER, min_driver_for, version_key
 
-FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on
-# Before 2.9 only PyTorch's own indexes served aarch64 CUDA (SBSA) wheels: cu128 for torch 2.7 and 2.8, cu129
-# for 2.8 (pytorch/pytorch#160162; download.pytorch.org/whl/cu128/torch lists torch-2.7.*-linux_aarch64 and
-# torch-2.8.*-linux_aarch64 wheels, cu126 none). PyPI served CPU builds for aarch64 before 2.9.
-EARLY_AARCH64_CUDA_INDEXES = {(2, 7): ("12.8",), (2, 8): ("12.8", "12.9")}
+FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on (pytorch/pytorch#160162)
+
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
-# The oldest Python each torch release supports, newest release first: PyTorch RELEASE.md, "Release
-# Compatibility Matrix" (2.9: Python >=3.10, <=3.14; 2.5 to 2.8: >=3.9; 2.0 to 2.4: >=3.8).
-PYTHON_MIN = (((2, 9), "3.10"), ((2, 5), "3.9"), ((2, 0), "3.8"))
-
-
-def python_problem(host: Host, v: Vars) -> str | None:
-    """The host's Python (which python_env is made from) against the torch release; None where it fits."""
-    if host.python_version is None:
+def python_problem(host: Host, v: Vars, cuda: str | None = None) -> str | None:
+    """The host's Python (which python_env is made from) against the torch release's published range (PyTorch
+    RELEASE.md, both ends: fleet/knowledge/torch.py RELEASES); None where it fits or the release is unknown."""
+    row = torch_release(v.torch_version)
+    if host.python_version is None or row is None:
         return None
-    minor = version_key(v.torch_version)[:2]
-    need = next((py for first, py in PYTHON_MIN if minor >= first), None)
-    if need is None or version_key(host.python_version) >= version_key(need):
+    low, high = row.python
+    python = version_key(host.python_version)[:2]
+    if python < version_key(low):
+        return (f"torch {v.torch_version} needs Python >= {low} (PyTorch RELEASE.md) and this host's python3 is "
+                f"{host.python_version}: install Python {low} or newer on the host, which python_env "
+                f"{v.python_env} is made from, then run `fleet facts` again")
+    if python <= version_key(high):
         return None
-    return (f"torch {v.torch_version} needs Python >= {need} (PyTorch RELEASE.md) and this host's python3 is "
-            f"{host.python_version}: install Python {need} or newer on the host, which python_env "
-            f"{v.python_env} is made from, then run `fleet facts` again")
+    newer = next((r for r in RELEASES if version_key(r.minor) > version_key(row.minor)
+                  and version_key(r.python[0]) <= python <= version_key(r.python[1])
+                  and (cuda is None or published(r.version, cuda, host.arch))
+                  and (cuda is None or _runs_on_gpus(host, r.version, cuda))), None)
+    fix = (f"set torch_version={newer.version}, the first release with Python {host.python_version} wheels"
+           + (f" for cu{cuda.replace('.', '')}" if cuda else "") if newer else
+           f"install Python {high} on the host, which python_env {v.python_env} is made from, then run "
+           f"`fleet facts` again")
+    return (f"torch {v.torch_version} has wheels for Python {low} to {high} only (PyTorch RELEASE.md) and this "
+            f"host's python3 is {host.python_version}: {fix}")
 
 
 def index_cuda(url: str) -> str | None:
@@ -63,7 +69,7 @@ def torch_source(host: Host, v: Vars) -> str:
     JetPack 6's Tegra CUDA does not run)."""
     if v.torch_source == "jetson" or is_jetson_index(v.torch_index_url):
         return "jetson"
-    return host.row.torch_sources[0] if "torch_source" not in v.explicit else "official"
+    return _sources(host)[0] if "torch_source" not in v.explicit else "official"
 
 
 def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
@@ -80,18 +86,18 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
             v = replace(v, torch_version=frozen.torch_newest)
         else:
             return _refused(v, url, cuda, source, _frozen_index(url, frozen))
-    python = python_problem(host, v)
+    python = python_problem(host, v, cuda if source == "official" else None)
     if python:
         return _refused(v, url, cuda, source, python)
     if cuda is None:
         return _refused(v, url, None, source, f"cannot tell which CUDA the torch index {url} serves: "
                                               f"name it .../cuNNN (cu130) or set torch_cuda=13.0")
-    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v, url, cuda)) \
-        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(host, v, url, cuda)
+    problem = (_jetson_problem(host, url) if source == "jetson" else _official_problem(host, v, compat, url, cuda)) \
+        or _driver_problem(host, v, compat, url, cuda) or _major_mismatch(host, v, compat, url, cuda)
     if problem:
         return _refused(v, url, cuda, source, problem)
     arch_list, origin = _arch_list(host, v, cuda, source)
-    decision = _coverage(host, v, url, cuda, source, arch_list, origin)
+    decision = _coverage(host, v, compat, url, cuda, source, arch_list, origin)
     if source == "jetson":
         decision.extra_index_url = v.pip_index_url
         decision.reason += (f"; the Jetson index serves torch and a few wheels only: its dependencies come from "
@@ -109,7 +115,7 @@ def _index_url(host: Host, v: Vars, source: str) -> str:
 
 
 def _frozen_index(url: str, release) -> str:
-    """A Jetson AI Lab index that stopped with its JetPack (jp6/cu122, jp5/cu114: fleet/decide/platforms.py
+    """A Jetson AI Lab index that stopped with its JetPack (jp6/cu122, jp5/cu114: fleet/knowledge/platforms.py
     JETPACK_RELEASES, with the sources) asked for a newer torch than it serves."""
     return (f"the Jetson index {url} is built for JetPack {release.jetpack}'s CUDA {release.cuda} and serves torch "
             f"{release.torch_newest} at newest: set torch_version={release.torch_newest}")
@@ -132,39 +138,116 @@ def _jetson_problem(host: Host, url: str) -> str | None:
     return None
 
 
-def _official_problem(host: Host, v: Vars, url: str, cuda: str) -> str | None:
+def _official_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str) -> str | None:
+    """The (torch, CUDA variant, CPU) the official index would be asked for must be one PyTorch published
+    (fleet/knowledge/torch.py RELEASES); where it is not, the nearest published pair that runs here is offered."""
     minor = version_key(v.torch_version)[:2]
-    if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH:
-        served = EARLY_AARCH64_CUDA_INDEXES.get(minor, ())
-        if cuda in served and "download.pytorch.org" in url:
-            pass   # PyTorch's cu128/cu129 index serves this aarch64 CUDA wheel (pytorch/pytorch#160162)
-        elif served:
-            fix = f"set torch_index_url={official_index(served[0])}"
-            if v.cuda_major != "12":
-                fix += f" and cuda_version={served[0]}"
-            return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's "
-                    f"{' and '.join('cu' + c.replace('.', '') for c in served)} index"
-                    f"{'es' if len(served) > 1 else ''}, not on {url} (pip would install a CPU build): {fix}")
-        else:
-            return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (PyTorch's cu128 index serves them "
-                    f"from 2.7, PyPI from 2.9; pip would install a CPU build): set torch_version=2.9.0")
-    if "official" not in host.row.torch_sources and host.jetson:
+    row = torch_release(v.torch_version)
+    sbsa = row.variants("aarch64") if row else ()
+    if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH and (cuda not in sbsa
+                                                                       or "download.pytorch.org" not in url):
+        served = " and ".join("cu" + c.replace(".", "") for c in sbsa)
+        fix = _pair_fix(host, v, compat, cuda, same_torch=bool(sbsa))
+        if sbsa:
+            pip = "pip would find none" if "download.pytorch.org" in url else "pip would install a CPU build"
+            return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's {served} "
+                    f"index{'es' if len(sbsa) > 1 else ''}, not on {url} ({pip}): {fix}")
+        return (f"torch {v.torch_version} has no CUDA wheels for aarch64 (PyTorch's cu128 index serves them "
+                f"from 2.7, PyPI from 2.9; pip would install a CPU build): {fix}")
+    if "official" not in _sources(host) and host.jetson:
         return (f"PyTorch's official aarch64 wheels are SBSA builds and Orin on {host.jetson.label} runs Tegra "
                 f"CUDA {host.jetson.cuda or '12.x'}: set torch_source=jetson ({host.jetson.index_url})")
-    return None
+    if published(v.torch_version, cuda, host.arch):
+        return None
+    if row is None:
+        known = f"PyTorch's release matrix names torch {RELEASES[0].minor} to {RELEASES[-1].minor}"
+    else:
+        known = (f"PyTorch published torch {row.minor} for "
+                 f"{', '.join('cu' + c.replace('.', '') for c in row.variants(host.arch))} on {host.arch}")
+    return (f"torch {v.torch_version} has no cu{cuda.replace('.', '')} wheels for {host.arch} ({known}; PyTorch "
+            f"RELEASE.md), so pip would fail at apply: {_pair_fix(host, v, compat, cuda)}")
+
+
+def _sources(host: Host) -> tuple[str, ...]:
+    """The torch sources this host runs, the default first: the platform row's, except on a Jetson whose JetPack
+    ships the unified SBSA CUDA 13, where PyTorch's official aarch64 wheels run as on any Arm server."""
+    if host.jetson and host.jetson.sbsa:
+        return ("official", "jetson")
+    return host.row.torch_sources
+
+
+def _runs_on_gpus(host: Host, torch: str, cuda: str) -> bool:
+    """Every GPU here runs the official (torch, cuda) wheel: by its architecture row, else by the variant rule
+    (a GPU whose capability is unknown is left to verify)."""
+    archs = official_archs(torch, cuda, host.arch)
+    return all(g.capability is None or (runs_on(archs, g.capability) is not None if archs is not None
+                                        else not variant_misses(cuda, g.capability)) for g in host.gpus)
+
+
+def _driver_runs(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> bool:
+    """The kernel driver runs a CUDA `cuda` wheel: fully, by minor-version compatibility, or through compat."""
+    if host.driver is None:
+        return True
+    native = native_cuda(host)
+    if native and version_key(cuda) <= version_key(native):
+        return True
+    if not host.jetson and minor_compat_runs(host.driver, cuda):
+        return True
+    return bool(compat.use) and version_key(cuda) <= version_key(v.cuda_version)
+
+
+def nearest_pair(host: Host, v: Vars, compat: CompatDecision, cuda: str | None,
+                 same_torch: bool = False) -> tuple[str, str] | None:
+    """The published (torch version, CUDA variant) nearest the asked one that this host runs: wheels for its CPU
+    and its Python, carrying every GPU's architecture, a CUDA its driver runs and, on a Jetson, its JetPack's CUDA
+    major. Nearest: the toolkit's CUDA major kept, then the torch release kept, then the closest torch release
+    (the newer on a tie), then the closest CUDA."""
+    asked_torch, asked_cuda = version_key(v.torch_version)[:2], version_key(cuda or v.cuda_version)[:2]
+    python = version_key(host.python_version)[:2] if host.python_version else None
+    best = None
+    for row in RELEASES:
+        minor = version_key(row.minor)
+        if same_torch and minor != asked_torch:
+            continue
+        if python and not version_key(row.python[0]) <= python <= version_key(row.python[1]):
+            continue
+        for variant in row.variants(host.arch):
+            major = variant.split(".")[0]
+            if variant not in MIN_DRIVER or (host.jetson and host.jetson.cuda
+                                              and major != host.jetson.cuda.split(".")[0]):
+                continue
+            if not _runs_on_gpus(host, row.version, variant) or not _driver_runs(host, v, compat, variant):
+                continue
+            distance = abs((minor[0] - asked_torch[0]) * 100 + minor[1] - asked_torch[1])
+            here = version_key(variant)[:2]
+            key = (major != v.cuda_major, minor != asked_torch, here != asked_cuda, distance, minor < asked_torch,
+                   variant in row.experimental,
+                   abs((here[0] - asked_cuda[0]) * 100 + here[1] - asked_cuda[1]), here < asked_cuda)
+            if best is None or key < best[0]:
+                best = (key, row.version if minor != asked_torch else v.torch_version, variant)
+    return best[1:] if best else None
+
+
+def _pair_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str | None, same_torch: bool = False) -> str:
+    """The nearest published pair as one fix to set; where none runs here, what to change by hand."""
+    pair = nearest_pair(host, v, compat, cuda, same_torch) or (None if not same_torch
+                                                               else nearest_pair(host, v, compat, cuda))
+    if pair is None:
+        return (f"no torch release PyTorch published runs here ({host.arch}, "
+                + ", ".join(f"{g.label} {g.capability}" for g in host.gpus)
+                + f", driver {host.driver}): install a driver for a newer CUDA")
+    torch, variant = pair
+    parts = ([f"torch_index_url={official_index(variant)}"] if variant != cuda else []) \
+        + ([f"torch_version={torch}"] if torch != v.torch_version else []) \
+        + ([f"cuda_version={variant}"] if variant.split(".")[0] != v.cuda_major else [])
+    return "set " + " and ".join(parts)
 
 
 def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str) -> str | None:
     """The wheel's CUDA must run on the driver: fully, by minor-version compatibility, or through compat."""
-    if host.driver is None:
+    if _driver_runs(host, v, compat, cuda):
         return None
     native = native_cuda(host)
-    if native and version_key(cuda) <= version_key(native):
-        return None
-    if not host.jetson and minor_compat_runs(host.driver, cuda):
-        return None
-    if compat.use and version_key(cuda) <= version_key(v.cuda_version):
-        return None
     gives = f"CUDA {native}" if native else "a CUDA older than 12.0"
     family = family_min_driver(cuda)
     rule = f" (any {cuda.split('.')[0]}.x needs >= {family})" if family and not host.jetson else ""
@@ -188,19 +271,21 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
             f"{' with cuda-compat' if compat.use else ''}: {fix}")
 
 
-def _major_mismatch(host: Host, v: Vars, url: str, cuda: str) -> str | None:
+def _major_mismatch(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str) -> str | None:
     """A CUDA 12 toolkit beside a CUDA 13 torch: what nvcc builds (extensions, CUTLASS kernels) links
     libcudart.so.12 while torch brings libcudart.so.13."""
     if cuda.split(".")[0] == v.cuda_major:
         return None
     return (f"torch wheels from {url} are built for CUDA {cuda} but the toolkit is CUDA {v.cuda_version}: "
             f"extensions built with it would link libcudart.so.{v.cuda_major} beside torch's "
-            f"libcudart.so.{cuda.split('.')[0]}; {_same_major_fix(host, v, cuda)}")
+            f"libcudart.so.{cuda.split('.')[0]}; {_same_major_fix(host, v, compat, cuda)}")
 
 
-def _same_major_fix(host: Host, v: Vars, cuda: str) -> str:
+def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix for a toolkit and a torch of two CUDA majors: the same offer the toolkit's refusal makes."""
-    if host.jetson and host.jetson.cuda:
+    if host.jetson and host.jetson.cuda:   # the toolkit is the JetPack's: where it is, the index is what to change
+        if v.cuda_major == host.jetson.cuda.split(".")[0]:
+            return _pair_fix(host, v, compat, cuda)
         return f"set cuda_version={host.jetson.cuda}"
     if cuda.startswith("12."):
         offer = twelve_offer(host, v, need_12=True)
@@ -234,7 +319,8 @@ def _arch_list(host: Host, v: Vars, cuda: str, source: str) -> tuple[list[str] |
     return official_archs(v.torch_version, cuda, host.arch), f"from {row.source}"
 
 
-def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, origin: str) -> TorchDecision:
+def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, source: str, arch_list,
+              origin: str) -> TorchDecision:
     def result(supported: bool, reason: str, refuse: str | None = None) -> TorchDecision:
         return TorchDecision(url, v.torch_version, source, cuda, supported, reason, arch_list, refuse)
 
@@ -248,9 +334,11 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
         missed = next(((g, first) for g in host.gpus if (first := variant_misses(cuda, g.capability))), None)
         if missed:
             gpu, first = missed
+            cite = ("CUDA 13.0 renumbered it from sm_101 to sm_110" if gpu.capability.startswith("11.")
+                    else "pytorch/pytorch#150733")
             why = (f"{wheel} is built with CUDA {cuda}, and no wheel built with CUDA below {first} runs on "
                    f"{gpu.label}, capability {gpu.capability} (nvcc before {first} cannot target it and those "
-                   f"builds ship no PTX for it; pytorch/pytorch#150733): {_variant_fix(host, v, first)}")
+                   f"builds ship no PTX for it; {cite}): {_variant_fix(host, v, compat, cuda)}")
             return result(False, why, refuse=why)
     if arch_list is None:
         return result(True, f"{wheel}; {origin}, so verify checks that torch runs on the "
@@ -269,18 +357,10 @@ def _coverage(host: Host, v: Vars, url: str, cuda: str, source: str, arch_list, 
     return result(True, f"{wheel}: " + "; ".join(dict.fromkeys(notes)) + f" (architectures {origin})")
 
 
-def _variant_fix(host: Host, v: Vars, first: str) -> str:
+def _variant_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
-    first variant that can cover it (with the first torch that published it)."""
-    table = _covering_fix(host, "", "", v, fallback=False)
-    if table:
-        return table
-    fix = f"set torch_index_url={official_index(first)}"
-    if version_key(v.torch_version) < version_key(FIRST_CU128_TORCH):
-        fix += f" and torch_version={FIRST_CU128_TORCH}"
-    if first.split(".")[0] != v.cuda_major:
-        fix += f" and cuda_version={first}"
-    return fix
+    nearest published pair whose wheels can carry it."""
+    return _covering_fix(host, "", "", v, fallback=False) or _pair_fix(host, v, compat, cuda)
 
 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True) -> str | None:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from fleet.decide.health import ExpectError, parse_expect
-from fleet.decide.platforms import jetpack_cudas
+from fleet.knowledge.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 
 DEFAULTS: dict[str, str] = {

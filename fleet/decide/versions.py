@@ -1,7 +1,7 @@
-"""Version helpers for decisions, over fleet/decide/cuda_table.py (the one copy of the driver table)."""
+"""Version helpers for decisions, over fleet/knowledge/cuda_table.py (the one copy of the driver table)."""
 from __future__ import annotations
 
-from fleet.decide.cuda_table import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
+from fleet.knowledge.cuda_table import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
 __all__ = ["MIN_DRIVER", "cuda_max_for_driver", "min_driver_for", "version_key", "major_minor", "known_releases"]
 

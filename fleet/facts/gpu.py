@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fleet.decide import platforms
+from fleet.knowledge import platforms
 
 QUERY_FULL = "index,name,driver_version,compute_cap,memory.total,uuid"
 # Drivers around 470 reject compute_cap: ask again without it rather than lose every GPU fact.
@@ -233,14 +233,15 @@ def parse_dt_model(text: str) -> str | None:
 
 
 def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool,
-                    has_driver: bool, l4t: str | None = None) -> str:
-    """The name of the platform whose detection signs these are (fleet/decide/platforms.py, in its order).
+                    has_driver: bool, l4t: str | None = None, model: str | None = None) -> str:
+    """The name of the platform whose detection signs these are (fleet/knowledge/platforms.py, in its order).
 
-    Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its L4T release tells which.
+    Jetson first: a tegra release file, a `-tegra` kernel or a Jetson GPU's name; its board (/proc/device-tree/model)
+    tells which, else its GPU's name, else its L4T release.
     Then GB10 on aarch64 is a Spark. A loaded driver with no nvidia-smi still counts as a GPU host (the GPU is
     there, the tool is not).
     """
-    return platforms.detect(arch, kernel, gpu_names, tegra, has_driver, l4t).name
+    return platforms.detect(arch, kernel, gpu_names, tegra, has_driver, l4t, model).name
 
 
 # ---- Multi-GPU pods: topology, each GPU's fabric state, NVSwitch and the fabric manager (issue 28) ----

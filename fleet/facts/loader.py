@@ -32,16 +32,11 @@ from __future__ import annotations
 import posixpath
 import re
 
-KINDS = ("bare", "ssh", "interactive", "login")
+from fleet.knowledge.loader_paths import KINDS, is_compat, is_stub
+
 SHELL_KIND = {"noninteractive": "ssh", "interactive": "interactive", "login": "login"}   # shells.KINDS -> ours
 BARE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
-# A cuda-compat directory (/usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib) and a stub directory
-# (/usr/local/cuda/lib64/stubs, targets/x86_64-linux/lib/stubs): as ERE, for the host's grep/awk too.
-COMPAT_DIR_ERE = r"/cuda[^/:]*/compat(/lib([.]real)?)?"
-STUB_DIR_ERE = r"/stubs"
-_COMPAT_DIR = re.compile(f"{COMPAT_DIR_ERE}/?$")
-_STUB_DIR = re.compile(f"{STUB_DIR_ERE}/?$")
 _VERSION = re.compile(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 # Run inside a shell of one kind, after its startup files (shells.py appends it to each traced shell's body).
@@ -100,20 +95,6 @@ def command() -> str:
 def _q(text: str) -> str:
     from fleet.shell import quote
     return quote(text)
-
-
-def is_compat(path: str | None) -> bool:
-    """A path inside a cuda-compat directory (or that directory itself)."""
-    if not path:
-        return False
-    return bool(_COMPAT_DIR.search(path.rstrip("/")) or _COMPAT_DIR.search(posixpath.dirname(path)))
-
-
-def is_stub(path: str | None) -> bool:
-    """A path inside a stubs directory (or that directory): CUDA_ERROR_STUB_LIBRARY (34) when it is the libcuda."""
-    if not path:
-        return False
-    return bool(_STUB_DIR.search(path.rstrip("/")) or _STUB_DIR.search(posixpath.dirname(path)))
 
 
 def version_of(real: str | None) -> str | None:

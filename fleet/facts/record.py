@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleet.decide.cuda_table import compare_versions, cuda_max_for_driver
-from fleet.decide import platforms
+from fleet.knowledge.cuda_table import compare_versions, cuda_max_for_driver
+from fleet.knowledge import platforms
 from fleet.facts import fingerprint, gpu, health, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
@@ -58,7 +58,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     driver["nvml_error"] = smi.get("failure")
     driver["devices"] = kernel["devices"]
     platform = gpu.detect_platform(uname.get("arch"), uname.get("kernel"), [g["name"] for g in gpus],
-                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"))
+                                   tegra is not None, driver["version"] is not None, (tegra or {}).get("l4t"), model)
     if smi.get("rejected"):
         reader.notes.append(f"nvidia-smi rejected a field, so it was asked again without it: {smi['rejected']}")
     cuda_facts = _cuda(reader)

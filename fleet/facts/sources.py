@@ -11,8 +11,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.decide.storage import ON_VOLUME
 from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, shells, software, system
+from fleet.knowledge.storage import ON_VOLUME
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 

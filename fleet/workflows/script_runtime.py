@@ -22,8 +22,8 @@ from __future__ import annotations
 import copy
 import shlex
 
-from fleet.decide.cuda_table import min_driver_for, version_key
-from fleet.decide import platforms
+from fleet.knowledge.cuda_table import min_driver_for, version_key
+from fleet.knowledge import platforms
 from fleet.errors import FleetError
 
 # Reads the kernel driver's version as the facts probe does (fleet.facts.gpu.DRIVER / parse_driver_version).

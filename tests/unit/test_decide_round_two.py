@@ -115,7 +115,7 @@ RULES = [
     # 1. a mixed host: the torch reason offers the refusal's own fix, not a driver CUDA 13 cannot use on a V100
     ("H100 + V100 on 550 wanting 13.0: one offer in the refusal and the torch reason", "h100-pod-570",
      {"gpus": [("NVIDIA H100 80GB HBM3", "9.0"), ("Tesla V100-SXM2-32GB", "7.0")], "driver": "550.163.01"}, {},
-     True, ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128"]),
+     True, ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu126"]),   # #175253
     # 4. the host's Python against the torch release (PyTorch RELEASE.md)
     ("Python 3.9 with torch 2.11.0: refused, install Python 3.10", "h100-pod-570", {"python": "3.9.18"}, {}, True,
      ["torch 2.11.0 needs Python >= 3.10", "python3 is 3.9", "install Python 3.10 or newer"]),
@@ -209,7 +209,7 @@ def test_each_jetpack_release_with_its_cuda_and_its_torch_index(jetpack, l4t, cu
                          [s for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")],
                          ids=[s[0] for s in SITUATIONS if s[1].get("platform", "").startswith("jetson")])
 def test_a_planned_jetson_runs_its_jetpacks_own_cuda_with_the_index_built_for_it(label, facts, variables):
-    """A JetPack's apt repository serves only its own CUDA (fleet/decide/platforms.py JETPACK_RELEASES): every
+    """A JetPack's apt repository serves only its own CUDA (fleet/knowledge/platforms.py JETPACK_RELEASES): every
     planned Jetson answer wants that CUDA, no cuda-compat, and a Jetson-index torch built for that CUDA."""
     from fleet.decide.host import read_host
     from fleet.decide.torch_wheel import index_cuda

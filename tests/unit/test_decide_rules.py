@@ -59,12 +59,13 @@ RULES = [
         vars={"cuda_version": "12.8", "torch_index_url": CU128}, says={"refuse": ["R535, R550", "not R470"]}),
     # CUDA 13.0 dropped Maxwell, Pascal, Volta (CUDA 13.0 release notes; NVIDIA blog "Navigating GPU
     # Architecture Support"): refuse, offer the newest 12.x and a torch variant that carries the GPU.
-    Row("cuda13: V100 on 580 asking 13.0: refused, 12.9 + cu128 offered", "h100-pod-580-compat", patch=V100,
-        says={"refuse": ["sm_50 to sm_72", "capability 7.0", "cuda_version=12.9", CU128]}),
+    # ... and torch 2.11's cu128 wheels dropped Volta (pytorch/pytorch#175253): cu126 carries sm_70
+    Row("cuda13: V100 on 580 asking 13.0: refused, 12.9 + cu126 offered", "h100-pod-580-compat", patch=V100,
+        says={"refuse": ["sm_50 to sm_72", "capability 7.0", "cuda_version=12.9", CU126]}),
     Row("cuda13: P100 on 570 asking 13.0: refused, cu126 (the one with sm_60) offered", "h100-pod-570", patch=P100,
         says={"refuse": ["capability 6.0", "cuda_version=12.9", CU126]}),
-    Row("cuda13: V100 with the offer taken: 12.9 + cu128 runs, sm_70 from the table", "h100-pod-570", patch=V100,
-        vars={"cuda_version": "12.9", "torch_index_url": CU128},
+    Row("cuda13: V100 with the offer taken: 12.9 + cu126 runs, sm_70 from the table", "h100-pod-570", patch=V100,
+        vars={"cuda_version": "12.9", "torch_index_url": CU126},
         equal={"refuse": None, **OFF, "torch.supported": True}, says={"torch.reason": ["sm_70 runs on"]}),
     # Architectures per (torch range, variant, CPU): pytorch .ci/manywheel/build_cuda.sh, aarch64_ci_build.sh,
     # and the real 2.11.0+cu130 x86_64 wheel (sm_75 .. sm_120, no compute_120).
@@ -76,9 +77,10 @@ RULES = [
         says={"torch.reason": ["build_cuda.sh"]}),
     Row("archs: 2.11 cu130 aarch64 carries sm_110 for Thor", "thor",
         equal={"torch.arch_list": ["sm_80", "sm_90", "sm_100", "sm_110", "sm_120", "compute_120"]}),
-    Row("archs: a torch version outside the table claims nothing, verify decides", "h100-pod-570",
-        vars={"torch_version": "2.12.0"}, equal={"refuse": None, "torch.arch_list": None},
-        says={"torch.reason": ["no table for torch 2.12.0 cu130 x86_64", "verify"]}),
+    Row("archs: a published pair outside the architecture table claims nothing, verify decides", "h100-pod-570",
+        vars={"torch_version": "2.7.0", "torch_index_url": CU126, "cuda_version": "12.6"},
+        equal={"refuse": None, "torch.arch_list": None},
+        says={"torch.reason": ["no table for torch 2.7.0 cu126 x86_64", "verify"]}),
     Row("archs: RTX 5090 (12.0) with cu126: refused, the newest covering index named with its CUDA", "geforce-550",
         patch={"gpus.0.name": "NVIDIA GeForce RTX 5090", "gpus.0.compute_cap": "12.0", "driver.version": "580.95.05"},
         vars={"cuda_version": "12.6", "torch_index_url": CU126},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fleet.decide import cuda_table
+from fleet.knowledge import cuda_table
 
 
 @pytest.mark.parametrize("driver, cuda", [

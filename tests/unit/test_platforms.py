@@ -1,4 +1,4 @@
-"""The platform table (fleet/decide/platforms.py): every row detected from its signs and decided through its
+"""The platform table (fleet/knowledge/platforms.py): every row detected from its signs and decided through its
 data, the one forward-compatibility rule, and no platform name in the package outside the table."""
 
 import copy
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import fleet
-from fleet.decide import decide, platforms
+from fleet.decide import decide
+from fleet.knowledge import platforms
 from fleet.decide.gpu import Gpu, compat_harm, forward_compat_refusal
 from fleet.decide.jetson import jetpack_of, jetson_gpu
 from fleet.facts import gpu as gpu_facts
@@ -200,7 +201,7 @@ def test_the_scan_reads_python_yaml_and_templates():
 
 
 def test_the_scan_sees_every_row_and_a_new_name():
-    table = (PACKAGE / "decide" / "platforms.py").read_text()
+    table = (PACKAGE / "knowledge" / "platforms.py").read_text()
     assert set(platforms.NAMES) <= platform_words(table)
     assert platform_words('if facts["platform"] == "jetson-xavier": ...\n{% if p == "igx-orin" %}') == \
         {"jetson-xavier", "igx-orin"}
@@ -209,7 +210,7 @@ def test_the_scan_sees_every_row_and_a_new_name():
 
 def test_every_platform_name_in_the_package_is_a_row_of_the_table():
     assert {**unknown_platform_words(PACKAGE), **unknown_platform_words(ROLES)} == {}, (
-        "platform names outside fleet/decide/platforms.py's table: add a row (and its tests) for each, "
+        "platform names outside fleet/knowledge/platforms.py's table: add a row (and its tests) for each, "
         "or list a word that is no platform in NOT_PLATFORMS with why")
 
 
@@ -223,7 +224,7 @@ def _rows_named_outside_the_table() -> dict[str, set[str]]:
     for path in sorted(p for root in SHIPPED for p in root.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix not in TEXT_SUFFIXES:
             continue
-        if path == PACKAGE / "decide" / "platforms.py":
+        if path == PACKAGE / "knowledge" / "platforms.py":
             continue
         words = platform_words(path.read_text(errors="replace")) & set(platforms.NAMES)
         if words:

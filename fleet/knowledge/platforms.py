@@ -148,6 +148,7 @@ class JetPackRelease:
     supported: bool = True
     # other CUDA for this L4T from NVIDIA's cuda-tegra local installers (jetson-containers' config lists them)
     local_cudas: tuple[str, ...] = ()
+    boards: tuple[str, ...] = ()      # the Jetson families (JETSON_BOARDS) it supports
 
 
 # Sources: developer.nvidia.com/embedded/jetpack-archive and each release's notes. JetPack 5.x (L4T R35) ships
@@ -174,16 +175,72 @@ class JetPackRelease:
 # and tested for JetPack 6 and 7 builds, not for jp5's torch 2.2 on Python 3.8; the fix is a reflash.
 _JAI = "https://pypi.jetson-ai-lab.io"
 _R35_LOCAL, _R36_LOCAL = ("11.8", "12.2"), ("12.2", "12.4", "12.6", "12.8")   # jetson-containers, per L4T major
+# Boards per release (each release's notes, "supported Jetson modules"): JetPack 5.x runs the Xavier and the Orin
+# families; JetPack 6.x the Orin family only (AGX Orin, Orin NX, Orin Nano); JetPack 7.0 and 7.1 the Thor family
+# only (AGX Thor, T5000, and from 7.1 T4000). JetPack 7.2 (L4T R39.2) runs both Orin and Thor and ships CUDA 13.2:
+# SECONDARY sources only, OE4T/meta-tegra PR #2224 ("JetPack 7.2 / L4T R39.2.0: both Orin and Thor are supported,
+# CUDA 13.2") and balena-os/balena-jetson-orin PR #621 (JetPack 7.2 for the Orin boards); its Ubuntu 24.04 and
+# Python 3.12 are JetPack 7's, and no Jetson AI Lab index built for its CUDA 13.2 is known, so its Jetson index is
+# JetPack 7's sbsa/cu130 (CUDA 13.0 builds, which CUDA 13.2's driver runs by minor-version compatibility).
+# On 7.2 the Orin joins the unified SBSA CUDA 13 that Thor runs (NVIDIA's blog "What's New in CUDA Toolkit 13.0
+# for Jetson Thor": one toolkit for Arm, "the only exception is Orin (sm_87), which will continue on its current
+# path for now").
 JETPACK_RELEASES: tuple[JetPackRelease, ...] = (
     JetPackRelease("5", "35", "11.4", "3.8", "20.04", f"{_JAI}/jp5/cu114", torch_newest="2.2.0", supported=False,
-                   local_cudas=_R35_LOCAL),
+                   local_cudas=_R35_LOCAL, boards=("xavier", "orin")),
     JetPackRelease("6.0", "36.3", "12.2", "3.10", "22.04", f"{_JAI}/jp6/cu122", torch_newest="2.4.0",
-                   local_cudas=_R36_LOCAL),
-    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
-    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL),
-    JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
-    JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130"),
+                   local_cudas=_R36_LOCAL, boards=("orin",)),
+    JetPackRelease("6.1", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL,
+                   boards=("orin",)),
+    JetPackRelease("6.2", "36.4", "12.6", "3.10", "22.04", f"{_JAI}/jp6/cu126", local_cudas=_R36_LOCAL,
+                   boards=("orin",)),
+    JetPackRelease("7.0", "38.2", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130", boards=("thor",)),
+    JetPackRelease("7.1", "38.4", "13.0", "3.12", "24.04", f"{_JAI}/sbsa/cu130", boards=("thor",)),
+    JetPackRelease("7.2", "39.2", "13.2", "3.12", "24.04", f"{_JAI}/sbsa/cu130", boards=("orin", "thor")),
 )
+
+
+@dataclass(frozen=True)
+class JetsonBoard:
+    """A Jetson family as /proc/device-tree/model names its boards ("NVIDIA Jetson AGX Orin Developer Kit")."""
+    family: str      # orin | thor | xavier | ...: what JetPackRelease.boards names
+    model: str       # the pattern its boards' model strings match
+    label: str
+    newest: str      # the newest JetPack that runs it
+
+
+# Sources: the JetPack archive's release pages (developer.nvidia.com/embedded/jetpack-archive): JetPack 4.6.x is the
+# last for the Nano, TX1 and TX2, JetPack 5.1.x the last for the Xavier family. Thor's modules are T5000 and T4000.
+# In this order: the first match wins ("Orin Nano" is an Orin, not a Nano).
+JETSON_BOARDS: tuple[JetsonBoard, ...] = (
+    JetsonBoard("thor", r"\bThor\b|\bT[45]000\b", "Jetson Thor", "7.2"),
+    JetsonBoard("orin", r"\bOrin\b", "Jetson Orin", "7.2"),
+    JetsonBoard("xavier", r"\bXavier\b", "Jetson Xavier", "5.1"),
+    JetsonBoard("tx2", r"\bTX2\b", "Jetson TX2", "4.6"),
+    JetsonBoard("tx1", r"\bTX1\b", "Jetson TX1", "4.6"),
+    JetsonBoard("nano", r"\bJetson Nano\b", "Jetson Nano", "4.6"),
+)
+
+
+def jetson_board(model: str | None) -> JetsonBoard | None:
+    """The family of a Jetson by its /proc/device-tree/model; None where the model is absent or unknown."""
+    return next((b for b in JETSON_BOARDS if model and re.search(b.model, str(model))), None)
+
+
+def board_unsupported(model: str | None) -> str | None:
+    """Why fleet refuses this board, with it named: no JetPack release fleet plans for runs it; None otherwise."""
+    board = jetson_board(model)
+    if board is None or any(board.family in r.boards for r in JETPACK_RELEASES if r.supported):
+        return None
+    planned = [r.jetpack for r in JETPACK_RELEASES if r.supported]
+    return (f"this Jetson is the board {model} ({board.label}), which no JetPack release fleet plans for supports "
+            f"(JetPack {planned[0]} to {planned[-1]}, whose boards each release's notes list; the {board.label}'s "
+            f"newest is JetPack {board.newest}), and no reflash brings it one: provision it by hand, or replace "
+            f"the board")
+
+
+def jetson_board_label(family: str) -> str:
+    return next((b.label for b in JETSON_BOARDS if b.family == family), family)
 
 
 def jetpack_release(jetpack: str | None, l4t: str | None = None) -> JetPackRelease | None:
@@ -238,10 +295,18 @@ def _major(version: str | None) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None) -> Platform:
-    """Which Jetson: by its L4T release (or JetPack), else by its GPU's name, else the newest.
-    An L4T older than every row's is the oldest row's board, which decisions refuse (`unsupported`)."""
+def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None, model: str | None = None) -> Platform:
+    """Which Jetson: by its board (/proc/device-tree/model), else its GPU's name, else its L4T release (or JetPack),
+    else the newest. One L4T release may run two generations (R39: JetPack 7.2 runs Orin and Thor), so the number
+    alone decides only where nothing names the board. An L4T older than every row's, and a board of no row's
+    generation (a Xavier), is the oldest row's, which decisions refuse (`unsupported`, `board_unsupported`)."""
     rows = sorted(jetsons(), key=lambda p: p.l4t[0])
+    board = jetson_board(model)
+    if board is not None:
+        return next((row for row in rows if row.generation == board.family), rows[0])
+    named = next((row for row in rows if gpu_names and re.search(rf"\b{row.generation}\b", gpu_names, re.I)), None)
+    if named is not None:
+        return named
     for version, field in ((l4t, "l4t"), (jetpack, "jetpack")):
         major = _major(version)
         if major is None:
@@ -255,11 +320,11 @@ def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None) -> P
 
 
 def detect(arch: str | None, kernel: str | None, gpu_names: list[str], tegra: bool, has_driver: bool,
-           l4t: str | None = None) -> Platform:
+           l4t: str | None = None, model: str | None = None) -> Platform:
     """The row whose signs the facts show (facts/gpu.py: detect_platform)."""
     names = " ".join(name or "" for name in gpu_names)
     if tegra or (kernel or "").endswith("-tegra") or any(re.search(p.gpu, names) for p in jetsons()):
-        return jetson_row(l4t, names)
+        return jetson_row(l4t, names, model=model)
     has_gpu = bool(gpu_names) or has_driver
     for row in PLATFORMS:
         if row.jetson or row.has_gpu != has_gpu or (row.arch and row.arch != arch):
