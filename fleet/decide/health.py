@@ -193,6 +193,33 @@ def judged(facts: dict, vars: dict | None) -> dict:
     return {**(facts.get("health") or {}), **decide_health(facts, expect).summary()}
 
 
+def _verify_findings(verify: dict | None, seen: list[Finding]) -> list[Finding]:
+    """What the last verify measured under load (fleet/remote/verify_host.py: the link and clock-event reasons
+    sampled while every GPU worked, the bandwidths against the platform row's floors), while it still holds."""
+    if not isinstance(verify, dict) or verify.get("verdict") == "stale":
+        return []
+    out, known = [], {(f.gpu, f.field) for f in seen if f.severity != NOTE}
+    for g in (verify.get("load") or {}).get("gpus") or []:
+        i, gen, top = g.get("index"), g.get("gen"), g.get("gen_max")
+        if gen and top and gen < top:
+            out.append(Finding(DEGRADED, i, "pcie.link.gen.current", f"Gen{gen:g} of Gen{top:g} under load",
+                               "the PCIe link runs slower than it can while the GPU works",
+                               "the provider's: check the slot, riser and BIOS"))
+        for reason in g.get("events") or []:
+            if reason in SLOWDOWNS and (i, f"clocks_event_reasons.{reason}") not in known:
+                out.append(Finding(DEGRADED, i, f"clocks_event_reasons.{reason}", "Active under load",
+                                   SLOWDOWNS[reason], "check cooling and power: the provider's"))
+    figures = verify.get("bandwidth") or {}
+    for key, floor_key, unit, scale in (("d2d_traffic_gbs", "memory_floor_tbs", "TB/s", 1000),
+                                        ("h2d_gbs", "host_floor_gbs", "GB/s", 1), ("d2h_gbs", "host_floor_gbs", "GB/s", 1)):
+        value, floor = figures.get(key), figures.get(floor_key)
+        if value is not None and floor and value / scale < floor:
+            out.append(Finding(DEGRADED, 0, f"bandwidth.{key}", f"{value / scale:.2f} {unit} (floor {floor:g})",
+                               "measured under the floor for this GPU (a link trained down, memory clocks held)",
+                               "the provider's: the slot, riser or the GPU"))
+    return out
+
+
 def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool = False) -> HealthVerdict:
     """facts (a record) and what the inventory expects (parse_expect) -> the verdict. `under_load`: the fields were
     sampled while the GPU worked (verify), so a PCIe generation below its maximum counts."""
@@ -225,6 +252,7 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
                                     f"not the {expect['model']} ordered", "the provider's: the pod is not what was rented"))
         findings += _gpu_findings(g, under_load)
     findings += [_xid_finding(None, code) for code in health.get("xid_other") or []]
+    findings += _verify_findings(facts.get("verify"), findings)
     log = health.get("kernel_log") or "unreadable"
     if log in ("unreadable", "empty"):
         findings.append(Finding(NOTE, None, "xid", log, "the kernel log cannot be read here (dmesg_restrict, a "

@@ -4,7 +4,7 @@ It proves the GPU stack works in every kind of process (they read different star
 a different libcuda.so.1: issues 11, 23) and prints ONE JSON line as its last line:
 
     {"passed", "checks": [{"name", "passed", "detail"}], "missing_libraries", "torch", "cuda", "kinds", "perf",
-     "gpus", "links", "python"}
+     "bandwidth", "load", "gpus", "links", "python"}
 
 exiting 0 only when every check passed. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and
 asks CUDA again in each other kind of process (KINDS: bare, interactive, login) by starting itself there
@@ -20,7 +20,8 @@ CONFIG_JSON, one JSON object (every key optional; the verify role's templates/ve
 
     perf          bool    the perf smoke and the all-reduce run (never in --check)         default false
     gpu_expected  bool    the platform has an NVIDIA GPU (false: verified on the CPU)     default true
-    perf_table    list    [{match, peak, matmul_floor, attention_floor}] (TFLOP/s), first match wins
+    perf_table    list    [{match, peak, matmul_floor, attention_floor} (TFLOP/s), memory_tbs, memory_floor_tbs,
+                          host_gbs, host_floor_gbs (the bandwidth floors; 0: none)], first match wins
     memory_share  float   of the FREE GPU memory the perf tensors may take                default 0.1
     busy_share    float   memory used by others above this share of the total: busy       default 0.1
 
@@ -661,6 +662,149 @@ def perf(torch, name):
                   + ("" if full else " (smaller than the standard case: no floor applied)"))
 
 
+# ---- GPU health under load (issue 36): clock-event reasons and the PCIe link sampled while every GPU works, and
+# the bandwidths a pod sells: device memory, host to device, device to host ----
+# nvidia-smi's fields (nvidia-smi --help-query-gpu): an idle link drops its PCIe generation to save power and the
+# clocks show their limits only at work, so they are read under load. nvmlClocksEventReasons bits (nvml.h).
+LOAD_FIELDS = ("index,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,"
+               "clocks_event_reasons.active,clocks.sm,clocks.max.sm,temperature.gpu,power.draw")
+EVENT_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+              0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+              0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+LOAD_SECONDS = 2.0        # matmuls on every GPU this long; sampled at 1/3 and 2/3 of it
+BANDWIDTH_BYTES = 1 << 30  # at most 1 GiB a copy (pinned host memory, two device buffers), within MEMORY_SHARE
+
+
+def _number(text):
+    return float(text) if re.fullmatch(r"-?\d+(\.\d+)?", text or "") else None
+
+
+def load_sample(rows):
+    """nvidia-smi's LOAD_FIELDS rows -> [{index, gen, gen_max, width, width_max, events, sm_mhz, sm_max_mhz,
+    temperature, power_w}]."""
+    out = []
+    for row in rows or []:
+        if len(row) != len(LOAD_FIELDS.split(",")) or not row[0].isdigit():
+            continue
+        mask = int(row[5], 16) if re.fullmatch(r"0x[0-9a-fA-F]+", row[5]) else 0
+        out.append({"index": int(row[0]), "gen": _number(row[1]), "gen_max": _number(row[2]),
+                    "width": _number(row[3]), "width_max": _number(row[4]),
+                    "events": [name for bit, name in EVENT_BITS.items() if mask & bit],
+                    "sm_mhz": _number(row[6]), "sm_max_mhz": _number(row[7]), "temperature": _number(row[8]),
+                    "power_w": _number(row[9])})
+    return out
+
+
+def load_summary(samples):
+    """Every sample of a GPU folded: its lowest PCIe generation and width under load, every clock-event reason seen
+    (idle left out: the GPU was working), the hottest reading. -> [{index, gen, gen_max, width, width_max, events,
+    temperature}]"""
+    by_gpu = {}
+    for sample in samples:
+        for g in sample:
+            seen = by_gpu.setdefault(g["index"], {"index": g["index"], "gen": g["gen"], "gen_max": g["gen_max"],
+                                                  "width": g["width"], "width_max": g["width_max"], "events": [],
+                                                  "temperature": g["temperature"], "sm_mhz": g["sm_mhz"]})
+            for key in ("gen", "width"):
+                if g[key] is not None and (seen[key] is None or g[key] < seen[key]):
+                    seen[key] = g[key]
+            seen["events"] = sorted(set(seen["events"]) | {e for e in g["events"] if e != "gpu_idle"})
+            seen["temperature"] = max(t for t in (seen["temperature"], g["temperature"], -1) if t is not None)
+            seen["sm_mhz"] = max(t for t in (seen["sm_mhz"], g["sm_mhz"], -1) if t is not None)
+    return [by_gpu[i] for i in sorted(by_gpu)]
+
+
+def under_load(torch, seconds=LOAD_SECONDS):
+    """bf16 matmuls on every GPU for `seconds` (a thread per GPU: torch releases the GIL), nvidia-smi sampled while
+    they run. Checks: no hardware or thermal slowdown under load, each link at its maximum generation and width."""
+    import threading
+
+    stop = threading.Event()
+
+    def work(device):
+        a = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+        b = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+        while not stop.is_set():
+            for _ in range(20):
+                a @ b
+            torch.cuda.synchronize(device)
+
+    threads = [threading.Thread(target=work, args=(d,), daemon=True) for d in range(torch.cuda.device_count())]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    samples = []
+    for at in (seconds / 3, 2 * seconds / 3):
+        time.sleep(max(0.0, started + at - time.perf_counter()))
+        samples.append(load_sample(smi("--query-gpu=" + LOAD_FIELDS)))
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    summary = load_summary(samples)
+    OUT["load"] = {"seconds": round(time.perf_counter() - started, 2), "gpus": summary, "samples": samples}
+    judge_load(summary)
+
+
+def judge_load(summary):
+    if not summary:
+        check("under_load", True, "nvidia-smi gave no reading under load: not judged")
+        return
+    slow = [f"GPU {g['index']}: {', '.join(e for e in g['events'] if e in SLOWDOWNS)}" for g in summary
+            if any(e in SLOWDOWNS for e in g["events"])]
+    check("clocks_under_load", not slow, "; ".join(slow) + ": hardware or thermal slowdown while working "
+          "(cooling or power: the provider's)" if slow else
+          "no hardware or thermal slowdown under load (" + ", ".join(
+              f"GPU {g['index']} {g['sm_mhz']:.0f} MHz {g['temperature']:.0f} C" for g in summary
+              if g["sm_mhz"] is not None and g["temperature"] is not None) + ")")
+    down = [f"GPU {g['index']}: Gen{g['gen']:.0f} x{g['width']:.0f} of Gen{g['gen_max']:.0f} x{g['width_max']:.0f}"
+            for g in summary if None not in (g["gen"], g["gen_max"], g["width"], g["width_max"])
+            and (g["gen"] < g["gen_max"] or g["width"] < g["width_max"])]
+    check("pcie_under_load", not down, "; ".join(down) + ": the PCIe link runs below its maximum under load "
+          "(the slot, riser or BIOS: the provider's)" if down else "every PCIe link at its maximum under load")
+
+
+def judge_bandwidth(figures, row):
+    """The measured bandwidths against the row's floors (0 or absent: no floor, figures recorded only)."""
+    row = row or {}
+    for name, value, floor, unit in (
+            ("bandwidth_memory", figures["d2d_traffic_gbs"] / 1000, row.get("memory_floor_tbs"), "TB/s"),
+            ("bandwidth_h2d", figures["h2d_gbs"], row.get("host_floor_gbs"), "GB/s"),
+            ("bandwidth_d2h", figures["d2h_gbs"], row.get("host_floor_gbs"), "GB/s")):
+        sheet = row.get("memory_tbs" if unit == "TB/s" else "host_gbs")
+        of = f" of the datasheet's {sheet:g} {unit}" if sheet else ""
+        if floor and value < floor:
+            check(name, False, f"{value:.2f} {unit}{of} is under the floor of {floor:.2f} {unit}"
+                  + (": a link trained down or slowed" if unit == "GB/s" else ": memory clocks held down"))
+        else:
+            check(name, True, f"{value:.2f} {unit}{of}" + ("" if floor else " (no floor known for this GPU)"))
+
+
+def bandwidth(torch, name):
+    """Pinned host-to-device and device-to-host copies, and a device-to-device copy (traffic = read + write), on
+    GPU 0, each timed after a warm-up, sized within MEMORY_SHARE of the free memory."""
+    row = next((dict(r) for r in TABLE if r["match"] in name), None)
+    free, _total = torch.cuda.mem_get_info()
+    size = min(BANDWIDTH_BYTES, int(MEMORY_SHARE * free / 2)) // (1 << 20) * (1 << 20)
+    if size < (64 << 20):
+        OUT["bandwidth"] = {"skipped": f"bandwidth skipped: {free / 2**30:.0f} GB free is too little"}
+        check("bandwidth", True, OUT["bandwidth"]["skipped"])
+        return
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    dev = torch.empty(size, dtype=torch.uint8, device="cuda")
+    h2d = size / timed(torch, lambda: dev.copy_(host, non_blocking=True), 5) / 1e9
+    d2h = size / timed(torch, lambda: host.copy_(dev, non_blocking=True), 5) / 1e9
+    other = torch.empty_like(dev)
+    d2d = size / timed(torch, lambda: other.copy_(dev), 10) / 1e9
+    del host, dev, other
+    figures = {"gpu": name, "bytes": size, "h2d_gbs": round(h2d, 1), "d2h_gbs": round(d2h, 1),
+               "d2d_copy_gbs": round(d2d, 1), "d2d_traffic_gbs": round(2 * d2d, 1),
+               "memory_tbs": row and row.get("memory_tbs"), "memory_floor_tbs": row and row.get("memory_floor_tbs"),
+               "host_gbs": row and row.get("host_gbs"), "host_floor_gbs": row and row.get("host_floor_gbs")}
+    OUT["bandwidth"] = figures
+    judge_bandwidth(figures, row)
+
+
 # ---- several GPUs: the links between them (issue 28) ----
 # Bus bandwidth (NCCL's busbw = algbw * 2(n-1)/n for all-reduce: nccl-tests doc/PERFORMANCE.md) a large all-reduce
 # should reach over each kind of link, GB/s. NVLink4 (H100 SXM, 18 links, 900 GB/s per GPU both ways: H100 data
@@ -888,10 +1032,11 @@ def perf_smoke(ctx):
         check("perf", True, OUT["perf"]["skipped"])
         return STOP
     torch = ctx["torch"]
-    try:
-        perf(torch, torch.cuda.get_device_name(0))
-    except Exception as exc:
-        check("perf", False, f"{type(exc).__name__}: {exc}")
+    for name, step in (("perf", perf), ("bandwidth", bandwidth), ("under_load", under_load)):
+        try:
+            step(torch, torch.cuda.get_device_name(0)) if step is not under_load else step(torch)
+        except Exception as exc:
+            check(name, False, f"{type(exc).__name__}: {exc}")
     return None
 
 
