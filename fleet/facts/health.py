@@ -49,14 +49,15 @@ REMAP_FIELDS = ("gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectabl
 HEALTH = (
     f"{_TIMEOUT}\n"
     "command -v nvidia-smi >/dev/null 2>&1 || { echo '@@missing'; exit 0; }\n"
+    # the remapped rows meanwhile (a second NVML client at once: the time of the slower, not the sum)
+    f"exec {{fleet_rr}}< <($t nvidia-smi --query-remapped-rows={REMAP_FIELDS} --format=csv,noheader,nounits 2>&1)\n"
     f"fq() {{ $t nvidia-smi --query-gpu=\"$1\" --format=csv,noheader,nounits 2>&1; }}\n"
     f"out=$(fq {FIELDS}); rc=$?; spelling=event\n"
     "case $out in *'not a valid field'*)\n"
-    "  printf '@@rejected %s\\n' \"$(printf '%s' \"$out\" | head -n 1)\"\n"
+    "  printf '@@rejected %s\\n' \"${out%%$'\\n'*}\"\n"
     f"  out=$(fq {FIELDS_THROTTLE}); rc=$?; spelling=throttle;; esac\n"
-    "printf '@@query %s %s\\n%s\\n' \"$spelling\" \"$rc\" \"$out\"\n"
-    "echo '@@remap'\n"
-    f"$t nvidia-smi --query-remapped-rows={REMAP_FIELDS} --format=csv,noheader,nounits 2>&1\n"
+    "printf '@@query %s %s\\n%s\\n@@remap\\n' \"$spelling\" \"$rc\" \"$out\"\n"
+    "mapfile -u \"$fleet_rr\" rr; printf '%s' \"${rr[@]}\"\n"
     "true"
 )
 
@@ -74,17 +75,16 @@ HEALTH_XML = (
 # were read (a log that reads as empty is not a clean one).
 XID = (
     f"{_TIMEOUT}\n"
-    "if k=$(dmesg 2>/dev/null) && [ -n \"$k\" ]; then via=dmesg\n"
+    # one awk: how many lines were read, then the last 100 Xid / off-the-bus lines
+    "xids() { awk '/NVRM: Xid|fallen off the bus/ { l[n++] = $0 } "
+    "END { print \"@@lines \" NR; for (i = (n > 100 ? n - 100 : 0); i < n; i++) print l[i] }'; }\n"
+    "if k=$(dmesg 2>/dev/null) && [ -n \"$k\" ]; then echo '@@via dmesg'\n"
     "elif [ -r /dev/kmsg ] && k=$($t dd if=/dev/kmsg iflag=nonblock bs=65536 2>/dev/null; true) && [ -n \"$k\" ]; "
-    "then via=kmsg\n"
+    "then echo '@@via kmsg'\n"
     "elif command -v journalctl >/dev/null 2>&1 && k=$($t journalctl -k -b -q --no-pager 2>/dev/null) "
-    "&& [ -n \"$k\" ]; then via=journal\n"
-    "else via=unreadable; fi\n"
-    "echo \"@@via $via\"\n"
-    "[ \"$via\" = unreadable ] && exit 0\n"
-    "printf '@@lines %s\\n' \"$(printf '%s\\n' \"$k\" | wc -l)\"\n"
-    "printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 100\n"
-    "true"
+    "&& [ -n \"$k\" ]; then echo '@@via journal'\n"
+    "else echo '@@via unreadable'; exit 0; fi\n"
+    "printf '%s\\n' \"$k\" | xids"
 )
 
 # nvmlClocksEventReasons bits (nvml.h: nvmlClocksEventReasonGpuIdle 0x1 ... DisplayClockSetting 0x100)

@@ -52,3 +52,73 @@ def test_the_verdict_reads_the_last_verify_under_load_unless_stale():
     assert found[(0, "bandwidth.h2d_gbs")].value == "26.10 GB/s (floor 38.4)"
     assert (0, "bandwidth.d2d_traffic_gbs") not in found
     assert decide_health({**facts, "verify": {**verify, "verdict": "stale"}}).verdict == "healthy"
+
+
+class _FakeTensor:
+    def __init__(self, torch, size):
+        self.torch, self.size = torch, size
+
+    def copy_(self, other, non_blocking=False):
+        self.torch.copied.append((other.size, self.size))
+        return self
+
+    def __matmul__(self, other):
+        self.torch.matmuls += 1
+        return self
+
+
+class _FakeCuda:
+    def __init__(self, torch):
+        self.torch = torch
+
+    def mem_get_info(self):
+        return (100 << 30, 141 << 30)
+
+    def synchronize(self, device=None):
+        pass
+
+    def device_count(self):
+        return 2
+
+    def get_device_name(self, i=0):
+        return "NVIDIA H200"
+
+
+class FakeTorch:
+    """Just what verify's bandwidth and under-load steps call (no GPU here); the copies and matmuls are counted."""
+    uint8, bfloat16 = "uint8", "bfloat16"
+
+    def __init__(self):
+        self.copied, self.matmuls = [], 0
+        self.cuda = _FakeCuda(self)
+
+    def empty(self, size, dtype=None, device=None, pin_memory=False):
+        return _FakeTensor(self, size)
+
+    def empty_like(self, other):
+        return _FakeTensor(self, other.size)
+
+    def randn(self, *shape, device=None, dtype=None):
+        return _FakeTensor(self, shape)
+
+
+def test_the_steps_time_their_copies_and_sample_nvidia_smi_while_every_gpu_works(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"   # the lent H200's layout, two GPUs, at work
+    smi.write_text("#!/bin/sh\necho '0, 5, 5, 16, 16, 0x0000000000000000, 1980, 1980, 52, 690.12'\n"
+                   "echo '1, 5, 5, 16, 16, 0x0000000000000004, 1755, 1980, 61, 699.80'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    program = fresh({"perf_table": [p.as_dict() for p in platform("x86_64-dgpu").perf]}, run=False)
+    torch = FakeTorch()
+    program["bandwidth"](torch, "NVIDIA H200")
+    program["under_load"](torch, seconds=0.3)
+    out = program["OUT"]
+    size = 1 << 30                                   # capped at 1 GiB (10 % of 100 GB free / 2 is more)
+    assert out["bandwidth"]["bytes"] == size and out["bandwidth"]["host_floor_gbs"] == 38.4
+    assert torch.copied.count((size, size)) == 3 * 3 + 5 + 5 + 10   # 3 warm-ups each, then 5, 5 and 10 timed
+    assert torch.matmuls > 0 and len(out["load"]["samples"]) == 2
+    assert [(g["index"], g["events"], g["sm_mhz"]) for g in out["load"]["gpus"]] == [(0, [], 1980.0),
+                                                                                   (1, ["sw_power_cap"], 1755.0)]
+    checks = {c["name"]: c["passed"] for c in program["CHECKS"]}
+    assert checks["clocks_under_load"] and checks["pcie_under_load"]   # power cap at full load is not a slowdown
+    assert set(checks) >= {"bandwidth_memory", "bandwidth_h2d", "bandwidth_d2h"}
