@@ -145,3 +145,19 @@ def test_expect_gpus_forms():
     assert parse_expect("") == {}
     with pytest.raises(ExpectError, match="write e.g. 8"):
         parse_expect("0x")
+
+
+def test_fleet_facts_compares_the_verdict_across_hosts():
+    from fleet.decide.health import judged
+    from fleet.report import compare
+
+    healthy = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    capped = H200_SECTION.replace("102.47, 700.00, 700.00", "102.47, 400.00, 700.00")
+    degraded = _record(capped, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    records = {name: {**r, "health": judged(r, {"expect_gpus": "1x H200"})}
+               for name, r in (("pod-a", healthy), ("pod-b", degraded))}
+    rows = {row.path: row for row in compare.compare(records).rows}
+    assert rows["health.verdict"].differs and rows["health.verdict"].values == {"pod-a": "healthy", "pod-b": "degraded"}
+    assert rows["health.gpus.0.power.limit"].values == {"pod-a": "700.0", "pod-b": "400.0"}
+    assert "GPU 0: enforced.power.limit=400 W of 700 W default" in rows["health.reason"].values["pod-b"]
+    assert "health.gpus.0.power.draw" not in rows and "health.gpus.0.uuid" not in rows   # moving readings, ids
