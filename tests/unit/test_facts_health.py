@@ -161,3 +161,18 @@ def test_fleet_facts_compares_the_verdict_across_hosts():
     assert rows["health.gpus.0.power.limit"].values == {"pod-a": "700.0", "pod-b": "400.0"}
     assert "GPU 0: enforced.power.limit=400 W of 700 W default" in rows["health.reason"].values["pod-b"]
     assert "health.gpus.0.power.draw" not in rows and "health.gpus.0.uuid" not in rows   # moving readings, ids
+
+
+def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
+    from fleet.decide.health import judged
+    from fleet.report import compare, html
+
+    healthy = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    returned = _record(H200_SECTION.replace(", No, No", ", Yes, Yes"), _captured_xml_filtered(), "@@via unreadable\n")
+    records = {"pod-a": {**healthy, "health": judged(healthy, {}),
+                         "verify": {"passed": True, "bandwidth": {"h2d_gbs": 55.5, "host_floor_gbs": 38.4}}},
+               "pod-b": {**returned, "health": judged(returned, {})}}
+    page = html.render(compare.compare(records), records, {"pod-a": None, "pod-b": None}, generated="now", version="t")
+    assert '<span class="pass">healthy</span>' in page and '<span class="fail">return this pod</span>' in page
+    assert "GPU 0: remapped_rows.failure=Yes: a row remap failed" in page
+    assert "<td>55.5</td>" in page and "host floor GB/s" in page
