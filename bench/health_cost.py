@@ -39,10 +39,25 @@ def scripts(vars: dict) -> dict[str, str]:
     return out
 
 
+# bash's `times` after the script: the CPU (user + system) of every process it started, on the host. Unlike the wall
+# time it hardly moves with the host's load (a shared 2-core machine under load 20 moves a probe's wall by +-0.3 s).
+CPU = '\n( {script}\n) >/dev/null 2>&1\ntimes'
+
+
+def _cpu(times_output: str) -> float:
+    """`times`' second line ("0m0.041s 0m0.052s": children's user and system) -> seconds."""
+    import re
+
+    lines = [line for line in times_output.strip().splitlines() if re.search(r"\dm[\d.]+s", line)]
+    found = re.findall(r"(\d+)m([\d.]+)s", lines[-1])
+    return sum(int(m) * 60 + float(sec) for m, sec in found)
+
+
 def measure(conn, texts: dict[str, str], rounds: int) -> dict[str, dict]:
     from fleet import shell
 
     times: dict[str, list[float]] = {name: [] for name in texts}
+    cpu: dict[str, list[float]] = {name: [] for name in texts}
     for text in texts.values():
         conn.run(shell.ends_with_connection(text, local=False))          # warm: caches, the first nvidia-smi
     for _ in range(rounds):
@@ -50,8 +65,10 @@ def measure(conn, texts: dict[str, str], rounds: int) -> dict[str, dict]:
             started = time.perf_counter()
             conn.run(shell.ends_with_connection(text, local=False))
             times[name].append(time.perf_counter() - started)
+            cpu[name].append(_cpu(conn.run(CPU.format(script=text)).stdout))
     return {name: {"median_s": round(statistics.median(t), 4), "min_s": round(min(t), 4), "max_s": round(max(t), 4),
-                   "rounds": len(t)} for name, t in times.items()}
+                   "cpu_median_s": round(statistics.median(cpu[name]), 4), "rounds": len(t)}
+            for name, t in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     with connect(host, ConnectOptions(accept_new_host_keys=True)) as conn:
         figures = measure(conn, scripts(variables(None, host.vars)), args.rounds)
     added = figures["probe with health"]["median_s"] - figures["probe without health (main)"]["median_s"]
-    doc = {"host": host.name, "figures": figures, "added_to_probe_s": round(added, 4)}
+    added_cpu = figures["probe with health"]["cpu_median_s"] - figures["probe without health (main)"]["cpu_median_s"]
+    doc = {"host": host.name, "figures": figures, "added_to_probe_s": round(added, 4),
+           "added_cpu_s": round(added_cpu, 4)}
     for name, f in figures.items():
-        print(f"{name:34} median {f['median_s']:.3f} s  (min {f['min_s']:.3f}, max {f['max_s']:.3f}, {f['rounds']} rounds)")
-    print(f"{'added to the no-op probe':34} {added:+.3f} s (target < 0.2 s)")
+        print(f"{name:34} median {f['median_s']:.3f} s  (min {f['min_s']:.3f}, max {f['max_s']:.3f}, {f['rounds']} "
+              f"rounds), CPU {f['cpu_median_s']:.3f} s")
+    print(f"{'added to the no-op probe':34} {added:+.3f} s wall (target < 0.2 s), {added_cpu:+.3f} s CPU")
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     return 0
