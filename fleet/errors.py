@@ -14,7 +14,8 @@ class ExitStatus(enum.IntEnum):
     RETURN_POD = 4      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
                         # (fleet health, bootstrap, apply, verify; fleet/decide/health.py); it outranks HOST_FAILED:
                         # a pod to return is the cause a failed verify on it most likely has
-    GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action), none to return
+    GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action) or its health could
+                        # not be read (no nvidia-smi, NVML failing), none to return
     INTERRUPTED = 130
 
 

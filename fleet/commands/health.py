@@ -21,7 +21,8 @@ reboot). Fast enough to run before every job; nothing is installed or recorded.
 A host's `expect_gpus` variable (8, H200 or 8x H200) says what was rented: fewer or other GPUs is a pod to
 return. A kernel log this user cannot read shows Xid events as "unreadable", never as none.
 
-Exit status: 0 every host healthy, 4 a host to return, 1 a host unreachable, 5 a host degraded (in that order).
+Exit status: 0 every host healthy (or without a GPU), 4 a host to return, 1 a host unreachable, 5 a host
+degraded or whose GPU health could not be read (in that order).
 """
 
 
@@ -68,7 +69,8 @@ def exit_status(outcomes, verdicts) -> int:
         return ExitStatus.RETURN_POD
     if any(o.error for o in outcomes.values()):
         return ExitStatus.HOST_FAILED
-    return ExitStatus.GPU_DEGRADED if "degraded" in kinds else ExitStatus.OK
+    # degraded, or a GPU host whose health could not be read (no nvidia-smi, NVML failing): not a go for a job
+    return ExitStatus.GPU_DEGRADED if kinds & {"degraded", "unknown"} else ExitStatus.OK
 
 
 STYLE = {"healthy": "green", "none": "dim", "degraded": "yellow", "return": "red", "unknown": "yellow"}

@@ -176,3 +176,21 @@ def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
     assert '<span class="pass">healthy</span>' in page and '<span class="fail">return this pod</span>' in page
     assert "GPU 0: remapped_rows.failure=Yes: a row remap failed" in page
     assert "<td>55.5</td>" in page and "host floor GB/s" in page
+
+
+def test_fleet_health_exit_status_orders_return_unreachable_degraded():
+    from types import SimpleNamespace as NS
+
+    from fleet.commands.health import exit_status
+    from fleet.decide.health import HealthVerdict
+
+    def run(*verdicts, unreachable=False):
+        outcomes = {f"h{i}": NS(interrupted=False, error=None) for i in range(len(verdicts))}
+        if unreachable:
+            outcomes["down"] = NS(interrupted=False, error="down: unreachable")
+        return exit_status(outcomes, {f"h{i}": HealthVerdict(v, "") for i, v in enumerate(verdicts)})
+
+    assert run("healthy", "none") == 0
+    assert run("healthy", "degraded") == 5 and run("unknown") == 5
+    assert run("degraded", unreachable=True) == 1
+    assert run("degraded", "return", unreachable=True) == 4
