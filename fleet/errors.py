@@ -11,6 +11,11 @@ class ExitStatus(enum.IntEnum):
     BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
     CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
+    RETURN_POD = 4      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
+                        # (fleet health, bootstrap, apply, verify; fleet/decide/health.py); it outranks HOST_FAILED:
+                        # a pod to return is the cause a failed verify on it most likely has
+    GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action) or its health could
+                        # not be read (no nvidia-smi, NVML failing), none to return
     INTERRUPTED = 130
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from fleet.errors import LabError
-from . import breakage, fabric, layers, procs
+from . import breakage, fabric, health, layers, procs
 from .paths import host_dir
 from .profiles import HostSpec
 
@@ -127,19 +127,22 @@ class LabHost:
         shutil.rmtree(base, ignore_errors=True)
         gpu, machine = spec.prof.gpu, spec.prof.machine
         nv = base / "nvidia"
-        (nv / "gpus" / gpu.bus_id.lower()).mkdir(parents=True)
+        nv.mkdir(parents=True)
         (nv / "version").write_text(
             f"NVRM version: NVIDIA UNIX Open Kernel Module for {machine}  {spec.driver}  Release Build  "
             f"(fleet-lab@stand-in)  Thu Jan  1 00:00:00 UTC 2026\nGCC version:  gcc version 13.3.0 (fleet lab stand-in)\n")
         uuid = _gpu_uuid(spec.name)
-        (nv / "gpus" / gpu.bus_id.lower() / "information").write_text(
-            f"Model: \t\t {gpu.name}\nIRQ:   \t\t 0\nGPU UUID: \t {uuid}\nVideo BIOS: \t fleet-lab\n"
-            f"Bus Type: \t PCIe\nBus Location: \t {gpu.bus_id.lower()[4:]}\n")
+        # one directory per GPU the kernel driver holds (several: the buses nvidia-smi answers for, fabric.BUS_IDS)
+        for bus in fabric.BUS_IDS[:spec.prof.gpus] if spec.prof.gpus > 1 else (gpu.bus_id,):
+            (nv / "gpus" / bus.lower()).mkdir(parents=True)
+            (nv / "gpus" / bus.lower() / "information").write_text(
+                f"Model: \t\t {gpu.name}\nIRQ:   \t\t 0\nGPU UUID: \t {uuid}\nVideo BIOS: \t fleet-lab\n"
+                f"Bus Type: \t PCIe\nBus Location: \t {bus.lower()[4:]}\n")
         (nv / "fleet-lab-gpu").write_text(
             f"name={gpu.name}\ncompute_cap={gpu.compute_cap}\nmemory_mb={gpu.memory_mb or ''}\n"
             f"cuda_memory_mb={gpu.cuda_memory_mb}\nclass={gpu.forward_compat}\nuuid={uuid}\nbus_id={gpu.bus_id}\n"
             f"note=fleet lab stand-in: written by the lab, read by the stand-in libcuda and nvidia-smi\n"
-            + fabric.gpu_lines(spec.prof))
+            + fabric.gpu_lines(spec.prof) + health.gpu_lines(spec))
 
     # -- process -------------------------------------------------------------------------------
     # A bound for a start that hangs, not a speed expectation: a host answers in under a second on an idle

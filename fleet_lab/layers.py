@@ -93,6 +93,8 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
     from . import fabric   # several GPUs: /.dockerenv or not, the fabric manager as the host comes (issue 28)
     fabric.to_layer(layer, profile, driver or profile.driver, mirror,
                     f"{MIRROR_IN_HOST}/apt/ubuntu2404/{profile.apt_arch}")
+    from . import health   # GPU health: the lab's own kernel log (issue 36)
+    health.to_layer(layer, profile)
     packages = []
     if profile.toolkit:
         packages.append("cuda-toolkit-13-0_13.0.2-1_all.deb")

@@ -92,12 +92,16 @@ class Profile:
                                 # held: its daemon refuses to start at boot), "running"
     off_fabric: tuple[int, ...] = ()   # GPUs that fail to register with the fabric (their links fall to PCIe)
     systemd: bool = False       # a systemd host (the stand-in systemctl, fleet_lab/fabric.py): bare metal, VMs
+    # GPU health (issue 36; fleet_lab/health.py): the lab's own kernel log (a stand-in dmesg answering its lines, no
+    # /dev/kmsg as in Docker's default /dev) and a fault staged at boot (health.FAULTS; tests re-stage without a restart)
+    kernel_log: bool = False
+    fault: str | None = None
 
     @property
     def own_dev(self) -> bool:
         """Its own /dev and cgroup namespace (fleet_lab/host.py): NVSwitch device files on an NVSwitch board only, and
         /proc/1/cgroup at its root as on bare metal. (Every host has its own PID namespace.)"""
-        return self.fabric is not None
+        return self.fabric is not None or self.kernel_log
 
     @property
     def container(self) -> bool | None:
@@ -194,6 +198,14 @@ PROFILES.update({
     "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider", systemd=False),
 })
 
+# GPU health (issue 36): a 2-GPU H100 pod on driver 580 with the lab's own kernel log, healthy or with a fault staged
+# (fleet_lab/health.py FAULTS: a link trained down, a remap pending, uncorrectable ECC, Xid 79, a power cap, a closed
+# kernel log, ...); faults sit on GPU 1, so a verdict must name the GPU.
+_POD2 = replace(_H100, name="h100x2-pod", driver="580.159.04", gpus=2, kernel_log=True)
+PROFILES.update({"h100x2-pod": _POD2})
+PROFILES.update({f"h100x2-{fault}": replace(_POD2, name=f"h100x2-{fault}", fault=fault)
+                 for fault in ("link-down", "remap-pending", "ecc-uncorrectable", "xid79", "power-cap", "log-closed")})
+
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
 
 
@@ -222,6 +234,8 @@ class HostSpec:
             enabled = "-enabled" if self.prof.systemd and self.prof.fm in ("running", "behind") else ""
             return (f"{self.prof.gpus}gpu-{self.prof.fabric}{'-systemd' if self.prof.systemd else ''}-fm-{fm}{enabled}"
                     f"{compat}")
+        if self.prof.kernel_log:   # the health pods differ only in the fault staged at boot (not in the layer)
+            return f"{self.prof.gpus}gpu-kernel-log-{self.driver}{compat}"
         return f"{self.profile}{compat}"
 
     def digest(self) -> str:

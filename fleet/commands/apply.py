@@ -90,6 +90,8 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     log_run(args, env, reporter, started, outcomes)
     if interrupted(outcomes):
         return ExitStatus.INTERRUPTED
+    if any(o.value is not None and (o.value.health or {}).get("verdict") == "return" for o in outcomes.values()):
+        return ExitStatus.RETURN_POD   # a GPU fault only the provider can fix (the recap's GPU health column)
     if failed:
         return ExitStatus.HOST_FAILED
     return ExitStatus.CHANGES_PENDING if getattr(args, "detailed_exitcode", False) and pending(outcomes) else ExitStatus.OK

@@ -48,6 +48,10 @@ def register(subparsers) -> None:
                         help="sha256sum lines (DIGEST  URL) of the cuda-keyring .debs this pod's mirror serves at "
                              "NVIDIA's URLs (the lab's: $FLEET_LAB_ROOT/keyring.sha256), written into this pod's "
                              "entry only: other hosts keep fleet's pins")
+    parser.add_argument("--ignore-health", action="store_true",
+                        help="provision the pod even where its GPU health says to return it (a row remap failed, a "
+                             "GPU missing or off the bus, a reset the provider must do): by default bootstrap stops "
+                             "there, before installing anything, with exit status 4")
     _common.add_set(parser)
     _common.add_json(parser)
     parser.set_defaults(func=run)
@@ -72,9 +76,12 @@ def run(args: argparse.Namespace, env) -> int:
     with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line while it runs
         result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
                            connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values,
-                           on_task=reporter.on_task)
+                           on_task=reporter.on_task, ignore_health=args.ignore_health)
     print_result(reporter, result, json_out=args.json)
-    return ExitStatus.OK if result.ok else ExitStatus.HOST_FAILED
+    if result.ok:
+        return ExitStatus.OK
+    returned = result.health is not None and result.health.verdict == "return" and not args.ignore_health
+    return ExitStatus.RETURN_POD if returned else ExitStatus.HOST_FAILED
 
 
 def print_result(reporter, result, *, json_out: bool) -> None:
@@ -113,6 +120,8 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     else:
         rows.append(("inventory", f"not added to {where} (nothing written)"))
     rows.append(("host key", result.host_key or "already known"))
+    if result.health is not None:
+        rows.append(("GPU health", result.health.reason))
     facts = result.facts or {}
     if facts:
         gpus = ", ".join(sorted({g.get("name") or "?" for g in facts.get("gpus") or []})) or "no GPU"
@@ -141,7 +150,8 @@ def _print_json(reporter, result) -> None:
         "error": result.error, "tasks": []}
     host["bootstrap"] = {
         "ok": result.ok, "error": result.error, "inventory": str(result.inventory), "existing": result.existing,
-        "added": result.added, "host_key": result.host_key, "phases": result.phases, "platform":
+        "added": result.added, "host_key": result.host_key, "phases": result.phases,
+        "health": result.health.to_json() if result.health is not None else None, "platform":
         (result.facts or {}).get("platform"), "verify": result.verify, "connect": result.target.ssh_line()}
     outcome = Outcome(result.name, remote_commands=result.remote_commands, seconds=result.seconds)
     reporter.json({result.name: host}, {result.name: outcome})

@@ -148,6 +148,10 @@ def _rows(d, acting: list[str], skipped: list[str]) -> list[tuple[str, str, str]
         if fabric.get("warn") and fabric["warn"] != reason:
             reason += f"; WARNING: {fabric['warn']}"
         rows.insert(-1, ("fabric", f"{fabric.get('gpus', 0)} GPU(s) {fabric.get('action')}", reason))
+    health = d.health or {}
+    if health.get("verdict") not in (None, "none"):   # the GPUs themselves (issue 36): what, which GPU, NVIDIA's action
+        shown = "return this pod" if health["verdict"] == "return" else health["verdict"]
+        rows.insert(-1, ("GPU health", shown, health.get("reason", "")))
     if d.refuse:
         return rows + [("roles", "none", "the host is refused: no role runs")]
     rows.append(("roles", f"{len(acting)} act", " ".join(acting) + (f" (skipped: {' '.join(skipped)})" if skipped else "")))

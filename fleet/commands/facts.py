@@ -24,6 +24,10 @@ The last verify is shown as passed only while what it proved is as the host show
 torch, the driver, the libcuda each shell loads, the variables verify reads); otherwise verify.passed says
 "stale" and verify.stale why ("torch changed: 2.11.0+cu130 -> -", "variable verify_perf changed").
 
+Each record holds the GPUs' health (facts.health: every field per GPU, the kernel log's Xid events) and its
+verdict (health.verdict: healthy, degraded or return; health.reason names the GPU, the field and NVIDIA's
+action), compared across hosts like any fact; `fleet health` runs that check alone.
+
 Exit status is 1 if any host was unreachable (its column shows the age of its last record).
 """
 

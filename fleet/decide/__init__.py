@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.fabric import decide_fabric
+from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
@@ -53,6 +54,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
         gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
         loader=decide_loader(facts, host, compat), fabric=asdict(decide_fabric(facts)),
+        health=decide_health(facts, parse_expect(v.expect_gpus)).to_json(),
     )
 
 
@@ -89,6 +91,7 @@ def _not_decided(facts: dict, host, v, refuse: str) -> Decisions:
         cudss=LibraryDecision(False, None, [], None, [], None, note),
         ld_library_path=[], missing_providers={}, gpu=host.has_gpu, env_reason=note,
         platform=host.row.as_json(), loader=decide_loader(facts, host, compat),
+        health=decide_health(facts, parse_expect(v.expect_gpus)).to_json(),
     )
 
 

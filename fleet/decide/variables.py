@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fleet.decide.health import ExpectError, parse_expect
 from fleet.knowledge.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 
@@ -36,6 +37,9 @@ DEFAULTS: dict[str, str] = {
     # 0.4.1.1, nvpl_lapack 0.3.1.1, separate archives).
     "nvpl_blas_version": "0.4.1.1",
     "nvpl_lapack_version": "0.3.1.1",
+    # what the pod was rented as (issue 36): "8", "H200" or "8x H200"; "" = nothing expected. A pod with fewer or
+    # other GPUs is one to return (fleet/decide/health.py)
+    "expect_gpus": "",
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -71,6 +75,7 @@ class Vars:
     cudss_version: str
     nvpl_blas_version: str
     nvpl_lapack_version: str
+    expect_gpus: str
     explicit: frozenset = field(default=frozenset(), compare=False)  # names the user set
     # cuda_keyring_pins: keyring URL -> sha256 that replaces fleet's shipped pin for that URL (a mirror's or the
     # lab's own keyring; fleet/decide/keyring.py); the inventory's top-level `keyring_pins:` file fills it
@@ -104,6 +109,10 @@ def resolve(values: dict) -> Vars:
     for name in ("cudss_version", "nvpl_blas_version", "nvpl_lapack_version"):
         if not re.fullmatch(r"\d+(\.\d+){1,3}", merged[name]):
             raise VariableError(f"{name}={merged[name]!r} is not a version like {DEFAULTS[name]}: set one.")
+    try:
+        parse_expect(merged["expect_gpus"])
+    except ExpectError as exc:
+        raise VariableError(str(exc)) from None
     return Vars(**merged, explicit=explicit, keyring_pins=_keyring_pins(values.get(PINS_VAR)))
 
 

@@ -38,7 +38,13 @@ class HostReport:
                 "skipped": self.count("skipped"), "unreachable": self.unreachable, "check": self.check_mode,
                 "refuse": self.refuse, "error": self.error, "tasks": [t.to_json() for t in self.tasks],
                 "reasons": (self.decisions or {}).get("reasons", {}), "phases": dict(self.phases),
-                "verify": self.verify}
+                "verify": self.verify, "health": self.health}
+
+    @property
+    def health(self) -> dict | None:
+        """The GPUs' health verdict of this run's facts ({"verdict", "reason"}; fleet/decide/health.py), or None."""
+        found = (self.facts or {}).get("health") or {}
+        return {"verdict": found["verdict"], "reason": found.get("reason")} if found.get("verdict") else None
 
 
 def report(host: Host, setup: Setup, observed: Observed, entries: tuple[TaskReport, ...] = (), *,

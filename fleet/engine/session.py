@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fleet import sections, shell
 from fleet.connection import Connection
-from fleet.decide import storage
+from fleet.decide import health, storage
 from fleet.errors import HostError
 from fleet.inventory import Host
 
@@ -55,6 +55,7 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
     if variables(facts, host.vars) != asked_with:
         found.update(run_sections(conn, facts_probe.script(variables(facts, host.vars)), what, timeout))
         facts = facts_probe.parse(found, host.name)
+    facts["health"] = health.judged(facts, host.vars)   # the GPUs' verdict, with what the inventory expects
     return facts, found
 
 

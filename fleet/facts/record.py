@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.knowledge.cuda_table import compare_versions, cuda_max_for_driver
 from fleet.knowledge import platforms
-from fleet.facts import fingerprint, gpu, loader, shells
+from fleet.facts import fingerprint, gpu, health, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
 
@@ -86,6 +86,8 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "torch": with_last_verify(torch, verify),
         "cutlass": reader.read("cutlass"),
         "fabric": fabric_facts(reader.read("fabric"), driver["version"], reader.read("identity").get("container")),
+        "health": health.health_facts(reader.read("health"), reader.read("health_xml"), reader.read("xid"),
+                                      kernel["gpus"]),
         "env": env,
         "shells": shell_facts,
         "loader": loader_facts,

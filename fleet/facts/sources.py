@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, fingerprint, gpu, loader, paths, shells, software, system
+from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, shells, software, system
 from fleet.knowledge.storage import ON_VOLUME
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
@@ -77,6 +77,13 @@ SOURCES: tuple[Source, ...] = (
     Source("fabric", _fixed(gpu.FABRIC), gpu.parse_fabric,
            {"gpu_count": 0, "pairs": {}, "topology_error": None, "fabric": [], "nvswitch": False,
             "nvswitch_devices": [], "container": False, "service": None, "process": False, "packages": {}, "held": []}),
+    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays, the kernel
+    # log's Xid events (fleet/facts/health.py)
+    Source("health", _fixed(health.HEALTH), health.parse_health,
+           {"gpus": [], "remapped": [], "lost": [], "spelling": None, "rejected": None, "error": None,
+            "installed": False}),
+    Source("health_xml", _fixed(health.HEALTH_XML), health.parse_health_xml, {}),
+    Source("xid", _fixed(health.XID), health.parse_xid, {"log": "unreadable", "lines": 0, "events": []}),
     Source("nvidia_smi_header", _fixed(gpu.NVIDIA_SMI_HEADER), gpu.parse_smi_header, {}),
     Source("cuda_toolkits", _fixed(cuda.TOOLKITS.strip()), cuda.parse_toolkits,
            {"toolkits": [], "links": {}, "nvcc_on_path": None}),

@@ -131,6 +131,10 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
             else:
                 console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
+    health = report.health or {}
+    if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
+        style = "bold red" if health["verdict"] == "return" else "yellow"
+        console.print(f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}", soft_wrap=True)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
@@ -165,21 +169,30 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
     if stopped:
         title += f" (interrupted: {stopped} host{'s' if stopped != 1 else ''} did not finish)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "seconds",
-                "commands"):
+    for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "GPU health",
+                "seconds", "commands"):
         table.add_column(col, justify="left" if col == "host" else "right")
     for name, o in outcomes.items():
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \
                 else "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]"
-            table.add_row(_safe(name), "-", "-", state, "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
+            table.add_row(_safe(name), "-", "-", state, "-", "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value
         failed = r.count("failed") + (1 if r.failed and not r.count("failed") else 0)
         table.add_row(_safe(name), str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
                       "[red]unreachable[/red]" if r.unreachable else f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
-                      f"{o.seconds:.1f}", str(o.remote_commands))
+                      health_cell(r.health), f"{o.seconds:.1f}", str(o.remote_commands))
     reporter.print(table)
+
+
+def health_cell(health: dict | None) -> str:
+    """healthy / degraded / return this pod (fleet/decide/health.py); "-" where no GPU was judged."""
+    verdict = (health or {}).get("verdict")
+    if verdict not in ("healthy", "degraded", "return", "unknown"):
+        return "[dim]-[/dim]"
+    style = {"healthy": "green", "degraded": "yellow", "return": "bold red", "unknown": "yellow"}[verdict]
+    return f"[{style}]{'return this pod' if verdict == 'return' else verdict}[/{style}]"
 
 
 def _verify_cell(report: HostReport) -> str:

@@ -19,6 +19,9 @@ SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "lib
 DRIFT_SKIP = {"system.disk_free_gb"}
 # Unique per host by nature: they would always "differ" in the table (they stay in records and drift).
 TABLE_SKIP = re.compile(r"^gpus\.\d+\.uuid$")
+# Readings of a working GPU that move by the second (GPU health, issue 36), and the health's copy of each GPU's uuid:
+# neither compared nor drift.
+HEALTH_NOISE = re.compile(r"^health\.gpus\.\d+\.(power\.draw|clocks\.sm|uuid)$")
 ABSENT = "-"
 
 
@@ -75,7 +78,7 @@ def flatten(record: dict | None) -> dict[str, str]:
 
 
 def _walk(value, prefix: str, rows: dict[str, str]) -> None:
-    if prefix in SKIP:
+    if prefix in SKIP or HEALTH_NOISE.match(prefix):
         return
     if prefix == "verify" and isinstance(value, dict) and value.get("verdict") == "stale":
         # shown as passed only while its fingerprint holds: a stale verdict says "stale" and why, never "yes"

@@ -32,6 +32,9 @@ tr.group th{background:#f6f8fa;font-weight:bold}
 _PERF = (("matmul bf16 TFLOP/s", "matmul_tflops"), ("matmul ms", "matmul_ms"),
          ("attention TFLOP/s", "attention_tflops"), ("attention ms", "attention_ms"),
          ("attention case", "attention_case"), ("GPU peak TFLOP/s", "peak_tflops"))
+# verify's bandwidths (issue 36) against the platform row's floors
+_BANDWIDTH = (("host to device GB/s", "h2d_gbs"), ("device to host GB/s", "d2h_gbs"), ("host floor GB/s", "host_floor_gbs"),
+              ("device memory traffic GB/s", "d2d_traffic_gbs"), ("memory floor TB/s", "memory_floor_tbs"))
 
 
 def render(comparison: Comparison, records: dict[str, dict | None], ages: dict[str, str | None], *,
@@ -55,10 +58,15 @@ def _head(comparison: Comparison, first: str) -> str:
 
 def _summary(comparison: Comparison, records, ages) -> str:
     rows = [("record", [_age_cell(c, ages.get(c.host)) for c in comparison.columns]),
+            ("GPU health", [_health_cell((records.get(c.host) or {}).get("health")) for c in comparison.columns]),
             ("verify", [_verify_cell((records.get(c.host) or {}).get("verify")) for c in comparison.columns])]
     verifies = {c.host: (records.get(c.host) or {}).get("verify") or {} for c in comparison.columns}
     rows.append(("verified at", [escape(str(v.get("at") or "-")) for v in verifies.values()]))
     rows.append(("checks", [_checks(v) for v in verifies.values()]))
+    for label, key in _BANDWIDTH:
+        values = [(v.get("bandwidth") or {}).get(key) for v in verifies.values()]
+        if any(value is not None for value in values):
+            rows.append((label, [escape("-" if value is None else str(value)) for value in values]))
     for label, key in _PERF:
         values = [(v.get("perf") or {}).get(key) for v in verifies.values()]
         if any(value is not None for value in values):
@@ -66,6 +74,17 @@ def _summary(comparison: Comparison, records, ages) -> str:
     body = "".join(f'<tr><th class="fact" scope="row">{escape(label)}</th>'
                    + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>" for label, cells in rows)
     return f'<h2>Verify</h2><table id="verify">{_head(comparison, "")}<tbody>{body}</tbody></table>'
+
+
+def _health_cell(health: dict | None) -> str:
+    """The GPUs' verdict (fleet/decide/health.py) and its reason: what, which GPU, NVIDIA's action."""
+    verdict = (health or {}).get("verdict")
+    if not verdict or verdict == "none":
+        return '<span class="none">-</span>'
+    css = {"healthy": "pass", "degraded": "stale", "return": "fail"}.get(verdict, "stale")
+    shown = "return this pod" if verdict == "return" else verdict
+    reason = health.get("reason") or ""
+    return f'<span class="{css}">{escape(shown)}</span>' + (f"<br>{escape(reason)}" if verdict != "healthy" else "")
 
 
 def _age_cell(column, age: str | None) -> str:

@@ -397,6 +397,7 @@ class BootstrapResult:
     host_key: str | None = None       # "accepted ... SHA256:..." when the key was taken on first use
     phases: dict[str, float] = field(default_factory=dict)
     facts: dict | None = None
+    health: object = None             # the GPU health verdict read first (fleet.decide.health.HealthVerdict)
     report: object = None             # the apply's fleet.engine.HostReport
     error: str | None = None
     remote_commands: int = 0
@@ -419,11 +420,13 @@ class BootstrapResult:
 def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
               connect_timeout: float = 10.0, known_hosts: Path | None = None,
               progress: Progress | None = None, overrides: dict | None = None,
-              on_task=None) -> BootstrapResult:
+              on_task=None, ignore_health: bool = False) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
     `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds (so the
-    summary's `fleet apply ... --limit NAME` keeps them), for this run only on a pod already there."""
+    summary's `fleet apply ... --limit NAME` keeps them), for this run only on a pod already there.
+    The GPUs' health is read first: a pod to return stops there, nothing installed and nothing written, unless
+    `ignore_health`."""
     from fleet.connection import ConnectOptions, connect
     from fleet.engine import session
 
@@ -466,7 +469,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         with _phase(result, "connect"):
             progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting)")
             conn = connect(host, options)
-        _provision(conn, host, inventory, roles, result, progress, on_task)
+        if _healthy_enough(conn, host, result, progress, ignore_health):
+            _provision(conn, host, inventory, roles, result, progress, on_task)
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
@@ -478,6 +482,22 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         claim.close()
         result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _healthy_enough(conn, host: Host, result: BootstrapResult, progress: Progress, ignore_health: bool) -> bool:
+    """The health check alone (one read-only command, fleet.workflows.health) before anything is installed: a pod
+    whose verdict is "return this pod" (a fault only its provider can fix) is not worth the gigabytes."""
+    from fleet.workflows import health
+
+    with _phase(result, "health"):
+        verdict, _ = health.check(conn, host)
+    result.health = verdict
+    progress(host.name, f"GPU health: {verdict.reason}")
+    if verdict.verdict != "return" or ignore_health:
+        return True
+    result.error = (f"{host.name}: {verdict.reason}. Nothing was installed: {verdict.way_out}; or run the same "
+                    "bootstrap with --ignore-health to provision it anyway")
+    return False
 
 
 def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress,

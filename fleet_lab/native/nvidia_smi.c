@@ -42,9 +42,31 @@ static const struct { const char *name, *header, *unit; } FIELDS[] = {  /* query
     {"persistence_mode", "persistence_mode", NULL}, {"count", "count", NULL},
     /* as driver 580 answers them (the lent H100: `0, N/A, N/A` without NVSwitch); -q's Fabric block, by query */
     {"fabric.state", "fabric.state", NULL}, {"fabric.status", "fabric.status", NULL},
-    {"fabric.cliqueId", "fabric.cliqueId", NULL}};
+    {"fabric.cliqueId", "fabric.cliqueId", NULL},
+    /* the health fields (issue 36), headers and units as driver 580 prints them on the lent H200
+     * (tests/data/captured/h200-device/health.txt) */
+    {"pcie.link.gen.current", "pcie.link.gen.current", NULL}, {"pcie.link.gen.max", "pcie.link.gen.max", NULL},
+    {"pcie.link.width.current", "pcie.link.width.current", NULL}, {"pcie.link.width.max", "pcie.link.width.max", NULL},
+    {"ecc.mode.current", "ecc.mode.current", NULL},
+    {"ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.volatile.total", NULL},
+    {"ecc.errors.uncorrected.aggregate.total", "ecc.errors.uncorrected.aggregate.total", NULL},
+    {"ecc.errors.corrected.volatile.total", "ecc.errors.corrected.volatile.total", NULL},
+    {"retired_pages.pending", "retired_pages.pending", NULL},
+    {"clocks_event_reasons.active", "clocks_event_reasons.active", NULL},
+    {"clocks_event_reasons.hw_slowdown", "clocks_event_reasons.hw_slowdown", NULL},
+    {"clocks_event_reasons.hw_thermal_slowdown", "clocks_event_reasons.hw_thermal_slowdown", NULL},
+    {"clocks_event_reasons.hw_power_brake_slowdown", "clocks_event_reasons.hw_power_brake_slowdown", NULL},
+    {"clocks_event_reasons.sw_thermal_slowdown", "clocks_event_reasons.sw_thermal_slowdown", NULL},
+    {"clocks_event_reasons.sw_power_cap", "clocks_event_reasons.sw_power_cap", NULL},
+    {"enforced.power.limit", "enforced.power.limit [W]", "W"}, {"power.default_limit", "power.default_limit [W]", "W"},
+    {"temperature.memory", "temperature.memory", NULL},
+    {"clocks.sm", "clocks.current.sm [MHz]", "MHz"}, {"clocks.max.sm", "clocks.max.sm [MHz]", "MHz"}};
 static const struct { const char *alias, *name; } ALIASES[] = {
-    {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"compute_capability", "compute_cap"}};
+    {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"compute_capability", "compute_cap"},
+    {"clocks.current.sm", "clocks.sm"}};
+/* --query-remapped-rows (nvmlDeviceGetRemappedRows), its header as driver 580 prints it */
+static const char *const REMAP_FIELDS[] = {"gpu_bus_id", "gpu_uuid", "remapped_rows.correctable",
+    "remapped_rows.uncorrectable", "remapped_rows.pending", "remapped_rows.failure"};
 static const struct { const char *name, *header; } APP_FIELDS[] = {
     {"pid", "pid"}, {"process_name", "process_name"}, {"name", "process_name"},
     {"used_memory", "used_gpu_memory [MiB]"}, {"used_gpu_memory", "used_gpu_memory [MiB]"}, {"gpu_uuid", "gpu_uuid"}};
@@ -360,6 +382,9 @@ static void topo(void) {
 }
 
 static const char *cuda_version(void);
+static const char *hv(int i, const char *key, const char *healthy);
+static int lost(int i);
+static int print_lost(int i);
 
 /* One `-q` line: the key padded so that " : " falls where the real 580 driver's does (column 55). */
 static void field(int indent, const char *key, const char *value) {
@@ -373,11 +398,16 @@ static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -
         printf("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n"
                "\t<driver_version>%s</driver_version>\n\t<attached_gpus>%d</attached_gpus>\n", driver, n);
         for (int i = 0; i < n; i++) {
+            if (lost(i)) continue;   /* NVML cannot reach it: no block */
             fabric_of(i, &state, &status, &clique);
             printf("\t<gpu id=\"%s\">\n\t\t<product_name>%s</product_name>\n\t\t<uuid>%s</uuid>\n"
+                   "\t\t<gpu_recovery_action>%s</gpu_recovery_action>\n\t\t<pci>\n\t\t\t<pci_bus_id>%s</pci_bus_id>\n"
+                   "\t\t\t<replay_counter>%s</replay_counter>\n\t\t\t<replay_rollover_counter>0</replay_rollover_counter>\n"
+                   "\t\t</pci>\n", bus_of(i), gpu_need("name"), uuid_of(i), hv(i, "recovery", "None"), bus_of(i),
+                   hv(i, "replay", "0"));
+            printf(
                    "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t\t<cliqueId>%s</cliqueId>\n"
-                   "\t\t\t<clusterUuid>%s</clusterUuid>\n\t\t</fabric>\n\t</gpu>\n", bus_of(i), gpu_need("name"),
-                   uuid_of(i), state, status, clique,
+                   "\t\t\t<clusterUuid>%s</clusterUuid>\n\t\t</fabric>\n\t</gpu>\n", state, status, clique,
                    *fabric_kind() ? "00000000-0000-0000-0000-000000000000" : "N/A");
         }
         printf("</nvidia_smi_log>\n");
@@ -447,7 +477,44 @@ static const char *cuda_version(void) {
 static const char *canonical(const char *field) {
     for (size_t i = 0; i < N(ALIASES); i++)
         if (!strcmp(field, ALIASES[i].alias)) return ALIASES[i].name;
+    /* the pre-530 spelling, still answered (under the new header) by driver 580: the H200 capture */
+    if (!strncmp(field, "clocks_throttle_reasons.", 24)) {
+        char *event = malloc(strlen(field) + 1);
+        sprintf(event, "clocks_event_reasons.%s", field + 24);
+        return event;
+    }
     return field;
+}
+
+/* ---- GPU health (issue 36): what fleet_lab/health.py staged for GPU i (health.<i>.<key>=, else health.<key>=),
+ * else a healthy H100/H200 SXM at rest as the lent H200 answered (Gen5 x16, ECC on and clean, 700 W of 700 W) ---- */
+static const char *hv(int i, const char *key, const char *healthy) {
+    char name[96];
+    snprintf(name, sizeof name, "health.%d.%s", i, key);
+    const char *v = gpu_get(name);
+    if (v) return v;
+    snprintf(name, sizeof name, "health.%s", key);
+    v = gpu_get(name);
+    return v ? v : healthy;
+}
+
+static int lost(int i) { return !strcmp(hv(i, "lost", "0"), "1"); }
+
+static int remapper(int i) { return strcmp(hv(i, "remapper", "yes"), "no") != 0; }   /* A100 and later remap rows */
+
+/* nvmlClocksEventReasons: the staged bits, plus GpuIdle (0x1) while no job holds the GPU */
+static unsigned long long event_mask(int i) {
+    unsigned long long staged = strtoull(hv(i, "events", "0"), NULL, 16);
+    return staged | (nheld && i == 0 ? 0 : 0x1ULL);
+}
+
+/* "Unable to determine the device handle for GPU0000:2A:00.0: Unknown Error": what nvidia-smi prints for a GPU
+ * NVML lost (fallen off the bus), in place of its line; the run then exits 15 (nvidia-smi(1) RETURN VALUE: "GPU has
+ * fallen off the bus or has otherwise become inaccessible"). */
+static int print_lost(int i) {
+    if (!lost(i)) return 0;
+    printf("Unable to determine the device handle for GPU%s: Unknown Error\n", bus_of(i) + 4);
+    return 1;
 }
 
 static int field_index(const char *field) {
@@ -474,10 +541,35 @@ static void print_value(int f, const char *driver, int nounits, int gpu_index) {
         else known = "[N/A]";
     } else if (!strcmp(name, "uuid")) known = uuid_of(gpu_index);
     else if (!strcmp(name, "pci.bus_id")) known = bus_of(gpu_index);
-    else if (!strcmp(name, "temperature.gpu")) known = "31";
+    else if (!strcmp(name, "temperature.gpu")) known = hv(gpu_index, "temp", "31");
     else if (!strcmp(name, "utilization.gpu")) known = nheld ? "100" : "0";
     else if (!strcmp(name, "power.draw")) known = "69.42";
-    else if (!strcmp(name, "persistence_mode")) known = "Enabled";
+    else if (!strcmp(name, "persistence_mode")) known = hv(gpu_index, "persistence", "Enabled");
+    else if (!strcmp(name, "pcie.link.gen.current")) known = hv(gpu_index, "pcie_gen", "5");
+    else if (!strcmp(name, "pcie.link.gen.max")) known = hv(gpu_index, "pcie_gen_max", "5");
+    else if (!strcmp(name, "pcie.link.width.current")) known = hv(gpu_index, "pcie_width", "16");
+    else if (!strcmp(name, "pcie.link.width.max")) known = hv(gpu_index, "pcie_width_max", "16");
+    else if (!strcmp(name, "ecc.mode.current")) known = hv(gpu_index, "ecc_mode", "Enabled");
+    else if (!strcmp(name, "ecc.errors.uncorrected.volatile.total")) known = hv(gpu_index, "ecc_unc_vol", "0");
+    else if (!strcmp(name, "ecc.errors.uncorrected.aggregate.total")) known = hv(gpu_index, "ecc_unc_agg", "0");
+    else if (!strcmp(name, "ecc.errors.corrected.volatile.total")) known = hv(gpu_index, "ecc_cor_vol", "0");
+    else if (!strcmp(name, "retired_pages.pending"))   /* [N/A] where rows are remapped instead (the H200) */
+        known = remapper(gpu_index) ? "[N/A]" : hv(gpu_index, "retired_pending", "No");
+    else if (!strcmp(name, "clocks_event_reasons.active"))
+        snprintf(number, sizeof number, "0x%016llx", event_mask(gpu_index));
+    else if (!strncmp(name, "clocks_event_reasons.", 21)) {
+        static const struct { const char *reason; unsigned long long bit; } BITS[] = {
+            {"sw_power_cap", 0x4}, {"hw_slowdown", 0x8}, {"sw_thermal_slowdown", 0x20},
+            {"hw_thermal_slowdown", 0x40}, {"hw_power_brake_slowdown", 0x80}};
+        known = "Not Active";
+        for (size_t b = 0; b < N(BITS); b++)
+            if (!strcmp(name + 21, BITS[b].reason) && (event_mask(gpu_index) & BITS[b].bit)) known = "Active";
+    }
+    else if (!strcmp(name, "enforced.power.limit")) known = hv(gpu_index, "power_limit", "700.00");
+    else if (!strcmp(name, "power.default_limit")) known = hv(gpu_index, "power_default", "700.00");
+    else if (!strcmp(name, "temperature.memory")) known = hv(gpu_index, "temp_memory", "30");
+    else if (!strcmp(name, "clocks.sm")) known = nheld ? "1980" : "345";
+    else if (!strcmp(name, "clocks.max.sm")) known = "1980";
     else if (!strncmp(name, "fabric.", 7)) {
         const char *state, *status, *clique;
         fabric_of(gpu_index, &state, &status, &clique);
@@ -515,7 +607,9 @@ static int query(char *spec, char *fmt, const char *driver) {
         }
     const char *needed[] = {"name", "compute_cap", "uuid", "bus_id"};   /* the Python looked all of them up */
     for (size_t i = 0; i < N(needed); i++) gpu_need(needed[i]);
+    int gone = 0;
     for (int g = 0; g < ngpus(); g++) {   /* one row per GPU; the jobs' memory is GPU 0's */
+        if (print_lost(g)) { gone = 1; continue; }
         long long used = used_mib;
         size_t held_jobs = nheld;
         if (g) used_mib = 0, nheld = 0;
@@ -526,7 +620,41 @@ static int query(char *spec, char *fmt, const char *driver) {
         used_mib = used, nheld = held_jobs;
         putchar('\n');
     }
-    return 0;
+    return gone ? 15 : 0;
+}
+
+static int remap_index(const char *field) {
+    for (size_t i = 0; i < N(REMAP_FIELDS); i++)
+        if (!strcmp(field, REMAP_FIELDS[i])) return (int)i;
+    return -1;
+}
+
+/* --query-remapped-rows: one line per GPU; a GPU without a row remapper answers [N/A] (NVML_ERROR_NOT_SUPPORTED,
+ * as the H200 answers retired_pages.pending) */
+static int query_remapped(char *spec, char *fmt) {
+    char *fields[count_parts(spec)], *options[count_parts(fmt)];
+    int nf = split_commas(spec, fields), no = split_commas(fmt, options), gone = 0;
+    for (int i = 0; i < nf; i++)
+        if (remap_index(fields[i]) < 0) {
+            printf("Field \"%s\" is not a valid field to query.\n\n", fields[i]);
+            return 2;
+        }
+    if (!has(options, no, "noheader")) {
+        for (int i = 0; i < nf; i++) printf("%s%s", i ? ", " : "", fields[i]);
+        putchar('\n');
+    }
+    for (int g = 0; g < ngpus(); g++) {
+        if (print_lost(g)) { gone = 1; continue; }
+        for (int i = 0; i < nf; i++) {
+            int k = remap_index(fields[i]);
+            const char *v = k == 0 ? bus_of(g) : k == 1 ? uuid_of(g) : !remapper(g) ? "[N/A]"
+                : k == 2 ? hv(g, "remap_corr", "0") : k == 3 ? hv(g, "remap_unc", "0")
+                : k == 4 ? hv(g, "remap_pending", "No") : hv(g, "remap_failure", "No");
+            printf("%s%s", i ? ", " : "", v);
+        }
+        putchar('\n');
+    }
+    return gone ? 15 : 0;
 }
 
 static int app_index(const char *field) {
@@ -648,7 +776,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         char *arg = argv[i], *eq = strchr(arg, '=');
         if (eq) { *eq = '\0'; keys[nopts] = arg; values[nopts] = eq + 1; }
-        else if ((!strcmp(arg, "--query-gpu") || !strcmp(arg, "--format") || !strcmp(arg, "--query-compute-apps"))
+        else if ((!strcmp(arg, "--query-gpu") || !strcmp(arg, "--format") || !strcmp(arg, "--query-compute-apps")
+                  || !strcmp(arg, "--query-remapped-rows"))
                  && i + 1 < argc) { keys[nopts] = arg; values[nopts] = argv[++i]; }
         else { keys[nopts] = arg; values[nopts] = ""; }
         nopts++;
@@ -663,8 +792,12 @@ int main(int argc, char **argv) {
     }
     gpu();
     if (opt("-L") || opt("--list-gpus")) {
-        for (int i = 0; i < ngpus(); i++) printf("GPU %d: %s (UUID: %s)\n", i, gpu_need("name"), uuid_of(i));
-        return 0;
+        int gone = 0;
+        for (int i = 0; i < ngpus(); i++) {
+            if (print_lost(i)) gone = 1;
+            else printf("GPU %d: %s (UUID: %s)\n", i, gpu_need("name"), uuid_of(i));
+        }
+        return gone ? 15 : 0;
     }
     if (opt("topo") && opt("-m")) {   /* the real layout: tab-separated, the header underlined, Legend after */
         topo();
@@ -681,6 +814,7 @@ int main(int argc, char **argv) {
     char *fmt = opt("--format");
     if (opt("--query-gpu")) return query(opt("--query-gpu"), fmt ? fmt : "csv", driver);
     if (opt("--query-compute-apps")) return query_apps(opt("--query-compute-apps"), fmt ? fmt : "csv");
+    if (opt("--query-remapped-rows")) return query_remapped(opt("--query-remapped-rows"), fmt ? fmt : "csv");
     table(driver);
     return 0;
 }

@@ -1,16 +1,75 @@
-# fleet verify (role verify): prints one JSON line {"passed", "checks", "missing_libraries", "torch", "cuda", "kinds",
-# "perf"}. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and asks CUDA again in each other kind
-# of process (KINDS: bare, interactive, login), because each reads different startup files, or none, and may load a
-# different libcuda.so.1 (issues 11, 23); a failed kind names the libcuda and the loader's step that put it first.
-import ctypes, glob, importlib.util, json, os, re, subprocess, sys, time
+"""fleet's verify program: the host side of the verify role, a plain stdlib Python file run on the host.
 
-PERF = {{ 'True' if (verify_perf and not host.get('check_mode')) else 'False' }}  # never in --check / a look phase
-{%- set platform = decisions.get('platform') or {} %}
-GPU_EXPECTED = {{ 'False' if platform.get('gpu') == false else 'True' }}   # the platform row's (decisions.platform)
-TABLE = json.loads({{ (verify_perf_table or platform.get('perf') or []) | tojson | tojson }})
-MEMORY_SHARE = {{ verify_perf_memory_share | float }}   # of FREE memory the perf tensors may take
-BUSY_SHARE = {{ verify_busy_memory_share | float }}     # memory used by others above this share of total: busy
-CHECKS, OUT = [], {"missing_libraries": [], "torch": None, "cuda": {}, "perf": None, "gpus": []}
+It proves the GPU stack works in every kind of process (they read different startup files, or none, and may load
+a different libcuda.so.1: issues 11, 23) and prints ONE JSON line as its last line:
+
+    {"passed", "checks": [{"name", "passed", "detail"}], "missing_libraries", "torch", "cuda", "kinds", "perf",
+     "bandwidth", "load", "gpus", "links", "python"}
+
+exiting 0 only when every check passed. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and
+asks CUDA again in each other kind of process (KINDS: bare, interactive, login) by starting itself there
+(`--cuda-probe NEED`); a failed kind names the libcuda and the loader's step that put it first.
+
+Run as (fleet/resources/verify.py renders the command; nothing in this file is templated):
+
+    python3 verify_host.py CONFIG_JSON          # the checks, in order (STEPS)
+    python3 verify_host.py --cuda-probe NEED    # one kind of process: `@@fleet-cuda {...}` (cuda_report)
+    python3 verify_host.py --allreduce          # one rank of the all-reduce (RANK, WORLD_SIZE, FLEET_AR_ELEMS)
+
+CONFIG_JSON, one JSON object (every key optional; the verify role's templates/verify.json.j2 writes it):
+
+    perf          bool    the perf smoke and the all-reduce run (never in --check)         default false
+    gpu_expected  bool    the platform has an NVIDIA GPU (false: verified on the CPU)     default true
+    perf_table    list    [{match, peak, matmul_floor, attention_floor} (TFLOP/s), memory_tbs, memory_floor_tbs,
+                          host_gbs, host_floor_gbs (the bandwidth floors; 0: none)], first match wins
+    memory_share  float   of the FREE GPU memory the perf tensors may take                default 0.1
+    busy_share    float   memory used by others above this share of the total: busy       default 0.1
+
+The environment may carry FLEET_VERIFY_TRACE: fleet.facts.shells' trace of the startup files (a bash command),
+run only where a kind of process failed through LD_LIBRARY_PATH, to name the startup file:line that set it.
+
+Adding a check: write `def my_check(ctx)` that calls `check(name, passed, detail)` once per verdict (and may put
+data in OUT["..."]), and put it in STEPS where it belongs. Steps run in order with one shared `ctx` dict (what an
+earlier step found: "torch", "look", "here"); a step that returns STOP ends the run (the later steps depend on
+what it could not prove). An exception in a step is the check `verify_ran` failing with the exception's text.
+Keep this file stdlib-only at import (torch is imported inside the steps that need it) and templating-free: it
+is installed on the host by the digest of its text.
+"""
+
+import ctypes
+import glob
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+
+# Set by configure() from CONFIG_JSON; the defaults are what an empty config gives.
+PERF = False              # the perf smoke and the all-reduce (never in --check / a look phase)
+GPU_EXPECTED = True       # the platform row's (decisions.platform): False verifies on the CPU
+TABLE = []                # perf rows: {match, peak, matmul_floor, attention_floor}
+MEMORY_SHARE = 0.1        # of FREE memory the perf tensors may take
+BUSY_SHARE = 0.1          # memory used by others above this share of total: busy
+CHECKS, OUT = [], {}
+PROGRAM = os.path.abspath(__file__) if globals().get("__file__") else None   # this file: started in other kinds
+STOP = object()           # a step's answer that ends the run
+
+
+def configure(config):
+    """Take CONFIG_JSON's values (a dict) and start a fresh result."""
+    global PERF, GPU_EXPECTED, TABLE, MEMORY_SHARE, BUSY_SHARE
+    PERF = bool(config.get("perf", False))
+    GPU_EXPECTED = bool(config.get("gpu_expected", True))
+    TABLE = list(config.get("perf_table") or [])
+    MEMORY_SHARE = float(config.get("memory_share", 0.1))
+    BUSY_SHARE = float(config.get("busy_share", 0.1))
+    CHECKS.clear()
+    OUT.clear()
+    OUT.update({"missing_libraries": [], "torch": None, "cuda": {}, "perf": None, "gpus": []})
+
 
 # What one process sees of CUDA, asked of the driver API itself. Runs here (`ssh host cmd`, with torch) and, as its
 # own program, in each other kind of process (KINDS). Error codes: CUDA driver API reference, CUresult
@@ -18,9 +77,6 @@ CHECKS, OUT = [], {"missing_libraries": [], "torch": None, "cuda": {}, "perf": N
 # DEVICES_UNAVAILABLE, 100 NO_DEVICE, 802 SYSTEM_NOT_READY (an NVSwitch fabric not up), 803 SYSTEM_DRIVER_MISMATCH, 804 COMPAT_NOT_SUPPORTED_ON_DEVICE, 999 UNKNOWN.
 # Without torch it asks what torch.cuda.is_available() asks (the libcuda the loader picks, cuInit, a device, a
 # driver API at least the wheel's CUDA: `need`), in a few ms instead of a torch import (~1.5 s on an H100 host).
-PROBE = r'''
-import ctypes, json, os, re, warnings
-
 class _DlInfo(ctypes.Structure):
     _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
@@ -92,8 +148,6 @@ def cuda_report(with_torch=True, need=0):
         r["need"] = need
         r["available"] = r["code"] == 0 and r.get("devices", 0) > 0 and r["driver_api"] >= need
     return r
-'''
-exec(PROBE)
 
 # Each kind of process, as it starts (issue 23): the probe runs in each, all inside verify's one command.
 #   ssh          `ssh host cmd`: this very process (a non-interactive bash that read ~/.bashrc); the full check
@@ -384,21 +438,24 @@ def fresh_env():
     return env
 
 
-def kind_command(kind, code):
-    """argv and environment that start `python -c code` as this kind of process starts."""
+def kind_command(kind, need):
+    """argv and environment that start this program's CUDA probe (`python PROGRAM --cuda-probe NEED`) as this kind
+    of process starts."""
     if kind == "bare":
         return (["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"HOME={os.environ.get('HOME', '/root')}",
-                 sys.executable, "-c", code], None)
+                 sys.executable, PROGRAM, "--cuda-probe", str(need)], None)
     flags = ["+m", "-i"] if kind == "interactive" else ["-l"]
-    return ["bash", *flags, "-c", 'exec "$0" -c "$1"', sys.executable, code], fresh_env()
+    return (["bash", *flags, "-c", 'exec "$0" "$1" --cuda-probe "$2"', sys.executable, PROGRAM, str(need)],
+            fresh_env())
 
 
 def other_kinds(need):
     """The probe in bare, interactive and login processes at once -> {kind: report}."""
-    code = PROBE + f"\nprint('@@fleet-cuda ' + json.dumps(cuda_report(False, {int(need)})))\n"
     procs, out = {}, {}
+    if not PROGRAM:
+        return {kind: {"run_error": "the verify program was not run from a file"} for kind in ("bare", "interactive", "login")}
     for kind in ("bare", "interactive", "login"):
-        argv, env = kind_command(kind, code)
+        argv, env = kind_command(kind, int(need))
         try:
             procs[kind] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -605,6 +662,149 @@ def perf(torch, name):
                   + ("" if full else " (smaller than the standard case: no floor applied)"))
 
 
+# ---- GPU health under load (issue 36): clock-event reasons and the PCIe link sampled while every GPU works, and
+# the bandwidths a pod sells: device memory, host to device, device to host ----
+# nvidia-smi's fields (nvidia-smi --help-query-gpu): an idle link drops its PCIe generation to save power and the
+# clocks show their limits only at work, so they are read under load. nvmlClocksEventReasons bits (nvml.h).
+LOAD_FIELDS = ("index,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,"
+               "clocks_event_reasons.active,clocks.sm,clocks.max.sm,temperature.gpu,power.draw")
+EVENT_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+              0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+              0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+LOAD_SECONDS = 2.0        # matmuls on every GPU this long; sampled at 1/3 and 2/3 of it
+BANDWIDTH_BYTES = 1 << 30  # at most 1 GiB a copy (pinned host memory, two device buffers), within MEMORY_SHARE
+
+
+def _number(text):
+    return float(text) if re.fullmatch(r"-?\d+(\.\d+)?", text or "") else None
+
+
+def load_sample(rows):
+    """nvidia-smi's LOAD_FIELDS rows -> [{index, gen, gen_max, width, width_max, events, sm_mhz, sm_max_mhz,
+    temperature, power_w}]."""
+    out = []
+    for row in rows or []:
+        if len(row) != len(LOAD_FIELDS.split(",")) or not row[0].isdigit():
+            continue
+        mask = int(row[5], 16) if re.fullmatch(r"0x[0-9a-fA-F]+", row[5]) else 0
+        out.append({"index": int(row[0]), "gen": _number(row[1]), "gen_max": _number(row[2]),
+                    "width": _number(row[3]), "width_max": _number(row[4]),
+                    "events": [name for bit, name in EVENT_BITS.items() if mask & bit],
+                    "sm_mhz": _number(row[6]), "sm_max_mhz": _number(row[7]), "temperature": _number(row[8]),
+                    "power_w": _number(row[9])})
+    return out
+
+
+def load_summary(samples):
+    """Every sample of a GPU folded: its lowest PCIe generation and width under load, every clock-event reason seen
+    (idle left out: the GPU was working), the hottest reading. -> [{index, gen, gen_max, width, width_max, events,
+    temperature}]"""
+    by_gpu = {}
+    for sample in samples:
+        for g in sample:
+            seen = by_gpu.setdefault(g["index"], {"index": g["index"], "gen": g["gen"], "gen_max": g["gen_max"],
+                                                  "width": g["width"], "width_max": g["width_max"], "events": [],
+                                                  "temperature": g["temperature"], "sm_mhz": g["sm_mhz"]})
+            for key in ("gen", "width"):
+                if g[key] is not None and (seen[key] is None or g[key] < seen[key]):
+                    seen[key] = g[key]
+            seen["events"] = sorted(set(seen["events"]) | {e for e in g["events"] if e != "gpu_idle"})
+            seen["temperature"] = max(t for t in (seen["temperature"], g["temperature"], -1) if t is not None)
+            seen["sm_mhz"] = max(t for t in (seen["sm_mhz"], g["sm_mhz"], -1) if t is not None)
+    return [by_gpu[i] for i in sorted(by_gpu)]
+
+
+def under_load(torch, seconds=LOAD_SECONDS):
+    """bf16 matmuls on every GPU for `seconds` (a thread per GPU: torch releases the GIL), nvidia-smi sampled while
+    they run. Checks: no hardware or thermal slowdown under load, each link at its maximum generation and width."""
+    import threading
+
+    stop = threading.Event()
+
+    def work(device):
+        a = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+        b = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+        while not stop.is_set():
+            for _ in range(20):
+                a @ b
+            torch.cuda.synchronize(device)
+
+    threads = [threading.Thread(target=work, args=(d,), daemon=True) for d in range(torch.cuda.device_count())]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    samples = []
+    for at in (seconds / 3, 2 * seconds / 3):
+        time.sleep(max(0.0, started + at - time.perf_counter()))
+        samples.append(load_sample(smi("--query-gpu=" + LOAD_FIELDS)))
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    summary = load_summary(samples)
+    OUT["load"] = {"seconds": round(time.perf_counter() - started, 2), "gpus": summary, "samples": samples}
+    judge_load(summary)
+
+
+def judge_load(summary):
+    if not summary:
+        check("under_load", True, "nvidia-smi gave no reading under load: not judged")
+        return
+    slow = [f"GPU {g['index']}: {', '.join(e for e in g['events'] if e in SLOWDOWNS)}" for g in summary
+            if any(e in SLOWDOWNS for e in g["events"])]
+    check("clocks_under_load", not slow, "; ".join(slow) + ": hardware or thermal slowdown while working "
+          "(cooling or power: the provider's)" if slow else
+          "no hardware or thermal slowdown under load (" + ", ".join(
+              f"GPU {g['index']} {g['sm_mhz']:.0f} MHz {g['temperature']:.0f} C" for g in summary
+              if g["sm_mhz"] is not None and g["temperature"] is not None) + ")")
+    down = [f"GPU {g['index']}: Gen{g['gen']:.0f} x{g['width']:.0f} of Gen{g['gen_max']:.0f} x{g['width_max']:.0f}"
+            for g in summary if None not in (g["gen"], g["gen_max"], g["width"], g["width_max"])
+            and (g["gen"] < g["gen_max"] or g["width"] < g["width_max"])]
+    check("pcie_under_load", not down, "; ".join(down) + ": the PCIe link runs below its maximum under load "
+          "(the slot, riser or BIOS: the provider's)" if down else "every PCIe link at its maximum under load")
+
+
+def judge_bandwidth(figures, row):
+    """The measured bandwidths against the row's floors (0 or absent: no floor, figures recorded only)."""
+    row = row or {}
+    for name, value, floor, unit in (
+            ("bandwidth_memory", figures["d2d_traffic_gbs"] / 1000, row.get("memory_floor_tbs"), "TB/s"),
+            ("bandwidth_h2d", figures["h2d_gbs"], row.get("host_floor_gbs"), "GB/s"),
+            ("bandwidth_d2h", figures["d2h_gbs"], row.get("host_floor_gbs"), "GB/s")):
+        sheet = row.get("memory_tbs" if unit == "TB/s" else "host_gbs")
+        of = f" of the datasheet's {sheet:g} {unit}" if sheet else ""
+        if floor and value < floor:
+            check(name, False, f"{value:.2f} {unit}{of} is under the floor of {floor:.2f} {unit}"
+                  + (": a link trained down or slowed" if unit == "GB/s" else ": memory clocks held down"))
+        else:
+            check(name, True, f"{value:.2f} {unit}{of}" + ("" if floor else " (no floor known for this GPU)"))
+
+
+def bandwidth(torch, name):
+    """Pinned host-to-device and device-to-host copies, and a device-to-device copy (traffic = read + write), on
+    GPU 0, each timed after a warm-up, sized within MEMORY_SHARE of the free memory."""
+    row = next((dict(r) for r in TABLE if r["match"] in name), None)
+    free, _total = torch.cuda.mem_get_info()
+    size = min(BANDWIDTH_BYTES, int(MEMORY_SHARE * free / 2)) // (1 << 20) * (1 << 20)
+    if size < (64 << 20):
+        OUT["bandwidth"] = {"skipped": f"bandwidth skipped: {free / 2**30:.0f} GB free is too little"}
+        check("bandwidth", True, OUT["bandwidth"]["skipped"])
+        return
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    dev = torch.empty(size, dtype=torch.uint8, device="cuda")
+    h2d = size / timed(torch, lambda: dev.copy_(host, non_blocking=True), 5) / 1e9
+    d2h = size / timed(torch, lambda: host.copy_(dev, non_blocking=True), 5) / 1e9
+    other = torch.empty_like(dev)
+    d2d = size / timed(torch, lambda: other.copy_(dev), 10) / 1e9
+    del host, dev, other
+    figures = {"gpu": name, "bytes": size, "h2d_gbs": round(h2d, 1), "d2h_gbs": round(d2h, 1),
+               "d2d_copy_gbs": round(d2d, 1), "d2d_traffic_gbs": round(2 * d2d, 1),
+               "memory_tbs": row and row.get("memory_tbs"), "memory_floor_tbs": row and row.get("memory_floor_tbs"),
+               "host_gbs": row and row.get("host_gbs"), "host_floor_gbs": row and row.get("host_floor_gbs")}
+    OUT["bandwidth"] = figures
+    judge_bandwidth(figures, row)
+
+
 # ---- several GPUs: the links between them (issue 28) ----
 # Bus bandwidth (NCCL's busbw = algbw * 2(n-1)/n for all-reduce: nccl-tests doc/PERFORMANCE.md) a large all-reduce
 # should reach over each kind of link, GB/s. NVLink4 (H100 SXM, 18 links, 900 GB/s per GPU both ways: H100 data
@@ -614,30 +814,36 @@ def perf(torch, name):
 LINK_BUSBW = {"nvlink4": 450.0, "nvlink3": 230.0, "nvlink": 100.0, "pcie": 25.0}
 LINK_FLOOR_SHARE = 0.5
 ALLREDUCE_TIMEOUT = 180   # seconds for the whole spawned all-reduce (NCCL init, warm-up, timing)
-ALLREDUCE = r"""
-import datetime, json, os, sys, time
-import torch, torch.distributed as dist
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-torch.cuda.set_device(rank)
-dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
-x = torch.ones(int(os.environ["FLEET_AR_ELEMS"]), device="cuda", dtype=torch.float32)
-for _ in range(3):
-    dist.all_reduce(x)
-torch.cuda.synchronize(); dist.barrier()
-iters = 10
-start = time.perf_counter()
-for _ in range(iters):
-    dist.all_reduce(x)
-torch.cuda.synchronize()
-t = (time.perf_counter() - start) / iters
-ok = bool(torch.allclose(x[:8], torch.full((8,), float(world) ** (3 + iters), device="cuda")))
-if rank == 0:
-    size = x.numel() * 4
-    algbw = size / t / 1e9
-    print("@@fleet-allreduce " + json.dumps({"bytes": size, "seconds": t, "algbw": algbw,
-                                             "busbw": algbw * 2 * (world - 1) / world, "correct": ok}))
-dist.destroy_process_group()
-"""
+
+
+def allreduce_worker():
+    """One rank of the all-reduce (`python PROGRAM --allreduce`, RANK/WORLD_SIZE/FLEET_AR_ELEMS in the environment):
+    rank 0 prints `@@fleet-allreduce {bytes, seconds, algbw, busbw, correct}`."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
+    x = torch.ones(int(os.environ["FLEET_AR_ELEMS"]), device="cuda", dtype=torch.float32)
+    for _ in range(3):
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    dist.barrier()
+    iters = 10
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    t = (time.perf_counter() - start) / iters
+    ok = bool(torch.allclose(x[:8], torch.full((8,), float(world) ** (3 + iters), device="cuda")))
+    if rank == 0:
+        size = x.numel() * 4
+        algbw = size / t / 1e9
+        print("@@fleet-allreduce " + json.dumps({"bytes": size, "seconds": t, "algbw": algbw,
+                                                 "busbw": algbw * 2 * (world - 1) / world, "correct": ok}))
+    dist.destroy_process_group()
 
 
 def topology():
@@ -722,7 +928,7 @@ def links(torch, look, allreduce=True):
     procs, env = [], {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + os.getpid() % 1000),
                       "WORLD_SIZE": str(n), "FLEET_AR_ELEMS": str(elems)}
     for rank in range(n):
-        procs.append(subprocess.Popen([sys.executable, "-c", ALLREDUCE], env={**env, "RANK": str(rank)},
+        procs.append(subprocess.Popen([sys.executable, PROGRAM, "--allreduce"], env={**env, "RANK": str(rank)},
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     deadline, outs = time.time() + ALLREDUCE_TIMEOUT, []
     for p in procs:
@@ -757,53 +963,120 @@ def links(torch, look, allreduce=True):
               f"(~{expect:.0f} expected over {kind})")
 
 
-def main():
-    look = busy_look() if (PERF and GPU_EXPECTED) else None
+
+
+# ---- the steps, in order: one function per check (see the module's docstring: adding a check) ----
+
+def libraries(ctx):
+    """ldd over torch's shared objects: every missing library at once (before the import, which names one)."""
+    ctx["look"] = busy_look() if (PERF and GPU_EXPECTED) else None
     missing = missing_libraries()
     if missing is None:
         check("torch_installed", False, f"no torch in {sys.executable}")
-        return
+        return STOP
     OUT["missing_libraries"] = missing
     check("libraries_resolve", not missing, "all resolve" if not missing else "not found: " + ", ".join(missing))
+    return None
+
+
+def torch_imports(ctx):
     try:
         import torch
     except Exception as exc:  # the loader's error names the first missing library
         check("torch_imports", False, f"{type(exc).__name__}: {exc}")
-        return
+        return STOP
     check("torch_imports", True, f"torch {torch.__version__} from {os.path.dirname(torch.__file__)}")
     OUT["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
-    if not GPU_EXPECTED:
-        x, y = torch.randn(64, 32), torch.randn(32, 16)
-        a, b, got = x.tolist(), y.tolist(), (x @ y).tolist()
-        want = [[sum(a[i][k] * b[k][j] for k in range(32)) for j in range(16)] for i in range(64)]
-        ok = all(abs(got[i][j] - want[i][j]) <= 1e-3 + 1e-3 * abs(want[i][j]) for i in range(64) for j in range(16))
-        check("cpu_matmul", ok, "no NVIDIA GPU on this host: CUDA checks skipped; 64x32 @ 32x16 on the CPU "
-              "matches plain Python")
-        return
+    ctx["torch"] = torch
+    return None
+
+
+def cpu_only(ctx):
+    """A platform without an NVIDIA GPU: a small matmul on the CPU against plain Python, and nothing after it."""
+    if GPU_EXPECTED:
+        return None
+    torch = ctx["torch"]
+    x, y = torch.randn(64, 32), torch.randn(32, 16)
+    a, b, got = x.tolist(), y.tolist(), (x @ y).tolist()
+    want = [[sum(a[i][k] * b[k][j] for k in range(32)) for j in range(16)] for i in range(64)]
+    ok = all(abs(got[i][j] - want[i][j]) <= 1e-3 + 1e-3 * abs(want[i][j]) for i in range(64) for j in range(16))
+    check("cpu_matmul", ok, "no NVIDIA GPU on this host: CUDA checks skipped; 64x32 @ 32x16 on the CPU "
+          "matches plain Python")
+    return STOP
+
+
+def cuda_kinds(ctx):
+    """CUDA in every kind of process: here (with torch) and in a bare, an interactive and a login process."""
+    torch = ctx["torch"]
     here = cuda_report()
     others = other_kinds(need_of(torch.version.cuda))
     OUT["cuda"] = {"noninteractive": here, "interactive": others["interactive"]}   # as before; every kind: "kinds"
     OUT["kinds"] = {kind: judge_kind(kind, here if kind == "ssh" else others[kind]) for kind in KINDS}
-    if not here.get("torch_available"):
-        return
-    every_gpu(torch)
-    links(torch, look, allreduce=PERF)   # like perf, the all-reduce never runs in --check
+    return None if here.get("torch_available") else STOP
+
+
+def gpus(ctx):
+    every_gpu(ctx["torch"])
+
+
+def gpu_links(ctx):
+    links(ctx["torch"], ctx.get("look"), allreduce=PERF)   # like perf, the all-reduce never runs in --check
+
+
+def perf_smoke(ctx):
     if not PERF:
-        return
+        return STOP
+    look = ctx.get("look")
     if look and look.get("busy"):
         OUT["perf"] = {"skipped": f"perf skipped: {look['busy']}", "look": look}
         check("perf", True, OUT["perf"]["skipped"])
-        return
+        return STOP
+    torch = ctx["torch"]
+    for name, step in (("perf", perf), ("bandwidth", bandwidth), ("under_load", under_load)):
+        try:
+            step(torch, torch.cuda.get_device_name(0)) if step is not under_load else step(torch)
+        except Exception as exc:
+            check(name, False, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+# The checks, in the order they run. Add yours where it belongs (see the docstring).
+STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, gpus, gpu_links, perf_smoke]
+
+
+def run(config):
+    """Every step with this config -> OUT (with "passed", "checks", "python"). Never raises."""
+    configure(config)
+    ctx = {}
     try:
-        perf(torch, torch.cuda.get_device_name(0))
+        for step in STEPS:
+            if step(ctx) is STOP:
+                break
     except Exception as exc:
-        check("perf", False, f"{type(exc).__name__}: {exc}")
+        check("verify_ran", False, f"{type(exc).__name__}: {exc}")
+    OUT.update(passed=bool(CHECKS) and all(c["passed"] for c in CHECKS), checks=CHECKS, python=sys.executable)
+    return OUT
 
 
-try:
-    main()
-except Exception as exc:
-    check("verify_ran", False, f"{type(exc).__name__}: {exc}")
-OUT.update(passed=bool(CHECKS) and all(c["passed"] for c in CHECKS), checks=CHECKS, python=sys.executable)
-print(json.dumps(OUT))
-sys.exit(0 if OUT["passed"] else 1)
+def main(argv):
+    if argv[:1] == ["--cuda-probe"]:
+        print("@@fleet-cuda " + json.dumps(cuda_report(False, int(argv[1]) if len(argv) > 1 else 0)))
+        return 0
+    if argv[:1] == ["--allreduce"]:
+        allreduce_worker()
+        return 0
+    try:
+        config = json.loads(argv[0]) if argv else {}
+        if not isinstance(config, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        print(json.dumps({"passed": False, "checks": [{"name": "verify_ran", "passed": False,
+                                                       "detail": f"bad config {argv[0][:200]!r}: {exc}"}]}))
+        return 1
+    out = run(config)
+    print(json.dumps(out))
+    return 0 if out["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,270 @@
+"""The GPU health verdict per host (issue 36): healthy, degraded, or "return this pod". Pure: facts.health in, a
+verdict out (fleet/facts/health.py observes; this module judges, once, beside the rule each judgement follows).
+
+The classes are NVIDIA's own:
+- "return": a fault the renter cannot fix and the provider must. A row-remap FAILURE (GPU Memory Error
+  Management guide, "Row Remapping": the RMA policy's case); a GPU missing from what was ordered, or seen by the
+  kernel driver and lost to NVML / off the bus (Xid 79: "GPU has fallen off the bus", catalog action: reset the GPU
+  or reboot the node); a recovery action of Reset, Reboot or Drain and Reset (nvmlDeviceGetGpuRecoveryAction: what
+  the driver asks for before the GPU can be trusted again; on a rented pod only the provider can reset or reboot);
+  the Xid codes whose catalog resolution is a GPU reset or node reboot (HOST_XID).
+- "degraded": the GPU works but less than it should, with NVIDIA's action: a row remap PENDING (applied at the next
+  GPU reset; work can go on meanwhile), uncorrectable ECC errors since the driver loaded, ECC off, pages waiting to
+  retire (pre-A100: Dynamic Page Retirement guide, "reload the driver"), a PCIe link narrower than its maximum (or
+  slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, the Xid codes of
+  the catalog whose action is an application restart or a check (DEGRADED_XID).
+- "note": shown, no change to the verdict (lifetime ECC history, PCIe replays, persistence mode off, a kernel log
+  that cannot be read: Xid events "unreadable", never "clean").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+RETURN, DEGRADED, NOTE = "return", "degraded", "note"
+_ORDER = {RETURN: 0, DEGRADED: 1, NOTE: 2}
+
+XID_CATALOG = "docs.nvidia.com/deploy/xid-errors"
+# NVIDIA's Xid catalog: code -> (class, meaning, NVIDIA's resolution)
+XID = {
+    13: (NOTE, "graphics engine exception", "usually the application's fault: check it; restart it"),
+    31: (NOTE, "GPU memory page fault", "usually the application's illegal access: check it"),
+    43: (NOTE, "GPU stopped processing", "usually the application's fault: restart it"),
+    45: (NOTE, "preemptive cleanup after an earlier error", "follows another error: see it"),
+    48: (DEGRADED, "double-bit (uncorrectable) ECC error", "a row remap or page retirement follows: reset the GPU"),
+    61: (RETURN, "internal micro-controller breakpoint", "reset the GPU"),
+    62: (RETURN, "internal micro-controller halt", "reset the GPU"),
+    63: (DEGRADED, "ECC page retirement or row remap recorded", "reset the GPU (or reload the driver) to apply it"),
+    64: (RETURN, "ECC page retirement or row remap failed", "the RMA policy's case: the provider replaces the GPU"),
+    74: (DEGRADED, "NVLink error", "reset the GPU; if it recurs the link hardware is at fault"),
+    79: (RETURN, "GPU has fallen off the bus", "reset the GPU or reboot the node; check the slot and power"),
+    92: (DEGRADED, "high single-bit ECC error rate", "watch it; reset the GPU at the next chance"),
+    94: (DEGRADED, "contained ECC error", "restart the application that was hit"),
+    95: (RETURN, "uncontained ECC error", "reset the GPU"),
+    119: (RETURN, "GSP RPC timeout", "reset the GPU or reboot the node"),
+    120: (RETURN, "GSP error", "reset the GPU or reboot the node"),
+    140: (RETURN, "unrecovered ECC error", "reset the GPU"),
+}
+# nvmlGpuRecoveryAction_t as nvidia-smi prints it
+RECOVERY = {"none": None, "reset": RETURN, "reboot": RETURN, "drain and reset": RETURN, "drain p2p": DEGRADED}
+# clock-event reasons that mean hardware holds the clocks down (nvmlClocksEventReasons: HwSlowdown "HW slowdown
+# ... to protect the GPU: temperature, power brake or the board's own signal", the thermal ones)
+SLOWDOWNS = {"hw_slowdown": "hardware slowdown (thermal or power brake signal)",
+             "hw_thermal_slowdown": "hardware thermal slowdown (the GPU too hot)",
+             "hw_power_brake_slowdown": "power brake slowdown (the board's power supply asked for it)",
+             "sw_thermal_slowdown": "software thermal slowdown (above the GPU's max operating temperature)"}
+PROVIDER_WAY_OUT = ("return it: terminate the pod and rent another (report the GPU's UUID and the fault to the "
+                    "provider so it leaves the pool; most providers do not bill a pod reported at once)")
+
+
+@dataclass
+class Finding:
+    severity: str                   # "return" | "degraded" | "note"
+    gpu: int | None                 # the GPU's index, None for the host
+    field: str                      # the fact's field, as nvidia-smi names it ("remapped_rows.pending", "xid 79")
+    value: str                      # what the host reported
+    meaning: str
+    action: str                     # NVIDIA's action (who can take it)
+
+    def line(self) -> str:
+        where = f"GPU {self.gpu}" if self.gpu is not None else "host"
+        return f"{where}: {self.field}={self.value}: {self.meaning}; {self.action}"
+
+
+@dataclass
+class HealthVerdict:
+    verdict: str                    # "healthy" | "degraded" | "return" | "unknown" | "none" (no GPU, none expected)
+    reason: str
+    gpus: int = 0
+    expected: dict = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    way_out: str | None = None      # for "return": the provider's usual way out
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> dict:
+        """What a facts record keeps of the verdict (its class and one line; the findings are in decisions)."""
+        return {"verdict": self.verdict, "reason": self.reason}
+
+
+class ExpectError(ValueError):
+    """expect_gpus cannot be read; the message says how to write it."""
+
+
+def parse_expect(text: str | int | None) -> dict:
+    """The inventory's `expect_gpus`: "8" -> {"count": 8}; "H200" -> {"model": "H200"}; "8x H200" or "8 H200" ->
+    both; "" -> {} (nothing expected)."""
+    text = "" if text is None else str(text).strip()
+    if not text:
+        return {}
+    found = re.fullmatch(r"(?:(\d+)\s*[xX]?\s*)?([A-Za-z][\w .-]*)?", text)
+    if not found or not (found[1] or found[2]) or (found[1] and int(found[1]) < 1):
+        raise ExpectError(f"expect_gpus={text!r} is not a count, a model or both: write e.g. 8, H200 or 8x H200")
+    return {k: v for k, v in (("count", int(found[1]) if found[1] else None),
+                              ("model", found[2].strip() if found[2] else None)) if v is not None}
+
+
+def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
+    i, out = g.get("index"), []
+
+    def add(severity, field_, value, meaning, action):
+        out.append(Finding(severity, i, field_, str(value), meaning, action))
+
+    remap = g.get("remapped") or {}
+    if remap.get("failure"):
+        add(RETURN, "remapped_rows.failure", "Yes", "a row remap failed: the memory cannot be repaired in place",
+            "NVIDIA's RMA policy: the provider replaces the GPU")
+    if remap.get("pending"):
+        add(DEGRADED, "remapped_rows.pending", "Yes", "a row remap waits for the next GPU reset (work goes on meanwhile)",
+            "reset the GPU at the next chance: the provider's (nvidia-smi -r, or a reboot of the host)")
+    if (remap.get("uncorrectable") or 0) > 0 and not remap.get("failure"):
+        add(NOTE, "remapped_rows.uncorrectable", remap["uncorrectable"], "rows remapped for uncorrectable errors",
+            "history: the rows are replaced; a failure or a pending remap would be a finding")
+    action = (g.get("recovery_action") or "")
+    severity = RECOVERY.get(action.lower()) if action else None
+    if severity:
+        add(severity, "gpu_recovery_action", action, "the driver asks for this before the GPU is trusted again",
+            "the provider's: a GPU reset or a reboot of the host" if severity == RETURN
+            else "stop peer-to-peer traffic to this GPU, then reset it")
+    ecc = g.get("ecc") or {}
+    if (ecc.get("uncorrected_volatile") or 0) > 0:
+        add(DEGRADED, "ecc.errors.uncorrected.volatile.total", ecc["uncorrected_volatile"],
+            "uncorrectable memory errors since the driver loaded (the work that met them was killed)",
+            "NVIDIA: check remapped rows and Xid 48/94/95; reset the GPU to clear the pending remap")
+    elif (ecc.get("uncorrected_aggregate") or 0) > 0:
+        add(NOTE, "ecc.errors.uncorrected.aggregate.total", ecc["uncorrected_aggregate"],
+            "uncorrectable memory errors in the GPU's lifetime", "history: none since the driver loaded")
+    if ecc.get("mode") is False:
+        add(DEGRADED, "ecc.mode.current", "Disabled", "ECC is off: memory errors are neither corrected nor counted",
+            "the provider's: nvidia-smi -e 1 and a GPU reset")
+    if g.get("retired_pending"):
+        add(DEGRADED, "retired_pages.pending", "Yes", "memory pages wait to be retired (Dynamic Page Retirement)",
+            "reload the driver or reboot the host (the provider's) to retire them")
+    pcie = g.get("pcie") or {}
+    if pcie.get("width") and pcie.get("width_max") and pcie["width"] < pcie["width_max"]:
+        add(DEGRADED, "pcie.link.width.current", f"x{pcie['width']} of x{pcie['width_max']}",
+            "the PCIe link trained narrower than it can: host transfers are slower",
+            "the provider's: reseat the GPU or its riser, or move the pod")
+    if pcie.get("gen") and pcie.get("gen_max") and pcie["gen"] < pcie["gen_max"]:
+        if under_load:
+            add(DEGRADED, "pcie.link.gen.current", f"Gen{pcie['gen']} of Gen{pcie['gen_max']} under load",
+                "the PCIe link runs slower than it can while the GPU works", "the provider's: check the slot and BIOS")
+        else:
+            add(NOTE, "pcie.link.gen.current", f"Gen{pcie['gen']} of Gen{pcie['gen_max']} at rest",
+                "an idle link drops its generation to save power", "judged under load (fleet verify)")
+    if (g.get("pcie_replay") or 0) > 0:
+        add(NOTE, "pcie.replay_counter", g["pcie_replay"], "PCIe packets the link had to resend",
+            "a count that keeps rising is a bad link or riser: the provider's")
+    power = g.get("power") or {}
+    if power.get("limit") and power.get("default") and power["limit"] < power["default"] - 0.5:
+        add(DEGRADED, "enforced.power.limit", f"{power['limit']:g} W of {power['default']:g} W default",
+            "the GPU is power capped below its default: clocks drop under load",
+            "the provider's (or root on the host): nvidia-smi -pl " + f"{power['default']:g}")
+    for reason in g.get("clock_events") or []:
+        if reason in SLOWDOWNS:
+            add(DEGRADED, f"clocks_event_reasons.{reason}", "Active", SLOWDOWNS[reason],
+                "check cooling and power: the provider's")
+        elif reason == "sw_power_cap" and not under_load:
+            add(NOTE, "clocks_event_reasons.sw_power_cap", "Active", "clocks held at the power limit",
+                "expected under full load; at rest it points at a low power limit")
+    for code in g.get("xid") or []:
+        out.append(_xid_finding(i, code))
+    if g.get("persistence") is False:
+        add(NOTE, "persistence_mode", "Disabled", "the driver unloads between jobs (start-up costs each time)",
+            "nvidia-smi -pm 1 as root on the host")
+    return out
+
+
+def _xid_finding(gpu: int | None, code: int) -> Finding:
+    severity, meaning, action = XID.get(code, (NOTE, "an Xid the catalog lists", f"look it up in {XID_CATALOG}"))
+    return Finding(severity, gpu, "xid", str(code), meaning + " (the kernel log since boot)",
+                   f"NVIDIA Xid catalog: {action}" + (" (the provider's)" if severity == RETURN else ""))
+
+
+def judged(facts: dict, vars: dict | None) -> dict:
+    """facts.health with the host's verdict in it (`verdict`, `reason`), as the facts record keeps it: `fleet facts`
+    compares it across hosts. A bad expect_gpus (checked before any host is contacted) reads as nothing expected."""
+    try:
+        expect = parse_expect((vars or {}).get("expect_gpus"))
+    except ExpectError:
+        expect = {}
+    return {**(facts.get("health") or {}), **decide_health(facts, expect).summary()}
+
+
+def _verify_findings(verify: dict | None, seen: list[Finding]) -> list[Finding]:
+    """What the last verify measured under load (fleet/remote/verify_host.py: the link and clock-event reasons
+    sampled while every GPU worked, the bandwidths against the platform row's floors), while it still holds."""
+    if not isinstance(verify, dict) or verify.get("verdict") == "stale":
+        return []
+    out, known = [], {(f.gpu, f.field) for f in seen if f.severity != NOTE}
+    for g in (verify.get("load") or {}).get("gpus") or []:
+        i, gen, top = g.get("index"), g.get("gen"), g.get("gen_max")
+        if gen and top and gen < top:
+            out.append(Finding(DEGRADED, i, "pcie.link.gen.current", f"Gen{gen:g} of Gen{top:g} under load",
+                               "the PCIe link runs slower than it can while the GPU works",
+                               "the provider's: check the slot, riser and BIOS"))
+        for reason in g.get("events") or []:
+            if reason in SLOWDOWNS and (i, f"clocks_event_reasons.{reason}") not in known:
+                out.append(Finding(DEGRADED, i, f"clocks_event_reasons.{reason}", "Active under load",
+                                   SLOWDOWNS[reason], "check cooling and power: the provider's"))
+    figures = verify.get("bandwidth") or {}
+    for key, floor_key, unit, scale in (("d2d_traffic_gbs", "memory_floor_tbs", "TB/s", 1000),
+                                        ("h2d_gbs", "host_floor_gbs", "GB/s", 1), ("d2h_gbs", "host_floor_gbs", "GB/s", 1)):
+        value, floor = figures.get(key), figures.get(floor_key)
+        if value is not None and floor and value / scale < floor:
+            out.append(Finding(DEGRADED, 0, f"bandwidth.{key}", f"{value / scale:.2f} {unit} (floor {floor:g})",
+                               "measured under the floor for this GPU (a link trained down, memory clocks held)",
+                               "the provider's: the slot, riser or the GPU"))
+    return out
+
+
+def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool = False) -> HealthVerdict:
+    """facts (a record) and what the inventory expects (parse_expect) -> the verdict. `under_load`: the fields were
+    sampled while the GPU worked (verify), so a PCIe generation below its maximum counts."""
+    expect = expect or {}
+    health = facts.get("health") or {}
+    gpus = health.get("gpus") or []
+    findings: list[Finding] = []
+    count = len(gpus)
+    if not health.get("installed") and not gpus:
+        if expect.get("count") or (facts.get("gpus") or []):
+            return HealthVerdict("unknown", "nvidia-smi is not installed: GPU health cannot be read", count, expect)
+        return HealthVerdict("none", "no NVIDIA GPU: nothing to judge", 0, expect)
+    if health.get("error") and not gpus and not health.get("lost"):
+        return HealthVerdict("unknown", f"nvidia-smi answered no GPU health: {health['error']}", 0, expect)
+    for gone in health.get("lost") or []:
+        findings.append(Finding(RETURN, gone.get("index"), "gpu", f"lost ({gone.get('bus')})",
+                                "a GPU the kernel driver holds that NVML cannot reach (off the bus)",
+                                "NVIDIA: reset the GPU or reboot the node: the provider's"))
+        findings += [_xid_finding(gone.get("index"), code) for code in gone.get("xid") or []]
+    if expect.get("count") and count < expect["count"]:
+        findings.append(Finding(RETURN, None, "count", f"{count} of {expect['count']} expected",
+                                "fewer GPUs than ordered", "the provider's: the pod is not what was rented"))
+    elif expect.get("count") and count > expect["count"]:
+        findings.append(Finding(NOTE, None, "count", f"{count} ({expect['count']} expected)", "more GPUs than expected",
+                                "check expect_gpus"))
+    model = (expect.get("model") or "").lower()
+    for g in gpus:
+        if model and model not in (g.get("name") or "").lower():
+            findings.append(Finding(RETURN, g.get("index"), "name", g.get("name") or "?",
+                                    f"not the {expect['model']} ordered", "the provider's: the pod is not what was rented"))
+        findings += _gpu_findings(g, under_load)
+    findings += [_xid_finding(None, code) for code in health.get("xid_other") or []]
+    findings += _verify_findings(facts.get("verify"), findings)
+    log = health.get("kernel_log") or "unreadable"
+    if log in ("unreadable", "empty"):
+        findings.append(Finding(NOTE, None, "xid", log, "the kernel log cannot be read here (dmesg_restrict, a "
+                                "container): Xid events are unknown, not absent", "run as root, or ask the provider"))
+    findings.sort(key=lambda f: (_ORDER[f.severity], -1 if f.gpu is None else f.gpu))
+    worst = next((f.severity for f in findings if f.severity != NOTE), None)
+    verdict = {RETURN: "return", DEGRADED: "degraded"}.get(worst or "", "healthy")
+    shown = [f for f in findings if f.severity == worst] if worst else []
+    if verdict == "return":
+        reason = "return this pod: " + "; ".join(f.line() for f in shown)
+    elif verdict == "degraded":
+        reason = "degraded: " + "; ".join(f.line() for f in shown)
+    else:
+        reason = f"healthy: {count} GPU(s)" + (", Xid events unreadable" if log in ("unreadable", "empty") else "")
+    return HealthVerdict(verdict, reason, count, expect, findings, PROVIDER_WAY_OUT if verdict == "return" else None)

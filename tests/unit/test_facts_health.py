@@ -1,0 +1,196 @@
+"""GPU health facts (issue 36), parsed from the lent H200's real driver-580 output (tests/data/captured/h200-device/
+health.txt: the query fields, the remapped rows, `nvidia-smi -q -x`, the kernel log) and judged by
+fleet/decide/health.py. The probe's own shell runs against a stand-in nvidia-smi on PATH that prints the captured
+rows, or refuses the new spelling as a pre-530 driver does."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleet.decide.health import decide_health, parse_expect, ExpectError
+from fleet.facts import health
+from fleet.facts.record import assemble
+from fleet.facts.sources import BY_NAME
+
+CAPTURED = (Path(__file__).parents[1] / "data" / "captured" / "h200-device" / "health.txt").read_text()
+
+
+def _block(command_start: str) -> str:
+    """The output of the first captured command starting with `command_start`, up to its [exit N] line."""
+    at = CAPTURED.index("$ " + command_start)
+    body = CAPTURED[CAPTURED.index("\n", at) + 1:]
+    return body[:body.index("\n[exit ")]
+
+
+def _captured_row(fields: str) -> str:
+    """The captured noheader,nounits H200 line, its values picked for `fields` (the capture asked more fields)."""
+    command = next(line for line in CAPTURED.splitlines() if line.startswith("$ nvidia-smi --query-gpu=")
+                   and "noheader,nounits" in line)
+    asked = re.search(r"--query-gpu=(\S+)", command)[1].split(",")
+    values = [v.strip() for v in _block(command[2:]).splitlines()[0].split(",")]
+    row = dict(zip(asked, values))
+    return ", ".join(row[f] for f in fields.split(","))
+
+
+def _captured_remap() -> str:
+    lines = _block("nvidia-smi --query-remapped-rows=").splitlines()
+    header = [h.strip() for h in lines[0].split(",")]
+    row = dict(zip(header, [v.strip() for v in lines[1].split(",")]))
+    return ", ".join(row[f] for f in health.REMAP_FIELDS.split(","))
+
+
+def _captured_xml_filtered() -> str:
+    """The captured `nvidia-smi -q -x` through the probe's own grep (real grep, real bash)."""
+    xml = _block("nvidia-smi -q -x")
+    grep = re.search(r"grep -E '([^']+)'", health.HEALTH_XML)[1]
+    return subprocess.run(["grep", "-E", grep], input=xml, capture_output=True, text=True, check=True).stdout
+
+
+H200_SECTION = f"@@query event 0\n{_captured_row(health.FIELDS)}\n@@remap\n{_captured_remap()}\n"
+
+
+def test_h200_query_row_parses_every_field():
+    gpu = health.parse_health(H200_SECTION)["gpus"][0]
+    assert gpu["name"] == "NVIDIA H200" and gpu["bus"] == "00000000:00:06.0"
+    assert gpu["pcie"] == {"gen": 5, "gen_max": 5, "width": 16, "width_max": 16}
+    assert gpu["ecc"] == {"mode": True, "uncorrected_volatile": 0, "uncorrected_aggregate": 0, "corrected_volatile": 0}
+    assert gpu["retired_pending"] is None                     # "[N/A]": the H200 remaps rows instead
+    assert gpu["clock_events"] == ["gpu_idle"]                # 0x...01 at rest
+    assert gpu["power"] == {"draw": 102.47, "limit": 700.0, "default": 700.0}
+    assert gpu["temperature"] == {"gpu": 37, "memory": 36} and gpu["persistence"] is True
+    assert gpu["clocks"] == {"sm": 345, "sm_max": 1980}
+
+
+def test_h200_remapped_rows_and_xml():
+    section = health.parse_health(H200_SECTION)
+    assert section["remapped"] == [{"bus": "00000000:00:06.0", "correctable": 0, "uncorrectable": 0,
+                                    "pending": False, "failure": False}]
+    xml = health.parse_health_xml(_captured_xml_filtered())
+    assert xml == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0, "replay_rollover": 0}}
+
+
+def test_event_reason_bits_are_nvmls():
+    assert health.event_reasons("0x0000000000000001") == ["gpu_idle"]
+    assert health.event_reasons("0x0000000000000044") == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert health.event_reasons("[N/A]") is None
+
+
+def test_kernel_log_xid_lines_are_read_per_gpu():
+    text = ("@@via dmesg\n@@lines 1260\n"
+            "[  812.518463] NVRM: Xid (PCI:0000:00:06): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+            "[  901.100000] NVRM: Xid (PCI:0000:9a:00): 94, pid=4411, name=python, Ch 00000008\n")
+    xid = health.parse_xid(text)
+    assert xid["log"] == "dmesg" and xid["lines"] == 1260
+    assert [(e["bus"], e["code"]) for e in xid["events"]] == [("0000:00:06", 79), ("0000:9a:00", 94)]
+    assert health.same_bus("00000000:00:06.0", "0000:00:06") and not health.same_bus("00000000:9A:00.0", "0000:00:06")
+
+
+def test_a_closed_or_empty_kernel_log_is_never_clean():
+    assert health.parse_xid("@@via unreadable\n") == {"log": "unreadable", "lines": 0, "events": []}
+    assert health.parse_xid("@@via dmesg\n@@lines 0\n")["log"] == "empty"
+
+
+def _record(section: str, xml: str, xid: str, kernel: str = "") -> dict:
+    return assemble({"health": section, "health_xml": xml, "xid": xid, "kernel_gpus": kernel},
+                    expected=[])
+
+
+def test_the_real_healthy_h200_is_healthy():
+    record = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    verdict = decide_health(record, {"count": 1, "model": "H200"})
+    assert verdict.verdict == "healthy", verdict.reason
+    assert record["health"]["gpus"][0]["recovery_action"] == "None"
+    assert record["health"]["kernel_log"] == "dmesg"
+
+
+def test_one_gpu_fewer_than_ordered_is_returned():
+    record = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    verdict = decide_health(record, parse_expect("8x H200"))
+    assert verdict.verdict == "return" and "count=1 of 8 expected" in verdict.reason
+    assert verdict.way_out
+
+
+def test_a_gpu_the_kernel_sees_but_nvml_lost_is_returned():
+    kernel = ("@@gpu /proc/driver/nvidia/gpus/0000:00:06.0/information\nModel: NVIDIA H200\n"
+              "@@gpu /proc/driver/nvidia/gpus/0000:00:07.0/information\nModel: NVIDIA H200\n")
+    record = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n", kernel)
+    assert record["health"]["lost"] == [{"index": 1, "bus": "0000:00:07.0", "xid": []}]
+    assert decide_health(record).verdict == "return"
+
+
+def test_the_health_shell_asks_the_old_spelling_where_the_new_one_is_refused(tmp_path):
+    """The section's own bash against a stand-in nvidia-smi that refuses clocks_event_reasons (a pre-530 driver's
+    message) and answers the throttle spelling with the captured row."""
+    row = _captured_row(health.FIELDS)
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                   "  *clocks_event_reasons*) echo 'Field \"clocks_event_reasons.active\" is not a valid field to "
+                   "query.'; echo; exit 2;;\n"
+                   f"  *clocks_throttle_reasons*) echo '{row}';;\n"
+                   f"  *remapped*) echo '{_captured_remap()}';;\nesac\n")
+    smi.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    out = subprocess.run(["bash", "-c", BY_NAME["health"].command({})], capture_output=True, text=True, env=env).stdout
+    parsed = health.parse_health(out)
+    assert parsed["spelling"] == "throttle" and "not a valid field" in parsed["rejected"]
+    assert parsed["gpus"][0]["clock_events"] == ["gpu_idle"] and parsed["remapped"][0]["pending"] is False
+
+
+def test_expect_gpus_forms():
+    assert parse_expect("8x H200") == {"count": 8, "model": "H200"}
+    assert parse_expect(8) == {"count": 8} and parse_expect("H100 80GB") == {"model": "H100 80GB"}
+    assert parse_expect("") == {}
+    with pytest.raises(ExpectError, match="write e.g. 8"):
+        parse_expect("0x")
+
+
+def test_fleet_facts_compares_the_verdict_across_hosts():
+    from fleet.decide.health import judged
+    from fleet.report import compare
+
+    healthy = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    capped = H200_SECTION.replace("102.47, 700.00, 700.00", "102.47, 400.00, 700.00")
+    degraded = _record(capped, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    records = {name: {**r, "health": judged(r, {"expect_gpus": "1x H200"})}
+               for name, r in (("pod-a", healthy), ("pod-b", degraded))}
+    rows = {row.path: row for row in compare.compare(records).rows}
+    assert rows["health.verdict"].differs and rows["health.verdict"].values == {"pod-a": "healthy", "pod-b": "degraded"}
+    assert rows["health.gpus.0.power.limit"].values == {"pod-a": "700.0", "pod-b": "400.0"}
+    assert "GPU 0: enforced.power.limit=400 W of 700 W default" in rows["health.reason"].values["pod-b"]
+    assert "health.gpus.0.power.draw" not in rows and "health.gpus.0.uuid" not in rows   # moving readings, ids
+
+
+def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
+    from fleet.decide.health import judged
+    from fleet.report import compare, html
+
+    healthy = _record(H200_SECTION, _captured_xml_filtered(), "@@via dmesg\n@@lines 812\n")
+    returned = _record(H200_SECTION.replace(", No, No", ", Yes, Yes"), _captured_xml_filtered(), "@@via unreadable\n")
+    records = {"pod-a": {**healthy, "health": judged(healthy, {}),
+                         "verify": {"passed": True, "bandwidth": {"h2d_gbs": 55.5, "host_floor_gbs": 38.4}}},
+               "pod-b": {**returned, "health": judged(returned, {})}}
+    page = html.render(compare.compare(records), records, {"pod-a": None, "pod-b": None}, generated="now", version="t")
+    assert '<span class="pass">healthy</span>' in page and '<span class="fail">return this pod</span>' in page
+    assert "GPU 0: remapped_rows.failure=Yes: a row remap failed" in page
+    assert "<td>55.5</td>" in page and "host floor GB/s" in page
+
+
+def test_fleet_health_exit_status_orders_return_unreachable_degraded():
+    from types import SimpleNamespace as NS
+
+    from fleet.commands.health import exit_status
+    from fleet.decide.health import HealthVerdict
+
+    def run(*verdicts, unreachable=False):
+        outcomes = {f"h{i}": NS(interrupted=False, error=None) for i in range(len(verdicts))}
+        if unreachable:
+            outcomes["down"] = NS(interrupted=False, error="down: unreachable")
+        return exit_status(outcomes, {f"h{i}": HealthVerdict(v, "") for i, v in enumerate(verdicts)})
+
+    assert run("healthy", "none") == 0
+    assert run("healthy", "degraded") == 5 and run("unknown") == 5
+    assert run("degraded", unreachable=True) == 1
+    assert run("degraded", "return", unreachable=True) == 4
