@@ -108,6 +108,27 @@ RULES = [
      {"jetson": {**JP72, "model": None}, "driver": "595.00"}, {}, False, ["sm_110 runs on Thor"]),
     ("control: JetPack 7.0 (Thor only) with no board model and no GPU name: a Thor", "thor",
      {"jetson": {"l4t": "38.2", "jetpack": "7.0", "model": None}, "gpus": []}, {}, False, ["sm_110 runs on"]),
+    # Every offer checked against the GPU, the driver and the JetPack it is for (the sweep of the matrix's family):
+    # cuda-compat is offered only where it brings that CUDA here: CUDA 13 dropped Pascal (CUDA 13.0 release
+    # notes), and cuda-compat 13.0 supports R535 and R570, not R550 (forward-compatibility.html); before, both
+    # were told "set cuda_version=13.0 to bring cuda-compat"
+    ("P100 on 570 asking CUDA 12.6 (default cu130): cu126, not CUDA 13 through cuda-compat", "h100-pod-570",
+     {"gpus": [("Tesla P100-PCIE-16GB", "6.0")]}, {"cuda_version": "12.6"}, True,
+     ["set torch_index_url=https://download.pytorch.org/whl/cu126"]),
+    ("H100 on 550 asking CUDA 12.6 (default cu130): a 12.x index, not cuda-compat 13.0 R550 lacks", "h100-pod-570",
+     {"driver": "550.163.01"}, {"cuda_version": "12.6"}, True,
+     ["set torch_index_url=https://download.pytorch.org/whl/cu128"]),
+    # RELEASE.md: 2.12's only 12.x variant is cu126 (sm_50 to sm_90): a 12.x toolkit offer cannot carry sm_120;
+    # before, "set cuda_version=12.9 (no official torch variant covers the GPU)"
+    ("RTX 5090 with torch 2.12.0 cu126 beside CUDA 13.0: cu130, not a 12.x toolkit no 2.12 index covers",
+     "geforce-550", {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "580.95.05"},
+     {"torch_version": "2.12.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"}, True,
+     ["set torch_index_url=https://download.pytorch.org/whl/cu130"]),
+    # JetPack 7.0 ships CUDA 13.0 and a Jetson has no cuda-compat to a newer one: 2.12's cu132 is no fix on Thor;
+    # before, the torch reason offered cu132 beside the toolkit's cuda_version=13.0
+    ("Thor with torch 2.12.0 cu126 and CUDA 12.6: 13.0 and cu130, not cu132", "thor", {},
+     {"torch_version": "2.12.0", "torch_index_url": "https://download.pytorch.org/whl/cu126", "cuda_version": "12.6"},
+     True, ["set cuda_version=13.0"]),
 ]
 
 
