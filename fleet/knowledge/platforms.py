@@ -101,13 +101,6 @@ class Platform:
         """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
         return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf]}
 
-    @property
-    def supported(self) -> str:
-        """A Jetson row's releases in words: 'Orin on JetPack 6 (L4T R36)', 'Thor on JetPack 7+ (L4T R38+)'."""
-        (l4t, l4t_end), (jp, jp_end) = self.l4t, self.jetpack
-        return (f"{self.generation.capitalize()} on JetPack {jp}{'+' if jp_end is None else ''} "
-                f"(L4T R{l4t}{'+' if l4t_end is None else ''})")
-
 
 # In detection order: a Jetson before anything else, the Spark before other Arm GPU servers, cpu-only last.
 PLATFORMS: tuple[Platform, ...] = (
