@@ -77,6 +77,9 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
         decision = _cpu_torch(v)
         python = python_problem(host, v)
         return _refused(v, decision.index_url, None, "official", python) if python else decision
+    own = host.jetson.cuda if host.jetson else None
+    if own and own.split(".")[0] != v.cuda_major:   # the toolkit's refusal sets the JetPack's CUDA (decide/cuda.py):
+        v = replace(v, cuda_version=own)            # torch is judged beside it, so the answer is one whole fix
     source = torch_source(host, v)
     url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)

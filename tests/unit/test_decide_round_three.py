@@ -118,6 +118,11 @@ RULES = [
     ("H100 on 550 asking CUDA 12.6 (default cu130): a 12.x index, not cuda-compat 13.0 R550 lacks", "h100-pod-570",
      {"driver": "550.163.01"}, {"cuda_version": "12.6"}, True,
      ["set torch_index_url=https://download.pytorch.org/whl/cu128"]),
+    # JetPack 7.2's repository serves CUDA 13.2 only and a CUDA 13 toolkit beside a cu126 torch mixes libcudart 12
+    # and 13: the one fix sets both (before, cuda_version=13.2 alone, which fed back was refused for the index)
+    ("Orin on JetPack 7.2 asking CUDA 12.6 with cu126: 13.2 and cu130 in one fix", "orin-jp6", ORIN_JP72,
+     {"cuda_version": "12.6", "torch_index_url": "https://download.pytorch.org/whl/cu126"}, True,
+     ["set cuda_version=13.2"]),
     # RELEASE.md: 2.12's only 12.x variant is cu126 (sm_50 to sm_90): a 12.x toolkit offer cannot carry sm_120;
     # before, "set cuda_version=12.9 (no official torch variant covers the GPU)"
     ("RTX 5090 with torch 2.12.0 cu126 beside CUDA 13.0: cu130, not a 12.x toolkit no 2.12 index covers",
