@@ -31,9 +31,11 @@ FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
-def python_problem(host: Host, v: Vars, cuda: str | None = None) -> str | None:
+def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatDecision | None = None) -> str | None:
     """The host's Python (which python_env is made from) against the torch release's published range (PyTorch
-    RELEASE.md, both ends: fleet/knowledge/torch.py RELEASES); None where it fits or the release is unknown."""
+    RELEASE.md, both ends: fleet/knowledge/torch.py RELEASES); None where it fits or the release is unknown. With
+    the official index's CUDA and compat: a newer release is offered as the nearest published pair that runs here
+    (its Python, the GPUs, the driver, the toolkit's CUDA major), so the offer is one whole fix."""
     row = torch_release(v.torch_version)
     if host.python_version is None or row is None:
         return None
@@ -49,6 +51,12 @@ def python_problem(host: Host, v: Vars, cuda: str | None = None) -> str | None:
                   and version_key(r.python[0]) <= python <= version_key(r.python[1])
                   and (cuda is None or published(r.version, cuda, host.arch))
                   and (cuda is None or _runs_on_gpus(host, r.version, cuda))), None)
+    pair = nearest_pair(host, v, compat, cuda) if cuda and compat is not None and host.gpus else None
+    if pair and version_key(pair[0])[:2] > version_key(row.minor) and pair[1] == cuda:
+        newer = torch_release(pair[0])   # the index kept: the first release with this Python for it
+    elif pair and version_key(pair[0])[:2] > version_key(row.minor):
+        return (f"torch {v.torch_version} has wheels for Python {low} to {high} only (PyTorch RELEASE.md) and this "
+                f"host's python3 is {host.python_version}: {_pair_fix(host, v, compat, cuda)}")
     fix = (f"set torch_version={newer.version}, the first release with Python {host.python_version} wheels"
            + (f" for cu{cuda.replace('.', '')}" if cuda else "") if newer else
            f"install Python {high} on the host, which python_env {v.python_env} is made from, then run "
@@ -89,7 +97,7 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
             v = replace(v, torch_version=frozen.torch_newest)
         else:
             return _refused(v, url, cuda, source, _frozen_index(url, frozen))
-    python = python_problem(host, v, cuda if source == "official" else None)
+    python = python_problem(host, v, cuda if source == "official" else None, compat)
     if python:
         return _refused(v, url, cuda, source, python)
     if cuda is None:

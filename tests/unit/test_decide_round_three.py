@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from fleet.decide import decide
-from test_decide_round_two import OUTSIDE_FIX, matrix, offered, texts, wheel   # what a text proposes, as round two reads
+# what a text proposes, as round two reads
+from test_decide_round_two import OUTSIDE_FIX, matrix, offered, texts, wheel
 
 
 H100_580 = {"driver": "580.95.05"}
@@ -33,8 +34,8 @@ RULES = [
     ("torch 2.12.0 on cu128: no such wheel, cu126 offered", "h100-pod-570", H100_580,
      wheel("2.12.0", "cu128", "12.8"), True,
      ["no cu128 wheels", "set torch_index_url=https://download.pytorch.org/whl/cu126"]),
-    ("control: torch 2.12.0 on cu130 is published", "h100-pod-570", H100_580, wheel("2.12.0", "cu130", "13.0"), False,
-     ["torch 2.12.0 from https://download.pytorch.org/whl/cu130"]),
+    ("control: torch 2.12.0 on cu130 is published", "h100-pod-570", H100_580, wheel("2.12.0", "cu130", "13.0"),
+     False, ["torch 2.12.0 from https://download.pytorch.org/whl/cu130"]),
     # a release the matrix does not name is no published pair either: the nearest named one is offered
     ("torch 2.15.0: no release the matrix names, 2.14.0 offered", "h100-pod-570", H100_580,
      wheel("2.15.0", "cu130", "13.0"), True, ["torch 2.15.0 has no cu130 wheels", "set torch_version=2.14.0"]),
@@ -53,7 +54,8 @@ RULES = [
     ("V100 on torch 2.11.0 cu128: no sm_70, cu126 offered", "h100-pod-570", V100_580,
      wheel("2.11.0", "cu128", "12.8"), True,
      ["none runs on Tesla V100", "set torch_index_url=https://download.pytorch.org/whl/cu126"]),
-    ("control: V100 on torch 2.10.0 cu128: sm_70 still there", "h100-pod-570", V100_580, wheel("2.10.0", "cu128", "12.8"),
+    ("control: V100 on torch 2.10.0 cu128: sm_70 still there", "h100-pod-570", V100_580,
+     wheel("2.10.0", "cu128", "12.8"),
      False, ["sm_70 runs on Tesla V100"]),
     ("V100 on the defaults: CUDA 12.9 with cu126, not cu128", "h100-pod-570", V100_580, {}, True,
      ["cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu126"]),
@@ -61,10 +63,17 @@ RULES = [
     # <=3.15 from 2.13
     ("Python 3.14 with torch 2.8.0: refused, 2.9.0 offered", "h100-pod-570", {"python": "3.14.0"},
      wheel("2.8.0", "cu128", "12.8"), True, ["Python 3.9 to 3.13", "python3 is 3.14", "set torch_version=2.9.0"]),
-    ("control: Python 3.14 with torch 2.11.0 is planned", "h100-pod-570", {"python": "3.14.0"}, {}, False, ["torch 2.11.0"]),
+    ("control: Python 3.14 with torch 2.11.0 is planned", "h100-pod-570", {"python": "3.14.0"}, {}, False,
+     ["torch 2.11.0"]),
     ("Python 3.15 with torch 2.12.0: refused, 2.13.0 offered", "h100-pod-570",
      {"python": "3.15.0", **H100_580}, wheel("2.12.0", "cu130", "13.0"), True,
      ["Python 3.10 to 3.14", "set torch_version=2.13.0"]),
+    # ... and the newer release is offered as the nearest published pair that runs here, so the fix is whole: 2.9.0
+    # on cu126 would mix libcudart 12 with the CUDA 13.0 toolkit (before, torch_version=2.9.0 alone, refused again)
+    ("Python 3.14 with torch 2.6.0 cu126 beside CUDA 13.0: 2.9.0 on cu130 in one fix", "h100-pod-570",
+     {"python": "3.14.0", **H100_580},
+     {"torch_version": "2.6.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"},
+     True, ["Python 3.9 to 3.13", "set torch_index_url=https://download.pytorch.org/whl/cu130 and torch_version=2.9.0"]),
     ("Python 3.14 with torch 2.6.0 and no GPU: refused too", "cpu-only", {"python": "3.14.0"},
      {"torch_version": "2.6.0"}, True, ["Python 3.9 to 3.13"]),
     # 3. Thor is sm_110 under CUDA 13 only (CUDA 13.0 renumbered it from sm_101; NVIDIA/cutlass CHANGELOG 4.2.0;
