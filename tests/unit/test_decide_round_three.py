@@ -73,7 +73,8 @@ RULES = [
     ("Python 3.14 with torch 2.6.0 cu126 beside CUDA 13.0: 2.9.0 on cu130 in one fix", "h100-pod-570",
      {"python": "3.14.0", **H100_580},
      {"torch_version": "2.6.0", "torch_index_url": "https://download.pytorch.org/whl/cu126"},
-     True, ["Python 3.9 to 3.13", "set torch_index_url=https://download.pytorch.org/whl/cu130 and torch_version=2.9.0"]),
+     True, ["Python 3.9 to 3.13",
+            "set torch_index_url=https://download.pytorch.org/whl/cu130 and torch_version=2.9.0"]),
     ("Python 3.14 with torch 2.6.0 and no GPU: refused too", "cpu-only", {"python": "3.14.0"},
      {"torch_version": "2.6.0"}, True, ["Python 3.9 to 3.13"]),
     # 3. Thor is sm_110 under CUDA 13 only (CUDA 13.0 renumbered it from sm_101; NVIDIA/cutlass CHANGELOG 4.2.0;
