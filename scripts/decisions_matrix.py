@@ -145,6 +145,11 @@ VARIED = [
      {**JP5, "jetson": {**JP5["jetson"], "model": "NVIDIA Jetson AGX Xavier Developer Kit"}}, {}),
     ("Xavier NX (L4T R36.3 claimed) / defaults: no JetPack fleet plans runs it", "orin-jp6",
      {**JP60, "jetson": {**JP60["jetson"], "model": "NVIDIA Jetson Xavier NX Developer Kit"}}, {}),
+    ("Jetson on JetPack 7.2 (L4T R39.2), no board model, no GPU name / 595.00: Orin or Thor", "thor",
+     {"jetson": {"l4t": "39.2", "l4t_full": "39.2.0", "jetpack": "7.2", "model": None}, "gpus": [],
+      "driver": "595.00"}, {}),
+    ("Jetson on JetPack 5.1.2 (L4T R35.4), no board model / defaults: Xavier or Orin", "orin-jp6",
+     {**JP5, "jetson": {**JP5["jetson"], "model": None}}, {}),
 ]
 
 
@@ -267,6 +272,16 @@ def render() -> str:
         "- The Jetson generation from the board (/proc/device-tree/model), then the GPU, then the L4T release; a",
         "  board no JetPack release fleet plans for supports is refused with the board named",
         "  (fleet/knowledge/platforms.py JETSON_BOARDS, JETPACK_RELEASES boards).",
+        "- A release that runs two generations (JetPack 7.2: Orin and Thor; JetPack 5: Xavier and Orin) with",
+        "  neither the board model nor a GPU name in the record is refused (\"cannot tell the board\"), with the",
+        "  fix: read /proc/device-tree/model, which `fleet facts` records. Not planned as what both share: the",
+        "  generation decides more than the CUDA (7.2 ships 13.2 to both): the GPU's architecture every torch",
+        "  offer is checked against (sm_87 or sm_110), cuda-compat (error 803 on Thor), the torch sources, verify's",
+        "  performance rows, and on JetPack 5 whether any reflash helps (a Xavier's newest is JetPack 5.x); a",
+        "  guessed generation would plan one board's stack on the other (fleet/knowledge/platforms.py",
+        "  board_unknown). A real Jetson always has the model file, so only a damaged or hand-made record lacks it.",
+        "- An old release (JetPack 5) is told to reflash with the newest JetPack whose notes list its board, read",
+        "  from JETPACK_RELEASES (an Orin: 7.2), never a second copy of it.",
         "- JetPack generations: JetPack release notes, Jetson AI Lab indexes (fleet/decide/jetson.py); what each",
         "  JetPack release ships, JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with a reflash:",
         "  fleet/knowledge/platforms.py JETPACK_RELEASES.",

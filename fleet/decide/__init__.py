@@ -14,7 +14,7 @@ from dataclasses import asdict
 from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
-from fleet.decide.host import FactsError, host_refusal, read_host
+from fleet.decide.host import FactsError, host_refusal, jetson_refusal, read_host
 from fleet.decide.loader import decide_loader
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
@@ -32,9 +32,8 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     host = read_host(facts)
     if host.jetson and host.jetson.cuda and "cuda_version" not in v.explicit:
         v = replace(v, cuda_version=host.jetson.cuda)  # CUDA per JetPack, unless the user asks for one
-    old = host_refusal(host) if host.jetson else None
-    if old and host.jetson and (platforms.board_unsupported(host.jetson.model)
-                                or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)):
+    old = jetson_refusal(host)
+    if old:
         return _not_decided(facts, host, v, old)
     unplanned = _unplanned_cuda(host, v)
     if unplanned:

@@ -114,6 +114,15 @@ def read_host(facts) -> Host:
     )
 
 
+def jetson_refusal(host: Host) -> str | None:
+    """A Jetson fleet plans nothing for: a board no planned JetPack runs, a board the record does not tell on a
+    release that runs two, or a release older than fleet plans for (fleet/knowledge/platforms.py); None else."""
+    if not host.jetson:
+        return None
+    return platforms.board_unsupported(host.jetson.model) or host.jetson.board_unknown \
+        or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)
+
+
 def host_refusal(host: Host) -> str | None:
     """A GPU host fleet must not plan for: NVML out of step with the kernel module, or a kernel driver whose
     GPUs cannot be read. Either way never CPU torch on a machine whose kernel has an NVIDIA driver (issue 11).
@@ -121,11 +130,9 @@ def host_refusal(host: Host) -> str | None:
     The mismatch is what a user-space driver upgrade under a loaded kernel module leaves; a reboot or a
     module reload fixes it (tinygrad/open-gpu-kernel-modules#47, oddmario/NVIDIA-Ubuntu-Driver-Guide#4).
     """
-    if host.jetson:
-        old = platforms.board_unsupported(host.jetson.model) \
-            or platforms.unsupported(host.platform, host.jetson.l4t, host.jetpack)
-        if old:
-            return old
+    old = jetson_refusal(host)
+    if old:
+        return old
     nvml = host.nvml_error or {}
     if nvml.get("mismatch"):
         library = f" (NVML {nvml['library_version']})" if nvml.get("library_version") else ""

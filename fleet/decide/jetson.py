@@ -32,6 +32,7 @@ class JetPack:
     index_url: str         # the Jetson AI Lab index for this JetPack's torch wheels
     l4t: str | None = None  # "36.4": the L4T release, where the facts name it
     model: str | None = None  # /proc/device-tree/model: "NVIDIA Jetson AGX Orin Developer Kit"
+    board_unknown: str | None = None  # why the generation is a guess (a release of two, no board named)
 
     @property
     def label(self) -> str:
@@ -51,12 +52,14 @@ def jetpack_of(l4t: str | None, jetpack: str | None, gpu_names: str, model: str 
     """The generation (by the board's model, else the GPU's name, else the L4T release), and what its release ships
     (fleet/knowledge/platforms.py JETPACK_RELEASES: by JetPack, else by L4T): its CUDA and the Jetson AI Lab index
     built for that CUDA (JetPack 6.0: jp6/cu122, 6.1/6.2: jp6/cu126). A release the table does not name keeps its
-    row's: JetPack 7.0 and 7.1 ship CUDA 13.0 (sbsa/cu130)."""
+    row's: JetPack 7.0 and 7.1 ship CUDA 13.0 (sbsa/cu130). Where the release runs two generations and nothing
+    names the board, the row is a guess, and `board_unknown` says so (decisions refuse)."""
     row = platforms.jetson_row(l4t, gpu_names, jetpack, model)
     release = platforms.jetpack_release(jetpack, l4t)
     cuda = release.cuda if release else row.shipped_cuda
     index = release.index if release else row.jetson_index
-    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, index, l4t or None, model or None)
+    return JetPack(row.generation, str(jetpack) if jetpack else None, cuda, index, l4t or None, model or None,
+                   platforms.board_unknown(l4t, jetpack, gpu_names, model))
 
 
 def branch_cuda(driver: str) -> str | None:

@@ -33,8 +33,9 @@ def cuda13_dropped(host: Host, v: Vars) -> str | None:
     return None
 
 
-def twelve_offer(host: Host, v: Vars, need_12: bool = False) -> str | None:
-    """'set cuda_version=12.9 and torch_index_url=.../cu128 (...)' where a 12.x stack runs here."""
+def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = False) -> str | None:
+    """'set cuda_version=12.9 and torch_index_url=.../cu128 (...)' where a 12.x stack runs here; `covered`: only
+    where an official 12.x index of this torch covers every GPU (else None, and the caller offers another pair)."""
     if host.jetson or host.driver is None or (version_key(v.cuda_version)[0] < 13 and not need_12):
         return None
     if any(g.capability and g.capability.split(".")[0] == "11" for g in host.gpus):
@@ -48,6 +49,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False) -> str | None:
         else:
             continue
         index = _covering_variant(host, v, cuda) or _first_variant(host, v, cuda)
+        if covered and not index:
+            return None
         torch = (f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
                  if index else " (no official torch variant covers the GPU: check torch_version)")
         if index and not variants(v.torch_version, host.arch) and \

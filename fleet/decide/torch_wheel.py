@@ -13,12 +13,12 @@ import re
 from dataclasses import replace
 
 from fleet.knowledge import platforms
-from fleet.knowledge.cuda_table import family_min_driver, minor_compat_runs
+from fleet.knowledge.cuda_table import family_min_driver, forward_compat_supported, minor_compat_runs
 from fleet.decide.archs import official_archs, official_row, variant_misses, variants
 from fleet.knowledge.torch import RELEASES, published, release as torch_release
 from fleet.decide.cuda import driver_fix, native_cuda
-from fleet.decide.offers import cuda13_dropped
-from fleet.decide.gpu import runs_on
+from fleet.decide.offers import CUDA13_FIRST_CAPABILITY, cuda13_dropped
+from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
 from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
@@ -31,9 +31,11 @@ FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 
 _INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
-def python_problem(host: Host, v: Vars, cuda: str | None = None) -> str | None:
+def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatDecision | None = None) -> str | None:
     """The host's Python (which python_env is made from) against the torch release's published range (PyTorch
-    RELEASE.md, both ends: fleet/knowledge/torch.py RELEASES); None where it fits or the release is unknown."""
+    RELEASE.md, both ends: fleet/knowledge/torch.py RELEASES); None where it fits or the release is unknown. With
+    the official index's CUDA and compat: a newer release is offered as the nearest published pair that runs here
+    (its Python, the GPUs, the driver, the toolkit's CUDA major), so the offer is one whole fix."""
     row = torch_release(v.torch_version)
     if host.python_version is None or row is None:
         return None
@@ -49,6 +51,12 @@ def python_problem(host: Host, v: Vars, cuda: str | None = None) -> str | None:
                   and version_key(r.python[0]) <= python <= version_key(r.python[1])
                   and (cuda is None or published(r.version, cuda, host.arch))
                   and (cuda is None or _runs_on_gpus(host, r.version, cuda))), None)
+    pair = nearest_pair(host, v, compat, cuda) if cuda and compat is not None and host.gpus else None
+    if pair and version_key(pair[0])[:2] > version_key(row.minor) and pair[1] == cuda:
+        newer = torch_release(pair[0])   # the index kept: the first release with this Python for it
+    elif pair and version_key(pair[0])[:2] > version_key(row.minor):
+        return (f"torch {v.torch_version} has wheels for Python {low} to {high} only (PyTorch RELEASE.md) and this "
+                f"host's python3 is {host.python_version}: {_pair_fix(host, v, compat, cuda)}")
     fix = (f"set torch_version={newer.version}, the first release with Python {host.python_version} wheels"
            + (f" for cu{cuda.replace('.', '')}" if cuda else "") if newer else
            f"install Python {high} on the host, which python_env {v.python_env} is made from, then run "
@@ -77,6 +85,9 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
         decision = _cpu_torch(v)
         python = python_problem(host, v)
         return _refused(v, decision.index_url, None, "official", python) if python else decision
+    own = host.jetson.cuda if host.jetson else None
+    if own and own.split(".")[0] != v.cuda_major:   # the toolkit's refusal sets the JetPack's CUDA (decide/cuda.py):
+        v = replace(v, cuda_version=own)            # torch is judged beside it, so the answer is one whole fix
     source = torch_source(host, v)
     url = _index_url(host, v, source)
     cuda = v.torch_cuda or index_cuda(url)
@@ -86,7 +97,7 @@ def decide_torch(host: Host, v: Vars, compat: CompatDecision) -> TorchDecision:
             v = replace(v, torch_version=frozen.torch_newest)
         else:
             return _refused(v, url, cuda, source, _frozen_index(url, frozen))
-    python = python_problem(host, v, cuda if source == "official" else None)
+    python = python_problem(host, v, cuda if source == "official" else None, compat)
     if python:
         return _refused(v, url, cuda, source, python)
     if cuda is None:
@@ -272,11 +283,24 @@ def _driver_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cuda:
         fix = twelve_offer(host, v, need_12=True) or f"install a driver for CUDA {cuda}"
     elif compat.refuse and cuda == v.cuda_version and not host.jetson:   # the same fix as compat's refusal
         fix = driver_fix(host, v, min_driver_for(cuda))
+    elif not compat.use and not compat.refuse and _compat_brings(host, cuda):
+        fix = f"set cuda_version={cuda} to bring cuda-compat"
+    elif not compat.use and not compat.refuse and not host.jetson:   # the nearest published pair that runs here
+        fix = _pair_fix(host, v, compat, cuda)
     else:
-        fix = f"set cuda_version={cuda} to bring cuda-compat" if not compat.use and not compat.refuse \
-            else f"install a driver for CUDA {cuda}"
+        fix = f"install a driver for CUDA {cuda}"
     return (f"torch wheels from {url} need CUDA {cuda} but driver {host.driver} gives {gives}{rule}"
             f"{' with cuda-compat' if compat.use else ''}: {fix}")
+
+
+def _compat_brings(host: Host, cuda: str) -> bool:
+    """cuda-compat for `cuda` would run here: every GPU a kind forward compatibility supports and an architecture
+    CUDA `cuda` builds for (CUDA 13 dropped sm_50 to sm_72), on a driver branch NVIDIA lists for it
+    (fleet/knowledge/cuda_table.py FORWARD_COMPAT_BRANCHES)."""
+    old = version_key(cuda)[0] >= 13 and any(
+        g.capability and tuple(version_key(g.capability)[:2]) < CUDA13_FIRST_CAPABILITY for g in host.gpus)
+    return bool(host.driver) and not old and not any(forward_compat_refusal(g) for g in host.gpus) \
+        and forward_compat_supported(host.driver, cuda)
 
 
 def _major_mismatch(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str) -> str | None:
@@ -296,10 +320,10 @@ def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> s
             return _pair_fix(host, v, compat, cuda)
         return f"set cuda_version={host.jetson.cuda}"
     if cuda.startswith("12."):
-        offer = twelve_offer(host, v, need_12=True)
+        offer = twelve_offer(host, v, need_12=True, covered=True)
         if offer:
             return offer
-        return f"set cuda_version={cuda}"
+        return _pair_fix(host, v, compat, cuda) if host.gpus else f"set cuda_version={cuda}"
     index = _covering_variant(host, v, v.cuda_version)
     if index:
         return f"set torch_index_url={official_index(index)}"
@@ -359,7 +383,7 @@ def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, 
         if entry is None:
             why = (f"{wheel} carries {' '.join(arch_list)} ({origin}): none runs on {gpu.label}, "
                    f"capability {gpu.capability} (a cubin needs the same major and an equal or lower minor, "
-                   f"PTX a lower or equal capability); {_covering_fix(host, gpu.capability, url, v)}")
+                   f"PTX a lower or equal capability); {_covering_fix(host, gpu.capability, url, v, compat=compat)}")
             return result(False, why, refuse=why)
         inferred = " (capability inferred from the name: the driver did not report it)" \
             if gpu.capability_source == "from the name" else ""
@@ -370,12 +394,19 @@ def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, 
 def _variant_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
     nearest published pair whose wheels can carry it."""
-    return _covering_fix(host, "", "", v, fallback=False) or _pair_fix(host, v, compat, cuda)
+    return _covering_fix(host, "", "", v, fallback=False, compat=compat) or _pair_fix(host, v, compat, cuda)
 
 
-def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True) -> str | None:
-    """The newest official index whose wheels run on `capability`, as a fix to set."""
+def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True,
+                  compat: CompatDecision | None = None) -> str | None:
+    """The newest official index whose wheels run on `capability` (and on this driver, and on a Jetson with its
+    JetPack's CUDA major), as a fix to set."""
     for cuda in variants(v.torch_version, host.arch):
+        if compat is not None and not _driver_runs(host, v, compat, cuda) and not (
+                cuda.split(".")[0] != v.cuda_major and not host.jetson and _compat_brings(host, cuda)):
+            continue   # a wheel this driver cannot run (nor the cuda-compat its offered cuda_version brings) is no fix
+        if host.jetson and host.jetson.cuda and cuda.split(".")[0] != host.jetson.cuda.split(".")[0]:
+            continue   # a Jetson runs its JetPack's CUDA major only
         if all(g.capability and runs_on(official_archs(v.torch_version, cuda, host.arch) or [], g.capability)
                for g in host.gpus):   # every GPU of the host, so a mixed host gets one fix
             index = official_index(cuda)

@@ -119,13 +119,6 @@ class Platform:
         """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
         return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf]}
 
-    @property
-    def supported(self) -> str:
-        """A Jetson row's releases in words: 'Orin on JetPack 6 (L4T R36)', 'Thor on JetPack 7+ (L4T R38+)'."""
-        (l4t, l4t_end), (jp, jp_end) = self.l4t, self.jetpack
-        return (f"{self.generation.capitalize()} on JetPack {jp}{'+' if jp_end is None else ''} "
-                f"(L4T R{l4t}{'+' if l4t_end is None else ''})")
-
 
 # In detection order: a Jetson before anything else, the Spark before other Arm GPU servers, cpu-only last.
 PLATFORMS: tuple[Platform, ...] = (
@@ -232,16 +225,18 @@ class JetsonBoard:
     family: str      # orin | thor | xavier | ...: what JetPackRelease.boards names
     model: str       # the pattern its boards' model strings match
     label: str
-    newest: str      # the newest JetPack that runs it
+    # the newest JetPack that runs a board no JETPACK_RELEASES row names (older than the table); for the others
+    # the table says it (newest_release), and nothing here repeats it
+    older: str | None = None
 
 
 # Sources: the JetPack archive's release pages (developer.nvidia.com/embedded/jetpack-archive): JetPack 4.6.x is the
-# last for the Nano, TX1 and TX2, JetPack 5.1.x the last for the Xavier family. Thor's modules are T5000 and T4000.
+# last for the Nano, TX1 and TX2. Thor's modules are T5000 and T4000.
 # In this order: the first match wins ("Orin Nano" is an Orin, not a Nano).
 JETSON_BOARDS: tuple[JetsonBoard, ...] = (
-    JetsonBoard("thor", r"\bThor\b|\bT[45]000\b", "Jetson Thor", "7.2"),
-    JetsonBoard("orin", r"\bOrin\b", "Jetson Orin", "7.2"),
-    JetsonBoard("xavier", r"\bXavier\b", "Jetson Xavier", "5.1"),
+    JetsonBoard("thor", r"\bThor\b|\bT[45]000\b", "Jetson Thor"),
+    JetsonBoard("orin", r"\bOrin\b", "Jetson Orin"),
+    JetsonBoard("xavier", r"\bXavier\b", "Jetson Xavier"),
     JetsonBoard("tx2", r"\bTX2\b", "Jetson TX2", "4.6"),
     JetsonBoard("tx1", r"\bTX1\b", "Jetson TX1", "4.6"),
     JetsonBoard("nano", r"\bJetson Nano\b", "Jetson Nano", "4.6"),
@@ -253,16 +248,54 @@ def jetson_board(model: str | None) -> JetsonBoard | None:
     return next((b for b in JETSON_BOARDS if model and re.search(b.model, str(model))), None)
 
 
+def releases_for(family: str, planned: bool = False) -> tuple[JetPackRelease, ...]:
+    """The JetPack releases whose notes list this board family, oldest first (JETPACK_RELEASES is in release
+    order); `planned`: only those fleet plans for."""
+    return tuple(r for r in JETPACK_RELEASES if family in r.boards and (r.supported or not planned))
+
+
+def jetpack_name(release: JetPackRelease) -> str:
+    """"JetPack 7.2"; a row for a whole major ("5") is every 5.x: "JetPack 5.x"."""
+    return f"JetPack {release.jetpack}{'' if '.' in release.jetpack else '.x'}"
+
+
+def newest_release(family: str) -> str:
+    """The newest JetPack that runs this board family, in words: from JETPACK_RELEASES where a row lists it, else
+    the board's own row (a board older than the table)."""
+    rows = releases_for(family)
+    board = next((b for b in JETSON_BOARDS if b.family == family), None)
+    return jetpack_name(rows[-1]) if rows else f"JetPack {board.older if board else '(unknown)'}"
+
+
 def board_unsupported(model: str | None) -> str | None:
     """Why fleet refuses this board, with it named: no JetPack release fleet plans for runs it; None otherwise."""
     board = jetson_board(model)
-    if board is None or any(board.family in r.boards for r in JETPACK_RELEASES if r.supported):
+    if board is None or releases_for(board.family, planned=True):
         return None
     planned = [r.jetpack for r in JETPACK_RELEASES if r.supported]
     return (f"this Jetson is the board {model} ({board.label}), which no JetPack release fleet plans for supports "
             f"(JetPack {planned[0]} to {planned[-1]}, whose boards each release's notes list; the {board.label}'s "
-            f"newest is JetPack {board.newest}), and no reflash brings it one: provision it by hand, or replace "
-            f"the board")
+            f"newest is {newest_release(board.family)}), and no reflash brings it one: provision it by hand, or "
+            f"replace the board")
+
+
+def board_unknown(l4t: str | None, jetpack: str | None, gpu_names: str, model: str | None) -> str | None:
+    """Why fleet cannot plan for a Jetson whose release runs more than one generation (JetPack 7.2 runs Orin and
+    Thor, JetPack 5 Xavier and Orin) where the record tells the board by neither its model nor its GPU's name:
+    the generation decides the CUDA path, the GPU's architecture, cuda-compat (error 803 on Thor) and verify's
+    rows, and a guess would plan one board's stack on the other. None where the board is told or the release
+    runs one generation."""
+    release = jetpack_release(jetpack, l4t)
+    if release is None or len(release.boards) < 2 or jetson_board(model) is not None:
+        return None
+    if _named_by_gpu(gpu_names) is not None:
+        return None
+    named = " and the ".join(jetson_board_label(f) for f in release.boards)
+    seen = f"its board model {model!r} is none fleet knows" if model else "the record names no board model"
+    runs = f"JetPack {jetpack}" if jetpack else jetpack_name(release)
+    return (f"cannot tell the board: this Jetson runs {runs} (L4T R{l4t or release.l4t}), which runs both the "
+            f"{named}, {seen} and no GPU name tells the generation; read /proc/device-tree/model on the "
+            f"host (`cat /proc/device-tree/model`), then run `fleet facts` again, which records it")
 
 
 def jetson_board_label(family: str) -> str:
@@ -321,6 +354,12 @@ def _major(version: str | None) -> int | None:
     return int(head) if head.isdigit() else None
 
 
+def _named_by_gpu(gpu_names: str) -> Platform | None:
+    """The Jetson row whose generation the GPU's name says ("NVIDIA Thor", "Orin (nvgpu)"); None otherwise."""
+    return next((row for row in jetsons() if gpu_names and re.search(rf"\b{row.generation}\b", gpu_names, re.I)),
+                None)
+
+
 def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None, model: str | None = None) -> Platform:
     """Which Jetson: by its board (/proc/device-tree/model), else its GPU's name, else its L4T release (or JetPack),
     else the newest. One L4T release may run two generations (R39: JetPack 7.2 runs Orin and Thor), so the number
@@ -330,7 +369,7 @@ def jetson_row(l4t: str | None, gpu_names: str, jetpack: str | None = None, mode
     board = jetson_board(model)
     if board is not None:
         return next((row for row in rows if row.generation == board.family), rows[0])
-    named = next((row for row in rows if gpu_names and re.search(rf"\b{row.generation}\b", gpu_names, re.I)), None)
+    named = _named_by_gpu(gpu_names)
     if named is not None:
         return named
     for version, field in ((l4t, "l4t"), (jetpack, "jetpack")):
@@ -387,14 +426,15 @@ def unsupported(platform_name: str, l4t: str | None, jetpack: str | None) -> str
     release = jetpack_release(jetpack, l4t)
     ships = (f", which ships CUDA {release.cuda} and Python {release.python} on Ubuntu {release.ubuntu}"
              if release else "")
-    first = sorted(jetsons(), key=lambda p: p.l4t[0])[0]   # an old Jetson is the oldest row's generation
-    newest = max((r for r in JETPACK_RELEASES if r.jetpack.split(".")[0] == str(first.jetpack[0])),
-                 key=lambda r: r.jetpack)
+    # the board's newest release fleet plans for, from the table (JETPACK_RELEASES boards): JetPack 7.2 runs the Orin
+    planned = releases_for(row.generation, planned=True)
+    newest, label = planned[-1], jetson_board_label(row.generation)
     torch = (f"; its torch would be {release.index.rsplit('/', 2)[-2]}/{release.index.rsplit('/', 1)[-1]}'s "
              f"builds (torch {release.torch_newest} at newest, for Python {release.python}), its apt repository "
              f"serves only CUDA {release.cuda}, and CUDA {' and '.join(release.local_cudas)} for it come only from "
              f"NVIDIA's cuda-tegra local installers, which fleet does not install"
              if release and release.torch_newest and release.local_cudas else "")
     return (f"this Jetson runs {named.removeprefix('(').removesuffix(')') if not jetpack else named}{ships}, "
-            f"older than fleet plans for ({first.supported}{torch}): reflash it with JetPack {newest.jetpack} "
-            f"(L4T R{newest.l4t}) using NVIDIA SDK Manager, then run `fleet facts` and fleet again")
+            f"older than fleet plans for (the {label} on JetPack {', '.join(r.jetpack for r in planned)}{torch}): "
+            f"reflash it with JetPack {newest.jetpack} (L4T R{newest.l4t}), the newest release for the {label}, "
+            f"using NVIDIA SDK Manager, then run `fleet facts` and fleet again")

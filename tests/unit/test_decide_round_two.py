@@ -20,6 +20,8 @@ SITUATIONS = matrix.situations()
 IDS = [label for label, _, _ in SITUATIONS]
 # "set NAME=VALUE" where NAME is a variable: what a text proposes
 _OFFER = re.compile(r"\b(" + "|".join(sorted(DEFAULTS, key=len, reverse=True)) + r")=([^\s,;()]+)")
+# a fix outside fleet's variables: reflash, install a driver, reboot, reload modules, re-gather the record
+OUTSIDE_FIX = re.compile(r"reflash|install|reboot|reload|run `fleet facts` again")
 
 
 def texts(d) -> list[str]:
@@ -50,7 +52,7 @@ def test_every_offered_fix_fed_back_is_not_refused(label, facts, variables):
         return
     fix = {name: sorted(values)[0] for name, values in offered(d).items()}
     if not fix:   # a fix outside fleet's variables (reflash, install a driver): nothing to feed back
-        assert re.search(r"reflash|install|reboot|reload", d.refuse), d.refuse
+        assert OUTSIDE_FIX.search(d.refuse), d.refuse
         return
     again = decide(facts, {**variables, **fix})
     assert again.refuse is None, f"{d.refuse}\n  fed back {fix}:\n  {again.refuse}"
@@ -126,17 +128,18 @@ RULES = [
     ("Python 3.8 without a GPU, torch 2.11.0: refused too", "cpu-only", {"python": "3.8.10"}, {}, True,
      ["needs Python >= 3.10"]),
     ("Python 3.10 with torch 2.11.0: planned", "h100-pod-570", {"python": "3.10.12"}, {}, False, ["torch 2.11.0"]),
-    # 5. JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with the one fix that works
-    ("JetPack 5.1.2 by its L4T: refused, reflash with 6.2", "orin-jp6", JP5, {}, True,
-     ["JetPack 5.1.2 (L4T R35.4)", "CUDA 11.4", "Python 3.8", "Ubuntu 20.04", "reflash it with JetPack 6.2"]),
+    # 5. JetPack 5 (L4T R35: CUDA 11.4, Python 3.8, Ubuntu 20.04) refused with the one fix that works: a reflash to
+    # the newest JetPack for the Orin, 7.2 (JETPACK_RELEASES boards; issue 37)
+    ("JetPack 5.1.2 by its L4T: refused, reflash with 7.2", "orin-jp6", JP5, {}, True,
+     ["JetPack 5.1.2 (L4T R35.4)", "CUDA 11.4", "Python 3.8", "Ubuntu 20.04", "reflash it with JetPack 7.2"]),
     ("JetPack 5.1.2 named without its L4T: refused too (it was planned as JetPack 6)", "orin-jp6",
      {**JP5, "jetson": {"l4t": None, "l4t_full": None, "jetpack": "5.1.2"}}, {}, True,
-     ["JetPack 5.1.2", "CUDA 11.4", "reflash it with JetPack 6.2"]),
+     ["JetPack 5.1.2", "CUDA 11.4", "reflash it with JetPack 7.2"]),
     ("JetPack 5.1.2 following the old advice cuda_version=12.6: the same refusal", "orin-jp6", JP5,
-     {"cuda_version": "12.6"}, True, ["reflash it with JetPack 6.2"]),
+     {"cuda_version": "12.6"}, True, ["reflash it with JetPack 7.2"]),
     ("JetPack 5.1.2 asked its own cuda_version=11.4: the reflash refusal, not 'unknown'", "orin-jp6", JP5,
      {"cuda_version": "11.4"}, True,
-     ["reflash it with JetPack 6.2", "jp5/cu114", "torch 2.2.0 at newest, for Python 3.8", "serves only CUDA 11.4"]),
+     ["reflash it with JetPack 7.2", "jp5/cu114", "torch 2.2.0 at newest, for Python 3.8", "serves only CUDA 11.4"]),
     ("cuda_version=11.4 on an H100: refused with a release fleet plans", "h100-pod-570", {},
      {"cuda_version": "11.4"}, True, ["CUDA 11.4 is the CUDA JetPack 5.x ships", "set cuda_version=13.0"]),
     ("cuda_version=11.4 beside a cu128 index: the index's CUDA offered", "h100-pod-570", {},

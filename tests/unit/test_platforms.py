@@ -98,20 +98,25 @@ def test_an_orin_on_jetpack_5_is_refused_in_one_sentence_with_a_fix():
     assert record["jetson"]["l4t"] == "35.4" and record["platform"] == "jetson-orin"
     refusal = decide(record).refuse
     assert refusal == ("this Jetson runs L4T R35.4, which ships CUDA 11.4 and Python 3.8 on Ubuntu 20.04, older "
-                       "than fleet plans for (Orin on JetPack 6 (L4T R36); its torch would be jp5/cu114's builds "
-                       "(torch 2.2.0 at newest, for Python 3.8), its apt repository serves only CUDA 11.4, and CUDA "
-                       "11.8 and 12.2 for it come only from NVIDIA's cuda-tegra local installers, which fleet does "
-                       "not install): reflash it with JetPack 6.2 (L4T R36.4) using NVIDIA SDK Manager, then run "
-                       "`fleet facts` and fleet again")
+                       "than fleet plans for (the Jetson Orin on JetPack 6.0, 6.1, 6.2, 7.2; its torch would be "
+                       "jp5/cu114's builds (torch 2.2.0 at newest, for Python 3.8), its apt repository serves only "
+                       "CUDA 11.4, and CUDA 11.8 and 12.2 for it come only from NVIDIA's cuda-tegra local installers, "
+                       "which fleet does not install): reflash it with JetPack 7.2 (L4T R39.2), the newest release "
+                       "for the Jetson Orin, using NVIDIA SDK Manager, then run `fleet facts` and fleet again")
     assert ". " not in refusal and not refusal.endswith(".")          # one sentence
 
 
-def test_the_fix_works_the_same_orin_on_jetpack_6_is_planned():
+@pytest.mark.parametrize("release, cuda, source", [
+    ("# R39 (release), REVISION: 2.0, GCID: 0, BOARD: generic, EABI: aarch64, DATE: Thu Jan  1 2026\n", "13.2",
+     "official"),   # the advice: JetPack 7.2, the Orin's newest
+    ("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 2025\n",
+     "12.6", "jetson"),   # JetPack 6.2 is planned too
+])
+def test_the_fix_works_the_same_orin_reflashed_is_planned(release, cuda, source):
     record = jetpack5_orin_record()
-    record["jetson"] = {**record["jetson"], **gpu_facts.parse_tegra_release(
-        "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 2025\n")}
+    record["jetson"] = {**record["jetson"], **gpu_facts.parse_tegra_release(release)}
     d = decide(record)
-    assert d.refuse is None and d.cuda.wanted == "12.6" and d.torch.source == "jetson"
+    assert d.refuse is None and d.cuda.wanted == cuda and d.torch.source == source, d.refuse
 
 
 @pytest.mark.parametrize("record, name, gpu_expected, first_perf", [
