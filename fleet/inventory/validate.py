@@ -13,7 +13,7 @@ import re
 from typing import Any, Iterable
 
 from fleet.roles import template_cache
-from fleet.inventory import yamlsrc
+from fleet import yamlsrc
 from fleet.errors import InputError
 
 _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables

@@ -148,7 +148,7 @@ class Resource:
         if not isinstance(values, dict):
             raise InputError(f"{where}: '{cls.type_name}' takes a mapping of parameters "
                              f"({', '.join(cls.params)})")
-        from fleet.inventory.yamlsrc import closest
+        from fleet.yamlsrc import closest
 
         out = {}
         for key in values:

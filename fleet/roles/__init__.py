@@ -34,7 +34,7 @@ from typing import Any
 import jinja2
 
 from fleet.roles import template_cache
-from fleet.inventory import yamlsrc
+from fleet import yamlsrc
 from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 

@@ -316,7 +316,7 @@ def load_existing(path: Path) -> Inventory | None:
     """The inventory as it is; None when absent or when it has no hosts yet (load_inventory demands some)."""
     if not path.exists():
         return None
-    from fleet.inventory import yamlsrc
+    from fleet import yamlsrc
 
     doc = yamlsrc.load(path).data
     if isinstance(doc, dict) and not doc.get("hosts"):

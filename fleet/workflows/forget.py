@@ -18,7 +18,7 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import InputError
 from fleet.inventory import Inventory, load_inventory
-from fleet.inventory import yamlsrc
+from fleet import yamlsrc
 from fleet.record import store
 
 
