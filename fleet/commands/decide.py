@@ -65,9 +65,9 @@ def run(args: argparse.Namespace, env) -> int:
 
 def parse_assignments(assignments: list[str], roles) -> dict[str, str]:
     """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; names and values checked as the inventory's are."""
-    from fleet.inventory.validate import known_variables, parse_assignments as checked
+    from fleet.inventory.validate import declared, parse_assignments as checked
 
-    return checked(assignments, known_variables(roles))
+    return checked(assignments, declared(roles))
 
 
 def _decide_file(decide, path: str, values: dict):

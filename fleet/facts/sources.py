@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fleet.decide.storage import ON_VOLUME
+from fleet.variables import STACK
 from fleet.facts import cuda, fingerprint, gpu, loader, paths, shells, software, system
 
-DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
+DEFAULTS = {name: STACK[name].default for name in ("python_env", "cutlass_dir")}   # the probe's own settings
 
 
 @dataclass(frozen=True)

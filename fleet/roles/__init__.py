@@ -1,7 +1,9 @@
 """Roles as data: <name>/role.yaml (+ templates/), loaded, validated and rendered with Jinja2.
 
     description: what the role manages
-    defaults: {cutlass_ref: v4.3.0}              # lowest precedence; inventory vars override
+    variables:                                   # what only this role reads, each declared once (fleet/variables.py)
+      cutlass_ref: {type: text, default: v4.3.0, description: the tag checked out}
+    defaults: {my_dir: /srv/mine}                # the older shape: NAME: VALUE, typed as its value
     when: "decisions.compat.use"                 # optional: the whole role applies only if true (the ONLY gate)
     why: "{{ decisions.compat.reason }}"         # optional: the reason shown beside a change it plans
     why_skipped: "{{ decisions.compat.reason }}" # optional: why it is left out, in plain words (-v); -vv adds
@@ -34,11 +36,11 @@ from typing import Any
 import jinja2
 
 from fleet.roles import template_cache
-from fleet import yamlsrc
+from fleet import variables as declarations, yamlsrc
 from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 
-ROLE_KEYS = {"description", "defaults", "when", "why", "why_skipped", "after", "tasks"}
+ROLE_KEYS = {"description", "variables", "defaults", "when", "why", "why_skipped", "after", "tasks"}
 TASK_KEYS = {"name", "when", "why_skipped", "sudo", "after", "locks", "timeout"}
 DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
@@ -134,6 +136,7 @@ class Role:
     when_where: str = ""
     why: str | None = None
     why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves the role out, in plain words
+    variables: dict[str, declarations.Variable] = field(default_factory=dict)   # what it declares
 
     @property
     def origin(self) -> str:
@@ -226,16 +229,16 @@ def load_role(path: Path) -> Role:
         if key not in ROLE_KEYS:
             raise InputError(f"unknown key {key!r} in the role{yamlsrc.closest(key, ROLE_KEYS)}",
                              path=str(path), line=loc.line(key))
-    defaults = doc.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise InputError("'defaults' must be a mapping of NAME: VALUE", path=str(path), line=loc.line("defaults"))
+    declared = _declared(loc, path)
+    defaults = {name: var.default for name, var in declared.items()}
     why = doc.get("why")
     if why is not None:
         _check_syntax(why, f"{path}:{loc.line('why')}")
     role = Role(path.parent.name, path, str(doc.get("description", "")), defaults,
                 _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}",
                 why=None if why is None else str(why),
-                why_skipped=_words(doc.get("why_skipped"), f"{path}:{loc.line('why_skipped')}"))
+                why_skipped=_words(doc.get("why_skipped"), f"{path}:{loc.line('why_skipped')}"),
+                variables=declared)
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
@@ -245,6 +248,27 @@ def load_role(path: Path) -> Role:
         spec.after = tuple(dict.fromkeys(role_after + spec.after))
         role.tasks.append(spec)
     return role
+
+
+def _declared(loc: yamlsrc.Located, path: Path) -> dict[str, declarations.Variable]:
+    """The role's `variables:` (each a type, a default, a description, ...) and plain `defaults:` (typed as their
+    values), each checked here: a default its own declaration refuses is the role's mistake, at its line."""
+    out: dict[str, declarations.Variable] = {}
+    for key in ("variables", "defaults"):
+        section = loc.data.get(key) or {}
+        if not isinstance(section, dict):
+            raise InputError(f"'{key}' must be a mapping of NAME: " + ("{type: ..., default: ...}" if key == "variables"
+                             else "VALUE"), path=str(path), line=loc.line(key))
+        for name, spec in section.items():
+            where = f"{path}:{loc.line(key, name)}"
+            if name in out:
+                raise InputError(f"{where}: {name!r} is declared twice in this role; keep one")
+            try:
+                out[name] = (declarations.from_spec(name, spec, path.parent.name) if key == "variables" else
+                             declarations.from_default(name, spec, path.parent.name))
+            except declarations.Rejected as exc:
+                raise InputError(f"{where}: {exc}") from None
+    return out
 
 
 def _names(value: Any, key: str, where: str, example: str) -> tuple[str, ...]:
@@ -377,9 +401,7 @@ def context(variables: dict[str, Any], facts: dict | None, decisions: dict | Non
 
 
 def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> list[Task]:
-    from fleet.decide import DEFAULTS  # the stack's own defaults (cuda_version, python_env, sources) come first
-
-    merged = dict(DEFAULTS)
+    merged = declarations.defaults()   # the stack's own defaults (cuda_version, python_env, sources) come first
     merged.update(role.defaults)
     merged.update(variables)
     ctx = context(merged, facts, decisions, host)
@@ -425,9 +447,7 @@ def _said(words: str | None, ctx: dict) -> str | None:
 
 def role_applies(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> bool:
     """The role's `when:` for one host (what `fleet decide` lists as acting)."""
-    from fleet.decide import DEFAULTS
-
-    ctx = context({**DEFAULTS, **role.defaults, **variables}, facts, decisions, host)
+    ctx = context({**declarations.defaults(), **role.defaults, **variables}, facts, decisions, host)
     return _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
 
 

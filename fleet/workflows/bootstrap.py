@@ -451,6 +451,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         progress(host.name, f"--keyring-pins used for this run only: {present.name}'s entry in {inventory_path} is "
                             "left as it was (add them under its vars: cuda_keyring_pins to keep them)")
     roles = session.roles_of([host], inventory.roles_path)[host.name]   # bad roles and variables stop here
+    if present is None:   # the entry keeps the values as checked: --set verify_perf=off is written false
+        target.vars = {name: host.vars[name] for name in target.vars}
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]

@@ -25,7 +25,7 @@ def counting_parse(self, *a, **k):
     global parsed; parsed += 1; return parse_(self, *a, **k)
 jinja2.Environment.compile, jinja2.Environment.parse = counting_compile, counting_parse
 loaded = roles.load_roles(None, [roles.BUILTIN_DIR])
-known = validate.known_variables(loaded)
+known = validate.declared(loaded)
 when = next(r for r in loaded if r.name == "cuda_compat").when
 print(json.dumps({"compiled": compiled, "parsed": parsed, "known": sorted(known), "when": when,
                   "when_value": bool(roles._expression(when)(decisions={"compat": {"use": True}}))}))
