@@ -70,8 +70,8 @@ def _convert(var: Variable, value: Any) -> Any:
     if kind in ("list", "mapping"):
         want = list if kind == "list" else dict
         if not isinstance(value, want):
-            raise Rejected(f"{value!r} must be {yamlsrc.type_name(want())}, like its default, "
-                           f"not {yamlsrc.type_name(value)}")
+            raise Rejected(f"{value!r} must be {yamlsrc.type_name(want())}, like its default, not "
+                           f"{yamlsrc.type_name(value)}; write it as one, e.g. {'[...]' if want is list else '{...}'}")
         return value
     if value is None or isinstance(value, (bool, list, dict)):
         raise Rejected(f"{value!r} must be text, not {yamlsrc.type_name(value)}; quote it")
