@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fleet.roles import template_cache
 from fleet import variables as declarations, yamlsrc
@@ -63,8 +64,11 @@ def _builtin_dir() -> Path:
 
 BUILTIN_DIR = _builtin_dir()
 
-_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                            autoescape=False)
+# Sandboxed: a role is data, and a shared role's `when:` or template is not trusted with the controller. Jinja's
+# immutable sandbox refuses what reaches Python's internals (`().__class__...`, a function's __globals__, hence
+# os.system) and what changes a value in place (list.append, dict.update), with SecurityError: reported as the
+# role's error at its file:line, before any host is touched (docs/DECISIONS.md).
+_JINJA = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _JINJA.filters["dashed"] = lambda v: str(v).replace(".", "-")
 _JINJA.filters["shq"] = lambda v: shlex.quote(str(v))   # for values a template writes into shell code
 _LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
@@ -482,8 +486,9 @@ def _render_template(role: Role, name: str, ctx: dict, where: str) -> str:
         line = _template_line(exc, str(path))
         raise InputError(f"{path}{f':{line}' if line else ''}: {exc.message} (used at {where}); "
                          "define it in the role's defaults or the inventory's vars") from None
-    except jinja2.TemplateError as exc:
-        raise InputError(f"{path}: template error: {exc} (used at {where})") from None
+    except jinja2.TemplateError as exc:   # a SecurityError too: the sandbox refused something at that line
+        line = _template_line(exc, str(path))
+        raise InputError(f"{path}{f':{line}' if line else ''}: template error: {exc} (used at {where})") from None
 
 
 def _template_line(exc: BaseException, filename: str) -> int | None:
