@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from fleet import parse, yamlsrc
+from fleet.errors import InputError
 from fleet.parse import Rejected
 
 TYPES = ("bool", "int", "float", "seconds", "duration", "text", "url", "git_url", "path", "list", "mapping", "any")
@@ -176,7 +177,7 @@ def assignments(words: Iterable[str]) -> dict[str, str]:
     for text in words:
         name, sep, value = text.partition("=")
         if not sep or not name.strip():
-            raise Rejected(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
+            raise InputError(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
         values[name.strip()] = value.strip()
     return values
 

@@ -66,10 +66,10 @@ def add_set(parser: argparse.ArgumentParser) -> None:
 
 def overrides(args: argparse.Namespace) -> dict:
     """--set NAME=VALUE words as {NAME: text}; the names and values are checked and converted with the
-    inventory's own (fleet.inventory.validate.check_hosts, before any host): one declaration, one check."""
-    from fleet.inventory.validate import assignments_of
+    inventory's own (fleet.engine.session.check_variables, before any host): one declaration, one check."""
+    from fleet.variables import assignments
 
-    return assignments_of(getattr(args, "assignments", None) or [])
+    return assignments(getattr(args, "assignments", None) or [])
 
 
 def set_vars(hosts, values: dict) -> None:

@@ -96,10 +96,10 @@ def _warn_bad_variables(reporter, hosts, roles_path) -> None:
     while fixing an inventory); each problem is a warning, so the typo is seen now rather than at the next
     apply or facts, which refuse it (exit 2)."""
     from fleet.errors import InputError
-    from fleet.inventory.validate import check_hosts
+    from fleet.engine.session import check_variables
 
     try:
-        check_hosts(hosts, roles_path)
+        check_variables(hosts, roles_path)
     except InputError as exc:
         for problem in str(exc).splitlines():
             reporter.warn(f"{problem} (not used by fleet run; apply and facts refuse it)")

@@ -211,6 +211,14 @@ def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> d
     return out
 
 
+def every_role(roles_path=(), by_host: dict | None = None) -> list:
+    """The roles the hosts run (`by_host`, loaded already), plus every other one their inventory could name: a
+    variable meant for a role that --roles leaves out is still a known one."""
+    roles = {r.name: r for rs in (by_host or {}).values() for r in rs}
+    rest = [n for n in available_roles(roles_path) if n not in roles]
+    return list(roles.values()) + (load_roles(rest, roles_dirs(roles_path)) if rest else [])
+
+
 def load_roles(names: list[str] | None, dirs: list[Path]) -> list[Role]:
     names = list(names or DEFAULT_ORDER)
     roles = []

@@ -128,7 +128,7 @@ def test_a_merge_key_brings_the_anchor_s_settings_and_the_host_s_own_win(tmp_pat
     assert [(h.address, h.port, h.vars) for h in inv.hosts.values()] == [
         ("192.0.2.1", 17322, {"python_env": "/workspace/venv"}), ("192.0.2.2", 2222, {"python_env": "/workspace/venv"}),
         ("192.0.2.1", 17322, {"python_env": "venv"})]
-    from fleet.inventory.validate import check_hosts
+    from fleet.engine.session import check_variables as check_hosts
     with pytest.raises(InputError, match=rf"^{path}:10: python_env='venv' is a path on the host and must be absolute"):
         check_hosts(list(inv.hosts.values()))
     assert inv.hosts["pod-2"].var_where["python_env"] == f"{path}:5"     # the merged value's own line

@@ -16,7 +16,9 @@ from fleet.errors import InputError
 from fleet.facts.probe import DEFAULTS as PROBE_DEFAULTS
 from fleet.inventory import load_inventory
 from fleet.roles import load_roles, roles_dirs
-from fleet.inventory.validate import check_hosts, declared, parse_assignments
+from fleet.engine.session import check_variables as check_hosts
+from fleet.inventory.validate import parse_assignments
+from fleet.roles.declared import variables_of as declared
 from fleet.variables import Rejected, read_without_default
 
 CASES = sorted((Path(__file__).resolve().parent.parent / "data" / "variables").glob("*.yaml"))

@@ -18,7 +18,8 @@ from fleet.cli import main
 from fleet.env import Environment
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
-from fleet.inventory.validate import check_hosts, declared
+from fleet.engine.session import check_variables as check_hosts
+from fleet.roles.declared import variables_of as declared
 from fleet.roles import load_roles, roles_dirs
 from fleet.commands._common import set_vars
 
