@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import io
-import socket
 from pathlib import Path
 
 import pytest
@@ -26,27 +25,6 @@ RECORD = Path(__file__).resolve().parents[1] / "data" / "records" / "h100-pod-57
 BAD_NUMBERS = ["0", "-1", "nan", "inf", "-inf", "1e12", "ten", ""]
 
 
-@pytest.fixture
-def listener():
-    """A port where any connection attempt queues, so a test can prove no host was contacted."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    sock.setblocking(False)
-    yield sock
-    sock.close()
-
-
-def contacted(sock) -> int:
-    count = 0
-    while True:
-        try:
-            sock.accept()[0].close()
-        except BlockingIOError:
-            return count
-        count += 1
-
-
 def fleet(tmp_path, *argv) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=400, soft_wrap=True),
@@ -58,9 +36,9 @@ def fleet(tmp_path, *argv) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def inventory(tmp_path, listener) -> str:
+def inventory(tmp_path, counting_port) -> str:
     path = tmp_path / "inv.yaml"
-    path.write_text(f"hosts:\n  pod: {{address: 127.0.0.1, port: {listener.getsockname()[1]}}}\n")
+    path.write_text(f"hosts:\n  pod: {{address: 127.0.0.1, port: {counting_port.port}}}\n")
     return str(path)
 
 
@@ -72,9 +50,9 @@ FLAGS = [("apply", "--connect-timeout", "0 -1 nan inf -inf 1e12 ten"), ("apply",
 
 
 @pytest.mark.parametrize("command, flag, values", FLAGS, ids=[f"{c}{f}" for c, f, _ in FLAGS])
-def test_a_bad_number_in_a_flag_is_exit_2_naming_the_flag_before_any_host(command, flag, values, tmp_path, listener,
+def test_a_bad_number_in_a_flag_is_exit_2_naming_the_flag_before_any_host(command, flag, values, tmp_path, counting_port,
                                                                           capsys):
-    inv = inventory(tmp_path, listener)
+    inv = inventory(tmp_path, counting_port)
     for value in values.split():
         target = ["root@127.0.0.1", "--inventory", str(tmp_path / "pods.yaml")] if command == "bootstrap" else [inv]
         extra = ["--", "true"] if command == "run" else []
@@ -83,20 +61,21 @@ def test_a_bad_number_in_a_flag_is_exit_2_naming_the_flag_before_any_host(comman
         assert status == 2, (flag, value, printed, err)
         assert "error: argument " in printed and flag in printed and repr(value) in printed and "write" in printed, printed
         assert "Traceback" not in printed + err
-    assert contacted(listener) == 0
+    assert not counting_port.contacted()
     assert not (tmp_path / "pods.yaml").exists()
 
 
 @pytest.mark.parametrize("name", ["FLEET_DEAD_AFTER", "FLEET_HEARTBEAT"])
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e12", "ten", "0.01"])
-def test_a_bad_number_in_a_fleet_environment_variable_is_exit_2_naming_it(name, value, tmp_path, listener, monkeypatch):
+def test_a_bad_number_in_a_fleet_environment_variable_is_exit_2_naming_it(name, value, tmp_path, counting_port,
+                                                                           monkeypatch):
     monkeypatch.setenv(name, value)
-    status, out, err = fleet(tmp_path, "apply", inventory(tmp_path, listener))
+    status, out, err = fleet(tmp_path, "apply", inventory(tmp_path, counting_port))
     message = " ".join(err.split())
     assert status == 2, message
     assert message.startswith(f"error: environment variable {name}={value!r} "), message
     assert "unset it for the default" in message and "Traceback" not in message
-    assert contacted(listener) == 0
+    assert not counting_port.contacted()
 
 
 def test_the_same_parser_reads_a_flag_a_variable_and_the_environment():
@@ -145,7 +124,7 @@ def test_a_merge_key_of_anything_but_a_mapping_is_refused_at_its_line(text, line
     assert caught.value.exit_status == 2
 
 
-def test_fleet_apply_with_a_merge_key_is_not_an_internal_error(tmp_path, listener):
+def test_fleet_apply_with_a_merge_key_is_not_an_internal_error(tmp_path):
     path = tmp_path / "inv.yaml"
     path.write_text("vars: {}\nhosts:\n  a: &pod {address: 127.0.0.1, port: 1}\n  b: {<<: *pod, port: oops}\n")
     status, out, err = fleet(tmp_path, "apply", str(path), "--check")

@@ -102,6 +102,13 @@ def test_each_variable_converts_every_accepted_spelling_and_refuses_every_reject
         assert re.search(r"[:;] (write|set|quote)", str(caught.value)), caught.value   # the fix is in the sentence
 
 
+def rounds(names: list[str], spellings):
+    """{name: one of its spellings} per round, until every variable's every spelling has had its round."""
+    lists = {n: spellings(DECLARED[n]) for n in names}
+    for i in range(max(len(rows) for rows in lists.values())):
+        yield {n: rows[i % len(rows)] for n, rows in lists.items()}
+
+
 def _inventory(tmp_path: Path, values: dict) -> Path:
     """All of `values` at the top level (host top), in a group's vars (host grp) and in a host's own (host own)."""
     block = lambda indent: "".join(f"{indent}{n}: {yaml_of(v)}\n" for n, v in values.items())  # noqa: E731
@@ -116,9 +123,7 @@ def _inventory(tmp_path: Path, values: dict) -> Path:
 @pytest.mark.parametrize("kind", sorted(SPELLINGS))
 def test_what_passes_is_what_is_used_from_every_place_a_value_is_written(kind, tmp_path):
     names = [n for n, v in DECLARED.items() if v.type == kind]
-    rounds = max(len(accepted(DECLARED[n])) for n in names)
-    for i in range(rounds):
-        chosen = {n: accepted(DECLARED[n])[i % len(accepted(DECLARED[n]))] for n in names}
+    for chosen in rounds(names, accepted):
         inv = load_inventory(_inventory(tmp_path, {n: s for n, (s, _) in chosen.items()}))
         hosts = list(inv.hosts.values())
         set_vars([inv.hosts["cli"]], {n: str(s) for n, (s, _) in chosen.items() if isinstance(s, str)})  # --set
@@ -138,9 +143,7 @@ def test_what_passes_is_what_is_used_from_every_place_a_value_is_written(kind, t
 @pytest.mark.parametrize("kind", sorted(SPELLINGS))
 def test_a_rejected_spelling_is_named_at_its_own_line_and_in_its_set(kind, tmp_path):
     names = [n for n, v in DECLARED.items() if v.type == kind]
-    rounds = max(len(rejected(DECLARED[n])) for n in names)
-    for i in range(rounds):
-        chosen = {n: rejected(DECLARED[n])[i % len(rejected(DECLARED[n]))] for n in names}
+    for chosen in rounds(names, rejected):
         path = tmp_path / "inv.yaml"
         path.write_text("hosts:\n  h:\n    address: 192.0.2.1\n    vars:\n" +
                         "".join(f"      {n}: {yaml_of(v)}\n" for n, v in chosen.items()))
