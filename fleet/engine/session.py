@@ -9,6 +9,7 @@ through these, so that the same facts and the same variables give the same decis
     record(facts_dir, name, facts)           -> the one writer of facts records (atomic, scrubbed)
     roles_of(hosts, roles_path, only)        -> each host's roles, every variable checked: the pre-flight of every
                                                 command that renders roles (nothing contacted; InputError, exit 2)
+    check_variables(hosts, roles_path)       -> every variable checked and converted, roles aside (fleet facts)
 
 `last` is the host's previous facts record (None: none): it says where the venv was, so a probe asks the right
 python. The decide-and-render of tasks is `engine.decided.decide_tasks`, which calls `variables` and
@@ -59,7 +60,7 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
 
 
 def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | None = PROBE_TIMEOUT) -> dict:
-    """The facts alone: `fleet facts`, `fleet script`, bootstrap's first look."""
+    """The facts alone: `fleet facts`, `fleet script` (bootstrap's first look is observe + plan in check mode)."""
     return probe(conn, host, last, what="facts probe", timeout=timeout)[0]
 
 
