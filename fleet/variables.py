@@ -20,7 +20,7 @@ any. A url, git_url or path whose default is "" may be left "" (the role's own c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from fleet import parse, yamlsrc
@@ -126,6 +126,12 @@ def from_spec(name: str, spec: Any, declared_in: str) -> Variable:
         raise Rejected(f"unknown key {unknown[0]!r} in the declaration of {name!r}{yamlsrc.closest(unknown[0], SPEC_KEYS)}")
     if spec["type"] not in TYPES:
         raise Rejected(f"variable {name!r} has type {spec['type']!r}; write one of {', '.join(TYPES)}")
+    bounds = [spec.get(k) for k in ("min", "max") if spec.get(k) is not None]
+    if any(isinstance(b, bool) or not isinstance(b, (int, float)) for b in bounds):
+        raise Rejected(f"min and max of {name!r} are numbers; write e.g. min: 0")
+    choices = spec.get("choices") or []
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise Rejected(f"choices of {name!r} are a list of words; write e.g. choices: [pypi, apt]")
     var = Variable(name, spec["type"], spec["default"], str(spec.get("description") or ""),
                    tuple(spec.get("choices") or ()), spec.get("min"), spec.get("max"), bool(spec.get("own_tree")),
                    declared_in)
@@ -136,8 +142,7 @@ def from_default(name: str, default: Any, declared_in: str) -> Variable:
     """A plain `defaults:` entry: a stack variable keeps its declared type (the role's value is checked against
     it); any other name is declared with the type its default has."""
     if name in STACK:
-        return with_default_checked(Variable(**{**STACK[name].__dict__, "default": default,
-                                                "declared_in": declared_in}))
+        return with_default_checked(replace(STACK[name], default=default, declared_in=declared_in))
     return Variable(name, infer_type(name, default), default, declared_in=declared_in)
 
 
@@ -145,7 +150,7 @@ def with_default_checked(var: Variable) -> Variable:
     """The declaration with its default converted: a default its own type refuses is a mistake in the role."""
     if var.default in ("", None) or var.type == "any":
         return var
-    return Variable(**{**var.__dict__, "default": var.convert(var.default)})
+    return replace(var, default=var.convert(var.default))
 
 
 def read_without_default(name: str) -> Variable:

@@ -222,3 +222,23 @@ def test_the_readme_table_is_the_declarations():
 
 def readme_table() -> str:
     return variables.table(v for v in declared(load_roles(None, roles_dirs())).values() if v.type != "any")
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("{type: secs, default: 5}", "has type 'secs'; write one of bool, int"),
+    ("{type: int}", "is declared as a mapping with type and default"),
+    ("5", "is declared as a mapping with type and default"),
+    ("{type: int, default: 5, min: low}", "min and max of 'mine_x' are numbers"),
+    ("{type: text, default: a, choices: a}", "choices of 'mine_x' are a list of words"),
+    ("{type: int, default: 5, descripton: x}", "unknown key 'descripton' in the declaration of 'mine_x'; did you "
+                                               "mean 'description'?"),
+    ("{type: int, default: 50, max: 10}", "mine_x=50 is out of range: write a whole number from 0 to 10"),
+])
+def test_a_declaration_that_cannot_be_right_is_named_at_its_line(spec, says, tmp_path):
+    role = tmp_path / "roles" / "mine"
+    role.mkdir(parents=True)
+    (role / "role.yaml").write_text(f"description: x\nvariables:\n  mine_x: {spec}\n"
+                                    "tasks:\n  - name: t\n    command: {cmd: \"true\", creates: /x}\n")
+    with pytest.raises(InputError) as caught:
+        load_roles(["mine"], [tmp_path / "roles"])
+    assert str(caught.value).startswith(f"{role}/role.yaml:3: ") and says in str(caught.value), caught.value
