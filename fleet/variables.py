@@ -64,7 +64,9 @@ def _convert(var: Variable, value: Any) -> Any:
         return parse.number(value, least=var.min, most=var.max)
     if kind == "seconds":
         found = parse.seconds(value, zero=var.min == 0)
-        return int(found) if found.is_integer() else found     # 600, as a task's whole-seconds parameter takes
+        if not found.is_integer():       # a task's deadline and apt's lock wait take whole seconds
+            raise Rejected(f"{value!r} is not whole seconds: write e.g. {var.default or 600}")
+        return int(found)
     if kind == "duration":
         parse.duration(value)
         return value.strip() if isinstance(value, str) else value    # as written: "24h" reads as it was set
