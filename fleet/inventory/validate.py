@@ -24,7 +24,8 @@ def check_hosts(hosts, known: dict[str, variables.Variable]) -> None:
     for host in hosts:
         converted, found = check_values(host.vars, known, host.var_where)
         problems += [problem for problem in found if problem not in problems]   # a bad top-level value: once
-        host.vars = converted
+        if not found:
+            host.vars = converted     # else left as written: fleet run goes on (warning), nothing renders them
     if problems:
         raise InputError("\n".join(problems))
 
