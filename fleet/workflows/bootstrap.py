@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from fleet import parse
 from fleet.engine import hostlock
 from fleet.errors import FleetError, InputError
 from fleet.inventory import NAME_RE, Host, Inventory, load_inventory
@@ -205,9 +206,10 @@ def _agree_all(what: str, sources: list[tuple[str, str | None]]) -> str | None:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535")
-    return int(text)
+    try:
+        return parse.count(text, most=65535)   # what -p and the inventory's port: take
+    except parse.Rejected:
+        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535") from None
 
 
 def _key(key: str, cwd: Path | None) -> str:
