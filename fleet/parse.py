@@ -69,15 +69,16 @@ def seconds(value: Any, *, zero: bool = False, least: float = 0.0, most: float =
     return number
 
 
-def count(value: Any, *, least: int = 1, most: int | None = None) -> int:
-    """A whole number from `least` to `most`."""
+def count(value: Any, *, least: int | None = 1, most: int | None = None) -> int:
+    """A whole number from `least` to `most` (None: no bound that side)."""
     text = value.strip() if isinstance(value, str) else value
     if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and
                                                                  re.fullmatch(r"[+-]?\d+", text))):
-        raise Rejected(f"{value!r} is not a whole number: write one such as {max(least, 1)}")
+        raise Rejected(f"{value!r} is not a whole number: write one such as {max(least or 1, 1)}")
     number = int(text)
-    if number < least or (most is not None and number > most):
-        limit = f"from {least} to {most}" if most is not None else f"at least {least}"
+    if (least is not None and number < least) or (most is not None and number > most):
+        limit = (f"from {least} to {most}" if least is not None and most is not None
+                 else f"at least {least}" if least is not None else f"at most {most}")
         raise Rejected(f"{value!r} is out of range: write a whole number {limit}")
     return number
 

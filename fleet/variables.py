@@ -58,7 +58,7 @@ def _convert(var: Variable, value: Any) -> Any:
     if kind == "bool":
         return parse.boolean(value)
     if kind == "int":
-        least = -(2 ** 63) if var.min is None else int(var.min)     # bounds are the declaration's (min: 0)
+        least = None if var.min is None else int(var.min)     # bounds are the declaration's (min: 0)
         return parse.count(value, least=least, most=None if var.max is None else int(var.max))
     if kind == "float":
         return parse.number(value, least=var.min, most=var.max)

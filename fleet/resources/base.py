@@ -241,7 +241,7 @@ def _coerce(value: Any, types: tuple) -> Any:
         return value
     from fleet import parse   # the one parser per kind, as variables and flags use
 
-    for kind, read in ((bool, parse.boolean), (int, lambda t: parse.count(t, least=-(2 ** 63))),
+    for kind, read in ((bool, parse.boolean), (int, lambda t: parse.count(t, least=None)),
                        (float, parse.number)):
         if kind in types:
             try:

@@ -232,7 +232,7 @@ def readme_table() -> str:
     ("{type: text, default: a, choices: a}", "choices of 'mine_x' are a list of words"),
     ("{type: int, default: 5, descripton: x}", "unknown key 'descripton' in the declaration of 'mine_x'; did you "
                                                "mean 'description'?"),
-    ("{type: int, default: 50, max: 10}", "mine_x=50 is out of range: write a whole number from 0 to 10"),
+    ("{type: int, default: 50, max: 10}", "mine_x=50 is out of range: write a whole number at most 10"),
 ])
 def test_a_declaration_that_cannot_be_right_is_named_at_its_line(spec, says, tmp_path):
     role = tmp_path / "roles" / "mine"
