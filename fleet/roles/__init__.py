@@ -67,7 +67,8 @@ BUILTIN_DIR = _builtin_dir()
 # Sandboxed: a role is data, and a shared role's `when:` or template is not trusted with the controller. Jinja's
 # immutable sandbox refuses what reaches Python's internals (`().__class__...`, a function's __globals__, hence
 # os.system) and what changes a value in place (list.append, dict.update), with SecurityError: reported as the
-# role's error at its file:line, before any host is touched (docs/DECISIONS.md).
+# role's error at its file:line (docs/ARCHITECTURE.md: Resources and roles). _safe_compile refuses the first kind
+# at load already, before any host.
 _JINJA = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _JINJA.filters["dashed"] = lambda v: str(v).replace(".", "-")
 _JINJA.filters["shq"] = lambda v: shlex.quote(str(v))   # for values a template writes into shell code
@@ -80,24 +81,45 @@ _LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
 # so the worker threads share them. Errors are not cached: they raise again, with the same message.
 @functools.lru_cache(maxsize=2048)
 def _compiled(source: str) -> jinja2.Template:
-    return _from_code(template_cache.code(_JINJA, "template", source, lambda: _JINJA.compile(source)))
+    return _from_code(template_cache.code(_JINJA, "checked template", source, lambda: _safe_compile(source)))
 
 
 @functools.lru_cache(maxsize=2048)
 def _expression(expr: str):
     def build():
         _JINJA.compile_expression(expr)   # Jinja's own check and error for an expression ("chunk after ...")
-        return _JINJA.compile(_EXPRESSION.format(expr=expr))
+        return _safe_compile(_EXPRESSION.format(expr=expr))
     # What compile_expression makes of it: a template that sets `result`, read back by TemplateExpression
-    template = _from_code(template_cache.code(_JINJA, "expression", expr, build))
+    template = _from_code(template_cache.code(_JINJA, "checked expression", expr, build))
     return jinja2.environment.TemplateExpression(template, undefined_to_none=False)
 
 
 @functools.lru_cache(maxsize=256)
 def _compiled_file(source: str, name: str, filename: str) -> jinja2.Template:
-    code = template_cache.code(_JINJA, f"file:{name}:{filename}", source,
-                               lambda: _JINJA.compile(source, name=name, filename=filename))
+    code = template_cache.code(_JINJA, f"checked file:{name}:{filename}", source,
+                               lambda: _safe_compile(source, name, filename))
     return _from_code(code)
+
+
+def _safe_compile(source: str, name: str | None = None, filename: str | None = None):
+    """Compile a role text, refusing at load what the sandbox would refuse at render: a name that starts with
+    '_' (`x.__class__`, `x['__globals__']`, `x|attr('__init__')`: the ways to Python's internals, hence to
+    os.system) is a TemplateSyntaxError at its line, before any host. Compiled code is cached only once this
+    passed (template_cache), so a cached text was checked; the sandbox still guards every render."""
+    tree = _JINJA.parse(source, name, filename)
+    for node in tree.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem, jinja2.nodes.Filter)):
+        if isinstance(node, jinja2.nodes.Getattr):
+            word = node.attr
+        elif isinstance(node, jinja2.nodes.Getitem):
+            word = node.arg.value if isinstance(node.arg, jinja2.nodes.Const) else None
+        else:
+            word = node.args[0].value if node.name == "attr" and node.args and isinstance(
+                node.args[0], jinja2.nodes.Const) else None
+        if isinstance(word, str) and word.startswith("_"):
+            raise jinja2.TemplateSyntaxError(
+                f"{word!r} is not reachable from a role: roles render in Jinja's sandbox, which reads variables, "
+                "facts and decisions and nothing of Python's internals; take it out", node.lineno, name, filename)
+    return _JINJA.compile(tree, name, filename)
 
 
 _EXPRESSION = "{{% set result = ({expr}\n) %}}"

@@ -159,5 +159,22 @@ def test_a_shared_role_cannot_reach_python_on_the_controller(kind, tmp_path):
     assert status == 2, message
     where = f"{role / 'templates' / 't.j2'}:2" if kind == "template" else f"{role / 'role.yaml'}:{line}"
     assert message.startswith(f"error: {where}"), message
-    assert "unsafe" in message or "not safe" in message, message
+    assert "is unsafe" in message or "is not reachable from a role" in message, message
     assert not mark.exists(), "the role ran a command on the controller"
+
+
+def test_a_role_reaching_for_python_stops_apply_check_at_load_before_any_host(tmp_path, counting_port):
+    """The report's case: `fleet apply --check` with a shared role whose `when:` calls os.system. Refused when the
+    role loads (a name starting with '_' is out of a role's reach), exit 2, the host never contacted."""
+    mark = tmp_path / "ran-on-the-controller"
+    role = tmp_path / "roles" / "shared"
+    role.mkdir(parents=True)
+    (role / "role.yaml").write_text(f"description: x\nwhen: \"cycler.__init__.__globals__.os.system('touch {mark}')"
+                                    " == 0\"\ntasks:\n  - name: t\n    command: {cmd: \"true\", creates: /x}\n")
+    (tmp_path / "inv.yaml").write_text(f"roles_path: roles\nroles: [shared]\nhosts:\n  pod: {{address: 127.0.0.1, "
+                                       f"port: {counting_port.port}}}\n")
+    status, out, err = fleet(tmp_path, "apply", str(tmp_path / "inv.yaml"), "--check")
+    message = " ".join(err.split())
+    assert status == 2 and message.startswith(f"error: {role / 'role.yaml'}:2: 'when' is not a valid expression ("
+                                              "'__globals__' is not reachable from a role"), message
+    assert not counting_port.contacted() and not mark.exists()
