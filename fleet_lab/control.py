@@ -15,7 +15,8 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 
 from fleet.errors import InputError, LabError
-from . import layers, mirror, paths, serve, served
+from . import mirror, paths, serve, served
+from .profile_layer import build_profile_layer
 from .host import SSHD, LabHost
 from .profiles import HostSpec, spec_for
 
@@ -97,7 +98,7 @@ def profile_layer(spec: HostSpec, mirror_dir: Path, root: Path) -> Path:
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
     try:
-        layers.build_profile_layer(building, spec.prof, mirror_dir, spec.compat_installed, spec.driver)
+        build_profile_layer(building, spec.prof, mirror_dir, spec.compat_installed, spec.driver)
         building.rename(layer)
         done.write_text("ok\n")
     except BaseException:

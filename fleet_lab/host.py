@@ -281,7 +281,7 @@ class LabHost:
         """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address.
         Ends every process of its namespace and returns once the address is free."""
         own = _mount_ns("self")
-        for pid in listening_pids(address, port):
+        for pid in procs.listening_pids(address, port):
             ns = _mount_ns(str(pid))
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
@@ -291,7 +291,7 @@ class LabHost:
                 what = f"lab host {self.name} (leftover sshd on {address}:{port})"
                 procs.end_all(lambda: [int(e) for e in os.listdir("/proc") if e.isdigit() and _mount_ns(e) == ns],
                               what)
-                procs.wait_bindable(address, port, what, lambda: listening_pids(address, port))
+                procs.wait_bindable(address, port, what, lambda: procs.listening_pids(address, port))
 
     def _is_ours(self, pid: int) -> bool:
         try:
@@ -309,7 +309,7 @@ class LabHost:
         rec = self.record() or {}
         leader, address, port = rec.get("pid"), rec.get("address"), rec.get("port")
         # The host's listener, seen before anything ends (an ended process's socket no longer shows).
-        listened = bool(address and port) and bool(set(listening_pids(address, port)) & set(self.pids()))
+        listened = bool(address and port) and bool(set(procs.listening_pids(address, port)) & set(self.pids()))
         what = f"lab host {self.name}"
         procs.end_all(self.pids, what)
         child = _CHILDREN.pop(leader, None) if leader else None
@@ -317,7 +317,7 @@ class LabHost:
             procs.end_all(lambda: [child.pid], what)
             child.wait()
         if listened:
-            procs.wait_bindable(address, port, what, lambda: listening_pids(address, port))
+            procs.wait_bindable(address, port, what, lambda: procs.listening_pids(address, port))
         (self.dir / "host.json").unlink(missing_ok=True)
 
     def wipe(self) -> None:
@@ -341,27 +341,6 @@ def _gpu_uuid(name: str) -> str:
     import hashlib
     h = hashlib.sha256(f"fleet-lab-{name}".encode()).hexdigest()
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-
-def listening_pids(address: str, port: int) -> list[int]:
-    """Processes holding a TCP socket listening on address:port (from /proc/net/tcp and /proc/*/fd)."""
-    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(address), "little"), port)
-    inodes = set()
-    with open("/proc/net/tcp") as fh:
-        for line in fh.readlines()[1:]:
-            fields = line.split()
-            if fields[1] == want and fields[3] == "0A":   # 0A: LISTEN
-                inodes.add(f"socket:[{fields[9]}]")
-    pids = []
-    for entry in os.listdir("/proc") if inodes else []:
-        if not entry.isdigit():
-            continue
-        try:
-            if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in os.listdir(f"/proc/{entry}/fd")):
-                pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
 
 
 def _overlay_of(pid: int) -> str | None:

@@ -123,3 +123,24 @@ def wait_bindable(address: str, port: int, what: str, holders: Callable[[], list
             raise LabError(f"{what}: {address}:{port} is still taken {bound:g} s after its sshd ended "
                            f"(listening: pids {holders() or 'none found'}); stop those, then run `fleet lab up` again")
         time.sleep(POLL)
+
+
+def listening_pids(address: str, port: int) -> list[int]:
+    """Processes holding a TCP socket listening on address:port (from /proc/net/tcp and /proc/*/fd)."""
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(address), "little"), port)
+    inodes = set()
+    with open("/proc/net/tcp") as fh:
+        for line in fh.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == want and fields[3] == "0A":   # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    pids = []
+    for entry in os.listdir("/proc") if inodes else []:
+        if not entry.isdigit():
+            continue
+        try:
+            if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in os.listdir(f"/proc/{entry}/fd")):
+                pids.append(int(entry))
+        except OSError:
+            continue
+    return pids

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from fleet.errors import LabError
 from . import bandwidth, tls
-from .host import listening_pids
+from .procs import listening_pids
 
 # (hostname, URL path prefix) -> directory of the built mirror (fleet_lab/mirror.py). The prefixes are the
 # real ones the default variables produce (fleet/decide/variables.py and the roles' defaults).

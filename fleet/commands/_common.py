@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fleet import parse
 from fleet.connection import DEAD_AFTER, ConnectOptions
 from fleet.env import Environment
 from fleet.report import Reporter
@@ -27,17 +28,17 @@ def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
     group.add_argument("--accept-new-host-keys", action="store_true",
                        help="trust hosts whose key is not yet known, record the key and print its fingerprint "
                             "(a CHANGED key is always refused)")
-    group.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+    group.add_argument("--connect-timeout", type=parse.flag(parse.seconds), default=10.0, metavar="SECONDS",
                        help="give up one connection attempt after this long (default: 10)")
-    group.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    group.add_argument("--wait", type=parse.flag(parse.seconds, zero=True), default=0.0, metavar="SECONDS",
                        help="keep retrying hosts that refuse connections (still booting) for this long (default: 0)")
-    group.add_argument("--dead-after", type=_positive_float, default=None, metavar="SECONDS",
+    group.add_argument("--dead-after", type=parse.flag(parse.seconds, least=1), default=None, metavar="SECONDS",
                        help="give a host up when it has answered neither output nor an SSH keep-alive for this "
                             "long (a pod that vanished, a frozen machine); a long quiet command such as pip "
                             "installing torch is not cut off, since a live host answers keep-alives "
                             f"(default: $FLEET_DEAD_AFTER or {DEAD_AFTER:g})")
     if forks:
-        group.add_argument("--forks", type=_positive, default=None, metavar="N",
+        group.add_argument("--forks", type=parse.flag(parse.count), default=None, metavar="N",
                            help="hosts to work on at once (default: all of them)")
 
 
@@ -57,51 +58,18 @@ def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
     return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def add_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
                         help="a variable for this run, over the inventory's (e.g. --set torch_version=2.11.0); "
                              "checked as `fleet decide --set` checks it (may repeat)")
 
 
-def overrides(args: argparse.Namespace, roles_path=()) -> dict:
-    """--set NAME=VALUE words, checked against every variable a role or decision reads (an unknown name: exit 2
-    with the closest known one), typed as their defaults are (true/false, whole numbers; the rest text)."""
-    from fleet.inventory.validate import known_variables, parse_assignments
-    from fleet.roles import available_roles, load_roles, roles_dirs
+def overrides(args: argparse.Namespace) -> dict:
+    """--set NAME=VALUE words as {NAME: text}; the names and values are checked and converted with the
+    inventory's own (fleet.engine.session.check_variables, before any host): one declaration, one check."""
+    from fleet.variables import assignments
 
-    words = getattr(args, "assignments", None) or []
-    if not words:
-        return {}
-    known = known_variables(load_roles(list(available_roles(roles_path)), roles_dirs(roles_path)))
-    return {name: typed(value, known.get(name)) for name, value in parse_assignments(words, known).items()}
-
-
-def typed(value: str, default):
-    if isinstance(default, bool):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    if isinstance(default, int):
-        return int(value)
-    return value
+    return assignments(getattr(args, "assignments", None) or [])
 
 
 def set_vars(hosts, values: dict) -> None:

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
                          "add --check, or drop --detailed-exitcode")
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    _common.set_vars(hosts, _common.overrides(args, inventory.roles_path))   # bad input: exit 2, nobody touched
+    _common.set_vars(hosts, _common.overrides(args))   # bad input: exit 2, nobody touched
     by_host = session.roles_of(hosts, inventory.roles_path, role_names(args))   # bad input: exit 2, nobody touched
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from fleet import parse
 from fleet.commands import _common
 
 HELP = "a new pod, from its SSH line to a verified stack, in one shot"
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="+", metavar="SSH_LINE_OR_TARGET",
                         help="the SSH line as pasted (quote it), or user@host[:port]")
-    parser.add_argument("-p", "--port", type=int, default=None, metavar="PORT", help="SSH port (default 22)")
+    parser.add_argument("-p", "--port", type=parse.flag(parse.count, most=65535), default=None, metavar="PORT", help="SSH port (default 22)")
     parser.add_argument("-i", "--identity", dest="key", default=None, metavar="KEY", help="private key file")
     parser.add_argument("-o", dest="ssh_options", action="append", default=[], metavar="OPTION",
                         help="ssh -o options pasted with the line: Port, User and IdentityFile are used, "
@@ -40,9 +41,9 @@ def register(subparsers) -> None:
     parser.add_argument("--name", default=None, help="host name in the inventory (default: derived, e.g. pod-10-17322)")
     parser.add_argument("--inventory", default=None, metavar="FILE",
                         help="inventory to add the pod to (default: inventories/pods.yaml; created if missing)")
-    parser.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=parse.flag(parse.seconds, zero=True), default=300.0, metavar="SECONDS",
                         help="keep retrying a pod that does not answer yet, with backoff, this long (default: 300)")
-    parser.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--connect-timeout", type=parse.flag(parse.seconds), default=10.0, metavar="SECONDS",
                         help="give up one connection attempt after this long (default: 10)")
     parser.add_argument("--keyring-pins", default=None, metavar="FILE",
                         help="sha256sum lines (DIGEST  URL) of the cuda-keyring .debs this pod's mirror serves at "
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace, env) -> int:
     reporter = _common.reporter_for(args, env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
-    values = _common.overrides(args, _roles_path(inventory))    # bad input: exit 2, nothing touched
+    values = _common.overrides(args)    # bad input: exit 2, nothing touched
     with reporter.heartbeat(live=not args.json):   # on a terminal: a live status line while it runs
         result = bootstrap(target, inventory_path=inventory, name=args.name, wait=args.wait,
                            connect_timeout=args.connect_timeout, progress=reporter.progress, overrides=values,
@@ -166,11 +167,3 @@ def _pins(path):
         raise InputError(f"--keyring-pins {path} holds no 'SHA256  https://URL' line; give the file the mirror wrote "
                          "(the lab's is $FLEET_LAB_ROOT/keyring.sha256)")
     return pins
-
-
-def _roles_path(inventory):
-    """The roles_path of the inventory the pod goes into, where it exists (--set names its roles' variables)."""
-    from fleet.workflows.bootstrap import load_existing
-
-    old = load_existing(inventory)
-    return old.roles_path if old else ()

@@ -65,9 +65,10 @@ def run(args: argparse.Namespace, env) -> int:
 
 def parse_assignments(assignments: list[str], roles) -> dict[str, str]:
     """['cuda_version=13.0'] -> {'cuda_version': '13.0'}; names and values checked as the inventory's are."""
-    from fleet.inventory.validate import known_variables, parse_assignments as checked
+    from fleet.inventory.validate import parse_assignments as checked
+    from fleet.roles.declared import variables_of
 
-    return checked(assignments, known_variables(roles))
+    return checked(assignments, variables_of(roles))
 
 
 def _decide_file(decide, path: str, values: dict):

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.errors import ExitStatus
     from fleet.inventory import load_inventory
     from fleet.record import store
-    from fleet.inventory.validate import check_hosts
+    from fleet.engine.session import check_variables
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, env) -> int:
         # The probe is rendered from each host's variables (where the venv is, ...): a misspelt or mistyped one
         # is bad input here as in apply (exit 2, file:line, nobody contacted). --cached renders nothing from
         # them and contacts nobody: it shows the records as they were written.
-        check_hosts(hosts, inventory.roles_path)
+        check_variables(hosts, inventory.roles_path)
     reporter = _common.reporter_for(args, env)
     if args.cached:
         outcomes = _read_cached(hosts, inventory.facts_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fleet import parse
 from fleet.commands import _common
 from fleet import shell
 
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
     _common.add_inventory(parser)
     _common.add_json(parser)
     parser.add_argument("--sudo", action="store_true", help="run the command with sudo on non-root hosts")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=parse.flag(parse.seconds), default=None, metavar="SECONDS",
                         help="stop the command on a host after this long (exit 124)")
     _common.add_connect(parser)
     parser.add_argument("command", nargs="*", metavar="-- COMMAND",
@@ -95,10 +96,10 @@ def _warn_bad_variables(reporter, hosts, roles_path) -> None:
     while fixing an inventory); each problem is a warning, so the typo is seen now rather than at the next
     apply or facts, which refuse it (exit 2)."""
     from fleet.errors import InputError
-    from fleet.inventory.validate import check_hosts
+    from fleet.engine.session import check_variables
 
     try:
-        check_hosts(hosts, roles_path)
+        check_variables(hosts, roles_path)
     except InputError as exc:
         for problem in str(exc).splitlines():
             reporter.warn(f"{problem} (not used by fleet run; apply and facts refuse it)")

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, env) -> int:
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
-    _common.set_vars([host], _common.overrides(args, roles_path))   # bad input: exit 2, nothing touched
+    _common.set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
     roles = session.roles_of([host], roles_path, role_names(args))[host.name]   # bad input: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from fleet import parse
 from fleet.errors import HostError
 from fleet.inventory import Host
 from fleet.shell import NO_GZIP, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
@@ -62,12 +63,9 @@ DEAD_AFTER = 60.0
 
 
 def dead_after_default() -> float:
-    """FLEET_DEAD_AFTER (seconds) when set to a positive number, else DEAD_AFTER."""
-    try:
-        value = float(os.environ.get("FLEET_DEAD_AFTER", ""))
-    except ValueError:
-        return DEAD_AFTER
-    return value if value > 0 else DEAD_AFTER
+    """FLEET_DEAD_AFTER (seconds, at least 1) when set, else DEAD_AFTER; another value is an InputError (exit 2)
+    raised where the connection options are made, before any host."""
+    return parse.from_env("FLEET_DEAD_AFTER", parse.seconds, DEAD_AFTER, least=1)
 
 
 class Connection:

@@ -19,7 +19,6 @@ The classes are NVIDIA's own:
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 
 RETURN, DEGRADED, NOTE = "return", "degraded", "note"
@@ -94,16 +93,13 @@ class ExpectError(ValueError):
 
 
 def parse_expect(text: str | int | None) -> dict:
-    """The inventory's `expect_gpus`: "8" -> {"count": 8}; "H200" -> {"model": "H200"}; "8x H200" or "8 H200" ->
-    both; "" -> {} (nothing expected)."""
-    text = "" if text is None else str(text).strip()
-    if not text:
-        return {}
-    found = re.fullmatch(r"(?:(\d+)\s*[xX]?\s*)?([A-Za-z][\w .-]*)?", text)
-    if not found or not (found[1] or found[2]) or (found[1] and int(found[1]) < 1):
-        raise ExpectError(f"expect_gpus={text!r} is not a count, a model or both: write e.g. 8, H200 or 8x H200")
-    return {k: v for k, v in (("count", int(found[1]) if found[1] else None),
-                              ("model", found[2].strip() if found[2] else None)) if v is not None}
+    """The inventory's `expect_gpus` as fleet.parse.gpus reads it ("8x H200" -> {"count": 8, "model": "H200"})."""
+    from fleet import parse
+
+    try:
+        return parse.gpus(text)
+    except parse.Rejected as exc:
+        raise ExpectError(f"expect_gpus={exc}") from None
 
 
 def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:

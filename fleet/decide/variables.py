@@ -7,46 +7,12 @@ is a float) or from `--set NAME=VALUE` (text), so everything is normalised to te
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from fleet.decide.health import ExpectError, parse_expect
 from fleet.knowledge.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
-
-DEFAULTS: dict[str, str] = {
-    "cuda_version": "13.0",
-    "cuda_apt_repo": "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/",
-    "torch_version": "2.11.0",
-    "torch_index_url": "https://download.pytorch.org/whl/cu130",
-    "torch_source": "official",
-    "jetson_torch_index_url": "",  # "" = the Jetson AI Lab index of the host's JetPack (decide/jetson.py)
-    "torch_cuda": "",  # CUDA of the torch index when its URL does not say (a mirror); "" = read the URL
-    "pip_index_url": "https://pypi.org/simple",  # PyPI: NVPL and cuDSS wheels, and the Jetson torch's dependencies
-    "nvpl_source": "pypi",
-    "cudss_source": "pypi",
-    "python_env": "/opt/fleet/venv",
-    "nvpl_redist_url": "https://developer.download.nvidia.com/compute/nvpl/redist/",
-    "cudss_redist_url": "https://developer.download.nvidia.com/compute/cudss/redist/",
-    "nvpl_home": "/opt/nvidia/nvpl",
-    "cudss_home": "/opt/nvidia/cudss",
-    # The Jetson-index torch links libcudss.so.0 (NEEDED): cuDSS 0.7.1 ships that soname (its redist
-    # archive libcudss-linux-sbsa-0.7.1.4_cuda13 and the nvidia-cudss-cu13 0.7.1.4 wheel), so pin it.
-    "cudss_version": "0.7.1.4",
-    # NVIDIA's redist layout: <product>/<platform>/<name>-<platform>-<version>-archive.tar.xz, as each
-    # product's redistrib_<release>.json lists it (compute/nvpl/redist/redistrib_25.5.json: nvpl_blas
-    # 0.4.1.1, nvpl_lapack 0.3.1.1, separate archives).
-    "nvpl_blas_version": "0.4.1.1",
-    "nvpl_lapack_version": "0.3.1.1",
-    # what the pod was rented as (issue 36): "8", "H200" or "8x H200"; "" = nothing expected. A pod with fewer or
-    # other GPUs is one to return (fleet/decide/health.py)
-    "expect_gpus": "",
-}
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "torch_source": ("official", "jetson"),
-    "nvpl_source": ("pypi", "apt", "tarball"),
-    "cudss_source": ("pypi", "apt", "tarball"),
-}
+from fleet.variables import STACK
 
 _TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 
@@ -89,6 +55,11 @@ class Vars:
     @property
     def cuda_major(self) -> str:
         return self.cuda_version.split(".")[0]
+
+
+# The variables decisions read (Vars' fields): declared once, with defaults and choices, in fleet/variables.py.
+DEFAULTS: dict[str, str] = {f.name: STACK[f.name].default for f in fields(Vars) if f.name in STACK}
+CHOICES: dict[str, tuple[str, ...]] = {name: STACK[name].choices for name in DEFAULTS if STACK[name].choices}
 
 
 def resolve(values: dict) -> Vars:

@@ -71,11 +71,11 @@ def refuse_untrusted_paths(host: Host, host_vars: dict, facts: dict) -> None:
 def variables_read(role, host_vars: dict) -> dict[str, str]:
     """name -> digest of the value, for every variable the role's texts read (its defaults, the stack's, the
     host's): what verify's fingerprint holds of them, so a changed verify_perf runs verify again and says so."""
-    from fleet.decide import DEFAULTS
     from fleet.facts.fingerprint import digest
-    from fleet.inventory.validate import names_read
+    from fleet.roles.declared import names_read
+    from fleet.variables import defaults
 
-    merged = {**DEFAULTS, **role.defaults, **host_vars}
+    merged = {**defaults(), **role.defaults, **host_vars}
     return {name: digest(merged[name]) for name in sorted(names_read(role)) if name in merged}
 
 

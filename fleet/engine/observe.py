@@ -109,9 +109,10 @@ def deadline(decided: Decided | None) -> float:
 
 
 def verify_max_age(setup: Setup, host: Host) -> float:
-    max_age = host.vars.get("verify_max_age") or next(
-        (r.defaults.get("verify_max_age") for r in setup.roles if r.defaults.get("verify_max_age")),
-        verify_gate.DEFAULT_MAX_AGE)
+    max_age = host.vars.get("verify_max_age")
+    if max_age in (None, ""):   # 0 is an answer (verify every time), not "unset"
+        max_age = next((r.defaults["verify_max_age"] for r in setup.roles if r.defaults.get("verify_max_age")),
+                       verify_gate.DEFAULT_MAX_AGE)
     try:
         return verify_gate.parse_age(max_age)
     except ValueError as exc:

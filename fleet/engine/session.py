@@ -9,6 +9,7 @@ through these, so that the same facts and the same variables give the same decis
     record(facts_dir, name, facts)           -> the one writer of facts records (atomic, scrubbed)
     roles_of(hosts, roles_path, only)        -> each host's roles, every variable checked: the pre-flight of every
                                                 command that renders roles (nothing contacted; InputError, exit 2)
+    check_variables(hosts, roles_path)       -> every variable checked and converted, roles aside (fleet facts)
 
 `last` is the host's previous facts record (None: none): it says where the venv was, so a probe asks the right
 python. The decide-and-render of tasks is `engine.decided.decide_tasks`, which calls `variables` and
@@ -60,7 +61,7 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
 
 
 def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | None = PROBE_TIMEOUT) -> dict:
-    """The facts alone: `fleet facts`, `fleet script`, bootstrap's first look."""
+    """The facts alone: `fleet facts`, `fleet script` (bootstrap's first look is observe + plan in check mode)."""
     return probe(conn, host, last, what="facts probe", timeout=timeout)[0]
 
 
@@ -81,16 +82,30 @@ def record(facts_dir: Path, name: str, facts: dict) -> None:
 def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> dict[str, list]:
     """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
     a bad role or variable is an InputError naming its file:line before any host is contacted."""
-    from fleet.roles import roles_dirs, roles_for_hosts
-    from fleet.inventory.validate import check_hosts
-
     from fleet.engine.chains import check_roles
+    from fleet.inventory.validate import check_hosts
+    from fleet.roles import every_role, roles_dirs, roles_for_hosts
+    from fleet.roles.declared import variables_of
 
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
-    check_hosts(hosts, roles_path, by_host)
+    every = every_role(roles_path, by_host)   # as check_variables: every role the inventory names
+    known = variables_of(every)
+    check_hosts(hosts, known)
     for roles in by_host.values():
         check_roles(roles)
     return by_host
+
+
+def check_variables(hosts: list[Host], roles_path=(), by_host: dict[str, list] | None = None) -> None:
+    """Every host's variables checked and converted by their one declaration (the stack's, and every role's the
+    inventory could name): an InputError naming each bad one's file:line (or --set), before any host."""
+    from fleet.inventory.validate import check_hosts
+    from fleet.roles import every_role
+    from fleet.roles.declared import variables_of
+
+    roles = every_role(roles_path, by_host)
+    known = variables_of(roles)
+    check_hosts(hosts, known)
 
 
 def run_sections(conn: Connection, script: str, what: str,

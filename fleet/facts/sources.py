@@ -13,8 +13,9 @@ from typing import Any, Callable
 
 from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, shells, software, system
 from fleet.knowledge.storage import ON_VOLUME
+from fleet.variables import STACK
 
-DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
+DEFAULTS = {name: STACK[name].default for name in ("python_env", "cutlass_dir")}   # the probe's own settings
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleet.inventory import yamlsrc
+from fleet import yamlsrc
 from fleet.errors import InputError
 
 TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "keyring_pins", "vars", "hosts", "groups"}

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from fleet import parse
 from fleet.env import Environment
 from fleet.facts.scrub import scrub, scrub_text
 from fleet.connection.parallel import Outcome
@@ -109,9 +110,7 @@ class Reporter:
         the step still runs and for how long (the torch download, apt), again every `every` seconds of quiet.
         With `live` where stdout and stderr are both a terminal: Rich's live display instead, one status line
         per running host with its step and elapsed time (fleet/report/live.py)."""
-        import os
-
-        every = float(every or os.environ.get("FLEET_HEARTBEAT") or HEARTBEAT)
+        every = every or parse.from_env("FLEET_HEARTBEAT", parse.seconds, HEARTBEAT, least=1)
         if live and self.live_ok:
             from fleet.report.live import LiveStatus
             return LiveStatus(self, every)

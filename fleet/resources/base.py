@@ -148,7 +148,7 @@ class Resource:
         if not isinstance(values, dict):
             raise InputError(f"{where}: '{cls.type_name}' takes a mapping of parameters "
                              f"({', '.join(cls.params)})")
-        from fleet.inventory.yamlsrc import closest
+        from fleet.yamlsrc import closest
 
         out = {}
         for key in values:
@@ -239,14 +239,14 @@ def _coerce(value: Any, types: tuple) -> Any:
     """Jinja renders to text: turn '20' back into 20 and 'true' into True where the parameter wants that."""
     if not isinstance(value, str) or str in types:
         return value
-    text = value.strip()
-    if bool in types and text.lower() in ("true", "false", "yes", "no"):
-        return text.lower() in ("true", "yes")
-    for kind in (int, float):
+    from fleet import parse   # the one parser per kind, as variables and flags use
+
+    for kind, read in ((bool, parse.boolean), (int, lambda t: parse.count(t, least=None)),
+                       (float, parse.number)):
         if kind in types:
             try:
-                return kind(text)
-            except ValueError:
+                return read(value)
+            except parse.Rejected:
                 pass
     return value
 

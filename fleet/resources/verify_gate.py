@@ -30,7 +30,6 @@ stale, with why) for the facts, the tables, the HTML report and --json.
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -105,13 +104,13 @@ def changed_parts(old: dict | None, new: dict) -> list[str]:
 
 
 def parse_age(text) -> float:
-    """'24h', '30m', '2d', '90s' or a number of seconds -> seconds; ValueError for anything else."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool) and text >= 0:
-        return float(text)
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
-    if not found:
-        raise ValueError(f"verify_max_age {text!r} is not a duration: write e.g. 24h, 30m or 2d")
-    return float(found[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
+    """'24h', '30m', '2d', '90s' or a number of seconds -> seconds (fleet.parse.duration); ValueError otherwise."""
+    from fleet.parse import Rejected, duration
+
+    try:
+        return duration(text)
+    except Rejected as exc:
+        raise ValueError(f"verify_max_age {exc}") from None
 
 
 def run_reason(last: dict | None, gate: Gate, max_age_s: float | None, now: datetime, forced: str | None) -> str:

@@ -1,7 +1,9 @@
 """Roles as data: <name>/role.yaml (+ templates/), loaded, validated and rendered with Jinja2.
 
     description: what the role manages
-    defaults: {cutlass_ref: v4.3.0}              # lowest precedence; inventory vars override
+    variables:                                   # what only this role reads, each declared once (fleet/variables.py)
+      cutlass_ref: {type: text, default: v4.3.0, description: the tag checked out}
+    defaults: {my_dir: /srv/mine}                # the older shape: NAME: VALUE, typed as its value
     when: "decisions.compat.use"                 # optional: the whole role applies only if true (the ONLY gate)
     why: "{{ decisions.compat.reason }}"         # optional: the reason shown beside a change it plans
     why_skipped: "{{ decisions.compat.reason }}" # optional: why it is left out, in plain words (-v); -vv adds
@@ -32,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fleet.roles import template_cache
-from fleet.inventory import yamlsrc
+from fleet import variables as declarations, yamlsrc
 from fleet.errors import InputError
 from fleet.resources import TYPES, Resource
 
-ROLE_KEYS = {"description", "defaults", "when", "why", "why_skipped", "after", "tasks"}
+ROLE_KEYS = {"description", "variables", "defaults", "when", "why", "why_skipped", "after", "tasks"}
 TASK_KEYS = {"name", "when", "why_skipped", "sudo", "after", "locks", "timeout"}
 DEFAULT_ORDER = ("cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify")
 
@@ -61,8 +64,12 @@ def _builtin_dir() -> Path:
 
 BUILTIN_DIR = _builtin_dir()
 
-_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                            autoescape=False)
+# Sandboxed: a role is data, and a shared role's `when:` or template is not trusted with the controller. Jinja's
+# immutable sandbox refuses what reaches Python's internals (`().__class__...`, a function's __globals__, hence
+# os.system) and what changes a value in place (list.append, dict.update), with SecurityError: reported as the
+# role's error at its file:line (docs/ARCHITECTURE.md: Resources and roles). _safe_compile refuses the first kind
+# at load already, before any host.
+_JINJA = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _JINJA.filters["dashed"] = lambda v: str(v).replace(".", "-")
 _JINJA.filters["shq"] = lambda v: shlex.quote(str(v))   # for values a template writes into shell code
 _LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
@@ -74,24 +81,45 @@ _LONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}\Z", re.S)
 # so the worker threads share them. Errors are not cached: they raise again, with the same message.
 @functools.lru_cache(maxsize=2048)
 def _compiled(source: str) -> jinja2.Template:
-    return _from_code(template_cache.code(_JINJA, "template", source, lambda: _JINJA.compile(source)))
+    return _from_code(template_cache.code(_JINJA, "checked template", source, lambda: _safe_compile(source)))
 
 
 @functools.lru_cache(maxsize=2048)
 def _expression(expr: str):
     def build():
         _JINJA.compile_expression(expr)   # Jinja's own check and error for an expression ("chunk after ...")
-        return _JINJA.compile(_EXPRESSION.format(expr=expr))
+        return _safe_compile(_EXPRESSION.format(expr=expr))
     # What compile_expression makes of it: a template that sets `result`, read back by TemplateExpression
-    template = _from_code(template_cache.code(_JINJA, "expression", expr, build))
+    template = _from_code(template_cache.code(_JINJA, "checked expression", expr, build))
     return jinja2.environment.TemplateExpression(template, undefined_to_none=False)
 
 
 @functools.lru_cache(maxsize=256)
 def _compiled_file(source: str, name: str, filename: str) -> jinja2.Template:
-    code = template_cache.code(_JINJA, f"file:{name}:{filename}", source,
-                               lambda: _JINJA.compile(source, name=name, filename=filename))
+    code = template_cache.code(_JINJA, f"checked file:{name}:{filename}", source,
+                               lambda: _safe_compile(source, name, filename))
     return _from_code(code)
+
+
+def _safe_compile(source: str, name: str | None = None, filename: str | None = None):
+    """Compile a role text, refusing at load what the sandbox would refuse at render: a name that starts with
+    '_' (`x.__class__`, `x['__globals__']`, `x|attr('__init__')`: the ways to Python's internals, hence to
+    os.system) is a TemplateSyntaxError at its line, before any host. Compiled code is cached only once this
+    passed (template_cache), so a cached text was checked; the sandbox still guards every render."""
+    tree = _JINJA.parse(source, name, filename)
+    for node in tree.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem, jinja2.nodes.Filter)):
+        if isinstance(node, jinja2.nodes.Getattr):
+            word = node.attr
+        elif isinstance(node, jinja2.nodes.Getitem):
+            word = node.arg.value if isinstance(node.arg, jinja2.nodes.Const) else None
+        else:
+            word = node.args[0].value if node.name == "attr" and node.args and isinstance(
+                node.args[0], jinja2.nodes.Const) else None
+        if isinstance(word, str) and word.startswith("_"):
+            raise jinja2.TemplateSyntaxError(
+                f"{word!r} is not reachable from a role: roles render in Jinja's sandbox, which reads variables, "
+                "facts and decisions and nothing of Python's internals; take it out", node.lineno, name, filename)
+    return _JINJA.compile(tree, name, filename)
 
 
 _EXPRESSION = "{{% set result = ({expr}\n) %}}"
@@ -134,6 +162,7 @@ class Role:
     when_where: str = ""
     why: str | None = None
     why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves the role out, in plain words
+    variables: dict[str, declarations.Variable] = field(default_factory=dict)   # what it declares
 
     @property
     def origin(self) -> str:
@@ -204,6 +233,14 @@ def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> d
     return out
 
 
+def every_role(roles_path=(), by_host: dict | None = None) -> list:
+    """The roles the hosts run (`by_host`, loaded already), plus every other one their inventory could name: a
+    variable meant for a role that --roles leaves out is still a known one."""
+    roles = {r.name: r for rs in (by_host or {}).values() for r in rs}
+    rest = [n for n in available_roles(roles_path) if n not in roles]
+    return list(roles.values()) + (load_roles(rest, roles_dirs(roles_path)) if rest else [])
+
+
 def load_roles(names: list[str] | None, dirs: list[Path]) -> list[Role]:
     names = list(names or DEFAULT_ORDER)
     roles = []
@@ -226,16 +263,16 @@ def load_role(path: Path) -> Role:
         if key not in ROLE_KEYS:
             raise InputError(f"unknown key {key!r} in the role{yamlsrc.closest(key, ROLE_KEYS)}",
                              path=str(path), line=loc.line(key))
-    defaults = doc.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise InputError("'defaults' must be a mapping of NAME: VALUE", path=str(path), line=loc.line("defaults"))
+    declared = _declared(loc, path)
+    defaults = {name: var.default for name, var in declared.items()}
     why = doc.get("why")
     if why is not None:
         _check_syntax(why, f"{path}:{loc.line('why')}")
     role = Role(path.parent.name, path, str(doc.get("description", "")), defaults,
                 _expr(doc.get("when"), loc, ("when",)), when_where=f"{path}:{loc.line('when')}",
                 why=None if why is None else str(why),
-                why_skipped=_words(doc.get("why_skipped"), f"{path}:{loc.line('why_skipped')}"))
+                why_skipped=_words(doc.get("why_skipped"), f"{path}:{loc.line('why_skipped')}"),
+                variables=declared)
     tasks = doc.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("a role needs a non-empty 'tasks:' list", path=str(path), line=loc.line("tasks"))
@@ -245,6 +282,27 @@ def load_role(path: Path) -> Role:
         spec.after = tuple(dict.fromkeys(role_after + spec.after))
         role.tasks.append(spec)
     return role
+
+
+def _declared(loc: yamlsrc.Located, path: Path) -> dict[str, declarations.Variable]:
+    """The role's `variables:` (each a type, a default, a description, ...) and plain `defaults:` (typed as their
+    values), each checked here: a default its own declaration refuses is the role's mistake, at its line."""
+    out: dict[str, declarations.Variable] = {}
+    for key in ("variables", "defaults"):
+        section = loc.data.get(key) or {}
+        if not isinstance(section, dict):
+            raise InputError(f"'{key}' must be a mapping of NAME: " + ("{type: ..., default: ...}" if key == "variables"
+                             else "VALUE"), path=str(path), line=loc.line(key))
+        for name, spec in section.items():
+            where = f"{path}:{loc.line(key, name)}"
+            if name in out:
+                raise InputError(f"{where}: {name!r} is declared twice in this role; keep one")
+            try:
+                out[name] = (declarations.from_spec(name, spec, path.parent.name) if key == "variables" else
+                             declarations.from_default(name, spec, path.parent.name))
+            except declarations.Rejected as exc:
+                raise InputError(f"{where}: {exc}") from None
+    return out
 
 
 def _names(value: Any, key: str, where: str, example: str) -> tuple[str, ...]:
@@ -377,9 +435,7 @@ def context(variables: dict[str, Any], facts: dict | None, decisions: dict | Non
 
 
 def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> list[Task]:
-    from fleet.decide import DEFAULTS  # the stack's own defaults (cuda_version, python_env, sources) come first
-
-    merged = dict(DEFAULTS)
+    merged = declarations.defaults()   # the stack's own defaults (cuda_version, python_env, sources) come first
     merged.update(role.defaults)
     merged.update(variables)
     ctx = context(merged, facts, decisions, host)
@@ -425,9 +481,7 @@ def _said(words: str | None, ctx: dict) -> str | None:
 
 def role_applies(role: Role, variables: dict[str, Any], facts, decisions, host: dict) -> bool:
     """The role's `when:` for one host (what `fleet decide` lists as acting)."""
-    from fleet.decide import DEFAULTS
-
-    ctx = context({**DEFAULTS, **role.defaults, **variables}, facts, decisions, host)
+    ctx = context({**declarations.defaults(), **role.defaults, **variables}, facts, decisions, host)
     return _truth(role.when, ctx, role.when_where or str(role.path)) if role.when else True
 
 
@@ -462,8 +516,9 @@ def _render_template(role: Role, name: str, ctx: dict, where: str) -> str:
         line = _template_line(exc, str(path))
         raise InputError(f"{path}{f':{line}' if line else ''}: {exc.message} (used at {where}); "
                          "define it in the role's defaults or the inventory's vars") from None
-    except jinja2.TemplateError as exc:
-        raise InputError(f"{path}: template error: {exc} (used at {where})") from None
+    except jinja2.TemplateError as exc:   # a SecurityError too: the sandbox refused something at that line
+        line = _template_line(exc, str(path))
+        raise InputError(f"{path}{f':{line}' if line else ''}: template error: {exc} (used at {where})") from None
 
 
 def _template_line(exc: BaseException, filename: str) -> int | None:

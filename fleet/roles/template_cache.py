@@ -59,8 +59,9 @@ def code(env, kind: str, text: str, build: Callable[[], object]):
     if cache is None:
         return build()
     # The name keys the entry; fleet's version and the filters are in it because code compiled against them
-    # refers to filters by name (a filter fleet dropped must fail at load, not at the first render).
-    name = f"{__version__}|{','.join(sorted(env.filters))}|{kind}|{text}"
+    # refers to filters by name (a filter fleet dropped must fail at load, not at the first render), and the
+    # environment's class: code compiled for another environment (not sandboxed) is not this one's.
+    name = f"{__version__}|{type(env).__name__}|{','.join(sorted(env.filters))}|{kind}|{text}"
     bucket = Bucket(env, cache.get_cache_key(name), cache.get_source_checksum(text))
     try:
         cache.load_bytecode(bucket)

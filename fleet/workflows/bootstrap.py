@@ -20,24 +20,20 @@ load with `load_inventory` before it is renamed over the original: never a trunc
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
 import shlex
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-import yaml
-
+from fleet import parse
 from fleet.engine import hostlock
-from fleet.atomic import write_atomic
 from fleet.errors import FleetError, InputError
 from fleet.inventory import NAME_RE, Host, Inventory, load_inventory
+from fleet.inventory.edit import edit, entry_text, insert_host
 
 DEFAULT_INVENTORY = "inventories/pods.yaml"
 DEFAULT_WAIT = 300.0
@@ -210,9 +206,10 @@ def _agree_all(what: str, sources: list[tuple[str, str | None]]) -> str | None:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535")
-    return int(text)
+    try:
+        return parse.count(text, most=65535)   # what -p and the inventory's port: take
+    except parse.Rejected:
+        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535") from None
 
 
 def _key(key: str, cwd: Path | None) -> str:
@@ -245,78 +242,11 @@ def derive_name(target: Target, taken) -> str:
     return name
 
 
-def entry_text(name: str, target: Target, indent: str = "  ", *, when: str | None = None) -> str:
-    when = when or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"{indent}{name}:{' ' * max(1, 30 - len(indent) - len(name))}# added by fleet bootstrap, {when}",
-             f"{indent * 2}address: {_scalar(target.address)}", f"{indent * 2}port: {target.port}",
-             f"{indent * 2}user: {_scalar(target.user)}"]
-    if target.key:
-        lines.append(f"{indent * 2}key: {_scalar(target.key)}")
-    if target.vars or target.pins:   # this pod's own: the other hosts keep theirs (and fleet's pins)
-        lines.append(f"{indent * 2}vars:" + ("                  # --set at bootstrap" if target.vars else ""))
-        lines += [f"{indent * 3}{name}: {_value(value)}" for name, value in target.vars.items()]
-    if target.pins:
-        lines.append(f"{indent * 3}cuda_keyring_pins:   # --keyring-pins: this pod's mirror's cuda-keyring .debs, "
-                     "by sha256")
-        lines += [f"{indent * 4}{_scalar(url)}: {_scalar(digest)}" for url, digest in sorted(target.pins.items())]
-    return "\n".join(lines) + "\n"
-
-
-def _value(value) -> str:
-    """A --set value (typed as its default: true/false, a whole number, else text) as YAML that reads back the same."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    return _scalar(str(value))
-
-
-def _scalar(value: str) -> str:
-    """A YAML scalar that reads back as this very string: bare where safe, else double-quoted."""
-    try:
-        plain = yaml.safe_load(value) == value and "#" not in value and ": " not in value
-    except yaml.YAMLError:
-        plain = False
-    return value if plain else json.dumps(value)
-
-
-_HOSTS_LINE = re.compile(r"^hosts:[ \t]*(?P<value>\{[ \t]*\}|~|null)?[ \t]*(?P<comment>#.*)?$")
-
-
-def insert_host(text: str, name: str, target: Target, *, when: str | None = None, where: str = "the inventory") -> str:
-    """`text` with the host appended under `hosts:` (created when absent); every other line kept as it is."""
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    top = [i for i, line in enumerate(lines) if line.startswith("hosts:")]
-    if not top:
-        gap = "\n" if lines and lines[-1].strip() else ""
-        return "".join(lines) + gap + "hosts:\n" + entry_text(name, target, when=when)
-    head = top[0]
-    match = _HOSTS_LINE.match(lines[head].rstrip("\n"))
-    if not match:
-        raise InputError(f"'hosts:' is written on one line ({{...}}); fleet bootstrap appends entries as text to "
-                         "keep your comments: write one host per line under 'hosts:'", path=where, line=head + 1)
-    if match["value"]:  # hosts: {} or hosts: ~  ->  hosts:
-        lines[head] = "hosts:" + (f"  {match['comment']}" if match["comment"] else "") + "\n"
-    last, indent = head, None
-    for i in range(head + 1, len(lines)):
-        line = lines[i]
-        if line.strip() and not line[0].isspace() and not line.startswith("#"):
-            break                                   # the next top-level key ends the hosts block
-        if line.strip() and line[0].isspace():
-            last = i
-            if indent is None and not line.lstrip().startswith("#"):
-                indent = line[:len(line) - len(line.lstrip())]
-    lines.insert(last + 1, entry_text(name, target, indent or "  ", when=when))
-    return "".join(lines)
-
-
 def load_existing(path: Path) -> Inventory | None:
     """The inventory as it is; None when absent or when it has no hosts yet (load_inventory demands some)."""
     if not path.exists():
         return None
-    from fleet.inventory import yamlsrc
+    from fleet import yamlsrc
 
     doc = yamlsrc.load(path).data
     if isinstance(doc, dict) and not doc.get("hosts"):
@@ -340,29 +270,14 @@ def check_name(name: str, inventory: Inventory | None, target: Target) -> None:
                          f"--name, or leave it out for a derived one")
 
 
-@contextmanager
-def _locked(directory: Path):
-    """Serialise bootstraps that add to the same inventory (a lock on its directory: no stray lock file)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def write_entry(path: Path, name: str, target: Target, *, commit: bool = True) -> Inventory:
     """Add the entry atomically: text edit -> temp file -> load_inventory must accept it -> rename.
 
     With commit=False the temp file is only validated (and removed): the Inventory the host would be in.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.parent):
-        old_text = path.read_text(encoding="utf-8") if path.exists() else HEADER
-        old = load_existing(path)
-        text = insert_host(old_text, name, target, where=str(path))
-        new = write_atomic(path, text.encode("utf-8"), mode=(path.stat().st_mode & 0o777) if path.exists() else 0o644,
-                           validate=lambda temp: _validated(temp, old, name, target, path), commit=commit)
+    new = edit(path, lambda text: insert_host(text, name, target, where=str(path)),
+               # inside the lock, before the rename: load_existing reads the inventory as it was
+               lambda temp: _validated(temp, load_existing(path), name, target, path), commit=commit, new_file=HEADER)
     new.path = path
     return new
 
@@ -454,6 +369,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         progress(host.name, f"--keyring-pins used for this run only: {present.name}'s entry in {inventory_path} is "
                             "left as it was (add them under its vars: cuda_keyring_pins to keep them)")
     roles = session.roles_of([host], inventory.roles_path)[host.name]   # bad roles and variables stop here
+    if present is None:   # the entry keeps the values as checked: --set verify_perf=off is written false
+        target.vars = {name: host.vars[name] for name in target.vars}
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]

@@ -18,7 +18,8 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import InputError
 from fleet.inventory import Inventory, load_inventory
-from fleet.inventory import yamlsrc
+from fleet.inventory.edit import edit, without_host
+from fleet import yamlsrc
 from fleet.record import store
 
 
@@ -41,11 +42,8 @@ def forget(inventory_path: Path, name: str, known_hosts: Path, *, dry_run: bool 
         raise InputError(f"{name!r} is a member of the group(s) {', '.join(groups)} in {inventory_path}; take it out "
                          "of them first (fleet forget removes only a host entry, as fleet bootstrap writes it)")
     done = Forgotten(name)
-    text = inventory_path.read_text(encoding="utf-8")
-    new_text = without_host(text, name, str(inventory_path))
-    if not dry_run:
-        write_atomic(inventory_path, new_text.encode("utf-8"), mode=inventory_path.stat().st_mode & 0o777,
-                     validate=lambda temp: _still_loads(temp, inventory_path, name))
+    edit(inventory_path, lambda text: without_host(text, name, str(inventory_path)),   # under bootstrap's lock
+         lambda temp: _still_loads(temp, inventory_path, name), commit=not dry_run)
     done.removed.append(f"its entry in {inventory_path}")
     for previous in (False, True):
         path = store.record_path(inventory.facts_dir, name, previous=previous)
@@ -65,39 +63,6 @@ def forget(inventory_path: Path, name: str, known_hosts: Path, *, dry_run: bool 
     if count:
         done.removed.append(f"{count} host key line(s) of {host.address}:{host.port} in {known_hosts}")
     return done
-
-
-def without_host(text: str, name: str, where: str) -> str:
-    """The inventory's text without the host's entry under the top-level `hosts:` (its lines up to the next entry
-    or top-level key); every other line kept as it was."""
-    lines = text.splitlines(keepends=True)
-    top = next((i for i, line in enumerate(lines) if line.startswith("hosts:")), None)
-    if top is None:
-        raise InputError(f"{where}: no top-level 'hosts:' block to take {name!r} out of; edit the file by hand")
-    start = end = entry = None
-    for i in range(top + 1, len(lines)):
-        line = lines[i]
-        stripped = line.lstrip()
-        indent = len(line) - len(stripped)
-        if start is None:
-            if line.strip() and not line[0].isspace() and not line.startswith("#"):
-                break                                    # the next top-level key ends the hosts block
-            if not stripped.strip() or stripped.startswith("#"):
-                continue
-            entry = indent if entry is None else entry   # the entries' own indent (not a key nested in one)
-            key = stripped.split(":", 1)[0].strip().strip("'\"")
-            if indent == entry and ":" in stripped and key == name:
-                start, depth = i, indent
-        elif stripped.strip() and indent <= depth:       # the next entry, a comment beside it, or a top-level key
-            end = i
-            break
-    if start is None:
-        raise InputError(f"{where}: {name!r} is not written as its own entry under 'hosts:' (one host per line, "
-                         "as fleet bootstrap writes them); take it out by hand")
-    end = len(lines) if end is None else end
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1                                         # the blank lines after it stay
-    return "".join(lines[:start] + lines[end:])
 
 
 def _still_loads(temp: Path, path: Path, name: str) -> None:

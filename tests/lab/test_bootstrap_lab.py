@@ -151,12 +151,12 @@ def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path)
 
 def test_a_lab_pod_bootstraps_with_the_defaults_and_its_pins_into_a_new_inventory(lab, tmp_path):
     """The README's rehearsal (issue 25): no inventory yet, fleet's defaults, the lab's keyring pinned for this pod
-    only (--keyring-pins), the perf smoke off as inventories/lab.yaml has it (--set verify_perf=false: the stand-in
+    only (--keyring-pins), the perf smoke off as inventories/lab.yaml has it (--set verify_perf=off, written false: the stand-in
     torch computes in pure Python). Then the host is asked, and the summary's `fleet apply` changes nothing."""
     lab.reset([POD])
     pins = paths.lab_keyring_pins(lab.root)
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--name", "lab-pod", "--inventory",
-                           "lab-pods.yaml", "--keyring-pins", str(pins), "--set", "verify_perf=false", "--json")
+                           "lab-pods.yaml", "--keyring-pins", str(pins), "--set", "verify_perf=off", "--json")
     assert code == 0, out[-3000:] + err[-3000:]
     host = json.loads(out)["hosts"]["lab-pod"]
     assert host["bootstrap"]["added"] is True and host["failed"] == 0 and host["changed"] > 0

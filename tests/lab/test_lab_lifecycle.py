@@ -11,7 +11,8 @@ import yaml
 
 import fleet_lab as lab_api
 from fleet_lab import paths
-from fleet_lab.host import LabHost, answers_ssh, listening_pids
+from fleet_lab.host import LabHost, answers_ssh
+from fleet_lab.procs import listening_pids
 from fleet_lab import testing as lab_testing
 from helpers import ok, sh
 

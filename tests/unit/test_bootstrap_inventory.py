@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.workflows.bootstrap import HEADER, Target, find_pod, insert_host, load_existing, write_entry
+from fleet.inventory.edit import insert_host
+from fleet.workflows.bootstrap import HEADER, Target, find_pod, load_existing, write_entry
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
 

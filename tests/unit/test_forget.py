@@ -16,7 +16,8 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 from fleet.inventory import load_inventory
-from fleet.workflows.bootstrap import HEADER, Target, insert_host
+from fleet.inventory.edit import insert_host
+from fleet.workflows.bootstrap import HEADER, Target
 
 KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

@@ -16,7 +16,7 @@ import pytest
 PROBE = """
 import json, jinja2
 from fleet import roles
-from fleet.inventory import validate
+from fleet.roles import declared
 compiled = parsed = 0
 compile_, parse_ = jinja2.Environment.compile, jinja2.Environment.parse
 def counting_compile(self, *a, **k):
@@ -25,7 +25,7 @@ def counting_parse(self, *a, **k):
     global parsed; parsed += 1; return parse_(self, *a, **k)
 jinja2.Environment.compile, jinja2.Environment.parse = counting_compile, counting_parse
 loaded = roles.load_roles(None, [roles.BUILTIN_DIR])
-known = validate.known_variables(loaded)
+known = declared.variables_of(loaded)
 when = next(r for r in loaded if r.name == "cuda_compat").when
 print(json.dumps({"compiled": compiled, "parsed": parsed, "known": sorted(known), "when": when,
                   "when_value": bool(roles._expression(when)(decisions={"compat": {"use": True}}))}))

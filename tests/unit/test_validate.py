@@ -16,7 +16,10 @@ from fleet.errors import InputError
 from fleet.facts.probe import DEFAULTS as PROBE_DEFAULTS
 from fleet.inventory import load_inventory
 from fleet.roles import load_roles, roles_dirs
-from fleet.inventory.validate import check_hosts, check_value, known_variables, parse_assignments
+from fleet.engine.session import check_variables as check_hosts
+from fleet.inventory.validate import parse_assignments
+from fleet.roles.declared import variables_of as declared
+from fleet.variables import Rejected, read_without_default
 
 CASES = sorted((Path(__file__).resolve().parent.parent / "data" / "variables").glob("*.yaml"))
 
@@ -78,11 +81,11 @@ def test_known_names_come_from_the_one_table_the_probe_and_every_roles_defaults_
         "when: \"facts.system.workspace and cache_wanted\"\n"
         "tasks:\n  - name: env\n    file: {path: \"{{ cache_dir }}/env.sh\", template: env.j2}\n")
     (role_dir / "templates" / "env.j2").write_text("export HF_HOME={{ hf_home | shq }}\n")
-    known = known_variables(load_roles(None, roles_dirs()) + load_roles(["hf_like"], [tmp_path / "roles"]))
+    known = declared(load_roles(None, roles_dirs()) + load_roles(["hf_like"], [tmp_path / "roles"]))
     assert {"cuda_version", "torch_index_url"} <= set(known)           # fleet.decide DEFAULTS
     assert set(PROBE_DEFAULTS) <= set(known) and "cutlass_dir" in known   # the probe's settings
-    assert known["cutlass_ref"] == "v4.3.0" and known["verify_perf"] is True   # built-in roles' defaults
-    assert known["cache_size_gb"] == 5                                  # a user role's defaults
+    assert known["cutlass_ref"].default == "v4.3.0" and known["verify_perf"].default is True   # built-in roles'
+    assert (known["cache_size_gb"].default, known["cache_size_gb"].type) == (5, "int")   # a user role's defaults
     assert {"cache_wanted", "cache_dir", "hf_home"} <= set(known)       # read by its when, values, template
     assert not {"facts", "decisions", "host"} & set(known)
 
@@ -110,6 +113,9 @@ def test_a_bad_top_level_value_is_one_problem_however_many_hosts(tmp_path):
     with pytest.raises(InputError) as caught:
         check_hosts(list(inv.hosts.values()), inv.roles_path)
     assert str(caught.value).count("cutlass_repo") == 1
+
+
+KNOWN = declared(load_roles(None, roles_dirs()))
 
 
 @pytest.mark.parametrize("name, value, default, fine", [
@@ -157,13 +163,20 @@ def test_a_bad_top_level_value_is_one_problem_however_many_hosts(tmp_path):
     ("pip_tmpdir", "/workspace/../tmp", "", False),
 ])
 def test_value_rules(name, value, default, fine):
-    assert (check_value(name, value, default) is None) is fine
+    """Each value judged by its name's one declaration (`default`: what the declaration holds, for the reader)."""
+    var = KNOWN.get(name) or read_without_default(name)
+    try:
+        var.convert(value)
+    except Rejected:
+        assert not fine
+    else:
+        assert fine
 
 
 def test_set_assignments_are_checked_like_inventory_values():
-    known = known_variables(load_roles(None, roles_dirs()))
+    known = declared(load_roles(None, roles_dirs()))
     assert parse_assignments(["cuda_version=12.8", "verify_perf=false"], known) == {
-        "cuda_version": "12.8", "verify_perf": "false"}
+        "cuda_version": "12.8", "verify_perf": False}
     with pytest.raises(InputError, match="--set cuda_verison: unknown variable 'cuda_verison'.*did you mean "
                                          "'cuda_version'"):
         parse_assignments(["cuda_verison=13.0"], known)

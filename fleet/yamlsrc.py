@@ -114,10 +114,17 @@ def _build(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at: int)
     return _scalar(node)
 
 
+MERGE = "tag:yaml.org,2002:merge"
+
+
 def _collection(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at: int) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict = {}
+        merged: dict = {}
         for key_node, value_node in node.value:
+            if key_node.tag == MERGE:
+                merged.update(_merge(value_node, keys, loc, budget, key_node.start_mark.line + 1, merged))
+                continue
             if not isinstance(key_node, yaml.ScalarNode):  # `? [a, b]` or `{...}: x`: unhashable, and a mistake
                 loc.problems.append(f"{loc.path}:{key_node.start_mark.line + 1}: a key must be a plain name, "
                                     "not a list or mapping; write it as one word")
@@ -133,8 +140,33 @@ def _collection(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at:
             loc.lines[keys + (key,)] = key_node.start_mark.line + 1
             out[key] = _build(value_node, keys + (key,), loc, budget, key_node.start_mark.line + 1)
             loc.lines[keys + (key,)] = key_node.start_mark.line + 1
+        for key, value in merged.items():   # the mapping's own keys win over merged ones, wherever they are written
+            out.setdefault(key, value)
         return out
     return [_build(item, keys + (i,), loc, budget, at) for i, item in enumerate(node.value)]
+
+
+def _merge(node: yaml.Node, keys: tuple, loc: Located, budget: _Budget, at: int, before: dict) -> dict:
+    """A merge key (`<<: *pod`, or `<<: [*a, *b]`, earlier ones winning), as YAML 1.1 defines it: the keys of the
+    mapping(s) it names, each remembered at the line where it was written (the anchor's). Anything else named
+    by `<<` is a problem at its line."""
+    sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    if not sources or not all(isinstance(s, yaml.MappingNode) for s in sources):
+        loc.problems.append(f"{loc.path}:{at}: a merge key (<<) takes an alias of a mapping, like <<: *pod, or a list "
+                            "of them, like <<: [*pod, *gpu]; write one of those or the keys themselves")
+        return {}
+    out: dict = {}
+    for source in sources:
+        scratch = Located(loc.path, None, problems=loc.problems)
+        built = _build(source, (), scratch, budget, at)
+        for key, value in built.items():
+            if key in out or key in before:
+                continue
+            out[key] = value
+            for path, line in scratch.lines.items():   # its lines, under this mapping's keys
+                if path[:1] == (key,):
+                    loc.lines.setdefault(keys + path, line)
+    return out
 
 
 def _scalar(node: yaml.Node) -> Any:

@@ -1,0 +1,57 @@
+"""Which variables a set of roles knows: the stack's declarations (fleet/variables.py), each role's own
+(`variables:` and plain `defaults:` in its role.yaml), and any name a role's values, `when:`, `why:` and templates
+read without declaring it (taking any value). What is not among them is a typo (fleet/inventory/validate.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet import variables
+from fleet.roles import _JINJA, template_cache
+
+_CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables
+
+
+def variables_of(roles) -> dict[str, variables.Variable]:
+    """Name -> its declaration, from the stack's, each role's, and (any value) a name a role reads undeclared."""
+    known = dict(variables.STACK)
+    for role in roles:
+        for name, var in role.variables.items():
+            known.setdefault(name, var)
+        for name in names_read(role):
+            known.setdefault(name, variables.read_without_default(name))
+    return known
+
+
+def names_read(role) -> set[str]:
+    """Variables a role's task values, `when:`, `why:` and templates read (jinja2.meta does the parsing)."""
+    from jinja2 import meta
+
+    texts = [f"{{{{ {expr} }}}}" for expr in [role.when, *(t.when for t in role.tasks)] if expr]
+    texts += [role.why or "", role.why_skipped or ""] + [s for t in role.tasks
+                                                         for s in [t.name, t.why_skipped or "", *_strings(t.params)]]
+    texts += [t.read_text(encoding="utf-8") for t in sorted((role.path.parent / "templates").glob("*"))]
+
+    def find() -> set[str]:
+        return set().union(*(_undeclared(meta, _JINJA, text) for text in texts))
+    return template_cache.names(texts, find) - _CONTEXT
+
+
+def _undeclared(meta, env, text: str) -> set[str]:
+    import jinja2
+
+    try:
+        return meta.find_undeclared_variables(env.parse(text))
+    except jinja2.TemplateSyntaxError:
+        return set()                                       # load_role already reported it
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
