@@ -68,8 +68,11 @@ def _convert(var: Variable, value: Any) -> Any:
             raise Rejected(f"{value!r} is not whole seconds: write e.g. {var.default or 600}")
         return int(found)
     if kind == "gpus":
+        if value is None or isinstance(value, (bool, list, dict)):
+            raise Rejected(f"{value!r} must be a count, a model or both, not {yamlsrc.type_name(value)}: "
+                           f"write e.g. 8, H200 or 8x H200")
         parse.gpus(value)
-        return "" if value is None else str(value).strip()
+        return str(value).strip()
     if kind == "duration":
         parse.duration(value)
         return value.strip() if isinstance(value, str) else value    # as written: "24h" reads as it was set
