@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fleet.decide.storage import ON_VOLUME
-from fleet.facts import cuda, fingerprint, gpu, loader, paths, shells, software, system
+from fleet.facts import cuda, fingerprint, gpu, loader, paths, programs, shells, software, system
 
 DEFAULTS = {"python_env": "/opt/fleet/venv", "cutlass_dir": "/opt/cutlass"}   # the probe's own settings
 
@@ -91,6 +91,7 @@ SOURCES: tuple[Source, ...] = (
            {"version": None, "executable": None, "env": None, "env_exists": False, "untrusted": None}),
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
+    Source("programs", _fixed(programs.COMMAND), programs.parse, []),
     # what the last verify proved, as the host shows it now (after the shells' trace: it reads it); the verify gate
     # reuses it, and the record says from it whether the last verify is stale
     Source("verify_fingerprint", lambda s: fingerprint.probe_part(str(s["python_env"])), fingerprint.parse, {},

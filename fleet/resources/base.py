@@ -213,6 +213,11 @@ class Resource:
         """The facts with that record in them (a new dict)."""
         return facts
 
+    def programs(self) -> tuple:
+        """The helper programs its check and apply run from /var/lib/fleet/bin (fleet/resources/programs.py: each
+        installed by the digest of its text, shipped only where the host lacks it); () for most types."""
+        return ()
+
     @property
     def root(self) -> bool:
         """Whether the apply needs root (sudo on a non-root host): the task's `root:` if it says, else a ~/ path

@@ -22,10 +22,11 @@ as its last JSON line.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import posixpath
 from datetime import datetime, timezone
 
-from fleet.resources import verify_gate
+from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
@@ -51,31 +52,35 @@ class Verify(Assert):
         return posixpath.dirname(posixpath.dirname(python)) if "/" in python else ""
 
     def environment(self) -> str:
-        """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE), which
-        runs it only where a kind of process failed through LD_LIBRARY_PATH, to name the file:line that set it."""
-        from fleet.facts import shells
-        from fleet.shell import quote
+        """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE) as the
+        command that runs it (an installed helper program), which it runs only where a kind of process failed
+        through LD_LIBRARY_PATH, to name the file:line that set it."""
+        return f"env FLEET_VERIFY_TRACE={q('bash ' + trace_program().path)} "
 
-        return f"env FLEET_VERIFY_TRACE={quote(shells.command())} "
+    def programs(self) -> tuple:
+        """fleet's verify program and the shells' trace it runs; the fingerprint the gate takes when it runs in a
+        command without the facts probe. None for a role's own verify script."""
+        if self.p.get("script"):
+            return ()
+        return (verify_program(), trace_program(), fingerprint_program(self.venv))
 
     def check(self) -> str:
         """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify_host.py, as
-        it is) run from a private file with the rendered config: its output, and a NEEDS_CHANGE exit where it
-        failed, as an assert's."""
+        it is), installed by digest (fleet/resources/programs.py), run with the rendered config: its output, and a
+        NEEDS_CHANGE exit where it failed, as an assert's."""
         if self.p.get("script"):
             return super().check()
-        from fleet.remote import source
-
-        text = source("verify_host")
-        end = "FLEET_VERIFY_PROGRAM_END"
-        run = f"{self.environment()}{qpath(self.p['python'])} \"$fleet_vp\" {q(self.p['config'])}"
-        return (f"fleet_vp=$(mktemp \"${{TMPDIR:-/tmp}}/fleet-verify.XXXXXX\") || exit 1\n"
-                f"cat > \"$fleet_vp\" <<'{end}'\n{text}{'' if text.endswith(chr(10)) else chr(10)}{end}\n"
-                f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nrm -f \"$fleet_vp\"\n"
+        program = verify_program()
+        run = f"{self.environment()}{qpath(self.p['python'])} {program.path} {q(self.p['config'])}"
+        return (programs.use(program) + programs.use(trace_program())
+                + f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\n"
                 f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
     def gate(self, body: str, max_age: float | None) -> str:
-        return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
+        if self.p.get("script"):
+            return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
+        return verify_gate.gated(body, self.venv, max_age, variables=self.variables,
+                                 fingerprint=fingerprint_program(self.venv))
 
     def parse(self, rc: int, output: str) -> CheckResult:
         return json_result(self.p["msg"], rc, output)
@@ -113,3 +118,27 @@ class Verify(Assert):
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@functools.lru_cache(maxsize=None)
+def verify_program() -> programs.Program:
+    """fleet/remote/verify_host.py as it is shipped: the file's text."""
+    from fleet.remote import source
+
+    return programs.Program("verify", source("verify_host"))
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> programs.Program:
+    """fleet.facts.shells' trace of the startup files, as a bash file (the verify program runs `bash PATH`)."""
+    from fleet.facts import shells
+
+    return programs.Program("fleet-shell-trace", shells.command() + "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def fingerprint_program(venv: str) -> programs.Program:
+    """The fingerprint's parts for this venv, as a bash file: what the gate runs where the facts did not take them."""
+    from fleet.facts.fingerprint import fingerprint_script
+
+    return programs.Program("fleet-fingerprint", fingerprint_script(venv))
