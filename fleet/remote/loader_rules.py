@@ -9,10 +9,10 @@ where it explains a failed kind of process by the same rules.
 
     is_compat(path), is_stub(path), version_of(real)
     parse_change("@@change\t...") -> {file, line, depth, text, before, after, via}
-    parse_etcenv("@@etcenv N\tNAME\tVALUE") -> {line, name, value}
+    parse_etcenv("@@etcenv N\tNAME\tVALUE") -> {file, line, name, value}
     startup_line(changes, entry, home)   -> "~/.bash_profile:2" | "/etc/profile:30 (via /etc/fleet/env.sh:38)" | None
     etc_environment_line(rows, entry)    -> "/etc/environment:3" | None
-    conf_line(rows, directory)           -> "/etc/ld.so.conf.d/x.conf:1" | None
+    conf_row(rows, directory)            -> the first {file, line, dir} naming it | None
 """
 
 import posixpath
@@ -60,7 +60,7 @@ def parse_change(raw):
 def parse_etcenv(raw):
     """`@@etcenv N\\tNAME\\tVALUE`: line N of /etc/environment sets NAME."""
     n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
-    return {"line": int(n) if n.isdigit() else None, "name": name, "value": value}
+    return {"file": "/etc/environment", "line": int(n) if n.isdigit() else None, "name": name, "value": value}
 
 
 def dirs(path):
@@ -94,10 +94,7 @@ def etc_environment_line(rows, entry):
     return None
 
 
-def conf_line(rows, directory):
+def conf_row(rows, directory):
     """The first /etc/ld.so.conf* line (rows {file, line, dir}, in ldconfig's order) naming `directory`."""
     directory = directory.rstrip("/") or "/"
-    for row in rows or []:
-        if (row.get("dir") or "").rstrip("/") == directory:
-            return f"{row['file']}:{row['line']}"
-    return None
+    return next((row for row in rows or [] if (row.get("dir") or "").rstrip("/") == directory), None)

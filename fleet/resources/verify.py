@@ -122,10 +122,12 @@ def _now() -> str:
 
 @functools.lru_cache(maxsize=None)
 def verify_program() -> programs.Program:
-    """fleet/remote/verify_host.py as it is shipped: the file's text."""
+    """fleet/remote/verify_host.py as it is shipped: the file's text, the loader's rules (fleet/remote/loader_rules.py)
+    before it."""
     from fleet.remote import source
 
-    return programs.Program("verify", source("verify_host"))
+    bundled = {"loader_rules": source("loader_rules")}   # what verify_host._bundled finds on the host
+    return programs.Program("verify", f"_BUNDLED = {bundled!r}\n" + source("verify_host"))
 
 
 @functools.lru_cache(maxsize=None)
