@@ -26,6 +26,7 @@ import functools
 import posixpath
 from datetime import datetime, timezone
 
+from fleet.facts.software import VERIFY_PATH
 from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
@@ -39,6 +40,7 @@ class Verify(Assert):
     params["config"] = Param((str,), default="{}")   # the verify program's CONFIG_JSON (one JSON object)
     requires_one_of = ((), "")   # no script: fleet's own verify program (fleet/remote/verify_host.py)
     writes_record = True
+    record_path = VERIFY_PATH
     reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
 
     def __init__(self, values):
@@ -56,6 +58,14 @@ class Verify(Assert):
         command that runs it (an installed helper program), which it runs only where a kind of process failed
         through LD_LIBRARY_PATH, to name the file:line that set it."""
         return f"env FLEET_VERIFY_TRACE={q('bash ' + trace_program().path)} "
+
+    @classmethod
+    def gate_age(cls, host_vars: dict, roles) -> float | None:
+        """verify_max_age: the host's, else a role's default, else 24h ('24h', '30m', '2d' or seconds)."""
+        max_age = host_vars.get("verify_max_age") or next(
+            (r.defaults.get("verify_max_age") for r in roles if r.defaults.get("verify_max_age")),
+            verify_gate.DEFAULT_MAX_AGE)
+        return verify_gate.parse_age(max_age)
 
     def programs(self) -> tuple:
         """fleet's verify program and the shells' trace it runs; the fingerprint the gate takes when it runs in a
@@ -108,6 +118,10 @@ class Verify(Assert):
         from fleet.remote.verify_record import verify_record
 
         return None if result.data is None else verify_record(result.data, providers)
+
+    def reused(self, facts: dict) -> bool:
+        verify = facts.get("verify")
+        return isinstance(verify, dict) and bool(verify.get("reused"))
 
     def fold(self, facts: dict, record: dict) -> dict:
         from fleet.facts.record import with_last_verify
