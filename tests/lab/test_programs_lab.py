@@ -12,31 +12,17 @@ from __future__ import annotations
 
 import base64
 import gzip
-import io
 import json
 
 import pytest
-from rich.console import Console
 
-from fleet.cli import main
 from fleet.connection import ssh
-from fleet.env import Environment
 from fleet.resources.verify import trace_program, verify_program
 
-from helpers import ok
+from helpers import fleet_json, ok
 
 HOST = "pod-570"
 WHY = "verify the torch stack: no result (env: '/opt/fleet/venv/bin/python': No such file or directory)"
-
-
-def fleet_json(*argv: str) -> tuple[int, dict]:
-    out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
-    code = main([*argv, "--json"], env)
-    try:
-        return code, json.loads(out.getvalue())
-    except ValueError:
-        raise AssertionError(f"not JSON (exit {code}):\n{out.getvalue()}\n{err.getvalue()}") from None
 
 
 @pytest.fixture
@@ -106,7 +92,9 @@ def test_a_user_with_sudo_gets_it_installed_as_root(lab):
     through sudo -n, and the file is root's all the same."""
     lab.reset(["spark"])
     (lab.inventory.facts_dir / "spark.json").unlink(missing_ok=True)
-    fleet_json("apply", str(lab.inventory_path), "--limit", "spark", "--roles", "verify")
+    code, doc = fleet_json("apply", str(lab.inventory_path), "--limit", "spark", "--roles", "verify")
+    entry = next((t for t in doc["hosts"]["spark"]["tasks"] if t["role"] == "verify"), None)
+    assert entry and entry["status"] == "failed" and WHY in entry["reason"], json.dumps(doc, indent=1)[-3000:]
     program = verify_program()
     out = ok(lab, "spark", f"id -un; stat -c '%u %a' {program.path}; sha256sum < {program.path}").split("\n")
     assert out[0] == "nvidia" and out[1] == "0 755" and out[2].split()[0] == program.digest, out
