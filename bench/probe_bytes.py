@@ -75,7 +75,7 @@ def main() -> None:
     if args.tree.resolve() != ROOT and not roles.exists():
         roles.symlink_to("../roles")   # a source tree without an install: its own roles, not this checkout's
     with tempfile.TemporaryDirectory() as tmp:
-        inventory, stop = own_lab(Path(tmp), args.net, "a-verify-bytes")
+        inventory, stop = own_lab(Path(tmp), args.net, "probe-bytes")
         limit = ["--limit", args.hosts] if args.hosts else []
         try:
             for attempt in range(3):
