@@ -66,14 +66,12 @@ def decisions_of(inventory: Path) -> dict[str, dict]:
 
 
 def write_verify(workdir: Path, inventory: Path) -> Path:
-    """fleet's verify program (fleet/remote/verify_host.py, as it is) beside its CONFIG_JSON (verify_config(): the
-    peers pass it as the program's argument)."""
-    import shutil
-
-    from fleet.remote import verify_host
+    """fleet's verify program as fleet installs it (fleet/remote/verify_host.py with the loader's rules it carries)
+    beside its CONFIG_JSON (verify_config(): the peers pass it as the program's argument)."""
+    from fleet.resources.verify import verify_program
 
     out = workdir / "verify.py"
-    shutil.copyfile(verify_host.__file__, out)
+    out.write_text(verify_program().text)
     (workdir / "verify.json").write_text(verify_config(inventory))
     return out
 

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
+def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
     from fleet.engine import Setup, converge as converge_host, session
     from fleet.errors import ExitStatus, InputError
     from fleet.inventory import load_inventory
@@ -68,12 +68,12 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     by_host = session.roles_of(hosts, inventory.roles_path, role_names(args))   # bad input: exit 2, nobody touched
     reporter = _common.reporter_for(args, env)
     if getattr(args, "verify", False):
-        force_verify = "asked for (--verify)"
+        rerun = "asked for (--verify)"
     setups: dict[tuple, Setup] = {}
     for roles in by_host.values():
         setups.setdefault(tuple(r.name for r in roles), Setup(
             roles, facts_dir=inventory.facts_dir, check_mode=args.check, progress=reporter.progress,
-            force_verify=force_verify, on_task=reporter.on_task))
+            rerun=rerun, on_task=reporter.on_task))
 
     def converge(conn, host):
         return converge_host(conn, host, setups[tuple(r.name for r in by_host[host.name])])

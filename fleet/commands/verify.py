@@ -33,4 +33,4 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.commands import apply
 
     args.roles, args.check, args.diff, args.verify = ["verify"], False, False, False
-    return apply.run(args, env, force_verify="asked for (fleet verify)")
+    return apply.run(args, env, rerun="asked for (fleet verify)")

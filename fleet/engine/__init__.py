@@ -7,15 +7,15 @@
     report(host, setup, observed, entries, ...) -> HostReport, built once at the end
 
 `converge` composes them: observe, plan, apply, observe again after changes (the previous Observed is the guess),
-confirm every change now checks in state, judge the asserts, write the verify record where verify ran, record the
-facts, report. Round trips are the cost: a converged host costs one remote command.
+confirm every change now checks in state, judge the asserts, write the records the judged resources keep where
+they ran, record the facts, report. Round trips are the cost: a converged host costs one remote command.
 
-Asserts (the verify role) are judged only on the last probe, after everything else has converged, in a fresh
-non-interactive shell as `ssh host cmd` gets it. A JSON assert (verify) sits behind a fingerprint
-(fleet/resources/verify_gate.py): it runs again only when what it proved may have changed, when the last run is older than
-`verify_max_age`, after any change in this apply, when the last one failed (a failed verify is never reused), or
-when asked (`fleet verify`, `fleet apply --verify`); after a task failed in this run it is not run at all, and the
-report's `verify` says so (HostReport.verify: this run's verdict, or why verify did not run).
+Asserts are judged only on the last probe, after everything else has converged, in a fresh non-interactive shell
+as `ssh host cmd` gets it. A judged resource that keeps a record (Resource.writes_record; the verify role's is the
+one fleet ships) sits behind its gate (Resource.gate, gate_age): it runs again only when the gate says so, after
+any change in this apply (`forced`), or when asked (Setup.rerun: `fleet verify`, `fleet apply --verify`); after a
+task failed in this run it is not run at all, and the report's `verify` says so (HostReport.verify: this run's
+verdict, or why it did not run).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from fleet.engine.apply import apply, merged
 from fleet.engine.decided import Decided, check_sections, decide_tasks, maybe_sudo
 from fleet.engine.observe import Observed, last_facts, observe
 from fleet.engine.plan import Plan, TaskReport, confirm, plan
-from fleet.engine.judge import final_facts, judge, verify_verdict, write_verify
+from fleet.engine.judge import final_facts, judge, record_verdict, write_records
 from fleet.engine.report import HostReport, report
 from fleet.engine import session
 from fleet.engine.setup import Setup
@@ -59,7 +59,7 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     with clock("verify"):
         changed = [e.task for e in entries if e.status == "changed"]
         again = observe(conn, host, setup, first, forced="after changes in this apply: " + ", ".join(changed[:3])
-                        + (" ..." if len(changed) > 3 else ""), without_verify=_failed_earlier(entries) is not None)
+                        + (" ..." if len(changed) > 3 else ""), without_records=_failed_earlier(entries) is not None)
     return _finish(conn, host, setup, again, confirm(entries, again), phases)
 
 
@@ -74,13 +74,13 @@ def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> 
     step answers or the host does with its file, the report and the record survive. Where a task failed in this
     run, verify is not judged (nor recorded): the recap says so."""
     skipped = _failed_earlier(entries)
-    judged = judge(last, setup.check_mode, skip_verify=skipped,
+    judged = judge(last, setup.check_mode, skip_records=skipped,
                    pending=sum(1 for e in entries if e.status == "changed") if setup.check_mode else 0)
     facts = final_facts(last, judged)
-    error = judged.error or write_verify(conn, host, setup, judged.verify)
+    error = judged.error or write_records(conn, host, setup, judged)
     session.record(setup.facts_dir, host.name, facts)
     return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases,
-                  verify=verify_verdict(last, judged, setup.check_mode, skipped=skipped))
+                  verify=record_verdict(last, judged, setup.check_mode, skipped=skipped))
 
 
 def _clock(phases: dict):

@@ -82,15 +82,21 @@ def variables_read(role, host_vars: dict) -> dict[str, str]:
 # Seconds a check that runs a role author's command (command's unless) may take on the host (sections.bounded).
 CHECK_DEADLINE = 120
 
-def check_sections(decided: Decided, verify_max_age: float | None = None, *, without_verify: bool = False) -> tuple:
-    """Every enabled task's check (checks read as the user: never sudo); a verify (JSON assert) behind its
-    fingerprint gate (fleet/resources/verify_gate.py). fleet's own read-only checks run at once (sections.background pairs),
-    the ones that run what a role's author wrote one after the other: join them with sections.together."""
+def check_sections(decided: Decided, max_age: float | None = None, *, without_records: bool = False,
+                   have=None, only=None) -> tuple:
+    """Every enabled task's check (checks read as the user: never sudo), behind its gate (Resource.gate: verify's
+    fingerprint, records up to `max_age` seconds old reused; None: it runs). fleet's own read-only checks run at once (sections.background pairs),
+    the ones that run what a role's author wrote one after the other: join them with sections.together.
+    `have`: the helper program files the host has (facts.programs): the text of the others rides along
+    (fleet/resources/programs.py; None: every one). `only`: these task ids alone."""
+    from fleet.resources.programs import prelude
+
     out = []
     for t in decided.tasks:
-        if not t.enabled or (without_verify and t.resource.writes_record):
+        if not t.enabled or (without_records and t.resource.writes_record) or (only is not None and t.id not in only):
             continue
-        body = t.resource.gate(t.resource.check(), verify_max_age)   # verify: behind its fingerprint
+        # behind its gate; a check that runs a helper program: the functions (and text) it needs
+        body = prelude(t.resource.programs(), have) + t.resource.gate(t.resource.check(), max_age)
         if not t.resource.concurrent_check and not t.resource.judged:
             # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own
             body = sections.bounded(body, CHECK_DEADLINE)
@@ -106,13 +112,14 @@ def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = Fa
     return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root)
 
 
-# What a probe reads off the moment, and the engine's own note of when and why verify was last checked: no
+# What a probe reads off the moment, the engine's own note of when and why verify was last checked, and the helper
+# programs the host has (they change what a check carries, never what it asks: fleet/resources/programs.py): no
 # decision and no built-in role reads them, and two probes a minute apart differ in these and nothing else. Where
 # only these differ from the facts a Decided was made from, it stands for the new facts too (one decide-and-render
 # per probe); a role whose text names one of them is always decided afresh (reads_readings).
-READINGS = {None: ("gathered_at", "probe"), "system": ("mem_available_mb", "disk_free_gb"),
+READINGS = {None: ("gathered_at", "probe", "programs"), "system": ("mem_available_mb", "disk_free_gb"),
             "verify": ("checked_at", "reused", "reason")}
-_NAMED = ("gathered_at", "mem_available_mb", "disk_free_gb", "checked_at", "facts.probe", "facts['probe']",
+_NAMED = ("gathered_at", "mem_available_mb", "disk_free_gb", "checked_at", "facts.probe", "facts['probe']", "facts.programs",
           'facts["probe"]', "verify.reason", "verify.reused", "verify['reason']", "verify['reused']",
           'verify["reason"]', 'verify["reused"]')
 

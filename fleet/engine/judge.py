@@ -1,5 +1,6 @@
 """The end of a converge, before its report: the assertions (assert, verify) judged on the last Observed, the records
-they keep folded into the facts, and the host's verify record written where verify ran."""
+the judged resources that keep one make (Resource.writes_record: verify's) folded into the facts and written to the
+host where they ran. The engine knows such a resource by its hooks (fleet/resources/base.py), not by its type."""
 
 from __future__ import annotations
 
@@ -23,16 +24,11 @@ class Judged:
     records: tuple = ()                 # (resource, record) for each assertion that keeps one (verify), where it ran
     error: str | None = None
 
-    @property
-    def verify(self) -> dict | None:
-        """The new verify record, where verify ran (the one the host keeps in its verify file)."""
-        return next((record for resource, record in self.records if resource.writes_record), None)
 
-
-def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = None, pending: int = 0) -> Judged:
+def judge(observed: Observed, check_mode: bool, *, skip_records: str | None = None, pending: int = 0) -> Judged:
     """The assertions (assert, verify), judged on the last probe. An answer that makes a record of a shape fleet
-    cannot read is an error that keeps the report and the facts record. `skip_verify`: why verify is not judged in
-    this run (a task failed earlier): its entry says so, and no record is kept, none is written.
+    cannot read is an error that keeps the report and the facts record. `skip_records`: why the assertions that keep
+    a record are not judged in this run (a task failed earlier): their entries say so, no record is kept or written.
 
     In check mode an assertion is counted as the apply that follows will count it, never as a change: with
     `pending` changes planned, apply judges it only after them, and counts it "ok" when it passes then (the plan
@@ -43,9 +39,9 @@ def judge(observed: Observed, check_mode: bool, *, skip_verify: str | None = Non
     for task in observed.tasks:
         if not task.resource.judged or not task.enabled:
             continue
-        if task.resource.writes_record and (skip_verify or task.id not in observed.checks):
+        if task.resource.writes_record and (skip_records or task.id not in observed.checks):
             entries.append(TaskReport(task.spec.role, task.spec.name, "skipped",
-                                      f"not run: {skip_verify or 'its check was left out'}", id=task.id))
+                                      f"not run: {skip_records or 'its check was left out'}", id=task.id))
             continue
         result = observed.checks[task.id]
         status = "ok" if result.in_state else "failed"
@@ -75,21 +71,26 @@ def final_facts(observed: Observed, judged: Judged) -> dict:
     return facts
 
 
-def write_verify(conn: Connection, host: Host, setup: Setup, verify: dict | None) -> str | None:
-    """Written whenever verify ran: the record carries the fingerprint and time the next probe compares.
-    Returns why it could not be written (None: written, or nothing to write)."""
-    if verify is None or not setup.verify_write or setup.check_mode:
+def write_records(conn: Connection, host: Host, setup: Setup, judged: Judged) -> str | None:
+    """Each kept record, written where its resource ran (verify's carries the fingerprint and time the next probe
+    compares) to its record_path (Setup.record_path: elsewhere). Returns why one could not be written (None: written,
+    or nothing to write)."""
+    if not setup.write_records or setup.check_mode:
         return None
-    try:   # sudo=True: it wants root; the connection applies shell.needs_sudo
-        conn.write_file(setup.verify_path, json.dumps(verify, indent=1) + "\n", mode=0o644, sudo=True)
-    except HostError as exc:
-        return f"could not record the verify result on the host: {exc}"
+    for resource, record in judged.records:
+        path = setup.record_path or resource.record_path
+        if not resource.writes_record or not path:
+            continue
+        try:   # sudo=True: it wants root; the connection applies shell.needs_sudo
+            conn.write_file(path, json.dumps(record, indent=1) + "\n", mode=0o644, sudo=True)
+        except HostError as exc:
+            return f"could not record the {resource.type_name} result on the host: {exc}"
     return None
 
 
-def verify_verdict(observed: Observed, judged: Judged | None, check_mode: bool, *, skipped: str | None = None) -> str:
-    """What the recap's verify column says: THIS run's verdict, or that verify did not run and why. Never "passed"
-    for a host whose task failed in this run (verify is not run then: `skipped`)."""
+def record_verdict(observed: Observed, judged: Judged | None, check_mode: bool, *, skipped: str | None = None) -> str:
+    """What the recap's verify column says of the judged resource that keeps a record: THIS run's verdict, or that it
+    did not run and why. Never "passed" for a host whose task failed in this run (it is not run then: `skipped`)."""
     tasks = [t for t in observed.tasks if t.resource.writes_record]
     if not tasks:
         return "skipped: role not in this run"
@@ -103,8 +104,7 @@ def verify_verdict(observed: Observed, judged: Judged | None, check_mode: bool, 
         return "after the changes"   # what it fails on now is in the entry (-v); apply judges it then
     if entry is None or entry.status == "skipped":
         return f"skipped: {entry.reason if entry else 'not judged'}"
-    verify = observed.facts.get("verify") if isinstance(observed.facts.get("verify"), dict) else {}
-    reused = enabled.id in observed.checks and bool(verify.get("reused")) and entry.status == "ok"
+    reused = enabled.id in observed.checks and enabled.resource.reused(observed.facts) and entry.status == "ok"
     if check_mode:
         return ("passed (reused)" if reused else "passed (check mode: no perf smoke)") if entry.status == "ok" \
             else "would fail"

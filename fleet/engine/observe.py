@@ -2,7 +2,9 @@
 
 The probe is ONE remote command holding the facts script and every task's check, rendered from what came
 before (the host's last facts record, or this converge's previous Observed); if the live facts render the checks
-differently (first run, a changed host), one more command runs the checks again. Decide-and-render runs once per
+differently (first run, a changed host), one more command runs the checks again. A check that runs a helper
+program (fleet/resources/programs.py) carries its text only where the facts it was rendered from lack its file;
+where the host says it lacks one all the same, one more command runs those checks with the text. Decide-and-render runs once per
 probe for the live facts; the guess is reused for them where the two differ only in readings of the moment
 (decided.READINGS), and after changes the previous Observed is the guess (no decide for it).
 """
@@ -15,7 +17,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from fleet import sections
-from fleet.resources import verify_gate
+from fleet.resources import programs
 from fleet.connection import Connection
 from fleet.errors import FleetError, InputError
 from fleet.inventory import Host
@@ -29,7 +31,7 @@ from fleet.engine.setup import Setup
 @dataclass(frozen=True)
 class Observed:
     host: str
-    facts: dict                          # a new dict: the probe's facts, the verify gate's answer folded in
+    facts: dict                          # a new dict: the probe's facts, what the checks' answers fold in
     decided: Decided                     # the decisions and tasks for these facts
     checks: Mapping[str, CheckResult]    # task id -> its check's answer (enabled tasks only)
     # after changes: the previous probe's enabled tasks that these facts leave out (their role's or task's `when:`
@@ -50,28 +52,41 @@ class Observed:
 
 
 def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed | None", *,
-            forced: str | None = None, without_verify: bool = False) -> Observed:
+            forced: str | None = None, without_records: bool = False) -> Observed:
     """Facts + every check in one command (two when the live facts render the checks differently).
     `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified.
-    `without_verify`: verify's check is left out (a task failed earlier in this run: judge skips verify)."""
+    `forced`: why the checks behind a gate run whatever it says. `without_records`: the checks of the judged
+    resources that keep a record are left out (a task failed earlier in this run: judge skips them)."""
     setup.progress(host.name, "probe: facts and checks")
-    forced = forced or setup.force_verify
-    max_age = None if forced else verify_max_age(setup, host)
+    forced = forced or setup.rerun
+    max_age = None if forced else gate_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
-    guessed = _sections_of(guess, max_age, without_verify)
+    guessed = _sections_of(guess, max_age, without_records, _programs(last_facts))
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
     facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
-        check_sections(decided, max_age, without_verify=without_verify)
+        check_sections(decided, max_age, without_records=without_records, have=_programs(facts))
     if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
+    # a helper program the host turned out to lack (removed, changed): those checks again, with its text
+    lacking = {t.id for t in decided.tasks if programs.missing(getattr(found.get(f"check.{t.id}"), "output", ""))}
+    if lacking:
+        again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking)
+        found.update(session.run_sections(conn, sections.together(again), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
+    # the helper programs the host has now: the listing, and what the checks after it installed (their lines are
+    # fleet's, not the checks' answers)
+    added = [f for name, sec in found.items() if name.startswith("check.") for f in programs.installed(sec.output)]
+    if added:
+        folded["programs"] = sorted(set(_programs(facts)) | set(added))
+        found = {name: dataclasses.replace(sec, output=programs.unmarked(sec.output)) if name.startswith("check.")
+                 else sec for name, sec in found.items()}
     for t in decided.tasks:
-        if t.enabled and not (without_verify and t.resource.writes_record):
-            # verify's answer may fold into the facts (a reused verify: its last record)
+        if t.enabled and not (without_records and t.resource.writes_record):
+            # a check's answer may fold into the facts (a reused kept record: that record)
             checks[t.id], fold = read_check(t, found.get(f"check.{t.id}"), seen)
             folded.update(fold)
     return Observed(host.name, folded, decided, MappingProxyType(checks), _left_out(guess, checks, found, seen)
@@ -108,15 +123,18 @@ def deadline(decided: Decided | None) -> float:
     return session.PROBE_TIMEOUT + asked
 
 
-def verify_max_age(setup: Setup, host: Host) -> float:
-    max_age = host.vars.get("verify_max_age")
-    if max_age in (None, ""):   # 0 is an answer (verify every time), not "unset"
-        max_age = next((r.defaults["verify_max_age"] for r in setup.roles if r.defaults.get("verify_max_age")),
-                       verify_gate.DEFAULT_MAX_AGE)
-    try:
-        return verify_gate.parse_age(max_age)
-    except ValueError as exc:
-        raise InputError(f"{host.name}: {exc}") from None
+def gate_age(setup: Setup, host: Host) -> float | None:
+    """How old a kept record may be and still stand (Resource.gate_age), asked of the types the roles use."""
+    from fleet.resources import TYPES
+
+    for kind in dict.fromkeys(t.type for r in setup.roles for t in r.tasks):
+        try:
+            age = TYPES[kind].gate_age(host.vars, setup.roles) if kind in TYPES else None
+        except ValueError as exc:
+            raise InputError(f"{host.name}: {exc}") from None
+        if age is not None:
+            return age
+    return None
 
 
 def _guess(setup: Setup, host: Host, facts: dict | None) -> Decided | None:
@@ -129,11 +147,18 @@ def _guess(setup: Setup, host: Host, facts: dict | None) -> Decided | None:
         return None
 
 
-def _sections_of(guess: Decided | None, max_age: float | None, without_verify: bool = False) -> tuple[str, ...]:
+def _programs(facts: dict | None) -> tuple[str, ...]:
+    """The helper program files the host had when these facts were taken (fleet/facts/programs.py)."""
+    found = facts.get("programs") if isinstance(facts, dict) else None
+    return tuple(found) if isinstance(found, list) else ()
+
+
+def _sections_of(guess: Decided | None, max_age: float | None, without_records: bool = False,
+                 have=()) -> tuple[str, ...]:
     if guess is None:
         return ()
     try:
-        return check_sections(guess, max_age, without_verify=without_verify)
+        return check_sections(guess, max_age, without_records=without_records, have=have)
     except (FleetError, TypeError, ValueError, KeyError, AttributeError):
         return ()
 

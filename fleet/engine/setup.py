@@ -7,8 +7,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from fleet.facts.software import VERIFY_PATH
-
 Progress = Callable[[str, str], None]
 
 
@@ -21,12 +19,12 @@ class Setup:
     roles: tuple                          # the host's roles, in order
     facts_dir: Path
     check_mode: bool = False
-    force_verify: str | None = None       # why verify must run whatever its fingerprint says (None: it may not)
-    verify_write: bool = True             # write the host's verify record where verify ran
+    rerun: str | None = None              # why the checks behind a gate must run whatever it says (None: they may not)
+    write_records: bool = True            # write the records judged resources keep, where they ran
     progress: Progress = field(default=_quiet, compare=False)
     # (host, "begin" | "end", the task's progress line): which tasks are in flight on the host (the live display)
     on_task: Callable[[str, str, str], None] | None = field(default=None, compare=False)
-    verify_path: str = VERIFY_PATH        # where the host keeps its verify record
+    record_path: str | None = None        # where the host keeps a kept record (None: the resource's own record_path)
 
     def __post_init__(self):
         object.__setattr__(self, "roles", tuple(self.roles))

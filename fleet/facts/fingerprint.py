@@ -37,13 +37,15 @@ def part_name(key: str) -> str:
     return f"variable {key[len(VAR):]}" if key.startswith(VAR) else PART_NAMES.get(key, key)
 
 
-def fingerprint_script(python_env: str) -> str:
+def fingerprint_script(python_env: str, *, capture: bool = True) -> str:
     """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
+    `capture`: it traces the shells itself where the script it runs in has not (False: inside the facts probe,
+    whose shells source always keeps its trace for it: the trace's text is not sent twice).
 
     Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
     at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
     return f"""{select_python(python_env)}
-{shells.capture()}
+{shells.capture() if capture else ""}
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
 declare -A fleet_seen
 fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
@@ -105,7 +107,7 @@ echo "ld.files ${{fleet_h:0:16}}"
 def probe_part(python_env: str) -> str:
     """Top-level shell for the facts probe: the host's parts of the fingerprint, taken once after the background
     sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them."""
-    return (f"{HOST_PARTS}=$( ( {fingerprint_script(python_env)} ) 2>/dev/null </dev/null )\n"
+    return (f"{HOST_PARTS}=$( ( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null </dev/null )\n"
             f"{HOST_PARTS_ENV}={shlex.quote(python_env)}")
 
 

@@ -24,7 +24,8 @@ is already loaded when a program dlopens libcuda.so.1, so it wins: the parser sa
 
 Facts only observe: "compat" (a directory named like cuda-compat's, /usr/local/cuda-X.Y/compat) and "stub" (a
 file under .../stubs/, which answers CUDA_ERROR_STUB_LIBRARY, 34) describe what a path is; which of them is
-harmful under this kernel driver is fleet.decide.loader's judgement.
+harmful under this kernel driver is fleet.decide.loader's judgement. What a path is and which file:line put it
+there are fleet/remote/loader_rules.py's rules, which the verify program carries to the host.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ from __future__ import annotations
 import posixpath
 import re
 
-from fleet.knowledge.loader_paths import KINDS, is_compat, is_stub
+from fleet.knowledge.loader_paths import KINDS, is_compat, is_stub, version_of  # noqa: F401
+from fleet.remote import loader_rules as rules
 
 SHELL_KIND = {"noninteractive": "ssh", "interactive": "interactive", "login": "login"}   # shells.KINDS -> ours
 BARE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-
-_VERSION = re.compile(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 # Run inside a shell of one kind, after its startup files (shells.py appends it to each traced shell's body).
 # `fleet_ldq` prints the process's LD_PRELOAD and LD_LIBRARY_PATH as the loader sees them, the loader's search for
@@ -95,12 +95,6 @@ def command() -> str:
 def _q(text: str) -> str:
     from fleet.shell import quote
     return quote(text)
-
-
-def version_of(real: str | None) -> str | None:
-    """'/usr/local/cuda-13.0/compat/libcuda.so.580.95.05' -> '580.95.05' (the real file's name)."""
-    match = _VERSION.search(real or "")
-    return match.group(1) if match else None
 
 
 def parse_query(lines: list[str]) -> dict:
@@ -255,22 +249,13 @@ def explain(loader_facts: dict | None, shell_facts: dict | None) -> dict:
 def _set_by(row: dict, changes: list, loader_facts: dict, shell_facts: dict, home: str) -> str | None:
     step, entry = row.get("step"), (row.get("entry") or "").rstrip("/")
     if step == "LD_LIBRARY_PATH":
-        for change in reversed(changes):
-            after = [d.rstrip("/") for d in (change.get("after") or "").split(":")]
-            before = [d.rstrip("/") for d in (change.get("before") or "").split(":")]
-            if entry in after and (entry not in before or after.index(entry) < before.index(entry)):
-                via = change.get("via") or []
-                where = f"{change['file']}:{change['line']}"
-                return _tilde(via[0], home) + f" (via {_tilde(where, home)})" if via else _tilde(where, home)
-        for line in shell_facts.get("etc_environment") or []:
-            if line.get("name") == "LD_LIBRARY_PATH" and entry in [d.rstrip("/") for d in line["value"].split(":")]:
-                return f"/etc/environment:{line['line']}"
-        return "the environment the process started with"
+        return (rules.startup_line(changes, entry, home)
+                or rules.etc_environment_line(shell_facts.get("etc_environment"), entry)
+                or "the environment the process started with")
     if step == "ld cache":
-        for conf in loader_facts.get("conf") or []:
-            if conf["dir"].rstrip("/") == entry:
-                return f"{conf['file']}:{conf['line']}"
-        return "/etc/ld.so.cache (no /etc/ld.so.conf* line lists it: a cache older than its files)"
+        conf = rules.conf_row(loader_facts.get("conf"), entry)
+        return f"{conf['file']}:{conf['line']}" if conf else \
+            "/etc/ld.so.cache (no /etc/ld.so.conf* line lists it: a cache older than its files)"
     if step == "/etc/ld.so.preload":
         for line in loader_facts.get("preload") or []:
             if "libcuda" in line["entry"]:
@@ -279,7 +264,3 @@ def _set_by(row: dict, changes: list, loader_facts: dict, shell_facts: dict, hom
     if step == "LD_PRELOAD":
         return "LD_PRELOAD"
     return None
-
-
-def _tilde(where: str, home: str) -> str:
-    return "~" + where[len(home):] if home and home != "/" and where.startswith(home + "/") else where

@@ -28,6 +28,7 @@ import re
 
 from fleet.shell import quote
 from fleet.facts import loader
+from fleet.remote import loader_rules
 from fleet.facts.scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
@@ -142,8 +143,7 @@ def parse(text: str) -> dict:
         if raw.startswith("@@home "):
             out["home"] = raw[7:]
         elif raw.startswith("@@etcenv "):
-            n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
-            out["etc_environment"].append({"file": "/etc/environment", "line": int(n), "name": name, "value": value})
+            out["etc_environment"].append(loader_rules.parse_etcenv(raw))
         elif raw.startswith("@@shell "):
             current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": []}
         elif current is None:
@@ -157,12 +157,8 @@ def parse(text: str) -> dict:
         elif raw.startswith("@@rc "):
             current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
         elif raw.startswith("@@change\t"):
-            parts = (raw.split("\t") + [""] * 8)[1:8]
-            depth, file, line, before, after, cmd, via = parts
-            current["ld_changes"].append({
-                "file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0),
-                "text": scrub_text(cmd), "before": _unset(before), "after": _unset(after),
-                "via": [v for v in via.split(">") if v]})
+            change = loader_rules.parse_change(raw)
+            current["ld_changes"].append({**change, "text": scrub_text(change["text"])})
     for kind in KINDS:
         if kind in out:
             lines = out[kind].pop("_ld")
@@ -171,10 +167,6 @@ def parse(text: str) -> dict:
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")
     return out
-
-
-def _unset(value: str) -> str | None:
-    return None if value == "@unset@" else value
 
 
 def compat_dirs(path: str | None) -> list[str]:

@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, shells, software, system
+from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, programs, shells, software, system
 from fleet.knowledge.storage import ON_VOLUME
 from fleet.variables import STACK
 
@@ -99,6 +99,7 @@ SOURCES: tuple[Source, ...] = (
            {"version": None, "executable": None, "env": None, "env_exists": False, "untrusted": None}),
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
+    Source("programs", _fixed(programs.COMMAND), programs.parse, []),
     # what the last verify proved, as the host shows it now (after the shells' trace: it reads it); the verify gate
     # reuses it, and the record says from it whether the last verify is stale
     Source("verify_fingerprint", lambda s: fingerprint.probe_part(str(s["python_env"])), fingerprint.parse, {},

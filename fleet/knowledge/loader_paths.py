@@ -13,27 +13,8 @@ these; fleet/decide/loader.py judges which of them harm this host.
 """
 from __future__ import annotations
 
-import posixpath
-import re
+# The patterns themselves live in fleet/remote/loader_rules.py, a stdlib module below every fleet package that the
+# verify program carries to the host: one copy, read here and there.
+from fleet.remote.loader_rules import COMPAT_DIR_ERE, STUB_DIR_ERE, is_compat, is_stub, version_of  # noqa: F401
 
 KINDS = ("bare", "ssh", "interactive", "login")
-
-# As ERE, for the host's grep/awk too (the ld_aside resource matches with them on the host itself).
-COMPAT_DIR_ERE = r"/cuda[^/:]*/compat(/lib([.]real)?)?"
-STUB_DIR_ERE = r"/stubs"
-_COMPAT_DIR = re.compile(f"{COMPAT_DIR_ERE}/?$")
-_STUB_DIR = re.compile(f"{STUB_DIR_ERE}/?$")
-
-
-def is_compat(path: str | None) -> bool:
-    """A path inside a cuda-compat directory (or that directory itself)."""
-    if not path:
-        return False
-    return bool(_COMPAT_DIR.search(path.rstrip("/")) or _COMPAT_DIR.search(posixpath.dirname(path)))
-
-
-def is_stub(path: str | None) -> bool:
-    """A path inside a stubs directory (or that directory): CUDA_ERROR_STUB_LIBRARY (34) when it is the libcuda."""
-    if not path:
-        return False
-    return bool(_STUB_DIR.search(path.rstrip("/")) or _STUB_DIR.search(posixpath.dirname(path)))

@@ -25,6 +25,9 @@ CONFIG_JSON, one JSON object (every key optional; the verify role's templates/ve
     memory_share  float   of the FREE GPU memory the perf tensors may take                default 0.1
     busy_share    float   memory used by others above this share of the total: busy       default 0.1
 
+What a libcuda path is and which file:line put it first are fleet/remote/loader_rules.py's rules, the facts' own:
+the installed program carries that module's text (fleet/resources/verify.py: verify_program).
+
 The environment may carry FLEET_VERIFY_TRACE: fleet.facts.shells' trace of the startup files (a bash command),
 run only where a kind of process failed through LD_LIBRARY_PATH, to name the startup file:line that set it.
 
@@ -55,6 +58,23 @@ MEMORY_SHARE = 0.1        # of FREE memory the perf tensors may take
 BUSY_SHARE = 0.1          # memory used by others above this share of total: busy
 CHECKS, OUT = [], {}
 PROGRAM = os.path.abspath(__file__) if globals().get("__file__") else None   # this file: started in other kinds
+
+
+def _bundled(name):
+    """A module the installed program carries (_BUNDLED, put before this text by fleet/resources/verify.py);
+    KeyError where it runs from fleet's own source (tests), which imports it from fleet.remote instead."""
+    import types
+
+    source = globals().get("_BUNDLED", {})[name]
+    module = types.ModuleType(name)
+    exec(compile(source, f"<fleet {name}>", "exec"), module.__dict__)
+    return module
+
+
+try:
+    rules = _bundled("loader_rules")           # the loader's rules, the very text the facts parse with
+except KeyError:
+    from fleet.remote import loader_rules as rules
 STOP = object()           # a step's answer that ends the run
 
 
@@ -141,9 +161,8 @@ def cuda_report(with_torch=True, need=0):
     if r["libcuda"]:
         real = os.path.realpath(r["libcuda"])
         r["libcuda_real"] = real
-        found = re.search(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", real)
-        r["libcuda_version"] = found.group(1) if found else None
-        r["stub"] = r["code"] == 34 or "/stubs/" in real
+        r["libcuda_version"] = rules.version_of(real)
+        r["stub"] = r["code"] == 34 or rules.is_stub(real)
     if not with_torch:   # what torch.cuda.is_available() decides from
         r["need"] = need
         r["available"] = r["code"] == 0 and r.get("devices", 0) > 0 and r["driver_api"] >= need
@@ -192,11 +211,6 @@ def kernel_driver():
 # --- which step of the loader put that libcuda first (DOMAIN.md: LD_PRELOAD, LD_LIBRARY_PATH, the ld cache, the
 # default directories), each asked of the host: the process's own environment, /etc/ld.so.preload, `ldconfig -p`
 # and the /etc/ld.so.conf file naming the directory, the startup file:line from fleet's trace of the shells.
-
-def _tilde(path):
-    home = os.environ.get("HOME") or ""
-    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + "/") else path
-
 
 def _same(path, real):
     return bool(path) and os.path.realpath(path) == real
@@ -257,46 +271,28 @@ def shell_trace():
 
 
 def parse_trace(text):
-    """The lines of fleet.facts.shells.command() this needs (its parse() reads the same: tests/unit prove they agree):
-    @@etcenv N\\tNAME\\tVALUE, @@shell KIND, @@change\\tDEPTH\\tFILE\\tLINE\\tBEFORE\\tAFTER\\tTEXT\\tVIA."""
+    """The lines of fleet.facts.shells.command() this needs, read by the rules its parse() reads them by
+    (loader_rules: parse_etcenv, parse_change) -> {"etc": [/etc/environment rows], KIND: [changes]}."""
     out, kind = {"etc": []}, None
     for raw in text.splitlines():
         if raw.startswith("@@etcenv "):
-            n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
-            if name == "LD_LIBRARY_PATH":
-                out["etc"].append({"file": "/etc/environment", "line": int(n) if n.isdigit() else None, "after": value})
+            out["etc"].append(rules.parse_etcenv(raw))
         elif raw.startswith("@@shell "):
             kind = raw[8:].strip()
             out[kind] = []
         elif raw.startswith("@@change\t") and kind:
-            depth, file, line, before, after, cmd, via = (raw.split("\t") + [""] * 8)[1:8]
-            out[kind].append({"file": file, "line": int(line) if line.isdigit() else None,
-                              "before": None if before == "@unset@" else before,
-                              "after": None if after == "@unset@" else after, "text": cmd,
-                              "via": [v for v in via.split(">") if v]})
+            out[kind].append(rules.parse_change(raw))
     return out
 
 
-def _parts(path):
-    return [p.rstrip("/") or "/" for p in (path or "").split(":") if p]
-
-
 def startup_line(kind, directory, trace=None):
-    """The startup file:line that left `directory` first on this kind's LD_LIBRARY_PATH: the last traced line
-    that added it or moved it to the front (the outer line a person edits, and the file it led to)."""
+    """The startup file:line that left `directory` where it is on this kind's LD_LIBRARY_PATH (the rule the facts
+    name it by: loader_rules.startup_line), else the /etc/environment line (not for a bare process)."""
     trace = shell_trace() if trace is None else trace
-    found = None
-    for change in trace.get(TRACED.get(kind), []):
-        before, after = _parts(change["before"]), _parts(change["after"])
-        if directory in after and (directory not in before or (after[0] == directory and before[:1] != [directory])):
-            found = change
-    if found is None:
-        etc = [e for e in trace.get("etc", []) if directory in _parts(e["after"])] if kind != "bare" else []
-        return f"/etc/environment:{etc[0]['line']}" if etc else None
-    origin = _tilde(f"{found['file']}:{found['line']}")
-    if found["via"]:
-        return f"{_tilde(found['via'][0])} (via {origin})"
-    return origin
+    found = rules.startup_line(trace.get(TRACED.get(kind), []), directory, os.environ.get("HOME") or "")
+    if found is None and kind != "bare":
+        found = rules.etc_environment_line(trace.get("etc"), directory)
+    return found
 
 
 def loader_step(r, kind, trace=None, cache=None, conf=None, preload_file="/etc/ld.so.preload"):
@@ -321,7 +317,7 @@ def loader_step(r, kind, trace=None, cache=None, conf=None, preload_file="/etc/l
             if _same(entry, real) or "libcuda" in os.path.basename(entry):
                 return {"mechanism": "ld.so.preload", "says": f"{preload_file}:{n} preloads {entry}",
                         "fix": PRELOAD_FIX.format(entry=entry, file=preload_file)}
-    for directory in _parts(r.get("ld_library_path")):
+    for directory in rules.dirs(r.get("ld_library_path")):
         candidate = os.path.join(directory, "libcuda.so.1")
         if os.path.exists(candidate):
             if not _same(candidate, real):
@@ -337,12 +333,13 @@ def loader_step(r, kind, trace=None, cache=None, conf=None, preload_file="/etc/l
     entry = next((p for _flags, p in entries if _same(p, real)), None)
     if entry:
         directory = os.path.dirname(entry)
-        named = next(((f, n) for f, n, d in (ld_conf_lines() if conf is None else conf) if d == directory), None)
+        rows = [{"file": f, "line": n, "dir": d} for f, n, d in (ld_conf_lines() if conf is None else conf)]
+        named = rules.conf_row(rows, directory)
         if named:
-            return {"mechanism": "ld cache", "conf": named[0], "directory": directory,
-                    "says": f"{named[0]}:{named[1]} puts {directory} in the ld cache (ldconfig -p: libcuda.so.1 => "
-                            f"{entry})", "fix": FLEET_COMPAT_FIX if named[0] == FLEET_COMPAT_CONF else
-                    LD_CACHE_FIX.format(conf=named[0])}
+            return {"mechanism": "ld cache", "conf": named["file"], "directory": directory,
+                    "says": f"{named['file']}:{named['line']} puts {directory} in the ld cache (ldconfig -p: "
+                            f"libcuda.so.1 => {entry})", "fix": FLEET_COMPAT_FIX if named["file"] == FLEET_COMPAT_CONF
+                    else LD_CACHE_FIX.format(conf=named["file"])}
         return {"mechanism": "ld cache", "directory": directory,
                 "says": f"the ld cache (/etc/ld.so.cache) lists libcuda.so.1 => {entry}, and no /etc/ld.so.conf "
                         "file names its directory any more", "fix": "run ldconfig"}

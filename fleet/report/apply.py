@@ -196,7 +196,7 @@ def health_cell(health: dict | None) -> str:
 
 
 def _verify_cell(report: HostReport) -> str:
-    """THIS run's verify verdict (engine.judge.verify_verdict), or that it did not run and why; never the facts'
+    """THIS run's verify verdict (engine.judge.record_verdict), or that it did not run and why; never the facts'
     last verify (a host whose task failed in this run never shows "passed")."""
     verdict = report.verify or "skipped: not judged"
     style = "green" if verdict.startswith("passed") else "dim" if verdict.startswith("skipped") else "red"

@@ -121,8 +121,11 @@ class Resource:
     concurrent_check: ClassVar[bool] = True
     # An assertion: nothing to apply, judged on the last probe after everything else converged (assert, verify).
     judged: ClassVar[bool] = False
-    # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify).
+    # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify): its check
+    # sits behind gate(); where it ran, the engine writes record() to `record_path` and fold()s it into the facts.
+    # Where a task failed earlier in the run, it is neither run nor judged.
     writes_record: ClassVar[bool] = False
+    record_path: ClassVar[str | None] = None
     # Seconds one apply of this type may take on the host before it is stopped (fleet.sections.bounded); a task's
     # `timeout:` raises it. Types that download or build set more.
     default_deadline: ClassVar[int] = 900
@@ -197,6 +200,13 @@ class Resource:
         return CheckResult(False, f"check failed (exit {rc})", error=text or f"exit {rc}")
 
     # -- hooks for a check that answers with data (fleet/resources/verify.py); no-ops for every other type ----------
+    @classmethod
+    def gate_age(cls, host_vars: dict, roles) -> float | None:
+        """How old a kept record may be and still stand for a new run (the gate's max_age), from the host's
+        variables and the roles' defaults; None: this type keeps no gated record. Raises ValueError when the
+        setting is not one."""
+        return None
+
     def gate(self, body: str, max_age: float | None) -> str:
         """The check's shell as the probe runs it (verify: behind its fingerprint)."""
         return body
@@ -212,6 +222,15 @@ class Resource:
     def fold(self, facts: dict, record: dict) -> dict:
         """The facts with that record in them (a new dict)."""
         return facts
+
+    def reused(self, facts: dict) -> bool:
+        """Whether the probe that made these facts reused the kept record instead of running the check."""
+        return False
+
+    def programs(self) -> tuple:
+        """The helper programs its check and apply run from /var/lib/fleet/bin (fleet/resources/programs.py: each
+        installed by the digest of its text, shipped only where the host lacks it); () for most types."""
+        return ()
 
     @property
     def root(self) -> bool:

@@ -4,8 +4,9 @@ The role cuda_compat installs the gate (roles/cuda_compat/templates/fleet-cuda-c
 or removes /etc/ld.so.conf.d/000-fleet-cuda-compat.conf at every start; this resource is that same rendered gate
 run by fleet: its check (`gate check`, read-only) says whether the drop-in, the ld cache and the gate's record
 agree with the kernel driver NOW (a drop-in left by another driver is found and repaired by the next apply), and
-its apply runs the gate. The gate's text travels inside the snippet, so the check answers before the gate is
-installed and the apply never depends on the order of the tasks.
+its apply runs the gate. The gate is a helper program installed by the digest of its text under /var/lib/fleet/bin
+(fleet/resources/programs.py: the text travels only where the host lacks it), so the check answers before the
+role's own copy in /usr/local/sbin is installed and the apply never depends on the order of the tasks.
 
 `decided` (decisions.compat.use): where fleet decided compat and the compat package is not installed yet, the
 check says so (exit 10), so the plan names the registration the apply will make once the package is there.
@@ -13,6 +14,7 @@ check says so (exit 10), so the plan names the registration the apply will make 
 
 from __future__ import annotations
 
+from fleet.resources import programs
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q
 
 DROP_IN = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"   # fleet's own: the loader role leaves it to this one
@@ -35,8 +37,13 @@ class CompatGate(Resource):
     def describe(self) -> str:
         return f"{DROP_IN} (naming {self.p['dir']}) only while the kernel driver is older than cuda-compat"
 
+    def programs(self) -> tuple:
+        """The rendered gate, installed by its digest (fleet/resources/programs.py) and run from there."""
+        return (programs.Program("fleet-cuda-compat-gate", self.p["script"] or ""),)
+
     def _gate(self, mode: str, who: str) -> str:
-        return f"sh -c {q(self.p['script'] or '')} fleet-cuda-compat-gate {mode} {q(who)}"
+        (gate,) = self.programs()
+        return f"{programs.use(gate)}sh {gate.path} {mode} {q(who)}"
 
     def check(self) -> str:
         pending = ""
@@ -47,5 +54,5 @@ class CompatGate(Resource):
                        f" exit {NEEDS_CHANGE}; fi\n")
         return pending + self._gate("check", "fleet check")
 
-    def apply(self) -> str:
-        return self._gate("run", "fleet apply")
+    def apply(self) -> str:   # an apply is its own command: it carries the gate's text (installed where missing)
+        return programs.prelude(self.programs()) + self._gate("run", "fleet apply")

@@ -22,10 +22,12 @@ as its last JSON line.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import posixpath
 from datetime import datetime, timezone
 
-from fleet.resources import verify_gate
+from fleet.facts.software import VERIFY_PATH
+from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
@@ -38,6 +40,7 @@ class Verify(Assert):
     params["config"] = Param((str,), default="{}")   # the verify program's CONFIG_JSON (one JSON object)
     requires_one_of = ((), "")   # no script: fleet's own verify program (fleet/remote/verify_host.py)
     writes_record = True
+    record_path = VERIFY_PATH
     reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
 
     def __init__(self, values):
@@ -51,31 +54,44 @@ class Verify(Assert):
         return posixpath.dirname(posixpath.dirname(python)) if "/" in python else ""
 
     def environment(self) -> str:
-        """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE), which
-        runs it only where a kind of process failed through LD_LIBRARY_PATH, to name the file:line that set it."""
-        from fleet.facts import shells
-        from fleet.shell import quote
+        """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE) as the
+        command that runs it (an installed helper program), which it runs only where a kind of process failed
+        through LD_LIBRARY_PATH, to name the file:line that set it."""
+        return f"env FLEET_VERIFY_TRACE={q('bash ' + trace_program().path)} "
 
-        return f"env FLEET_VERIFY_TRACE={quote(shells.command())} "
+    @classmethod
+    def gate_age(cls, host_vars: dict, roles) -> float | None:
+        """verify_max_age: the host's, else a role's default, else 24h ('24h', '30m', '2d' or seconds)."""
+        max_age = host_vars.get("verify_max_age")
+        if max_age in (None, ""):   # 0 is an answer (verify every time), not "unset"
+            max_age = next((r.defaults["verify_max_age"] for r in roles if r.defaults.get("verify_max_age")),
+                           verify_gate.DEFAULT_MAX_AGE)
+        return verify_gate.parse_age(max_age)
+
+    def programs(self) -> tuple:
+        """fleet's verify program and the shells' trace it runs; the fingerprint the gate takes when it runs in a
+        command without the facts probe. None for a role's own verify script."""
+        if self.p.get("script"):
+            return ()
+        return (verify_program(), trace_program(), fingerprint_program(self.venv))
 
     def check(self) -> str:
         """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify_host.py, as
-        it is) run from a private file with the rendered config: its output, and a NEEDS_CHANGE exit where it
-        failed, as an assert's."""
+        it is), installed by digest (fleet/resources/programs.py), run with the rendered config: its output, and a
+        NEEDS_CHANGE exit where it failed, as an assert's."""
         if self.p.get("script"):
             return super().check()
-        from fleet.remote import source
-
-        text = source("verify_host")
-        end = "FLEET_VERIFY_PROGRAM_END"
-        run = f"{self.environment()}{qpath(self.p['python'])} \"$fleet_vp\" {q(self.p['config'])}"
-        return (f"fleet_vp=$(mktemp \"${{TMPDIR:-/tmp}}/fleet-verify.XXXXXX\") || exit 1\n"
-                f"cat > \"$fleet_vp\" <<'{end}'\n{text}{'' if text.endswith(chr(10)) else chr(10)}{end}\n"
-                f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nrm -f \"$fleet_vp\"\n"
+        program = verify_program()
+        run = f"{self.environment()}{qpath(self.p['python'])} {program.path} {q(self.p['config'])}"
+        return (programs.use(program) + programs.use(trace_program())
+                + f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\n"
                 f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
     def gate(self, body: str, max_age: float | None) -> str:
-        return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
+        if self.p.get("script"):
+            return verify_gate.gated(body, self.venv, max_age, variables=self.variables)
+        return verify_gate.gated(body, self.venv, max_age, variables=self.variables,
+                                 fingerprint=fingerprint_program(self.venv))
 
     def parse(self, rc: int, output: str) -> CheckResult:
         return json_result(self.p["msg"], rc, output)
@@ -104,6 +120,10 @@ class Verify(Assert):
 
         return None if result.data is None else verify_record(result.data, providers)
 
+    def reused(self, facts: dict) -> bool:
+        verify = facts.get("verify")
+        return isinstance(verify, dict) and bool(verify.get("reused"))
+
     def fold(self, facts: dict, record: dict) -> dict:
         from fleet.facts.record import with_last_verify
 
@@ -113,3 +133,29 @@ class Verify(Assert):
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@functools.lru_cache(maxsize=None)
+def verify_program() -> programs.Program:
+    """fleet/remote/verify_host.py as it is shipped: the file's text, the loader's rules (fleet/remote/loader_rules.py)
+    before it."""
+    from fleet.remote import source
+
+    bundled = {"loader_rules": source("loader_rules")}   # what verify_host._bundled finds on the host
+    return programs.Program("verify", f"_BUNDLED = {bundled!r}\n" + source("verify_host"))
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> programs.Program:
+    """fleet.facts.shells' trace of the startup files, as a bash file (the verify program runs `bash PATH`)."""
+    from fleet.facts import shells
+
+    return programs.Program("fleet-shell-trace", shells.command() + "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def fingerprint_program(venv: str) -> programs.Program:
+    """The fingerprint's parts for this venv, as a bash file: what the gate runs where the facts did not take them."""
+    from fleet.facts.fingerprint import fingerprint_script
+
+    return programs.Program("fleet-fingerprint", fingerprint_script(venv))

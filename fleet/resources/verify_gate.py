@@ -44,17 +44,24 @@ _PART = "@@fp "
 _REUSED = "@@fleet:verify-reused@@"
 
 def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str = VERIFY_PATH,
-          variables: dict[str, str] | None = None) -> str:
+          variables: dict[str, str] | None = None, fingerprint=None) -> str:
     """The verify check behind the fingerprint: the host answers 'reused' when its own verify record PASSED, holds
     this fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says.
     `variables`: name -> digest of the variables verify reads (parts of the fingerprint). Inside the probe the
-    host's parts are the ones the facts took ($fleet_fp_host, same venv); alone, the gate takes its own."""
+    host's parts are the ones the facts took ($fleet_fp_host, same venv); alone, the gate takes its own: by running
+    `fingerprint` (the installed program of fleet/resources/programs.py) where given, else the script inline."""
     allow = "yes" if max_age_s is not None else ""
     extra = variable_lines(variables)
     add = f"fleet_fp_parts=\"$fleet_fp_parts\"$'\\n'{shlex.quote(extra)}\n" if extra else ""
+    if fingerprint is not None:
+        from fleet.resources.programs import use
+
+        alone = f"{use(fingerprint)}fleet_fp_parts=$(bash {fingerprint.path} 2>/dev/null </dev/null)\n"
+    else:
+        alone = f"fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\n"
     return (f"if [ -n \"${{{HOST_PARTS}+x}}\" ] && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
             f"fleet_fp_parts=${HOST_PARTS}\n"
-            f"else fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\nfi\n"
+            f"else {alone}fi\n"
             f"{add}"
             "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum); fleet_fp=${fleet_fp:0:16}\n"
             f"printf '{_FP}%s@@\\n' \"$fleet_fp\"\n"

@@ -32,7 +32,7 @@ from fleet.engine.session import gather
 from fleet.errors import HostError
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
-from fleet.resources import assert_
+from fleet.resources import assert_, programs
 from fleet.resources.compat_gate import GATE as COMPAT_GATE
 
 NEEDS_CHANGE = 10
@@ -174,7 +174,7 @@ def _label(task) -> str:
 
 
 def _task_functions(i: int, task, root: bool) -> str:
-    check = maybe_sudo(task.resource.check(), task, root, check=True)
+    check = maybe_sudo(programs.prelude(task.resource.programs()) + task.resource.check(), task, root, check=True)
     apply = maybe_sudo(task.resource.apply(), task, root)
     return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name} ({task.resource.describe()})')}\n"
             f"fleet_check_{i}() ( set +u; export LC_ALL=C; :; {check}\n)\n"
@@ -185,7 +185,8 @@ def _assert_function(i: int, task) -> str:
     # The env hook sits at the top of ~/.bashrc, before its non-interactive return: what `ssh host cmd` gets.
     fresh = '[ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc" >/dev/null 2>&1 </dev/null'
     return (f"{_comment(f'[{i}] {task.spec.role}: {task.spec.name}')}\n"
-            f"fleet_check_{i}() ( set +u; {fresh}; export LC_ALL=C; :; {task.resource.check()}\n)")
+            f"fleet_check_{i}() ( set +u; {fresh}; export LC_ALL=C; :; {programs.prelude(task.resource.programs())}"
+            f"{task.resource.check()}\n)")
 
 
 def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> str:

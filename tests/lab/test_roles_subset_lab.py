@@ -9,26 +9,11 @@ change is confirmed by the task's own check, which ran in that probe (Observed.l
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from rich.console import Console
 
-from fleet.cli import main
-from fleet.env import Environment
-
-from helpers import sh
-
-
-def fleet_json(*argv: str) -> tuple[int, dict]:
-    out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
-    code = main([*argv, "--json"], env)
-    try:
-        return code, json.loads(out.getvalue())
-    except ValueError:
-        raise AssertionError(f"not JSON (exit {code}):\n{out.getvalue()}\n{err.getvalue()}") from None
+from helpers import fleet_json, sh
 
 
 # host, --roles, what the host says once the roles are applied (a plain shell: dpkg, the venv's python)

@@ -43,7 +43,7 @@ def converge(tmp_path, role, **kw):
     host = Host("here", connection="local")
     notes = []
     setup = Setup([role], facts_dir=tmp_path / "facts", progress=lambda h, m: notes.append(m),
-                  verify_path=str(tmp_path / "var" / "verify.json"), **kw)   # never this machine's /var/lib/fleet
+                  record_path=str(tmp_path / "var" / "verify.json"), **kw)   # never this machine's /var/lib/fleet
     return converge_host(LocalConnection(host), host, setup), notes
 
 
@@ -113,7 +113,7 @@ def test_a_second_apply_to_the_same_host_is_refused_naming_the_holder(tmp_path, 
         with pytest.raises(HostError, match=r"another apply is running on this host \(fleet apply from .* \(pid "
                                             rf"{os.getpid()}\), remote pid {holder.pid}"):
             converge_host(conn, host, Setup([role], facts_dir=tmp_path / "facts",
-                                            verify_path=str(tmp_path / "var" / "verify.json")))
+                                            record_path=str(tmp_path / "var" / "verify.json")))
         assert not (tmp_path / "host" / "etc" / "env.sh").exists()   # nothing was changed
     finally:
         holder.stdin.close()   # `read` ends: the holder exits and its lock goes with it

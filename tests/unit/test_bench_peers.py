@@ -45,3 +45,25 @@ def test_requirements_pin_both_peers():
     pins = dict(line.split("==") for line in (PEERS / "requirements.txt").read_text().splitlines()
                 if line and not line.startswith("#"))
     assert set(pins) == {"ansible-core", "pyinfra"}
+
+
+def test_the_peers_run_fleets_installed_verify_program_with_the_roles_config(tmp_path):
+    """The peers ship the very file fleet installs (the loader's rules inside: no fleet on their hosts) and pass
+    the config the verify role renders for the lab inventory (verify_perf: false there)."""
+    import json
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import _peers
+
+    from fleet.resources.verify import verify_program
+
+    inventory = BENCH.parent / "inventories" / "lab.yaml"
+    path = _peers.write_verify(tmp_path, inventory)
+    assert path.read_text() == verify_program().text
+    config = json.loads((tmp_path / "verify.json").read_text())
+    assert config["perf"] is False and config["gpu_expected"] is True
+    run = subprocess.run([sys.executable, "-I", "-S", str(path), json.dumps(config)], capture_output=True, text=True,
+                         timeout=120)
+    assert [c["name"] for c in json.loads(run.stdout)["checks"]] == ["torch_installed"], run.stderr

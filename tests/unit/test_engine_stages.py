@@ -234,7 +234,7 @@ def test_a_role_s_own_json_assert_is_judged_on_its_own_and_never_becomes_the_hos
             assert: {{json: true, msg: dataset, script: {json.dumps("echo " + shlex.quote(json.dumps(answer)))}}}
         """))
     host = Host("here", connection="local")
-    setup = Setup([load_role(path)], facts_dir=tmp_path / "facts", verify_path=str(tmp_path / "verify.json"))
+    setup = Setup([load_role(path)], facts_dir=tmp_path / "facts", record_path=str(tmp_path / "verify.json"))
     probed = observe(LocalConnection(host), host, setup, None).facts["verify"]
     built = converge(LocalConnection(host), host, setup)
     assert [(t.status, t.reason) for t in built.tasks] == [("ok", "all checks passed")] and not built.error

@@ -169,8 +169,10 @@ def test_the_recorded_verdicts_name_each_failed_kind_its_libcuda_and_step(record
 def test_the_verify_check_hands_over_the_facts_own_trace_command():
     facts = json.loads((DATA / "records" / "h100-pod-580-compat.json").read_text())
     plan = decide_tasks(load_roles(None, roles_dirs()), Host("h", address="192.0.2.1"), facts)
-    check = next(t for t in plan.tasks if t.id == "verify.0").resource.check()
-    assert f"env FLEET_VERIFY_TRACE={shells.quote(shells.command())} " in check
+    resource = next(t for t in plan.tasks if t.id == "verify.0").resource
+    trace = next(p for p in resource.programs() if p.name == "fleet-shell-trace")
+    assert trace.text == shells.command() + "\n"   # the facts' own trace, installed as a helper program
+    assert f"env FLEET_VERIFY_TRACE={shells.quote('bash ' + trace.path)} " in resource.check()
 
 
 def test_fleets_own_gated_drop_in_at_fault_sends_to_its_gate_not_aside(verify, tmp_path):

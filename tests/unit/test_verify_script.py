@@ -73,3 +73,30 @@ def test_check_mode_and_cpu_only_switch_off_what_they_must():
     program = verify_program.fresh(rendered("cpu-only", check_mode=True), run=False)
     assert program["PERF"] is False and program["GPU_EXPECTED"] is False
     assert verify_program.fresh(rendered("thor"), run=False)["GPU_EXPECTED"] is True
+
+
+def test_the_installed_program_carries_the_loaders_rules_and_runs_where_fleet_is_not(tmp_path):
+    """The file the host gets (fleet/resources/verify.py: verify_program) run by a Python that cannot import fleet
+    (-I -S: no site-packages): it answers, the other kinds' probe answers, and its rules are the bundled text of
+    fleet/remote/loader_rules.py, the module the facts parse with."""
+    import subprocess
+    import sys
+
+    from fleet.remote import loader_rules
+    from fleet.resources.verify import verify_program
+
+    program = verify_program()
+    path = tmp_path / program.file
+    path.write_text(program.text)
+    run = subprocess.run([sys.executable, "-I", "-S", str(path), "{}"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and [c["name"] for c in json.loads(run.stdout)["checks"]] == ["torch_installed"]
+    probe = subprocess.run([sys.executable, "-I", "-S", str(path), "--cuda-probe", "13000"], capture_output=True,
+                           text=True, timeout=120)
+    assert probe.stdout.startswith("@@fleet-cuda {"), probe
+    change = "@@change\t1\t/root/.bash_profile\t2\t/usr/lib\t/usr/local/cuda-13.0/compat:/usr/lib\texport X\t"
+    code = (f"import runpy; ns = runpy.run_path({str(path)!r}); r = ns['rules']; "
+            f"print(r.__name__, r.startup_line([r.parse_change({change!r})], '/usr/local/cuda-13.0/compat', '/root'))")
+    asked = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert asked.stdout.split() == ["loader_rules", "~/.bash_profile:2"], asked
+    assert loader_rules.startup_line([loader_rules.parse_change(change)], "/usr/local/cuda-13.0/compat", "/root") \
+        == "~/.bash_profile:2"

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from fleet.connection.parallel import Outcome
 from fleet.engine import HostReport
-from fleet.engine.judge import Judged, verify_verdict
+from fleet.engine.judge import Judged, record_verdict
 from fleet.engine.plan import TaskReport
 from fleet.env import Environment
 from fleet.facts import fingerprint, probe
@@ -207,8 +207,10 @@ def observed(tasks, checks=(), verify=None):
 
 
 def task(id_, *, enabled=True, writes=True, skip=None):
-    return SimpleNamespace(id=id_, enabled=enabled, skip_reason=skip,
-                           resource=SimpleNamespace(writes_record=writes))
+    from fleet.resources.verify import Verify
+
+    return SimpleNamespace(id=id_, enabled=enabled, skip_reason=skip,   # verify's own answer to "was it reused"
+                           resource=SimpleNamespace(writes_record=writes, reused=lambda facts: Verify.reused(None, facts)))
 
 
 def judged(status, reason="r"):
@@ -232,7 +234,7 @@ def judged(status, reason="r"):
      "passed (check mode: no perf smoke)"),
 ])
 def test_the_recap_verdict_is_this_run_s(obs, result, check_mode, skipped, verdict):
-    assert verify_verdict(obs, result, check_mode, skipped=skipped) == verdict
+    assert record_verdict(obs, result, check_mode, skipped=skipped) == verdict
 
 
 def test_the_recap_column_prints_the_run_s_verdict_never_the_facts_last_one():
