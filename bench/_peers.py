@@ -81,9 +81,9 @@ def verify_config(inventory: Path) -> str:
     variables; every lab host has a (stand-in) GPU, the peers apply (no --check), no platform perf table."""
     import yaml
 
-    from fleet.roles import BUILTIN_DIR
+    from fleet.roles import BUILTIN_DIR, load_roles
 
-    values = dict(yaml.safe_load((BUILTIN_DIR / "verify" / "role.yaml").read_text())["defaults"])
+    values = dict(load_roles(["verify"], [BUILTIN_DIR])[0].defaults)   # the role's declared defaults (its `variables:`)
     values.update({k: v for k, v in yaml.safe_load(inventory.read_text()).get("vars", {}).items()
                    if k.startswith("verify_")})
     return json.dumps({"perf": bool(values["verify_perf"]), "gpu_expected": True,
