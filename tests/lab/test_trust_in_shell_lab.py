@@ -1,0 +1,148 @@
+"""Trust judged in the shell that runs the program, just before it runs (issue 39, family 1), asked of the host:
+a mark file that only a planted .pth file or a planted module writes, with the uid it ran as.
+
+- `fleet apply --check` on a venv under a volume shared with a POSIX ACL (as `setfacl -R -m u:nobody:rwx
+  /workspace` leaves it: mode 775, owner root): the .pth file `nobody` planted in site-packages never runs, and
+  the refusal names the ACL. Before: the mode read 775 root, the venv was trusted and the check ran its python.
+- the same for a site-packages directory others can write, under a 1777 volume (bin/python itself is root's).
+- `fleet script` run from a shared /workspace holding a planted json.py: Python starts from /, never imports it,
+  and the script converges; then with the .pth planted, the script refuses the venv naming why, the mark absent.
+- `fleet script` takes the host's apply lock: with the lock held, it is refused and runs no task.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import yaml
+
+from helpers import ok, sh
+from test_user_role_lab import fleet
+
+POD = "pod-570"
+MARK = "/var/tmp/fleet-test-planted-ran"
+ENV = "/workspace/venv"
+
+# A venv made to the end (pyvenv.cfg, bin/python -> the system's python3, bin/activate, a pip dist-info with its
+# RECORD, as ensurepip leaves it), on a tmpfs volume at /workspace owned by root, mode 755.
+VENV = f"""set -e
+umount /workspace 2>/dev/null || true
+mkdir -p /workspace && mount -t tmpfs -o size=64m,mode=0755 fleet-test /workspace
+rm -f {MARK}
+python3 -m venv --without-pip {ENV}
+sp=$(echo {ENV}/lib/python3*/site-packages); mkdir -p "$sp/pip-24.0.dist-info"
+printf 'Metadata-Version: 2.1\\nName: pip\\nVersion: 24.0\\n' > "$sp/pip-24.0.dist-info/METADATA"
+echo 'pip/__init__.py,,' > "$sp/pip-24.0.dist-info/RECORD"
+"""
+# nobody's .pth file: any Python that starts with this venv's site-packages runs its import line
+PTH = (f"sp=$(echo {ENV}/lib/python3*/site-packages)\n"
+       f"printf 'import os; os.system(\"id -u >> {MARK}\")\\n' > \"$sp/zz-planted.pth\"; chown 65534 \"$sp/zz-planted.pth\"\n")
+# `setfacl -R -m u:nobody:rwx /workspace`, written as setfacl writes it (the system.posix_acl_access attribute,
+# linux/posix_acl_xattr.h: version 2, then tag/perm/id entries; the kernel sets the mode's group bits to the mask)
+ACL = """python3 - <<'EOF'
+import os, struct
+entries = [(0x01, 7, 0xFFFFFFFF), (0x02, 7, 65534), (0x04, 5, 0xFFFFFFFF), (0x10, 7, 0xFFFFFFFF), (0x20, 5, 0xFFFFFFFF)]
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+for top, dirs, files in os.walk("/workspace"):
+    for name in [top] + [os.path.join(top, f) for f in files]:
+        if not os.path.islink(name):
+            os.setxattr(name, "system.posix_acl_access", acl)
+EOF
+ls -ld /workspace | cut -c1-11; stat -c '%a %U' /workspace
+"""
+
+
+def setup(lab, tmp_path: Path, packages: list[str]) -> Path:
+    """An inventory of the pod with python_env on the volume and a role that runs the venv: a pip check (which
+    starts its python where a package is absent) and a verify (the venv's python -c, then verify.json's writer)."""
+    role = tmp_path / "roles" / "venvuse"
+    role.mkdir(parents=True)
+    role.joinpath("role.yaml").write_text(yaml.safe_dump({"description": "runs the venv", "tasks": [
+        {"name": "packages in the venv", "pip": {"packages": packages, "venv": "{{ python_env }}",
+                                                  "no_index": True, "find_links": "/nonexistent"}},
+        {"name": "the venv answers", "verify": {"script": "import json; print(json.dumps({'passed': True, "
+                                                          "'checks': []}))", "python": "{{ python_env }}/bin/python",
+                                                "msg": "venv"}}]}))
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    doc["hosts"] = {POD: {**doc["hosts"][POD], "vars": {**doc["hosts"][POD].get("vars", {}), "python_env": ENV}}}
+    doc.pop("groups", None)
+    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=[str(tmp_path / "roles")], roles=["venvuse"])
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    ok(lab, POD, VENV)
+    return path
+
+
+def marks(lab) -> str:
+    return sh(lab, POD, f"cat {MARK} 2>/dev/null; true").stdout
+
+
+def test_apply_check_never_starts_a_venv_under_an_acl_shared_volume_or_with_a_writable_site_packages(lab, tmp_path):
+    lab.reset([POD])
+    try:
+        inv = setup(lab, tmp_path, ["pip", "fleet-absent==1.0"])
+        ok(lab, POD, PTH)
+        assert ok(lab, POD, ACL).split() == ["drwxrwxr-x+", "775", "root"]     # what the mode alone says: root, 775
+        code, out, err = fleet("apply", str(inv), "--check")
+        said = " ".join((out + err).split())
+        assert code != 0, said[-3000:]
+        assert "/workspace/venv has a POSIX ACL that cannot be read here" in said, said[-3000:]
+        assert marks(lab) == ""                                    # the .pth never ran: no Python started there
+
+        ok(lab, POD, "umount /workspace")                          # a 1777 volume, site-packages others can write
+        setup(lab, tmp_path / "again", ["pip", "fleet-absent==1.0"])
+        ok(lab, POD, f"chmod 1777 /workspace; chmod 777 {ENV}/lib/python3*/site-packages\n" + PTH)
+        code, out, err = fleet("apply", str(inv), "--check")
+        said = " ".join((out + err).split())
+        assert code != 0 and "site-packages is owned by root with mode 777" in said, said[-3000:]
+        assert marks(lab) == ""
+    finally:
+        sh(lab, POD, f"umount /workspace; rm -f {MARK}")
+
+
+def script_on_host(lab, inv: Path, tmp_path: Path, start: str = "/workspace"):
+    code, _, err = fleet("script", str(inv), "--limit", POD, "-o", str(tmp_path / "fleet.sh"))
+    assert code == 0, err
+    with lab.connect(POD) as conn:
+        conn.write_file("/root/fleet.sh", (tmp_path / "fleet.sh").read_text(), mode=0o755)
+        return conn.run(f"cd {shlex.quote(start)} && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "
+                        "bash /root/fleet.sh")
+
+
+def test_fleet_script_starts_python_away_from_its_start_directory_and_judges_the_venv(lab, tmp_path):
+    lab.reset([POD])
+    try:
+        inv = setup(lab, tmp_path, ["pip"])
+        # nobody's json.py in the start directory (a pod's shared /workspace): `python -c 'import json'` run from
+        # there imports it
+        ok(lab, POD, f"printf 'import os; os.system(\"id -u >> {MARK}\")\\n' > /workspace/json.py; "
+                     "chown 65534 /workspace/json.py")
+        run = script_on_host(lab, inv, tmp_path)
+        assert run.exit == 0 and run.stdout.splitlines()[-1] == "changed=0", run.stdout[-2000:] + run.stderr
+        assert marks(lab) == ""
+        assert "passed" in ok(lab, POD, "cat /var/lib/fleet/verify.json")        # the verify record was written
+
+        ok(lab, POD, f"chmod 777 {ENV}/lib/python3*/site-packages\n" + PTH)
+        run = script_on_host(lab, inv, tmp_path)
+        said = " ".join((run.stdout + run.stderr).split())
+        assert run.exit != 0 and "site-packages is owned by root with mode 777" in said, said[-2000:]
+        assert marks(lab) == ""
+    finally:
+        sh(lab, POD, f"umount /workspace; rm -f {MARK} /var/lib/fleet/verify.json")
+
+
+def test_fleet_script_is_refused_while_an_apply_holds_the_host_lock(lab, tmp_path):
+    lab.reset([POD])
+    try:
+        inv = setup(lab, tmp_path, ["pip"])
+        # an apply holding the lock, as hostlock.wrap takes it (flock on /var/lib/fleet/apply.lock)
+        ok(lab, POD, "mkdir -p /var/lib/fleet; echo 'fleet apply from elsewhere' > /var/lib/fleet/apply.lock; "
+                     "flock /var/lib/fleet/apply.lock sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > /var/tmp/fleet-test-holder; "
+                     "sleep 0.3")
+        run = script_on_host(lab, inv, tmp_path, start="/root")
+        assert run.exit == 75, run.stdout[-2000:] + run.stderr
+        assert "fleet apply from elsewhere" in run.stdout
+        assert sh(lab, POD, "test -e /var/lib/fleet/verify.json").exit != 0     # no task ran: no verify record
+    finally:
+        sh(lab, POD, "kill $(cat /var/tmp/fleet-test-holder); umount /workspace; rm -f /var/lib/fleet/apply.lock")
