@@ -146,3 +146,44 @@ def test_fleet_script_is_refused_while_an_apply_holds_the_host_lock(lab, tmp_pat
         assert sh(lab, POD, "test -e /var/lib/fleet/verify.json").exit != 0     # no task ran: no verify record
     finally:
         sh(lab, POD, "kill $(cat /var/tmp/fleet-test-holder); umount /workspace; rm -f /var/lib/fleet/apply.lock")
+
+
+# A df that never answers: what a dead NFS or FUSE mount does to statfs(2) under one of the probe's df paths (the
+# process waits in the kernel until the mount answers). It is found first on PATH (/usr/local/bin), as the probe
+# calls `df`; a sleep that nothing else on the host runs, so the host can be asked whether it was left behind.
+HANG = "417.75"
+BLOCKED_DF = f"printf '#!/bin/sh\\nexec sleep {HANG}\\n' > /usr/local/bin/df; chmod 755 /usr/local/bin/df"
+SEEN = "/var/tmp/fleet-test-probe-seen"
+
+
+def test_a_probe_cut_short_by_its_deadline_is_never_in_state(lab, tmp_path, monkeypatch):
+    from fleet.engine import session
+
+    lab.reset([POD])
+    role = tmp_path / "roles" / "needs_python"
+    role.mkdir(parents=True)
+    # wanted wherever the probe found a python (every lab pod has one): the facts after df must be seen to judge it
+    role.joinpath("role.yaml").write_text(yaml.safe_dump({"description": "a file where python is", "tasks": [
+        {"name": "a mark", "file": {"path": SEEN, "content": "x\n"}, "when": "facts.python.executable"}]}))
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    doc["hosts"] = {POD: doc["hosts"][POD]}
+    doc.pop("groups", None)
+    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=[str(tmp_path / "roles")], roles=["needs_python"])
+    inv = tmp_path / "pod.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    monkeypatch.setattr(session, "PROBE_TIMEOUT", 2.0)
+    try:
+        ok(lab, POD, BLOCKED_DF)
+        for argv in (["apply", str(inv), "--check"], ["script", str(inv), "--limit", POD, "-o", str(tmp_path / "fleet.sh")]):
+            code, out, err = fleet(*argv)
+            said = " ".join((out + err).split())
+            assert code != 0 and "in state" not in said, said[-3000:]
+            assert "was cut short (after 2 s, its deadline) before it observed facts.{df," in said, said[-3000:]
+            assert ",python," in said
+        assert sh(lab, POD, f"test -e {SEEN}").exit != 0           # the host lacks what the role wants
+        assert not (tmp_path / "fleet.sh").exists()
+        # the blocked df did not outlive the probe (the connection's watchdog ended its session)
+        assert sh(lab, POD, f"for i in $(seq 40); do pgrep -f 'sleep {HANG}' >/dev/null || break; sleep 0.2; done; "
+                            f"pgrep -f 'sleep {HANG}'").stdout == ""
+    finally:
+        sh(lab, POD, f"rm -f /usr/local/bin/df {SEEN}")
