@@ -154,9 +154,9 @@ class Apt(Resource):
                       "echo \"fleet: the install did not complete; the hold on ${fleet_rehold% } is restored\" >&2; }",
                       "trap 'fleet_put_back' EXIT; trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP",
                       f"apt-mark unhold {names} >/dev/null 2>&1 || true"]
-        lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
+        lines += ["echo 'apt-get update'", f"fleet_retry 'apt-get update' {retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
-                  f"{retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
+                  f"fleet_retry 'apt-get install' {retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
             lines.append(f"apt-mark hold {names}")
             if names != pkgs:

@@ -26,7 +26,7 @@ import re
 
 from fleet.errors import InputError
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
-from fleet.shell import TRUST_FN, exports
+from fleet.shell import RETRY_FN, TRUST_FN, exports
 
 # A venv is complete when its creation got to the end: pyvenv.cfg, bin/python, pip installed by ensurepip (its
 # RECORD is the last file pip writes; or the system's, for a venv made with system site packages) and bin/activate
@@ -226,7 +226,7 @@ class Pip(Resource):
         index_env = {_PIP_ENV[key]: str(self.p[key]) for key in _PIP_ENV if self.p.get(key)}
         if self.p["no_index"]:
             args.append("--no-index")
-        lines = ["set -e", TRUST_FN, _VENV_SH, exports(index_env).rstrip("\n")]
+        lines = ["set -e", TRUST_FN, RETRY_FN, _VENV_SH, exports(index_env).rstrip("\n")]
         if self.p["tmpdir"]:
             lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
         if self.p["cache_dir"]:
@@ -245,7 +245,7 @@ class Pip(Resource):
                   f"fleet_trusted_python {q(self.p['python'])} -m venv {venv}; fi"]
         reqs = " ".join(q(r) for r in self.p["packages"])
         pip = [f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
-               f"fleet_trusted_python {venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
+               f"fleet_retry 'pip install' fleet_trusted_python {venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
         if self.p["installer"] != "auto" or self.p["find_links"] or self.p["no_index"]:
             return "\n".join(lines + pip)
         uv_env = {_UV_ENV[key]: str(self.p[key]) for key in _UV_ENV if self.p.get(key)}
@@ -265,6 +265,6 @@ class Pip(Resource):
             f"else fleet_uv={venv}/bin/uv; fi",
             'if [ -n "${fleet_uv:-}" ]; then',
             f"  echo {q('uv pip install ' + ' '.join(self.p['packages']))} " + '"($(fleet_trusted "$fleet_uv" --version))"',
-            f"  (cd / && fleet_trusted \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs})",
+            f"  (cd / && fleet_retry 'uv pip install' fleet_trusted \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs})",
             "else"] + ["  " + line for line in pip] + ["fi"]
         return "\n".join(lines)
