@@ -120,7 +120,10 @@ def wrap_bash(script: str, *, sudo: bool = False, remote: bool = False, compress
     # command, so the login shell execs it: the script's $$ is the session's process group, as a lock records it.
     unpack = f"head -c {len(packed)} | base64 -d" + (" | gzip -dc" if gzipped else "")
     check = f'command -v gzip >/dev/null 2>&1 || {{ echo "{NO_GZIP}" >&2; exit 125; }}; ' if gzipped else ""
-    reader = (f'{check}s=$({unpack}) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
+    # the first thing the command does, once the login shell's startup files let it start: the connection's
+    # first-output deadline waits for this line (fleet/connection/ssh.py), and Connection.run drops it
+    started = f"echo {STARTED} >&2; " if remote else ""
+    reader = (f'{started}{check}s=$({unpack}) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
               '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
     return f"{prefix}bash -c {quote(reader)}"
 
@@ -129,6 +132,9 @@ def stdin_for(script: str, *, compress: bool = True) -> str | None:
     """What `wrap_bash(script)` expects on stdin: the script (gzipped when long) in base64, ending in a marker."""
     return _payload(script, compress)[0]
 
+
+# What every remote command prints first on stderr (wrap_bash): the login shell has run its startup files.
+STARTED = "@@fleet:started@@"
 
 # Below this many bytes of script gzip saves less than it costs (a process on the host, CPU on the controller).
 COMPRESS_OVER = 16 << 10

@@ -14,7 +14,7 @@ from typing import Callable
 
 from fleet.errors import HostError
 from fleet.inventory import Host
-from fleet.shell import NO_GZIP, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
+from fleet.shell import NO_GZIP, STARTED, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
 from fleet.connection.capture import OutputCallback
 
 
@@ -102,6 +102,8 @@ class Connection:
             result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=False),
                                 stdin=stdin_for(body, compress=False), timeout=timeout, on_output=on_output,
                                 **streams)
+        if STARTED in result.stderr:    # wrap_bash's first line, for the first-output deadline: not the command's
+            result = Result(result.exit, result.stdout, result.stderr.replace(STARTED + "\n", "", 1))
         if self.on_command:
             self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
                             f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")

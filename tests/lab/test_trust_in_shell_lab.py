@@ -187,3 +187,38 @@ def test_a_probe_cut_short_by_its_deadline_is_never_in_state(lab, tmp_path, monk
                             f"pgrep -f 'sleep {HANG}'").stdout == ""
     finally:
         sh(lab, POD, f"rm -f /usr/local/bin/df {SEEN}")
+
+
+def test_a_login_shell_that_never_starts_fleet_s_command_is_given_up_at_the_first_output_deadline(lab, tmp_path,
+                                                                                                   monkeypatch):
+    """root's ~/.bashrc blocks first thing (what a `source` from a dead NFS mount does): `fleet facts` fails in
+    about FIRST_OUTPUT seconds naming the startup files, not at the probe's deadline; the host never ran fleet's
+    command (no probe process: the blocked shell is all there is of it)."""
+    from fleet.connection import ssh
+
+    lab.reset([POD])
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    doc["hosts"] = {POD: doc["hosts"][POD]}
+    doc.pop("groups", None)
+    doc["facts_dir"] = str(tmp_path / "facts")
+    inv = tmp_path / "pod.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    monkeypatch.setattr(ssh, "FIRST_OUTPUT", 2.0)
+    try:
+        ok(lab, POD, "cp /root/.bashrc /root/.bashrc.fleet-test; sed -i '1i sleep 417.85' /root/.bashrc")
+        code, out, err = fleet("facts", str(inv))
+        said = " ".join((out + err).split())
+        assert code != 0 and "did not start fleet's command within 2s: a startup file" in said, said[-2000:]
+        assert not (tmp_path / "facts" / f"{POD}.json").exists()
+        # asked of the host without a shell (no startup file): the login shell is still blocked where it was, and
+        # fleet's command never started there: besides sshd, only the login shell (its command line is
+        # the command sshd handed it) and the sleep it is blocked in; no `head -c` reading the script, no probe
+        procs = [line.split(None, 1)[1] for line in lab.exec(POD, ["ps", "-eo", "pid=,args="]).stdout.splitlines()]
+        assert sorted(p.split()[0] for p in procs if not p.startswith(("ps ", "sshd:"))) == ["bash", "sleep"], procs
+        assert "sleep 417.85" in procs
+    finally:
+        # put the startup file back and end the blocked shell's sleep by its pid, without a login shell
+        lab.exec(POD, ["mv", "/root/.bashrc.fleet-test", "/root/.bashrc"])
+        found = lab.exec(POD, ["pgrep", "-f", "^sleep 417.85$"]).stdout.split()
+        if found:
+            lab.exec(POD, ["kill", *found])
