@@ -95,6 +95,9 @@ class Git(Resource):
             f"if [ -d {dest}/.git ] && [ -n \"$fleet_git_owner\" ]; then echo \"refusing to use \"{dest}\": it is owned by "
             f"$fleet_git_owner, and git would run what its config says (core.fsmonitor, hooks) as this user; "
             f"chown -R it to root or move it away\"; exit 3; fi\n"
+            # where the checkout goes must be safe before git writes a config there that root's git then reads
+            f"fleet_why=$(fleet_trust {dest}); if [ -n \"$fleet_why\" ]; then echo \"refusing to check out into \"{dest}\": "
+            "$fleet_why, so another user could change what git runs there\"; exit 3; fi\n"
             f"if [ -d {dest}/.git ]; then\n"
             f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
             f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "

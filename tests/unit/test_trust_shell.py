@@ -114,3 +114,21 @@ def test_pip_gets_its_index_credentials_in_its_environment_never_in_argv(tmp_pat
     assert "-s -m pip install" in (tmp_path / "argv").read_text()          # started -s (and from /)
     assert (tmp_path / "env").read_text() == ("https://u:tok-3f9@mirror.example/simple "
                                               "https://u:tok-3f9@extra.example/simple\n")
+
+
+def test_a_checkout_whose_git_config_others_can_write_is_not_trusted_by_git(tmp_path):
+    """root's checkout, its .git/config writable by others (a credential.helper planted there would run as root
+    at the next fetch): git is not told it is safe, the check says why and the apply refuses it, untouched."""
+    from fleet.resources.git import Git
+
+    work = tmp_path / "co"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q",
+                    "--allow-empty", "-m", "c"], check=True)
+    subprocess.run(["git", "-C", str(work), "remote", "add", "origin", "https://example.invalid/r.git"], check=True)
+    (work / ".git" / "config").chmod(0o666)
+    res = Git(Git.validate({"repo": "https://example.invalid/r.git", "ref": "HEAD", "dest": str(work)}, "role.yaml:1"))
+    check = bash(res.check())
+    assert check.returncode == 10 and f"{work}/.git/config is owned by root with mode 666" in check.stdout, check.stdout
+    apply = bash(res.apply())
+    assert apply.returncode == 3 and "refusing to use" in apply.stdout, apply.stdout
