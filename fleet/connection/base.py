@@ -70,6 +70,18 @@ def dead_after_default() -> float:
     return value if value > 0 else DEAD_AFTER
 
 
+def _without_started(on_error: OutputCallback) -> OutputCallback:
+    """`on_error` minus wrap_bash's first line (shell.STARTED), which is fleet's, not the command's."""
+    seen = []
+
+    def line(text: str) -> None:
+        if not seen and text == STARTED:
+            seen.append(True)
+        else:
+            on_error(text)
+    return line
+
+
 class Connection:
     """The interface. Subclasses implement `_exec`."""
 
@@ -92,7 +104,7 @@ class Connection:
         root = needs_sudo(sudo, self.is_root)
         self.remote_commands += 1
         started = time.monotonic()
-        streams = {"on_error": on_error} if on_error else {}   # stderr's lines as they come (fleet run)
+        streams = {"on_error": _without_started(on_error)} if on_error else {}   # stderr's lines as they come
         result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=self.gzip),
                             stdin=stdin_for(body, compress=self.gzip), timeout=timeout, on_output=on_output, **streams)
         if result.exit == 125 and self.gzip and NO_GZIP in result.stderr:

@@ -20,9 +20,9 @@ from pathlib import Path
 import yaml
 
 from helpers import ok, sh
+from test_trust_lab import POD, inventory
 from test_user_role_lab import fleet
 
-POD = "pod-570"
 MARK = "/var/tmp/fleet-test-planted-ran"
 ENV = "/workspace/venv"
 
@@ -67,13 +67,16 @@ def setup(lab, tmp_path: Path, packages: list[str], verify: bool = True) -> Path
             "script": "import json; print(json.dumps({'passed': True, 'checks': []}))",
             "python": "{{ python_env }}/bin/python", "msg": "venv"}})
     role.joinpath("role.yaml").write_text(yaml.safe_dump({"description": "runs the venv", "tasks": tasks}))
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {POD: {**doc["hosts"][POD], "vars": {**doc["hosts"][POD].get("vars", {}), "python_env": ENV}}}
-    doc.pop("groups", None)
-    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=[str(tmp_path / "roles")], roles=["venvuse"])
-    path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path = with_roles(inventory(lab, tmp_path, python_env=ENV), ["venvuse"])
     ok(lab, POD, VENV)
+    return path
+
+
+def with_roles(path: Path, roles: list[str]) -> Path:
+    """test_trust_lab's one-pod inventory, running only `roles` from tmp_path/roles."""
+    doc = yaml.safe_load(path.read_text())
+    doc.update(roles_path=[str(path.parent / "roles")], roles=roles)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
@@ -160,12 +163,7 @@ def test_a_probe_cut_short_by_its_deadline_is_never_in_state(lab, tmp_path, monk
     # wanted wherever the probe found a python (every lab pod has one): the facts after df must be seen to judge it
     role.joinpath("role.yaml").write_text(yaml.safe_dump({"description": "a file where python is", "tasks": [
         {"name": "a mark", "file": {"path": SEEN, "content": "x\n"}, "when": "facts.python.executable"}]}))
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {POD: doc["hosts"][POD]}
-    doc.pop("groups", None)
-    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=[str(tmp_path / "roles")], roles=["needs_python"])
-    inv = tmp_path / "pod.yaml"
-    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    inv = with_roles(inventory(lab, tmp_path), ["needs_python"])
     monkeypatch.setattr(session, "PROBE_TIMEOUT", 2.0)
     try:
         ok(lab, POD, BLOCKED_DF)
@@ -192,12 +190,7 @@ def test_a_login_shell_that_never_starts_fleet_s_command_is_given_up_at_the_firs
     from fleet.connection import ssh
 
     lab.reset([POD])
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {POD: doc["hosts"][POD]}
-    doc.pop("groups", None)
-    doc["facts_dir"] = str(tmp_path / "facts")
-    inv = tmp_path / "pod.yaml"
-    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    inv = inventory(lab, tmp_path)
     monkeypatch.setattr(ssh, "FIRST_OUTPUT", 2.0)
     try:
         ok(lab, POD, "cp /root/.bashrc /root/.bashrc.fleet-test; sed -i '1i sleep 417.85' /root/.bashrc")
