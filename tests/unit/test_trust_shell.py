@@ -132,3 +132,16 @@ def test_a_checkout_whose_git_config_others_can_write_is_not_trusted_by_git(tmp_
     assert check.returncode == 10 and f"{work}/.git/config is owned by root with mode 666" in check.stdout, check.stdout
     apply = bash(res.apply())
     assert apply.returncode == 3 and "refusing to use" in apply.stdout, apply.stdout
+
+
+def test_curl_gets_the_url_on_stdin_never_in_argv(tmp_path):
+    """fleet_fetch hands curl its URL in a -K config on stdin (curl(1): `url = "..."`, backslash and quote escaped)."""
+    from fleet.resources.base import FETCH
+
+    bin_dir = tmp_path / "bin"
+    tool(bin_dir, "curl", f'printf "%s\\n" "$*" > {tmp_path}/argv; cat > {tmp_path}/config; : > "${{@: -1}}"\n')
+    url = 'https://u:tok-3f9@mirror.example/a"b\\\\c.deb'
+    run = bash(f"{FETCH}\nfleet_fetch '{url}' {tmp_path}/out", bin_dir)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tok-3f9" not in (tmp_path / "argv").read_text() and "-K -" in (tmp_path / "argv").read_text()
+    assert (tmp_path / "config").read_text() == 'url = "https://u:tok-3f9@mirror.example/a\\"b\\\\\\\\c.deb"\n'
