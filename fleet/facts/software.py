@@ -105,6 +105,8 @@ def python_command(python_env: str) -> str:
         # Minimal images (Debian/Ubuntu without python3-venv) lack ensurepip: `python3 -m venv` fails there.
         # One Python start for both answers (each start is ~50 ms of CPU, most of this section); the version is
         # printed first, so a Python that cannot import ensurepip still says which it is (the import error is caught).
+        # the system's python3 is judged as the venv's is before it starts (a python3 planted on PATH is not run)
+        "[ \"$env_exists\" = yes ] || [ -z \"$(fleet_judge \"$py\")\" ] || exit 0\n"
         "cd / && \"$py\" -s -B -c 'import platform; print(\"version\", platform.python_version(), flush=True)\n"
         "try:\n    import ensurepip, venv\nexcept Exception:\n    print(\"venv_module no\")\n"
         "else:\n    print(\"venv_module yes\")'\n"
