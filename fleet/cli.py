@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
         status = int(args.func(args, env))
         return 128 + signalled[0] if signalled and status == ExitStatus.INTERRUPTED else status
     except FleetError as exc:
-        env.err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
+        from fleet.report import markup_safe   # the one terminal filter: an error may quote a host's or a record's text
+        env.err_console.print(f"[bold red]error:[/bold red] {markup_safe(exc)}")
         return int(exc.exit_status)
     except KeyboardInterrupt:
         env.err_console.print("interrupted")
@@ -119,8 +120,9 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
         if args.debug:
             env.err_console.print(traceback.format_exc(), markup=False)
         else:
-            env.err_console.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
-                                  "traceback, and please report it)", markup=False)
+            from fleet.report import terminal_safe
+            env.err_console.print(f"internal error: {type(exc).__name__}: {terminal_safe(exc)} (run with --debug "
+                                  "for the traceback, and please report it)", markup=False)
         return ExitStatus.INTERNAL
     finally:
         for sig, handler in previous.items():

@@ -8,6 +8,9 @@
 - Sudo: ONE rule (`needs_sudo`), fed by ONE answer to "does this host's user run as root" (`user_is_root`);
   `as_root` applies it to a snippet that is one section of a larger script.
 - `write_file_script`: the remote atomic write (temp file in the same directory, fsync, rename).
+- Trust, judged in the shell that runs the program, just before it runs (`TRUST_FN`, below): `trusted(...)`
+  puts a program from a configured path (the venv's python, pip, uv, a helper fleet installed) behind the
+  judgement; `trusted_python(...)` also starts Python isolated from its working directory and the user site.
 
 Section framing (begin/end markers carrying each section's exit status) is fleet/sections.py, the one place
 for it; this module holds what a single section's body is made of.
@@ -117,7 +120,10 @@ def wrap_bash(script: str, *, sudo: bool = False, remote: bool = False, compress
     # command, so the login shell execs it: the script's $$ is the session's process group, as a lock records it.
     unpack = f"head -c {len(packed)} | base64 -d" + (" | gzip -dc" if gzipped else "")
     check = f'command -v gzip >/dev/null 2>&1 || {{ echo "{NO_GZIP}" >&2; exit 125; }}; ' if gzipped else ""
-    reader = (f'{check}s=$({unpack}) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
+    # the first thing the command does, once the login shell's startup files let it start: the connection's
+    # first-output deadline waits for this line (fleet/connection/ssh.py), and Connection.run drops it
+    started = f"echo {STARTED} >&2; " if remote else ""
+    reader = (f'{started}{check}s=$({unpack}) && [ "${{s%{_END_MARK}}}" != "$s" ] || '
               '{ echo "fleet: the script arrived truncated; not running it" >&2; exit 125; }; eval "$s"')
     return f"{prefix}bash -c {quote(reader)}"
 
@@ -126,6 +132,9 @@ def stdin_for(script: str, *, compress: bool = True) -> str | None:
     """What `wrap_bash(script)` expects on stdin: the script (gzipped when long) in base64, ending in a marker."""
     return _payload(script, compress)[0]
 
+
+# What every remote command prints first on stderr (wrap_bash): the login shell has run its startup files.
+STARTED = "@@fleet:started@@"
 
 # Below this many bytes of script gzip saves less than it costs (a process on the host, CPU on the controller).
 COMPRESS_OVER = 16 << 10
@@ -198,20 +207,228 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
     )
 
 
+# -- trust: judged where a program is run, in the same shell, just before it runs ---------------------------------
+# TRUST_FN defines, for any snippet that runs a program from a configured path (a bash of its own under sudo or
+# timeout(1) included: each snippet that runs one carries the text):
+#
+#   fleet_trust PATH...      prints nothing when every PATH is safe to run (or write) as root, else ONE sentence
+#                            naming the first component that is not and why ("/workspace is owned by root with mode
+#                            775 and a POSIX ACL granting write to user:alice:rwx"). A helper program fleet installs
+#                            (/var/lib/fleet/bin) is judged with it too: `fleet_trust "$helper"` or fleet_trusted.
+#   fleet_judge PROGRAM      fleet_trust of PROGRAM, and where it is a Python of a venv (bin/python*, bin/pip*, bin/uv
+#                            next to a pyvenv.cfg) what that Python reads at start: pyvenv.cfg, lib*/python*/
+#                            site-packages and every .pth, sitecustomize and usercustomize file in them
+#   fleet_judged PROGRAM     $fleet_prog: PROGRAM's path (found on PATH when it has no /) when fleet_judge passes it,
+#                            else says why on stderr and returns TRUST_REFUSED (126, "cannot execute"; 127: none such):
+#                            for a program started through another (`timeout N "$fleet_prog" ...`, sudo)
+#   fleet_trusted PROGRAM ARGS...         runs PROGRAM when fleet_judged passes it, else its status, PROGRAM not
+#                                         started
+#   fleet_trusted_python PYTHON ARGS...   the same for a Python, started with -s (no user site) from / (so neither
+#                                         `-c` nor `-m` imports a module planted in the working directory)
+#
+# What "safe" means, failing closed at every step:
+# - every component from the path up to / exists or is missing at the end (a venv to be made), owned by root or the
+#   running user; a component stat cannot answer for (permission denied, I/O error, no stat at all) is refused;
+# - no component is writable by others, nor by its group unless that group is root's and root's group has no other
+#   member (/etc/group's list, and no /etc/passwd user but root with it as primary group); a sticky directory (1777
+#   /tmp) is passed only for an entry under it that already exists (that entry's own owner then counts);
+# - no component has a POSIX ACL granting write to a named user or group (access or default ACL, as getfacl reads
+#   it, the mask applied). GNU ls marks a file that has any extended ACL with '+'; where getfacl is not installed
+#   (Ubuntu's base image has no acl package) such a file is refused, since what it grants cannot be read; where ls
+#   is not GNU's and getfacl is missing too, nothing can tell whether an ACL is there, and every path is refused
+#   (fail closed: the `setfacl -R -m u:alice:rwx /workspace` that shares a pod's volume looks like plain 775);
+# - a symlink on the way: its target is judged too;
+# - a path with a newline in it, or that is not absolute, is refused.
+TRUST_REFUSED = 126
+TRUST_FN = r"""fleet_trust() {
+  local fleet_p fleet_c fleet_l fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f fleet_below fleet_i fleet_e
+  local -a fleet_all=() fleet_have=() fleet_links=() fleet_flags=()
+  local -A fleet_st=() fleet_want=()
+  for fleet_p in "$@"; do
+    case $fleet_p in *$'\n'*) printf '%s... has a newline in its name\n' "${fleet_p%%$'\n'*}"; return;; /*) ;;
+      *) printf '%s is not an absolute path\n' "$fleet_p"; return;; esac
+    fleet_c=$fleet_p
+    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
+      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
+      fleet_c=${fleet_c%/*}
+    done
+  done
+  fleet_all+=(/)
+  while IFS= read -r fleet_l; do
+    case $fleet_l in *': No such file or directory') continue;; esac
+    IFS=$'\t' read -r fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f <<< "$fleet_l"
+    case $fleet_u in ''|*[!0-9]*) printf '%s cannot be examined (%s)\n' "$1" "$fleet_l"; return;; esac
+    fleet_st[$fleet_f]=$fleet_l; fleet_have+=("$fleet_f")
+  done < <(LC_ALL=C stat -c $'%u\t%U\t%g\t%a\t%F\t%n' -- "${fleet_all[@]}" 2>&1)
+  [ -n "${fleet_st[/]+x}" ] || { printf '/ cannot be examined (stat did not answer)\n'; return; }
+  # ACLs: one `ls -ldU` for every component that exists, in that order; the 11th character is '+' for an ACL
+  if [ -z "${fleet_ls_gnu+x}" ]; then
+    fleet_ls_gnu=; case $(LC_ALL=C ls --version 2>/dev/null) in *GNU*) fleet_ls_gnu=1;; esac; fi
+  if [ -n "$fleet_ls_gnu" ]; then
+    mapfile -t fleet_flags < <(LC_ALL=C ls -ldU -- "${fleet_have[@]}" 2>/dev/null)
+    [ "${#fleet_flags[@]}" = "${#fleet_have[@]}" ] || { printf '%s cannot be examined (ls did not answer for each parent)\n' "$1"; return; }
+  elif ! command -v getfacl >/dev/null 2>&1; then
+    printf 'whether %s has a POSIX ACL cannot be told here (no getfacl, and ls is not GNU ls): install the acl package\n' "$1"; return
+  else fleet_flags=("${fleet_have[@]/*/??????????+}"); fi
+  local -A fleet_acl=()
+  for fleet_i in "${!fleet_have[@]}"; do
+    [ "${fleet_flags[$fleet_i]:10:1}" = + ] || continue
+    fleet_c=${fleet_have[$fleet_i]}
+    command -v getfacl >/dev/null 2>&1 || { fleet_acl[$fleet_c]=unreadable; continue; }
+    fleet_e=
+    while IFS= read -r fleet_l; do   # user:alice:rwx  [#effective:r-x]; default:group:staff:rwx
+      case $fleet_l in user:?*:*|group:?*:*|default:user:?*:*|default:group:?*:*) ;; *) continue;; esac
+      fleet_l=${fleet_l//$'\t'/ }
+      fleet_m=${fleet_l%% *}; fleet_m=${fleet_m##*:}
+      case $fleet_l in *'#effective:'*) fleet_m=${fleet_l##*#effective:};; esac
+      [[ $fleet_m == *w* ]] && fleet_e+=${fleet_e:+,}${fleet_l%% *}
+    done < <(LC_ALL=C getfacl -cp -- "$fleet_c" 2>/dev/null || echo user:?:w)
+    [ -z "$fleet_e" ] || fleet_acl[$fleet_c]=$fleet_e
+  done
+  for fleet_p in "$@"; do
+    fleet_c=$fleet_p fleet_below=
+    while :; do
+      [ -n "$fleet_c" ] || fleet_c=/
+      if [ -z "${fleet_st[$fleet_c]+x}" ]; then
+        [ -z "$fleet_below" ] || { printf '%s cannot be examined (stat did not answer for it)\n' "$fleet_c"; return; }
+      else
+        IFS=$'\t' read -r fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f <<< "${fleet_st[$fleet_c]}"
+        if [ "$fleet_u" != 0 ] && [ "$fleet_u" != "$EUID" ]; then echo "$fleet_c is owned by $fleet_n with mode $fleet_m"; return; fi
+        if [ "$fleet_t" = "symbolic link" ]; then fleet_links+=("$fleet_p")
+        else
+          case ${fleet_acl[$fleet_c]-} in '') ;;
+            unreadable) echo "$fleet_c has a POSIX ACL that cannot be read here (no getfacl: install the acl package)"; return;;
+            *) echo "$fleet_c is owned by $fleet_n with mode $fleet_m and a POSIX ACL granting write to ${fleet_acl[$fleet_c]}"; return;; esac
+          fleet_m=$((8#$fleet_m))
+          if { [ $((fleet_m & 2)) != 0 ] || { [ $((fleet_m & 16)) != 0 ] && { [ "$fleet_g" != 0 ] || ! fleet_root_group_alone; }; }; } &&
+             { [ $((fleet_m & 512)) = 0 ] || [ -z "$fleet_below" ]; }; then
+            printf '%s is owned by %s with mode %o\n' "$fleet_c" "$fleet_n" "$fleet_m"; return; fi
+        fi
+        fleet_below=yes
+      fi
+      [ "$fleet_c" != / ] || break
+      fleet_c=${fleet_c%/*}
+    done
+  done
+  # a symlink on the way: its target is judged too (once: a target's own links are judged by their owners)
+  if [ "${#fleet_links[@]}" != 0 ] && [ -z "${fleet_trust_resolved-}" ]; then
+    local fleet_trust_resolved=1 fleet_r=()
+    for fleet_p in "${fleet_links[@]}"; do fleet_r+=("$(readlink -m -- "$fleet_p")"); done
+    fleet_trust "${fleet_r[@]}"
+  fi
+}
+fleet_root_group_alone() {  # root's group (gid 0) has no member but root, in /etc/group and as a primary group
+  local fleet_x fleet_y fleet_z fleet_w
+  while IFS=: read -r fleet_x fleet_y fleet_z fleet_w; do
+    [ "$fleet_z" = 0 ] || continue; [ -z "$fleet_w" ] || [ "$fleet_w" = root ] || return 1
+  done < /etc/group
+  while IFS=: read -r fleet_x fleet_y fleet_z fleet_w _; do
+    [ "$fleet_w" != 0 ] || [ "$fleet_z" = 0 ] || return 1
+  done < /etc/passwd
+}
+fleet_judge() {
+  local fleet_v=${1%/bin/*} fleet_j
+  local -a fleet_s=("$1")
+  if [ "$fleet_v" != "$1" ] && [ -e "$fleet_v/pyvenv.cfg" ]; then
+    case ${1##*/} in python*|pip*|uv)
+      fleet_s+=("$fleet_v/pyvenv.cfg")
+      for fleet_j in "$fleet_v"/lib*/python*/site-packages "$fleet_v"/lib*/python*/site-packages/*.pth \
+                     "$fleet_v"/lib*/python*/site-packages/sitecustomize.py "$fleet_v"/lib*/python*/site-packages/usercustomize.py; do
+        [ -e "$fleet_j" ] && fleet_s+=("$fleet_j")
+      done;;
+    esac
+  fi
+  fleet_trust "${fleet_s[@]}"
+}
+fleet_judged() {  # PROGRAM: $fleet_prog is its path when fleet_judge passes it; else why, on stderr, and 126 (127: none)
+  local fleet_why
+  fleet_prog=$1
+  case $fleet_prog in */*) ;; *) fleet_prog=$(type -P -- "$1") || { echo "fleet: $1: command not found" >&2; return 127; };; esac
+  [ -e "$fleet_prog" ] || { echo "fleet: $fleet_prog: no such file" >&2; return 127; }
+  fleet_why=$(fleet_judge "$fleet_prog")
+  [ -z "$fleet_why" ] && return 0
+  printf 'fleet: not running %s: %s, so another user could plant what it runs; make it and each parent owned by root and writable by no one else\n' "$fleet_prog" "$fleet_why" >&2
+  return 126
+}
+fleet_trusted() {
+  local fleet_prog
+  fleet_judged "$1" || return
+  shift; "$fleet_prog" "$@"
+}
+fleet_trusted_python() {
+  local fleet_prog
+  fleet_judged "$1" || return
+  shift; ( cd / && "$fleet_prog" -s "$@" )
+}"""
+
+
+def trusted(program: str) -> str:
+    """`program` (a shell word, quoted) as the words that run it behind fleet_trusted (TRUST_FN must be defined)."""
+    return f"fleet_trusted {program}"
+
+
+def trusted_python(python: str) -> str:
+    """`python` (a shell word, quoted) as the words that run it judged, with -s, from / (TRUST_FN must be defined)."""
+    return f"fleet_trusted_python {python}"
+
+
+# -- downloads: one retry for a transient failure, in every snippet that downloads -------------------------------
+# RETRY_FN defines `fleet_retry WHAT COMMAND...`: runs COMMAND (its output streamed, and kept); where it fails with
+# what a network blip says (a connection reset, refused or timed out, a name that could not be resolved for now, an
+# HTTP 5xx or 429, an early EOF: the lines of git, curl, pip, uv and apt in TRANSIENT), it says so, naming the cause,
+# and runs it again after 1, 2, 4 and 8 s (5 runs in all); a failure of any other kind (a 404, a wrong pin, a bad
+# certificate) returns at once with its status, and the last transient one says it gave up. git, pip/uv, apt and
+# curl are all run through it (fleet/resources: git, pip, apt, FETCH).
+TRANSIENT = ("Connection reset by peer", "Connection refused", "Connection timed out", "Operation timed out",
+             "timed out", "Temporary failure in name resolution", "Could not resolve host", "early EOF",
+             "RPC failed", "unexpected disconnect", "Recv failure", "Empty reply from server",
+             "The requested URL returned error: 5", "The requested URL returned error: 429", "Remote end closed",
+             "IncompleteRead", "ReadTimeoutError", "ProtocolError", "502 Bad Gateway", "503 Service Unavailable",
+             "504 Gateway Time", "500 Internal Server Error", "Too Many Requests", "Hash Sum mismatch",
+             "Connection failed", "Network is unreachable", "Could not connect to", "error sending request")
+RETRY_FN = r"""fleet_retry() {
+  local fleet_what=$1 fleet_n=1 fleet_rc fleet_log fleet_cause fleet_l
+  shift
+  fleet_log=$(mktemp 2>/dev/null) || { "$@"; return; }
+  while :; do
+    "$@" 2>&1 | tee -- "$fleet_log"; fleet_rc=${PIPESTATUS[0]}
+    [ "$fleet_rc" != 0 ] || { rm -f -- "$fleet_log"; return 0; }
+    fleet_cause=
+    while IFS= read -r fleet_l; do
+      case $fleet_l in """ + "|".join(f"*{shlex.quote(t)}*" for t in TRANSIENT) + r""") fleet_cause=$fleet_l;; esac
+    done < <(tail -n 40 -- "$fleet_log")
+    if [ -z "$fleet_cause" ]; then rm -f -- "$fleet_log"; return "$fleet_rc"; fi
+    fleet_cause=${fleet_cause:0:200}
+    if [ "$fleet_n" -ge 5 ]; then
+      echo "fleet: $fleet_what failed $fleet_n times with a network error, giving up (last: $fleet_cause)"
+      rm -f -- "$fleet_log"; return "$fleet_rc"
+    fi
+    echo "fleet: $fleet_what failed with a network error ($fleet_cause); retry $((fleet_n + 1)) of 5 in $((1 << (fleet_n - 1))) s"
+    sleep $((1 << (fleet_n - 1))); fleet_n=$((fleet_n + 1))
+  done
+}"""
+
+
 def git_guard(dest: str) -> str:
     """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner.
 
     git refuses a repository another user owns ("dubious ownership", its fix for CVE-2022-24765: such a
     repository's config can run commands, core.fsmonitor among them). fleet tells git the checkout is safe only
-    where it and its .git are owned by root or the connecting user; otherwise $fleet_git_owner names the owner and
-    git keeps refusing. As root, git also runs no fsmonitor and no hooks, whoever wrote the config."""
+    where it and its .git are owned by root or the connecting user, and its .git/config is one no one else can
+    write (fleet_trust: mode, ACLs, every parent; a config another user may edit names a credential.helper or
+    core.sshCommand git runs); otherwise $fleet_git_owner says why and git keeps refusing. As root, git also runs
+    no fsmonitor and no hooks, whoever wrote the config. Needs TRUST_FN defined (the text includes it)."""
     return (
+        f"{TRUST_FN}\n"
         "fleet_git=() fleet_git_owner=\n"
         f"for fleet_f in {dest} {dest}/.git; do\n"
         "  [ -e \"$fleet_f\" ] || continue\n"
         "  fleet_u=$(stat -c '%u %U' -- \"$fleet_f\")\n"
         "  case \"${fleet_u%% *}\" in 0|\"$(id -u)\") ;; *) fleet_git_owner=${fleet_u#* };; esac\n"
         "done\n"
+        f"if [ -z \"$fleet_git_owner\" ] && [ -e {dest}/.git/config ]; then\n"
+        f"  fleet_u=$(fleet_trust {dest}/.git/config); [ -z \"$fleet_u\" ] || fleet_git_owner=\"root, yet $fleet_u,\"\n"
+        "fi\n"
         f"if [ -z \"$fleet_git_owner\" ]; then fleet_git=(-c safe.directory={dest}); fi\n"
         "if [ \"$(id -u)\" = 0 ]; then fleet_git+=(-c core.fsmonitor= -c core.hooksPath=/dev/null); fi\n"
         "git() { command git \"${fleet_git[@]}\" \"$@\"; }\n"

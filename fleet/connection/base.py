@@ -15,7 +15,7 @@ from typing import Callable
 from fleet import parse
 from fleet.errors import HostError
 from fleet.inventory import Host
-from fleet.shell import NO_GZIP, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
+from fleet.shell import NO_GZIP, STARTED, exports, needs_sudo, stdin_for, user_is_root, wrap_bash, write_file_script
 from fleet.connection.capture import OutputCallback
 
 
@@ -68,6 +68,18 @@ def dead_after_default() -> float:
     return parse.from_env("FLEET_DEAD_AFTER", parse.seconds, DEAD_AFTER, least=1)
 
 
+def _without_started(on_error: OutputCallback) -> OutputCallback:
+    """`on_error` minus wrap_bash's first line (shell.STARTED), which is fleet's, not the command's."""
+    seen = []
+
+    def line(text: str) -> None:
+        if not seen and text == STARTED:
+            seen.append(True)
+        else:
+            on_error(text)
+    return line
+
+
 class Connection:
     """The interface. Subclasses implement `_exec`."""
 
@@ -90,7 +102,7 @@ class Connection:
         root = needs_sudo(sudo, self.is_root)
         self.remote_commands += 1
         started = time.monotonic()
-        streams = {"on_error": on_error} if on_error else {}   # stderr's lines as they come (fleet run)
+        streams = {"on_error": _without_started(on_error)} if on_error else {}   # stderr's lines as they come
         result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=self.gzip),
                             stdin=stdin_for(body, compress=self.gzip), timeout=timeout, on_output=on_output, **streams)
         if result.exit == 125 and self.gzip and NO_GZIP in result.stderr:
@@ -100,6 +112,8 @@ class Connection:
             result = self._exec(wrap_bash(body, sudo=root, remote=True, compress=False),
                                 stdin=stdin_for(body, compress=False), timeout=timeout, on_output=on_output,
                                 **streams)
+        if STARTED in result.stderr:    # wrap_bash's first line, for the first-output deadline: not the command's
+            result = Result(result.exit, result.stdout, result.stderr.replace(STARTED + "\n", "", 1))
         if self.on_command:
             self.on_command(self.host.name, f"remote command {self.remote_commands}: exit {result.exit} in "
                             f"{time.monotonic() - started:.2f}s ({len(body)} bytes of script)")

@@ -6,6 +6,8 @@
 - Where the host is comes from ~/.ssh/config as ssh would read it (fleet/connection/ssh_config.py: HostName, Port, User,
   IdentityFile, ProxyJump; the inventory's own values win). fabric's and invoke's config files are never read.
 - A host that stops answering (no output, no reply to keep-alives for `dead_after` seconds) is given up.
+- A login shell that never starts fleet's command (a startup file blocked on a dead mount) is given up after
+  FIRST_OUTPUT seconds, naming the startup files: every command's first line (shell.STARTED) says it started.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ from fleet.inventory import Host
 from fleet.connection.ssh_config import Target, resolve
 from fleet.connection.base import Connection, ConnectOptions, Result
 from fleet.connection.capture import Capture
+from fleet.shell import STARTED
 from fleet.connection.hostkeys import (Policy, _warn_once, fingerprint, host_key_name, known_hosts,
                                       read_known_hosts)
 
 __all__ = ["SSHConnection", "fingerprint", "host_key_name", "read_known_hosts"]
 
 KEEPALIVE_SECONDS = 15
+# Seconds the login shell may take to start fleet's command (its startup files: conda's init, an NFS home): past
+# them the command is given up, naming the startup files (ssh._exec); wrap_bash's first line ends the wait.
+FIRST_OUTPUT = 120.0
 
 # paramiko logs every failed handshake with its traceback to the 'paramiko.transport' logger, which Python's
 # last-resort handler prints to stderr (two tracebacks per host that sends no banner): fleet reports the failure
@@ -206,26 +212,55 @@ class SSHConnection(Connection):
     # -- running ---------------------------------------------------------------------------------
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output, on_error=None) -> Result:
         assert self._fabric is not None, "open() first"
-        out, err = Capture(on_output), Capture(on_error)
+        started, never = threading.Event(), threading.Event()
+
+        def err_line(line: str) -> None:
+            if not started.is_set() and line == STARTED:
+                started.set()
+            elif on_error:
+                on_error(line)
+
+        def give_up() -> None:
+            if not started.is_set():
+                never.set()
+                self.abort()
+
+        out, err = Capture(on_output), Capture(err_line)
+        # the first-output deadline: a login shell whose startup file blocks (a dead mount in ~/.bashrc) never
+        # starts fleet's command, and would hold the run until its own deadline (20 minutes for an apply)
+        first = threading.Timer(FIRST_OUTPUT, give_up)
+        first.daemon = True
         # Always a stdin that ends: a command that reads stdin gets end-of-file (as under `ssh -n`), not a hang.
         # Output reaches only our bounded sinks (see _BoundedRemote).
         kwargs = {"hide": False, "warn": True, "in_stream": _Feed(stdin or ""), "timeout": timeout,
                   "out_stream": out, "err_stream": err}
+        first.start()
         try:
             res = self._fabric.run(command, **kwargs)
         except CommandTimedOut:
             return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
+            if never.is_set():
+                return Result(124, out.text(), err.text() + "\n" + self._never_started())
             self._raise_if_dead()
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
+            first.cancel()
             out.finish()
             err.finish()
+        if never.is_set():
+            return Result(124, out.text(), err.text() + "\n" + self._never_started())
         self._raise_if_dead()
         if res.exited in (None, -1) and not self._alive():
             # paramiko answers -1 for a channel closed without an exit status: the host went away mid-command
             raise HostError(f"{self.host.name}: connection lost while running a command (no exit status)")
         return Result(res.exited if res.exited is not None else 255, out.text(), err.text())
+
+    def _never_started(self) -> str:
+        return (f"fleet: the login shell of {self.host.user}@{self.host.name} did not start fleet's command within "
+                f"{FIRST_OUTPUT:g}s: a startup file (~/.bashrc, ~/.profile, /etc/bash.bashrc, /etc/profile.d) blocks, "
+                "on a dead mount or waiting for input; `ssh` to the host and fix it (what it started may still be "
+                "running there: fleet's command never ran, so it has nothing of fleet's to end)\n")
 
     def _alive(self) -> bool:
         transport = self._fabric.client.get_transport() if self._fabric else None

@@ -8,6 +8,9 @@ mkdir lock with the same semantics stands in (see _MKDIR_LOCK). The file is in a
 write (root: /var/lib/fleet, else ~/.cache/fleet), so nobody else can plant a symlink there. On this machine
 (`connection: local`) it is the user's ~/.cache/fleet: local applies by one user exclude each other.
 
+`fleet script` takes the same lock on the host (`take`): a pod's start command running it while an apply runs is
+refused at once, naming the apply, as a second apply is.
+
 `reserve` is the controller-side half for `fleet bootstrap`: a claim on the new host's name and on the pod.
 """
 
@@ -38,8 +41,21 @@ def wrap(script: str, conn) -> str:
     """`script` run under the host's apply lock; exit BUSY with MARK and the holder when another apply holds it."""
     from fleet.connection import LocalConnection
 
-    where = "/var/lib/fleet" if conn.is_root and not isinstance(conn, LocalConnection) else '"$HOME"/.cache/fleet'
+    where = lock_dir(conn.is_root and not isinstance(conn, LocalConnection))
     holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"
+    return (take(where, holder)
+            + (STOP_WITH_CONNECTION if not isinstance(conn, LocalConnection) else "")
+            + script)
+
+
+def lock_dir(root: bool) -> str:
+    """Where the host's apply lock lives (a shell word): root's /var/lib/fleet, else the user's ~/.cache/fleet."""
+    return "/var/lib/fleet" if root else '"$HOME"/.cache/fleet'
+
+
+def take(where: str, holder: str) -> str:
+    """Shell that takes the host's apply lock in `where` for the rest of the shell, or exits BUSY naming the holder;
+    `fleet apply` (wrap) and `fleet script` (fleet/workflows/script.py) take the same one."""
     return (
         f"fleet_lock_dir={where}; mkdir -p -- \"$fleet_lock_dir\"; fleet_lock=\"$fleet_lock_dir/apply.lock\"\n"
         f"fleet_holder=\"$(printf '%s, remote pid %s, since %s' {shlex.quote(holder)} \"$$\" "
@@ -57,8 +73,6 @@ def wrap(script: str, conn) -> str:
         + _MKDIR_LOCK +
         "fi\n"
         f"[ -z \"$fleet_stale\" ] || printf '%s %s\\n' {TAKEOVER} \"$(printf '%s' \"$fleet_stale\" | head -n 1)\"\n"
-        + (STOP_WITH_CONNECTION if not isinstance(conn, LocalConnection) else "")
-        + script
     )
 
 

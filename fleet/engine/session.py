@@ -18,6 +18,7 @@ python. The decide-and-render of tasks is `engine.decided.decide_tasks`, which c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from fleet import sections, shell
@@ -38,7 +39,7 @@ def variables(facts: dict | None, vars: dict) -> dict:
 
 
 def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ...] = (), *,
-          what: str = "probe", timeout: float | None = PROBE_TIMEOUT) -> tuple[dict, dict[str, sections.Section]]:
+          what: str = "probe", timeout: float | None = -1.0) -> tuple[dict, dict[str, sections.Section]]:
     """The facts and `checks` (framed sections, from engine.decided.check_sections) in one remote command.
 
     The facts sections are rendered with the variables `last` implies; where the live facts imply others (first
@@ -60,7 +61,7 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
     return facts, found
 
 
-def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | None = PROBE_TIMEOUT) -> dict:
+def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | None = -1.0) -> dict:
     """The facts alone: `fleet facts`, `fleet script` (bootstrap's first look is observe + plan in check mode)."""
     return probe(conn, host, last, what="facts probe", timeout=timeout)[0]
 
@@ -109,7 +110,7 @@ def check_variables(hosts: list[Host], roles_path=(), by_host: dict[str, list] |
 
 
 def run_sections(conn: Connection, script: str, what: str,
-                 timeout: float | None = PROBE_TIMEOUT) -> dict[str, sections.Section]:
+                 timeout: float | None = -1.0) -> dict[str, sections.Section]:
     """One remote command of framed sections -> its sections; an empty script asks nothing (no command). On an SSH
     host the command ends with its connection (shell.STOP_WITH_CONNECTION): a probe cut short (Ctrl-C, SIGTERM, a
     dropped connection) does not run on, blocked on a dead mount, after fleet has gone."""
@@ -117,13 +118,39 @@ def run_sections(conn: Connection, script: str, what: str,
 
     if not script.strip():
         return {}
+    if timeout is not None and timeout < 0:     # the default: PROBE_TIMEOUT as it is when called
+        timeout = PROBE_TIMEOUT
     result = conn.run(shell.ends_with_connection(script, local=isinstance(conn, LocalConnection)), timeout=timeout)
     found = sections.split_sections(result.stdout)
     if not found:
         raise HostError(f"{conn.host.name}: the {what} produced no output (exit {result.exit}): "
                         f"{tail(result.stderr or result.stdout)}; check that bash exists on the host and "
                         "`fleet run` works there")
+    missing = unobserved(script, found)
+    if missing:
+        # A probe cut short (its deadline, a dropped connection) leaves sources and checks with no answer: their
+        # defaults would make every `when:` false and every check "did not run", and a host fleet could not see
+        # would be reported in state. It is a failure, naming what was not observed.
+        cut = (f"after {timeout:g} s, its deadline" if result.exit == 124 and timeout else f"exit {result.exit}")
+        facts = [name[len("facts."):] for name in missing if name.startswith("facts.")]
+        others = [name for name in missing if not name.startswith("facts.")]
+        shown = "; ".join(filter(None, [f"facts.{{{','.join(facts)}}}" if len(facts) > 1 else
+                                        "".join(f"facts.{n}" for n in facts),
+                                        ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4
+                                                                 else "")]))
+        raise HostError(f"{conn.host.name}: the {what} was cut short ({cut}) before it observed {shown}; nothing "
+                        "it did not see is judged. Find what blocks there (a dead NFS or FUSE mount under df's "
+                        "paths, a hung nvidia-smi: `fleet run` the source's command) and run again")
     return found
+
+
+_BEGIN = re.compile(r"@@fleet:begin ([A-Za-z0-9_.:-]+)@@")
+
+
+def unobserved(script: str, found: dict[str, sections.Section]) -> list[str]:
+    """The sections `script` frames (its begin markers) that gave no complete answer (no end marker: rc -1)."""
+    return [name for name in dict.fromkeys(_BEGIN.findall(script))
+            if name not in found or found[name].rc == -1]
 
 
 def tail(text: str, n: int = 8) -> str:

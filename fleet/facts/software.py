@@ -70,11 +70,13 @@ def parse_env(text: str) -> dict:
 
 def select_python(python_env: str) -> str:
     """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
-    (fleet.facts.paths: no other user owns or can write it or a parent; $env_untrusted says why not), else python3."""
+    (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
+    files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
+    Run it as `cd / && "$py" -s ...` (no module from the working directory, no user site)."""
     return (
         f"{paths.TRUST_FN}\n"
         f"env_dir={shlex.quote(python_env)}; env_untrusted=\n"
-        "if [ -x \"$env_dir/bin/python\" ]; then env_untrusted=$(fleet_trust \"$env_dir/bin/python\"); fi\n"
+        "if [ -x \"$env_dir/bin/python\" ]; then env_untrusted=$(fleet_judge \"$env_dir/bin/python\"); fi\n"
         "if [ -x \"$env_dir/bin/python\" ] && [ -z \"$env_untrusted\" ]; then py=$env_dir/bin/python; env_exists=yes\n"
         "else py=$(command -v python3 || true); env_exists=no; fi"
     )
@@ -103,7 +105,9 @@ def python_command(python_env: str) -> str:
         # Minimal images (Debian/Ubuntu without python3-venv) lack ensurepip: `python3 -m venv` fails there.
         # One Python start for both answers (each start is ~50 ms of CPU, most of this section); the version is
         # printed first, so a Python that cannot import ensurepip still says which it is (the import error is caught).
-        "\"$py\" -B -c 'import platform; print(\"version\", platform.python_version(), flush=True)\n"
+        # the system's python3 is judged as the venv's is before it starts (a python3 planted on PATH is not run)
+        "[ \"$env_exists\" = yes ] || [ -z \"$(fleet_judge \"$py\")\" ] || exit 0\n"
+        "cd / && \"$py\" -s -B -c 'import platform; print(\"version\", platform.python_version(), flush=True)\n"
         "try:\n    import ensurepip, venv\nexcept Exception:\n    print(\"venv_module no\")\n"
         "else:\n    print(\"venv_module yes\")'\n"
         "true"

@@ -24,17 +24,23 @@ from fleet.connection.parallel import Outcome
 # What a hostile host could make the operator's terminal do: retitle the window, hide a HOST KEY CHANGED
 # line, write the clipboard (OSC 52). ECMA-48: CSI (ESC [ ... final byte), OSC/DCS/PM/APC/SOS strings (ESC ]
 # P ^ _ X ... ended by BEL or ESC \), single ESC sequences, the 8-bit C1 forms (U+0080-U+009F), and the other
-# C0 controls (CR overwrites a line, BS rubs characters out). Newlines and tabs are text and stay.
+# C0 controls (CR overwrites a line, BS rubs characters out), and the bidirectional and invisible format characters
+# (U+202A-U+202E, U+2066-U+2069, U+200B-U+200F, U+061C, ...). Newlines and tabs are text and stay.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?"                    # CSI
                       r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC
                       r"|\x1b[ -/]*[0-~]?"                             # other ESC sequences (and a lone ESC)
                       r"|\x9b[0-?]*[ -/]*[@-~]?"                      # 8-bit CSI
                       r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x9c)?"  # 8-bit OSC, DCS, ...
-                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")               # any other control but \t and \n
+                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"                # any other control but \t and \n
+                      # what reorders or hides text without a control byte (Unicode's Bidi_Control and Default_
+                      # Ignorable format characters, as CVE-2021-42574 "Trojan Source" lists them): U+202E makes
+                      # "verify failed" read backwards; zero-width ones hide or join words
+                      r"|[\u061c\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def terminal_safe(text: Any) -> str:
-    """Remote text made fit for a terminal: secrets masked, escape sequences and control characters dropped.
+    """Remote text made fit for a terminal: secrets masked, escape sequences, control characters and bidirectional or
+    invisible format characters dropped.
 
     Every printer of remote text (progress, task reasons, --diff, host blocks, the facts table) goes through
     this one function; newlines and tabs stay, a CRLF line end becomes a newline.

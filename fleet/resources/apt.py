@@ -137,6 +137,7 @@ class Apt(Resource):
                       f"  fleet_fetch {q(self.p['keyring_deb'])} \"$d/keyring.deb\"",
                       verify_sha256('"$d/keyring.deb"', self.p["keyring_sha256"], self.p["keyring_deb"]),
                       f"  {retry} apt-get {opts} install -y \"$d/keyring.deb\"",
+                      "  rm -rf -- \"$d\"; trap - EXIT",
                       "fi"]
         if self.p["repo"]:
             # In a subshell: the atomic write's EXIT trap must not replace the keyring's temp-dir cleanup.
@@ -144,10 +145,20 @@ class Apt(Resource):
         pkgs = " ".join(q(p) for p in self.p["packages"])
         names = " ".join(q(p) for p in self._names())
         if self.p["hold"] and names != pkgs:   # a held package moves to its pinned version only once unheld
-            lines.append(f"apt-mark unhold {names} >/dev/null 2>&1 || true")
-        lines += ["echo 'apt-get update'", f"{retry} apt-get {opts} update -q",
+            # The holds dropped here are put back however the install ends (its failure, a TERM from the deadline
+            # or the connection's end): a failed pinned install never leaves the driver's fabric manager unheld.
+            lines += ["fleet_rehold=$(apt-mark showhold 2>/dev/null | grep -xF"
+                      + "".join(f" -e {q(n)}" for n in self._names()) + " | tr '\\n' ' ') || fleet_rehold=",
+                      "fleet_put_back() { [ -n \"${fleet_rehold// /}\" ] || return 0; "
+                      "apt-mark hold $fleet_rehold >/dev/null 2>&1 && "
+                      "echo \"fleet: the install did not complete; the hold on ${fleet_rehold% } is restored\" >&2; }",
+                      "trap 'fleet_put_back' EXIT; trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP",
+                      f"apt-mark unhold {names} >/dev/null 2>&1 || true"]
+        lines += ["echo 'apt-get update'", f"fleet_retry 'apt-get update' {retry} apt-get {opts} update -q",
                   f"echo {q('apt-get install ' + ' '.join(self.p['packages']))}",
-                  f"{retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
+                  f"fleet_retry 'apt-get install' {retry} apt-get {opts} install -y -q --no-install-recommends {pkgs}"]
         if self.p["hold"]:
             lines.append(f"apt-mark hold {names}")
+            if names != pkgs:
+                lines.append("fleet_rehold=; trap - EXIT")
         return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fleet.remote.verify_record import last_json as _last_json
 from fleet.resources.base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.shell import TRUST_FN
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
 
@@ -37,9 +38,17 @@ class Assert(Resource):
         return ""
 
     def check(self) -> str:
+        judge = ""
+        if self.p["interpreter"] == "python":
+            # judged in this shell just before it runs (fleet/shell.py), then started -s from / (fleet_trusted_python's
+            # way, spelled out: timeout(1) cannot start a shell function)
+            # (a python that is not there: run as before, it fails as not in state)
+            judge = (f"{TRUST_FN}\nfleet_judged {qpath(self.p['python'])} 2>/dev/null; fleet_j=$?\n"
+                     f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(self.p['python'])}; exit 126; }}\n"
+                     f"[ $fleet_j = 0 ] || fleet_prog={qpath(self.p['python'])}\ncd /\n")
         run = self.environment() + _RUN[self.p["interpreter"]].format(script=q(self.p["script"]),
-                                                                      python=qpath(self.p["python"]))
-        return (f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
+                                                                      python='"$fleet_prog" -s')
+        return (f"{judge}out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
                 f"[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
     def apply(self) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fleet.errors import InputError
-from fleet.shell import quote, quote_path
+from fleet.shell import RETRY_FN, quote, quote_path
 
 IN_STATE, NEEDS_CHANGE = 0, 10
 DIFF_MARK = "@@diff@@"
@@ -31,15 +31,22 @@ def q(value: Any) -> str:
 qpath = quote_path
 
 
-# A shell function every snippet may use: fetch URL DEST works for https:// and file:// alike.
-FETCH = r"""
+# A shell function every snippet may use: fetch URL DEST works for https:// and file:// alike. The URL reaches
+# curl and wget on stdin (curl's -K config, wget's -i), never in argv: it may hold credentials, and a command line
+# is every user's (/proc/*/cmdline). A download that fails on a network blip is run again (fleet_retry, fleet/shell.py).
+FETCH = RETRY_FN + r"""
+fleet_fetch_once() {
+  if command -v curl >/dev/null; then
+    local u=${1//\\/\\\\}; u=${u//\"/\\\"}
+    printf 'url = "%s"\n' "$u" | curl -fsSL -K - -o "$2"
+  elif command -v wget >/dev/null; then printf '%s\n' "$1" | wget -q -O "$2" -i -
+  else (cd / && FLEET_URL=$1 python3 -I -c 'import os,sys,urllib.request; urllib.request.urlretrieve(os.environ["FLEET_URL"], sys.argv[1])' "$2"); fi
+}
 fleet_fetch() {
   case "$1" in
     file://*) cp -- "${1#file://}" "$2" ;;
     /*) cp -- "$1" "$2" ;;
-    *) if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$2" "$1";
-       elif command -v wget >/dev/null; then wget -q -O "$2" "$1";
-       else python3 -c 'import sys,urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"; fi ;;
+    *) local fleet_n=${1%%[?#]*}; fleet_retry "download of ${fleet_n##*/}" fleet_fetch_once "$1" "$2" ;;
   esac
 }
 """

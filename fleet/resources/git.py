@@ -4,17 +4,18 @@ A repair never destroys what a person may have made: a checkout of another origi
 checkout, or a checkout with uncommitted changes to tracked files is refused with its path and how to fix it,
 never deleted or overwritten (`checkout --force` would drop the changes without a word).
 
-Credentials in the repo URL (https://user:token@host/...) are never stored in the clone's config: origin is the
-URL without them, and git reaches the real one through `url.<with>.insteadOf=<without>` given in its environment
-(GIT_CONFIG_COUNT), which, unlike a command line, no other user of the host can read.
+Credentials in the repo URL (https://user:token@host/...) are never stored in the clone's config and never in any
+process's argv: origin is the URL without them, and git gets them from a credential helper given in its environment
+(GIT_CONFIG_COUNT) that reads them from the environment too, which, unlike a command line, no other user of the host
+can read (`credentials_env`).
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
-from fleet.shell import git_guard
+from fleet.shell import RETRY_FN, exports, git_guard
 
 
 def public_url(repo: str) -> str:
@@ -25,13 +26,31 @@ def public_url(repo: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
+# git asks a credential helper for the user and password of the host it fetches from (gitcredentials(7): `get`,
+# then key=value lines on stdin, host=HOST[:PORT] among them): this one answers from the environment, for the
+# repo's own host only. Its text holds no secret: git starts it with `sh -c`, and its argv is every user's.
+_HELPER = ('!f() { test "$1" = get || return 0; h=; while IFS= read -r l && [ -n "$l" ]; do '
+           'case $l in host=*) h=${l#host=};; esac; done; [ "$h" = "$FLEET_GIT_HOST" ] || return 0; '
+           'printf "username=%s\\n" "$FLEET_GIT_USER"; '
+           '[ -z "${FLEET_GIT_PASSWORD+x}" ] || printf "password=%s\\n" "$FLEET_GIT_PASSWORD"; }; f')
+
+
 def credentials_env(repo: str) -> str:
-    """Shell exporting the rewrite from the public URL to `repo` for git (nothing when it holds no credentials)."""
+    """Shell exporting, for a repo URL that holds credentials, a credential helper that hands them to git from the
+    environment (nothing otherwise). Before, `url.<with>.insteadOf=<without>` kept them out of git's argv but git
+    hands the rewritten URL, token and all, to git-remote-https as an argument (/proc/*/cmdline: every user's, for
+    the clone's whole duration). The helper list is emptied first (an empty value resets it, git-config(1)
+    credential.helper), so a stored credential of the host's never answers instead."""
     public = public_url(repo)
     if public == repo:
         return ""
-    return (f"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0={q('url.' + repo + '.insteadOf')} "
-            f"GIT_CONFIG_VALUE_0={q(public)}\n")
+    parts = urlsplit(repo)
+    env = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "credential.helper", "GIT_CONFIG_VALUE_0": "",
+           "GIT_CONFIG_KEY_1": "credential.helper", "GIT_CONFIG_VALUE_1": _HELPER, "GIT_TERMINAL_PROMPT": "0",
+           "FLEET_GIT_HOST": parts.netloc.rsplit("@", 1)[1].lower(), "FLEET_GIT_USER": unquote(parts.username or "")}
+    if parts.password is not None:
+        env["FLEET_GIT_PASSWORD"] = unquote(parts.password)
+    return exports(env)
 
 
 class Git(Resource):
@@ -70,11 +89,15 @@ class Git(Resource):
         dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(public_url(self.p["repo"]))
         return (
             "set -e\n"
+            + RETRY_FN + "\n"
             + credentials_env(self.p["repo"])
             + git_guard(dest) +
             f"if [ -d {dest}/.git ] && [ -n \"$fleet_git_owner\" ]; then echo \"refusing to use \"{dest}\": it is owned by "
             f"$fleet_git_owner, and git would run what its config says (core.fsmonitor, hooks) as this user; "
             f"chown -R it to root or move it away\"; exit 3; fi\n"
+            # where the checkout goes must be safe before git writes a config there that root's git then reads
+            f"fleet_why=$(fleet_trust {dest}); if [ -n \"$fleet_why\" ]; then echo \"refusing to check out into \"{dest}\": "
+            "$fleet_why, so another user could change what git runs there\"; exit 3; fi\n"
             f"if [ -d {dest}/.git ]; then\n"
             f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
             f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "
@@ -89,11 +112,12 @@ class Git(Resource):
             f"  parent=$(dirname -- {dest}); mkdir -p -- \"$parent\"\n"
             "  tmp=$(mktemp -d \"$parent/.fleet-clone.XXXXXX\"); trap 'rm -rf -- \"$tmp\"' EXIT\n"
             f"  echo 'git clone '{repo}\n"
-            f"  git clone -q --no-checkout {repo} \"$tmp/repo\"\n"
+            f"  fleet_clone() {{ rm -rf -- \"$tmp/repo\"; git clone -q --no-checkout {repo} \"$tmp/repo\"; }}\n"
+            "  fleet_retry 'git clone' fleet_clone\n"
             f"  git -C \"$tmp/repo\" -c advice.detachedHead=false checkout -q {ref}\n"
             f"  rmdir -- {dest} 2>/dev/null || true; mv -T -- \"$tmp/repo\" {dest}\n"
             "else\n"
-            f"  git -C {dest} fetch -q --tags origin\n"
+            f"  fleet_retry 'git fetch' git -C {dest} fetch -q --tags origin\n"
             f"  git -C {dest} -c advice.detachedHead=false checkout -q {ref}\n"
             "fi\n"
             f"echo 'checked out '{ref}\": $(git -C {dest} rev-parse HEAD)\"\n"

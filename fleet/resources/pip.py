@@ -7,11 +7,17 @@ Big wheels (torch) stage in TMPDIR: `tmpdir` and `cache_dir` can point at a pers
 from PyPI as a wheel (a static binary): `python -m pip install uv` into the venv, with pip's own configuration
 (so a host's pip.conf index and certificate apply), then `uv --version` must answer. Any failure there (no
 PyPI, an index without uv, a binary that does not run on this CPU) says so and installs with pip instead.
-uv then gets what pip would: the same --index-url/--extra-index-url with `--index-strategy unsafe-best-match`
+uv then gets what pip would: the same index and extra index (UV_INDEX_URL/UV_EXTRA_INDEX_URL, as pip gets them
+in PIP_INDEX_URL/PIP_EXTRA_INDEX_URL/PIP_FIND_LINKS: never in argv, where a token in the URL is every user's) with
+`--index-strategy unsafe-best-match`
 (pip's rule: the best version across every index; uv's default takes the first index that has the name),
 its cache in `<cache_dir>/uv` (UV_CACHE_DIR; copies out of it, as a volume is another filesystem), the same
 TMPDIR, and the system's certificate store (UV_NATIVE_TLS=1; uv bundles its own roots otherwise, which a lab or
 corporate CA is not in; SSL_CERT_FILE, where set, still applies). The check is the same for both installers.
+
+Every program run from the venv (python, pip, uv) and the python that makes it is judged in the same shell just
+before it runs (fleet/shell.py's fleet_trusted, fleet_trusted_python: owner, mode, ACLs, site-packages and .pth
+files), and Python starts with -s from /.
 """
 
 from __future__ import annotations
@@ -20,6 +26,32 @@ import re
 
 from fleet.errors import InputError
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.shell import RETRY_FN, TRUST_FN, exports
+
+# A venv is complete when its creation got to the end: pyvenv.cfg, bin/python, pip installed by ensurepip (its
+# RECORD is the last file pip writes; or the system's, for a venv made with system site packages) and bin/activate
+# (venv writes it after pip). A connection lost, a Ctrl-C or a pod
+# restarted while `python -m venv` ran leaves bin/python without pip ("No module named pip" at every later apply):
+# the check calls that not in state, and the apply moves it aside (never deletes it) and makes it again.
+_VENV_SH = r"""
+fleet_venv_complete() {
+  local fleet_r
+  [ -e "$1/pyvenv.cfg" ] && [ -x "$1/bin/python" ] && [ -e "$1/bin/activate" ] || return 1
+  for fleet_r in "$1"/lib/python3*/site-packages/pip-*.dist-info/RECORD; do [ -s "$fleet_r" ] && return 0; done
+  # made --system-site-packages (--without-pip): the system's pip is its pip
+  while IFS= read -r fleet_r; do
+    case ${fleet_r// /} in include-system-site-packages=true) return 0;; esac
+  done < "$1/pyvenv.cfg"
+  return 1
+}
+fleet_venv_started() { [ -e "$1/pyvenv.cfg" ] || [ -e "$1/bin/python" ] || [ -L "$1/bin/python" ]; }
+"""
+
+# pip's and uv's index options, as the environment variables each reads (pip: PIP_<OPTION>; uv: UV_INDEX_URL,
+# UV_EXTRA_INDEX_URL): an index URL may carry credentials (https://user:token@host/simple), and a command line is
+# in /proc/*/cmdline for every user of the host, the environment only for its own user and root.
+_PIP_ENV = {"index_url": "PIP_INDEX_URL", "extra_index_url": "PIP_EXTRA_INDEX_URL", "find_links": "PIP_FIND_LINKS"}
+_UV_ENV = {"index_url": "UV_INDEX_URL", "extra_index_url": "UV_EXTRA_INDEX_URL"}
 
 # What the check can judge: a name, or a name pinned with ==. Anything else (>=, extras, a stray option)
 # would check "absent" forever and reinstall on every apply.
@@ -87,7 +119,7 @@ fleet_pip_fast() {
 
 _INDEX_PY = r"""
 import html, os, platform, re, sys, urllib.parse, urllib.request
-index, reqs = sys.argv[1].rstrip("/"), sys.argv[2:]
+index, reqs = os.environ["FLEET_INDEX"].rstrip("/"), sys.argv[1:]   # the URL may hold a token: never in argv
 tag, machine = f"cp{sys.version_info[0]}{sys.version_info[1]}", platform.machine()
 def page(project):
     url = f"{index}/{project}/"
@@ -169,29 +201,32 @@ class Pip(Resource):
 
 
     def check(self) -> str:
-        py = f"{qpath(self.p['venv'])}/bin/python"
+        venv = qpath(self.p["venv"])
+        py = f"{venv}/bin/python"
         reqs = " ".join(q(r) for r in self.p["packages"])
         on_index = ""
         if self.p["index_check"] and self.p["index_url"]:
             # Asked only where something is missing: a converged host costs no index request.
             on_index = (f"if [ \"$rc\" = {NEEDS_CHANGE} ]; then ipy={py}; [ -x \"$ipy\" ] || ipy=$(command -v "
-                        f"{q(self.p['python'])} || true); if [ -n \"$ipy\" ]; then \"$ipy\" -c {q(_INDEX_PY)} "
-                        f"{q(self.p['index_url'])} {reqs} || exit $?; fi; fi\n")
-        return (f"{_FAST_SH}"
+                        f"{q(self.p['python'])} || true); if [ -n \"$ipy\" ]; then "
+                        f"{exports({'FLEET_INDEX': self.p['index_url']}).strip()}; fleet_trusted_python \"$ipy\" -c "
+                        f"{q(_INDEX_PY)} {reqs} || exit $?; fi; fi\n")
+        # from /: the fast path's working-directory entries are then /'s, as Python's sys.path[0] is
+        return (f"cd /\n{TRUST_FN}\n{_VENV_SH}{_FAST_SH}"
                 f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; rc={NEEDS_CHANGE}\n"
-                f"elif fleet_pip_fast {qpath(self.p['venv'])} {reqs}; then echo 'all installed'; rc=0\n"
-                f"else {py} -c {q(_CHECK_PY)} {reqs}; rc=$?; fi\n{on_index}exit $rc\n")
+                f"elif ! fleet_venv_complete {venv}; then echo 'incomplete virtual environment at '{q(self.p['venv'])}"
+                "' (no pip: its creation was cut short): it will be moved aside and made again'; "
+                f"rc={NEEDS_CHANGE}\n"
+                f"elif fleet_pip_fast {venv} {reqs}; then echo 'all installed'; rc=0\n"
+                f"else fleet_trusted_python {py} -c {q(_CHECK_PY)} {reqs}; rc=$?; fi\n{on_index}exit $rc\n")
 
     def apply(self) -> str:
         venv = qpath(self.p["venv"])
         args = ["--disable-pip-version-check", "--progress-bar", "off"]
-        for flag, key in (("--index-url", "index_url"), ("--extra-index-url", "extra_index_url"),
-                          ("--find-links", "find_links")):
-            if self.p[key]:
-                args += [flag, q(self.p[key])]
+        index_env = {_PIP_ENV[key]: str(self.p[key]) for key in _PIP_ENV if self.p.get(key)}
         if self.p["no_index"]:
             args.append("--no-index")
-        lines = ["set -e"]
+        lines = ["set -e", TRUST_FN, RETRY_FN, _VENV_SH, exports(index_env).rstrip("\n")]
         if self.p["tmpdir"]:
             lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
         if self.p["cache_dir"]:
@@ -203,31 +238,33 @@ class Pip(Resource):
                       f"if [ \"$free_kb\" -lt {int(need * 1024 * 1024)} ]; then echo \"only $((free_kb/1024/1024)) GB "
                       f"free at $probe; {need:g} GB needed: free space or point python_env at a bigger volume\" >&2; "
                       "exit 28; fi"]
-        lines += [f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
-                  f"{q(self.p['python'])} -m venv {venv}; fi"]
+        lines += [f"if fleet_venv_started {venv} && ! fleet_venv_complete {venv}; then "
+                  f"fleet_aside={venv}.incomplete-$(date -u +%Y%m%dT%H%M%SZ); mv -- {venv} \"$fleet_aside\"; "
+                  "echo \"moved an incomplete virtual environment (its creation was cut short) aside to $fleet_aside\"; fi",
+                  f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
+                  f"fleet_trusted_python {q(self.p['python'])} -m venv {venv}; fi"]
         reqs = " ".join(q(r) for r in self.p["packages"])
         pip = [f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
-               f"{venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
+               f"fleet_retry 'pip install' fleet_trusted_python {venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
         if self.p["installer"] != "auto" or self.p["find_links"] or self.p["no_index"]:
             return "\n".join(lines + pip)
-        uv_args = ["--python", f"{venv}/bin/python"]
-        for flag, key in (("--index-url", "index_url"), ("--extra-index-url", "extra_index_url")):
-            if self.p[key]:
-                uv_args += [flag, q(self.p[key])]
-        uv_args += ["--index-strategy", "unsafe-best-match"]
+        uv_env = {_UV_ENV[key]: str(self.p[key]) for key in _UV_ENV if self.p.get(key)}
+        uv_args = ["--python", f"{venv}/bin/python", "--index-strategy", "unsafe-best-match"]
+        if uv_env:
+            lines.append(exports(uv_env).rstrip("\n"))
         if self.p["cache_dir"]:
             lines.append(f"export UV_CACHE_DIR={qpath(self.p['cache_dir'])}/uv UV_LINK_MODE=copy")
         lines += [
             "export UV_NATIVE_TLS=1",
-            f"if ! {venv}/bin/uv --version >/dev/null 2>&1; then",
-            f"  if ! {venv}/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv >&2 || "
-            f"! {venv}/bin/uv --version >/dev/null 2>&1; then",
+            f"if ! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
+            f"  if ! fleet_trusted_python {venv}/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv >&2 || "
+            f"! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
             "    echo 'uv cannot be had here (pip install uv failed, or its binary does not run): installing with pip'",
             "    fleet_uv=",
             f"  else fleet_uv={venv}/bin/uv; fi",
             f"else fleet_uv={venv}/bin/uv; fi",
             'if [ -n "${fleet_uv:-}" ]; then',
-            f"  echo {q('uv pip install ' + ' '.join(self.p['packages']))} " + '"($("$fleet_uv" --version))"',
-            f"  \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs}",
+            f"  echo {q('uv pip install ' + ' '.join(self.p['packages']))} " + '"($(fleet_trusted "$fleet_uv" --version))"',
+            f"  (cd / && fleet_retry 'uv pip install' fleet_trusted \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs})",
             "else"] + ["  " + line for line in pip] + ["fi"]
         return "\n".join(lines)

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from fleet import shell
+
 BIN = "/var/lib/fleet/bin"
 MISSING = "@@fleet:program-missing "
 INSTALLED = "@@fleet:program-installed "
@@ -56,21 +58,19 @@ class Program:
         return f"{BIN}/{self.file}"
 
 
-# Where the judgement of a path right before it runs lives: one function, so a general one can take its place.
-TRUSTED = r"""fleet_trusted() {  # PATH under /var/lib/fleet/bin: it and every directory above it root-owned, root alone writes
-  local s m
-  while read -r s m; do
-    [ "$s" = 0 ] && (( (8#$m & 8#022) == 0 )) || return 1
-  done < <(stat -L -c '%u %a' -- "$1" /var/lib/fleet/bin /var/lib/fleet /var/lib /var / 2>/dev/null || echo x 777)
+# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
+# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
+TRUSTED = shell.TRUST_FN + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
+  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
 }
 """
 
 FUNCTIONS = TRUSTED + rf"""fleet_program() {{  # FILE SHA256: 0 when {BIN}/FILE is trusted and whole; else installs it where this
   # command carries it (fleet_ship_FILE), or says it is missing (the controller sends it in another command)
   local p={BIN}/$1 h f=fleet_ship_${{1//-/_}}
-  if fleet_trusted "$p" && h=$(sha256sum < "$p" 2>/dev/null) && [ "${{h%% *}}" = "$2" ]; then return 0; fi
+  if fleet_bin_trusted "$p" && h=$(sha256sum < "$p" 2>/dev/null) && [ "${{h%% *}}" = "$2" ]; then return 0; fi
   if ! declare -F "$f" >/dev/null; then printf '{MISSING}%s\n' "$1"; return {MISSING_EXIT}; fi
-  if "$f" "$1" "$2" && fleet_trusted "$p" && h=$(sha256sum < "$p") && [ "${{h%% *}}" = "$2" ]; then
+  if "$f" "$1" "$2" && fleet_bin_trusted "$p" && h=$(sha256sum < "$p") && [ "${{h%% *}}" = "$2" ]; then
     printf '{INSTALLED}%s\n' "$1"; return 0
   fi
   echo "fleet: could not install $p (it needs root, or sudo without a password)"; return 1

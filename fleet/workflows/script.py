@@ -27,7 +27,7 @@ import shlex
 from datetime import datetime, timezone
 
 from fleet import __version__, remote, shell
-from fleet.engine import Decided, decide_tasks, maybe_sudo
+from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.session import gather
 from fleet.errors import HostError
 from fleet.facts.software import VERIFY_PATH
@@ -91,7 +91,13 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
     made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
-           _PRELUDE, "# -- run-time guard: the host must be the one the decisions cover -----------------------",
+           _PRELUDE, shell.TRUST_FN,
+           "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
+           hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
+           # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
+           # directory (a pod's shared /workspace): Python started here imports what is in it
+           'cd -- "$HOME" 2>/dev/null || cd /',
+           "# -- run-time guard: the host must be the one the decisions cover -----------------------",
            script_runtime.guard(plan, plans, made_from), _start_gate(root), *defs]
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
@@ -124,7 +130,7 @@ def _start_gate(root: bool) -> str:
     gate = shlex.quote(COMPAT_GATE)
     sudo = shell.sudo_prefix(shell.needs_sudo(True, root))
     return ("# -- the cuda-compat gate, as at every start (compat in the ld cache only under an older driver) ----\n"
-            f"if [ -x {gate} ]; then {sudo}{gate} run fleet-script </dev/null; fi")
+            f"if [ -x {gate} ] && fleet_judged {gate}; then {sudo}{gate} run fleet-script </dev/null; fi")
 
 
 def _number(task, root: bool, bodies: dict[str, int], defs: list[str]) -> tuple[int, object]:
@@ -195,9 +201,11 @@ def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> 
         return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
                 f'|| fleet_fail {label} "$(fleet_tail "$out")"')
     python = assert_.qpath(task.resource.p["python"])
+    # the python that writes the record as root: judged first (fleet/shell.py), started -s from /
     return (f'out=$(fleet_check_{i} 2>&1 </dev/null); rc=$?\n'
             f'py={python}; [ -x "$py" ] || py=python3\n'
-            f'summary=$(printf \'%s\\n\' "$out" | {sudo}"$py" -c {shlex.quote(verify_record_program())} '
+            f'fleet_judged "$py" 2>/dev/null || fleet_fail {label} "$(fleet_judged "$py" 2>&1)"\n'
+            f'summary=$(cd / && printf \'%s\\n\' "$out" | {sudo}"$fleet_prog" -s -c {shlex.quote(verify_record_program())} '
             f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc" 2>&1) '
             f'|| fleet_fail {label} "${{summary:-$(fleet_tail "$out")}}"\n'
             f'printf \'verify  %s\\n\' "$summary"')

@@ -59,3 +59,31 @@ def test_credentials_in_the_repo_url_are_not_kept_in_the_clone(lab, tmp_path):
         assert found.split() == [REPO, "v4.3.0", "no-secret"]
     finally:
         sh(lab, POD, "rm -rf /opt/cutlass")
+
+
+# Every process's command line on the host, sampled while the apply runs (cat of /proc/*/cmdline: what any user of
+# the host may read), kept where it names a git remote helper or holds the token.
+SAMPLER = r"""rm -f /var/tmp/fleet-test-argv /var/tmp/fleet-test-argv.stop
+cat > /var/tmp/fleet-test-sampler <<'EOF'
+for i in $(seq 3000); do [ -e /var/tmp/fleet-test-argv.stop ] && break
+  cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -ao -e 'git-remote-[a-z]* [^ ]* [^ ]*' -e 'fleet-test-secre[t][^ ]*'
+done >> /var/tmp/fleet-test-argv
+EOF
+setsid bash /var/tmp/fleet-test-sampler >/dev/null 2>&1 </dev/null &
+sleep 0.2; pgrep -f fleet-test-sampler >/dev/null && echo started"""
+
+
+def test_the_token_is_in_no_process_argv_while_git_clones(lab, tmp_path):
+    """The clone's git-remote-https sees the URL without the token (git hands it the credential on stdin from the
+    helper fleet gives it); before, it got the rewritten URL, token included, as an argument."""
+    lab.reset([POD])
+    try:
+        inv = inventory(lab, tmp_path, cutlass_repo="https://fleet:fleet-test-secret-9c1@github.com/NVIDIA/cutlass.git")
+        assert ok(lab, POD, SAMPLER).strip() == "started"
+        code, out, err = fleet("apply", str(inv), "--roles", "cutlass")
+        assert code == 0, (out + err)[-3000:]
+        seen = ok(lab, POD, "touch /var/tmp/fleet-test-argv.stop; sleep 0.3; sort -u /var/tmp/fleet-test-argv")
+        assert "git-remote-https origin https://github.com/NVIDIA/cutlass.git" in seen, seen   # it sampled the clone
+        assert "fleet-test-secret" not in seen, seen
+    finally:
+        sh(lab, POD, "touch /var/tmp/fleet-test-argv.stop; rm -rf /opt/cutlass /var/tmp/fleet-test-argv")

@@ -12,8 +12,10 @@ from fleet.env import Environment
 
 # A hostile pod's text: retitle the window (OSC 0), write the clipboard (OSC 52), erase and move up to hide a
 # line (CSI 2K, CSI 1A), an 8-bit CSI, a DCS string, a carriage return that overwrites what came before.
-HOSTILE = ("NVIDIA H100\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x1b\\\x1b[2K\x1b[1A\x9b31m\x1bP1$r\x1b\\\rrover")
-CONTROLS = ("\x1b", "\x07", "\x9b", "\x9c", "\x9d", "\r", "\x08")
+HOSTILE = ("NVIDIA H100\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x1b\\\x1b[2K\x1b[1A\x9b31m\x1bP1$r\x1b\\\rrover"
+           "\u202edeliaf\u202c\u2066\u200b\u061c")
+# C0/C1 controls, and the bidirectional and invisible format characters (U+202E reads "failed" backwards)
+CONTROLS = ("\x1b", "\x07", "\x9b", "\x9c", "\x9d", "\r", "\x08", "\u202e", "\u202c", "\u2066", "\u200b", "\u061c")
 TOKEN = "hf_abcdefghijklmnopqrstuvwxyz0123"
 
 

@@ -31,6 +31,9 @@ from reliability_helpers import HOSTILE, TOKEN, assert_clean, run
     ("HOST KEY CHANGED\rok      ", "HOST KEY CHANGEDok      "),   # CR cannot overwrite the warning
     ("tabs\tand\nnewlines stay\r\n", "tabs\tand\nnewlines stay\n"),
     ("ünïcode ✓ stays", "ünïcode ✓ stays"),
+    ("verify \u202edeliaf\u202c", "verify deliaf"),                # RLO...PDF: "failed" shown backwards
+    ("a\u2066b\u2069c\u200bd\u200fe\u061cf\ufeffg\u2028h", "abcdefgh"),   # isolates, zero-width, ALM, BOM, LS
+    ("עברית stays", "עברית stays"),                               # right-to-left text itself is text
 ])
 def test_terminal_safe_drops_every_escape_and_keeps_text(text, kept):
     assert terminal_safe(text) == kept
@@ -144,3 +147,11 @@ def test_bootstrap_json_and_summary_are_scrubbed():
         assert TOKEN not in out.getvalue() + err.getvalue()
         if not json_out:
             assert_clean(strip_rich_styles(out.getvalue() + err.getvalue()))
+
+
+def test_an_error_is_printed_through_the_same_filter(tmp_path):
+    """An error's sentence may quote a host's output, a record's value or a path: its escapes and bidirectional
+    controls never reach the terminal (before, cli printed str(exc) as it was)."""
+    code, out, err = run(["decide", str(tmp_path / "x\u202enosj.json\x1b]0;pwned\x07")], tmp_path, terminal=True)
+    assert code == 2 and "cannot read the facts file" in err
+    assert_clean(strip_rich_styles(out + err))

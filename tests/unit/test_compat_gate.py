@@ -85,5 +85,5 @@ def test_a_script_runs_the_installed_gate_at_its_start():
     facts = json.loads((DATA / "h100-pod-570.json").read_text())
     plan = decide_tasks(load_roles(None, roles_dirs()), Host("pod-570", address="192.0.2.1", user="root"), facts)
     text = render_script(plan, Host("pod-570", address="192.0.2.1", user="root"))
-    start = text.index(f"if [ -x {GATE} ]; then {GATE} run fleet-script </dev/null; fi")
+    start = text.index(f"if [ -x {GATE} ] && fleet_judged {GATE}; then {GATE} run fleet-script </dev/null; fi")
     assert text.index("# -- run-time guard") < start < text.index("# -- converge")   # after the guard, first

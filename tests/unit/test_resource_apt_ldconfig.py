@@ -225,3 +225,23 @@ def test_apt_pinned_package_not_installed_is_named_once_with_its_version(tmp_pat
                 hold=True)
     assert run_check(res, tools).reason == ("not installed: nvidia-fabricmanager-570=570.133.20-1 "
                                             "libnvidia-nscq-570=570.133.20-1")
+
+
+def test_a_failed_pinned_install_puts_back_the_hold_it_dropped(tmp_path):
+    """The fabric manager's pin: unheld to move it, the install fails (the pinned version is not there), and the
+    hold it had is back (the stand-in apt-mark keeps holds as files, as dpkg's selections keep them)."""
+    tools = fake_tools(tmp_path)
+    (tmp_path / "installed" / "nvidia-fabricmanager-570").write_text("570.124.06-1")
+    (tmp_path / "held" / "nvidia-fabricmanager-570").touch()
+    (tmp_path / "bin" / "apt-get").write_text('#!/bin/bash\n[ "$3" = install ] || exit 0\n'
+                                            'echo "E: Version \'570.133.20-1\' for \'nvidia-fabricmanager-570\' was not '
+                                            'found" >&2; exit 100\n')
+    res = local(LocalApt, tmp_path, packages=["nvidia-fabricmanager-570=570.133.20-1"], hold=True)
+    rc, out = sh(res.apply(), **tools)
+    assert rc == 100 and "the hold on nvidia-fabricmanager-570 is restored" in out, out
+    assert (tmp_path / "held" / "nvidia-fabricmanager-570").exists()
+    assert (tmp_path / "installed" / "nvidia-fabricmanager-570").read_text() == "570.124.06-1"
+    # not held before: nothing to put back, and no hold is invented
+    (tmp_path / "held" / "nvidia-fabricmanager-570").unlink()
+    rc, out = sh(res.apply(), **tools)
+    assert rc == 100 and "restored" not in out and not (tmp_path / "held" / "nvidia-fabricmanager-570").exists()

@@ -138,8 +138,11 @@ def _venv_without_python(tmp_path, *dist_infos):
     python = env / "bin" / "python"
     python.write_text(f"#!/bin/bash\necho started >> {tmp_path}/python-ran\necho 'python answered'; exit 10\n")
     python.chmod(0o755)
+    (env / "bin" / "activate").write_text("")           # a complete venv: made to the end, pip included
     site = env / "lib" / "python3.12" / "site-packages"
-    site.mkdir(parents=True)
+    (site / "pip-24.0.dist-info").mkdir(parents=True)
+    (site / "pip-24.0.dist-info" / "RECORD").write_text("pip/__init__.py,,\n")
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
     for name, version in dist_infos:
         (site / f"{name}-{version}.dist-info").mkdir()
         (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
