@@ -60,7 +60,7 @@ class Program:
 
 # A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
 # ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
-TRUSTED = shell.TRUST_FN + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
+TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
   [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
 }
 """
