@@ -93,6 +93,8 @@ class Decisions:
     loader: dict = field(default_factory=dict)
     # the links between the GPUs: fabric manager to install, a provider's fabric not ready (fleet/decide/fabric.py)
     fabric: dict = field(default_factory=dict)
+    # what each kind of process reaches when a user types python3/pip/nvcc, and the GPUs it sees (decide/shells.py)
+    shells: dict = field(default_factory=dict)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -120,4 +122,5 @@ class Decisions:
             "platform": self.platform,
             "loader": self.loader,
             "fabric": self.fabric,
+            "shells": self.shells,
         }
