@@ -116,14 +116,14 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
         want = torch_path or posixpath.join(python_env, "lib")
         for command in ("python3", "python"):
             got = commands.get(command) or {}
-            answer = pythons.get(got.get("real") or "") or {}
+            answer = pythons.get(got.get("path") or "") or {}
             torch = answer.get("torch")
             if not got.get("path"):
                 says = f"`{command}` is not found"
             elif not torch:
-                says = f"`{command}` is {got.get('real') or got.get('path')}, which has no torch"
+                says = f"`{command}` is {got.get('path')}, which has no torch"
             elif not (torch == torch_path if torch_path else torch.startswith(want)):
-                says = f"`{command}` is {got.get('real')}, whose torch is {torch}, not the one verify proves ({want})"
+                says = f"`{command}` is {got.get('path')}, whose torch is {torch}, not the one verify proves ({want})"
             else:
                 continue
             findings.append({"kind": kind, "mechanism": "python", "variable": "PATH", "value": None,

@@ -101,9 +101,11 @@ for c in """ + " ".join(COMMANDS) + r"""; do
   elif [ "$c" = pip ] && [ -n "$r" ]; then
     IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac
   fi
-  [ "$c" = pip ] && [ -n "$x" ] && x=$(readlink -f -- "$x" 2>/dev/null)
   printf '@@cmd %s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x"
-  for q in "$r" "$x"; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
+  # a python is asked by the path it is run by: a venv's bin/python3 links to the system's, and only that path
+  # finds the venv (its pyvenv.cfg)
+  case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
+  for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
 done
 for q in $fleet_pys; do
   [ -x "$q" ] || continue
