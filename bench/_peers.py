@@ -66,22 +66,32 @@ def decisions_of(inventory: Path) -> dict[str, dict]:
 
 
 def write_verify(workdir: Path, inventory: Path) -> Path:
-    import jinja2
+    """fleet's verify program (fleet/remote/verify_host.py, as it is) beside its CONFIG_JSON (verify_config(): the
+    peers pass it as the program's argument)."""
+    import shutil
+
+    from fleet.remote import verify_host
+
+    out = workdir / "verify.py"
+    shutil.copyfile(verify_host.__file__, out)
+    (workdir / "verify.json").write_text(verify_config(inventory))
+    return out
+
+
+def verify_config(inventory: Path) -> str:
+    """The CONFIG_JSON the verify role renders for a lab host: the role's defaults and the inventory's verify_*
+    variables; every lab host has a (stand-in) GPU, the peers apply (no --check), no platform perf table."""
     import yaml
 
     from fleet.roles import BUILTIN_DIR
 
-    role = BUILTIN_DIR / "verify"
-    values = dict(yaml.safe_load((role / "role.yaml").read_text())["defaults"])
+    values = dict(yaml.safe_load((BUILTIN_DIR / "verify" / "role.yaml").read_text())["defaults"])
     values.update({k: v for k, v in yaml.safe_load(inventory.read_text()).get("vars", {}).items()
                    if k.startswith("verify_")})
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(role / "templates")), keep_trailing_newline=True)
-    out = workdir / "verify.py"
-    # the template reads the host's facts (a CPU-only host is verified on the CPU) and fleet's host info (no perf
-    # smoke under --check): every lab host has a (stand-in) GPU, and the peers apply
-    values.update(facts={}, host={"check_mode": False}, decisions={})   # decisions.platform: none (no perf table)
-    out.write_text(env.get_template("verify.py.j2").render(**values))
-    return out
+    return json.dumps({"perf": bool(values["verify_perf"]), "gpu_expected": True,
+                       "perf_table": values["verify_perf_table"] or [],
+                       "memory_share": float(values["verify_perf_memory_share"]),
+                       "busy_share": float(values["verify_busy_memory_share"])})
 
 
 def write_ansible(workdir: Path, inventory: Path, lab_root: Path, verify: Path, decisions: dict | None = None) -> Path:
@@ -96,7 +106,8 @@ def write_ansible(workdir: Path, inventory: Path, lab_root: Path, verify: Path, 
         "ansible_ssh_executable": str(_counting_wrapper(workdir, "ssh")),
         "ansible_sftp_executable": str(_counting_wrapper(workdir, "sftp")),
         "ansible_scp_executable": str(_counting_wrapper(workdir, "scp")),
-        "peers_common": str(PEERS / "common"), "verify_py": str(verify)}}}
+        "peers_common": str(PEERS / "common"), "verify_py": str(verify),
+        "verify_config": (verify.parent / "verify.json").read_text()}}}
     path = workdir / "ansible-hosts.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -115,7 +126,8 @@ def write_pyinfra(workdir: Path, inventory: Path, lab_root: Path, verify: Path, 
     for h in hosts_of(inventory):
         data = dict(host_vars(h, (decisions or {}).get(h.name)), ssh_hostname=h.address, ssh_port=h.port, ssh_user=h.user,
                     ssh_key=str(lab_root / "id_ed25519"), ssh_known_hosts_file=str(lab_root / "known_hosts"),
-                    ssh_strict_host_key_checking="yes", peers_common=str(PEERS / "common"), verify_py=str(verify))
+                    ssh_strict_host_key_checking="yes", peers_common=str(PEERS / "common"), verify_py=str(verify),
+                    verify_config=(verify.parent / "verify.json").read_text())
         rows.append((h.name, data))
     path = workdir / "pyinfra_inventory.py"
     path.write_text(f"hosts = {rows!r}\n")

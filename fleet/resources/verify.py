@@ -14,7 +14,9 @@ Like an assert it has nothing to apply and is judged on the last probe; unlike o
 The engine asks every resource the same questions (Resource.gate/read/record/fold, no-ops by default), so a user
 role's own JSON `assert` is only an assert: it never becomes, or overwrites, the host's verify.
 
-Its script prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...} as its last JSON line.
+Its program is fleet/remote/verify_host.py, a plain Python file (no templating: the role renders only its
+CONFIG_JSON, the `config` parameter), or a role's own `script`; either prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...}
+as its last JSON line.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from datetime import datetime, timezone
 
 from fleet.resources import verify_gate
 from fleet.resources.assert_ import Assert, json_result
-from fleet.resources.base import CheckResult, Param
+from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
 
 class Verify(Assert):
@@ -33,6 +35,8 @@ class Verify(Assert):
     default_deadline = 3600     # a perf run on a busy GPU (fleet.sections.bounded)
     params = {name: spec for name, spec in Assert.params.items() if name != "json"}
     params["interpreter"] = Param((str,), default="python", check=Assert.params["interpreter"].check)
+    params["config"] = Param((str,), default="{}")   # the verify program's CONFIG_JSON (one JSON object)
+    requires_one_of = ((), "")   # no script: fleet's own verify program (fleet/remote/verify_host.py)
     writes_record = True
     reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
 
@@ -53,6 +57,22 @@ class Verify(Assert):
         from fleet.shell import quote
 
         return f"env FLEET_VERIFY_TRACE={quote(shells.command())} "
+
+    def check(self) -> str:
+        """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify_host.py, as
+        it is) run from a private file with the rendered config: its output, and a NEEDS_CHANGE exit where it
+        failed, as an assert's."""
+        if self.p.get("script"):
+            return super().check()
+        from fleet.remote import source
+
+        text = source("verify_host")
+        end = "FLEET_VERIFY_PROGRAM_END"
+        run = f"{self.environment()}{qpath(self.p['python'])} \"$fleet_vp\" {q(self.p['config'])}"
+        return (f"fleet_vp=$(mktemp \"${{TMPDIR:-/tmp}}/fleet-verify.XXXXXX\") || exit 1\n"
+                f"cat > \"$fleet_vp\" <<'{end}'\n{text}{'' if text.endswith(chr(10)) else chr(10)}{end}\n"
+                f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nrm -f \"$fleet_vp\"\n"
+                f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
     def gate(self, body: str, max_age: float | None) -> str:
         return verify_gate.gated(body, self.venv, max_age, variables=self.variables)

@@ -37,7 +37,7 @@ def test_the_wheel_holds_every_built_in_role_and_template_as_the_checkout_has_it
     expected = role_files()
     assert len([n for n in expected if n.endswith("/role.yaml")]) == len(roles.DEFAULT_ORDER) == 9
     assert {n for n in expected if "/templates/" in n} == {
-        "fleet/builtin_roles/env_hooks/templates/env.sh.j2", "fleet/builtin_roles/verify/templates/verify.py.j2",
+        "fleet/builtin_roles/env_hooks/templates/env.sh.j2",
         "fleet/builtin_roles/cuda_compat/templates/fleet-cuda-compat-gate.sh.j2",
         "fleet/builtin_roles/cuda_compat/templates/fleet-cuda-compat.service"}
     missing = sorted(set(expected) - set(wheel))

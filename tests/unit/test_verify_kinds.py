@@ -1,4 +1,4 @@
-"""verify in every kind of process (issue 23): the explaining code of the verify program (roles/verify), run here
+"""verify in every kind of process (issue 23): the explaining code of the verify program (fleet/remote/verify_host.py), run here
 on outputs recorded on the lab's pod-580 (tests/data/verify_kinds/: fleet.facts.shells' trace with a
 ~/.bash_profile putting compat first, `ldconfig -p` and the /etc/ld.so.conf files with
 /etc/ld.so.conf.d/000-cuda-compat.conf, and the verify results fleet recorded for each trap). The files a step
@@ -17,6 +17,8 @@ from fleet.inventory import Host
 from fleet.remote.verify_record import verify_record
 from fleet.roles import load_roles, roles_dirs
 
+import verify_program
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 KINDS = DATA / "verify_kinds"
 COMPAT = "/usr/local/cuda-13.0/compat"
@@ -27,11 +29,8 @@ TRACE = (KINDS / "pod-580-bash-profile.trace.txt").read_text()
 def verify():
     facts = json.loads((DATA / "records" / "h100-pod-580-compat.json").read_text())
     plan = decide_tasks(load_roles(None, roles_dirs()), Host("h", address="192.0.2.1"), facts)
-    script = next(t for t in plan.tasks if t.id == "verify.0").resource.p["script"]
-    namespace = {"__name__": "verify"}
-    with pytest.raises(SystemExit):   # no torch here: main() stops at torch_installed
-        exec(compile(script, "verify.py", "exec"), namespace)
-    return namespace
+    task = next(t for t in plan.tasks if t.id == "verify.0")
+    return verify_program.fresh(verify_program.config_of(task))   # no torch here: it stops at torch_installed
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ import pytest
 from fleet.decide import decide
 from fleet.roles import load_roles, render_role, roles_dirs
 
+import verify_program
+
 DATA = Path(__file__).parents[1] / "data"
 
 
@@ -21,8 +23,7 @@ def program():
     facts = json.loads((DATA / "records" / "h100-pod-570.json").read_text())
     (role,) = load_roles(["verify"], roles_dirs())
     (task,) = render_role(role, {}, facts, decide(facts).to_json(), {"name": "pod", "user": "root", "root": True})
-    script = task.resource.p["script"]
-    return script[:script.index("\ntry:\n    main()")]   # its definitions, not its run
+    return verify_program.config_of(task)   # the config the role renders for it
 
 
 def load(program, tmp_path, monkeypatch, topo):
@@ -30,9 +31,7 @@ def load(program, tmp_path, monkeypatch, topo):
     smi.write_text(f"#!/bin/sh\ncat {DATA / 'fabric' / topo}\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    space: dict = {}
-    exec(compile(program, "verify.py", "exec"), space)
-    return space
+    return verify_program.fresh(program, run=False)   # its definitions, configured, not its run
 
 
 def fake_torch(n, no_peer_with=None):
@@ -85,7 +84,7 @@ def test_busy_gpus_skip_the_allreduce_with_the_reason(program, tmp_path, monkeyp
 
 def test_the_allreduce_program_compiles_and_the_expected_figures(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    compile(v["ALLREDUCE"], "allreduce", "exec")
+    assert callable(v["allreduce_worker"])
     assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
     assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
     assert v["link_kind"]("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"

@@ -1,4 +1,4 @@
-"""The verify role's program, rendered as the engine renders it and run here (no torch on this machine, so
+"""The verify program (fleet/remote/verify_host.py) with the config the engine renders, run here (no torch on this machine, so
 main() stops at torch_installed): its explanations of CUDA's errors, the MIG share, check-mode and CPU-only."""
 
 import json
@@ -10,22 +10,22 @@ from fleet.engine import decide_tasks
 from fleet.inventory import Host
 from fleet.roles import load_roles, roles_dirs
 
+import verify_program
+
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
 
 
-def rendered(record: str, check_mode: bool = False, **variables) -> str:
+def rendered(record: str, check_mode: bool = False, **variables) -> dict:
+    """The CONFIG_JSON the verify role renders for this record's host."""
     facts = json.loads((RECORDS / f"{record}.json").read_text())
     plan = decide_tasks(load_roles(None, roles_dirs()), Host("h", address="192.0.2.1", vars=variables), facts,
                         check_mode=check_mode)
-    return next(t for t in plan.tasks if t.id == "verify.0").resource.p["script"]
+    return verify_program.config_of(next(t for t in plan.tasks if t.id == "verify.0"))
 
 
 @pytest.fixture(scope="module")
 def verify():
-    namespace = {"__name__": "verify"}
-    with pytest.raises(SystemExit):
-        exec(compile(rendered("h100-pod-580-compat"), "verify.py", "exec"), namespace)
-    return namespace
+    return verify_program.fresh(rendered("h100-pod-580-compat"))
 
 
 def test_without_torch_it_says_so(verify, capsys):
@@ -65,7 +65,11 @@ def test_a_mig_slice_is_judged_as_its_share_of_the_gpu(verify):
 
 
 def test_check_mode_and_cpu_only_switch_off_what_they_must():
-    assert "PERF = True" in rendered("h100-pod-580-compat")
-    assert "PERF = False" in rendered("h100-pod-580-compat", check_mode=True)
-    assert "PERF = False" in rendered("h100-pod-580-compat", verify_perf=False)
-    assert "GPU_EXPECTED = False" in rendered("cpu-only") and "GPU_EXPECTED = True" in rendered("thor")
+    assert rendered("h100-pod-580-compat")["perf"] is True
+    assert rendered("h100-pod-580-compat", check_mode=True)["perf"] is False
+    assert rendered("h100-pod-580-compat", verify_perf=False)["perf"] is False
+    assert rendered("cpu-only")["gpu_expected"] is False and rendered("thor")["gpu_expected"] is True
+    # and the program takes them so
+    program = verify_program.fresh(rendered("cpu-only", check_mode=True), run=False)
+    assert program["PERF"] is False and program["GPU_EXPECTED"] is False
+    assert verify_program.fresh(rendered("thor"), run=False)["GPU_EXPECTED"] is True

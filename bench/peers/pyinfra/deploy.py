@@ -8,6 +8,7 @@ here from one probe command.
 
 import json
 import re
+import shlex
 from io import StringIO
 from pathlib import Path
 
@@ -89,8 +90,9 @@ pip.packages(name="torch 2.11.0", packages=["torch==2.11.0+cu130"], virtualenv=P
              extra_install_args=host.data.torch_pip_args,
              _sudo=SUDO)
 
-# --- verify: fleet's own verify script (rendered from roles/verify/templates), run as the user in the
+# --- verify: fleet's own verify program (fleet/remote/verify_host.py) with the config the verify role renders, run as the user in the
 # non-interactive shell `ssh host cmd` gets, so the env hook applies.
 files.put(name="verify script", src=host.data.verify_py, dest="/var/lib/fleet/verify.py", create_remote_dir=True,
           _sudo=SUDO)
-server.shell(name="torch works on this GPU", commands=[f"{PYTHON_ENV}/bin/python /var/lib/fleet/verify.py"])
+server.shell(name="torch works on this GPU",
+             commands=[f"{PYTHON_ENV}/bin/python /var/lib/fleet/verify.py {shlex.quote(host.data.verify_config)}"])

@@ -1,16 +1,74 @@
-# fleet verify (role verify): prints one JSON line {"passed", "checks", "missing_libraries", "torch", "cuda", "kinds",
-# "perf"}. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and asks CUDA again in each other kind
-# of process (KINDS: bare, interactive, login), because each reads different startup files, or none, and may load a
-# different libcuda.so.1 (issues 11, 23); a failed kind names the libcuda and the loader's step that put it first.
-import ctypes, glob, importlib.util, json, os, re, subprocess, sys, time
+"""fleet's verify program: the host side of the verify role, a plain stdlib Python file run on the host.
 
-PERF = {{ 'True' if (verify_perf and not host.get('check_mode')) else 'False' }}  # never in --check / a look phase
-{%- set platform = decisions.get('platform') or {} %}
-GPU_EXPECTED = {{ 'False' if platform.get('gpu') == false else 'True' }}   # the platform row's (decisions.platform)
-TABLE = json.loads({{ (verify_perf_table or platform.get('perf') or []) | tojson | tojson }})
-MEMORY_SHARE = {{ verify_perf_memory_share | float }}   # of FREE memory the perf tensors may take
-BUSY_SHARE = {{ verify_busy_memory_share | float }}     # memory used by others above this share of total: busy
-CHECKS, OUT = [], {"missing_libraries": [], "torch": None, "cuda": {}, "perf": None, "gpus": []}
+It proves the GPU stack works in every kind of process (they read different startup files, or none, and may load
+a different libcuda.so.1: issues 11, 23) and prints ONE JSON line as its last line:
+
+    {"passed", "checks": [{"name", "passed", "detail"}], "missing_libraries", "torch", "cuda", "kinds", "perf",
+     "gpus", "links", "python"}
+
+exiting 0 only when every check passed. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and
+asks CUDA again in each other kind of process (KINDS: bare, interactive, login) by starting itself there
+(`--cuda-probe NEED`); a failed kind names the libcuda and the loader's step that put it first.
+
+Run as (fleet/resources/verify.py renders the command; nothing in this file is templated):
+
+    python3 verify_host.py CONFIG_JSON          # the checks, in order (STEPS)
+    python3 verify_host.py --cuda-probe NEED    # one kind of process: `@@fleet-cuda {...}` (cuda_report)
+    python3 verify_host.py --allreduce          # one rank of the all-reduce (RANK, WORLD_SIZE, FLEET_AR_ELEMS)
+
+CONFIG_JSON, one JSON object (every key optional; the verify role's templates/verify.json.j2 writes it):
+
+    perf          bool    the perf smoke and the all-reduce run (never in --check)         default false
+    gpu_expected  bool    the platform has an NVIDIA GPU (false: verified on the CPU)     default true
+    perf_table    list    [{match, peak, matmul_floor, attention_floor}] (TFLOP/s), first match wins
+    memory_share  float   of the FREE GPU memory the perf tensors may take                default 0.1
+    busy_share    float   memory used by others above this share of the total: busy       default 0.1
+
+The environment may carry FLEET_VERIFY_TRACE: fleet.facts.shells' trace of the startup files (a bash command),
+run only where a kind of process failed through LD_LIBRARY_PATH, to name the startup file:line that set it.
+
+Adding a check: write `def my_check(ctx)` that calls `check(name, passed, detail)` once per verdict (and may put
+data in OUT["..."]), and put it in STEPS where it belongs. Steps run in order with one shared `ctx` dict (what an
+earlier step found: "torch", "look", "here"); a step that returns STOP ends the run (the later steps depend on
+what it could not prove). An exception in a step is the check `verify_ran` failing with the exception's text.
+Keep this file stdlib-only at import (torch is imported inside the steps that need it) and templating-free: it
+is installed on the host by the digest of its text.
+"""
+
+import ctypes
+import glob
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+
+# Set by configure() from CONFIG_JSON; the defaults are what an empty config gives.
+PERF = False              # the perf smoke and the all-reduce (never in --check / a look phase)
+GPU_EXPECTED = True       # the platform row's (decisions.platform): False verifies on the CPU
+TABLE = []                # perf rows: {match, peak, matmul_floor, attention_floor}
+MEMORY_SHARE = 0.1        # of FREE memory the perf tensors may take
+BUSY_SHARE = 0.1          # memory used by others above this share of total: busy
+CHECKS, OUT = [], {}
+PROGRAM = os.path.abspath(__file__) if globals().get("__file__") else None   # this file: started in other kinds
+STOP = object()           # a step's answer that ends the run
+
+
+def configure(config):
+    """Take CONFIG_JSON's values (a dict) and start a fresh result."""
+    global PERF, GPU_EXPECTED, TABLE, MEMORY_SHARE, BUSY_SHARE
+    PERF = bool(config.get("perf", False))
+    GPU_EXPECTED = bool(config.get("gpu_expected", True))
+    TABLE = list(config.get("perf_table") or [])
+    MEMORY_SHARE = float(config.get("memory_share", 0.1))
+    BUSY_SHARE = float(config.get("busy_share", 0.1))
+    CHECKS.clear()
+    OUT.clear()
+    OUT.update({"missing_libraries": [], "torch": None, "cuda": {}, "perf": None, "gpus": []})
+
 
 # What one process sees of CUDA, asked of the driver API itself. Runs here (`ssh host cmd`, with torch) and, as its
 # own program, in each other kind of process (KINDS). Error codes: CUDA driver API reference, CUresult
@@ -18,9 +76,6 @@ CHECKS, OUT = [], {"missing_libraries": [], "torch": None, "cuda": {}, "perf": N
 # DEVICES_UNAVAILABLE, 100 NO_DEVICE, 802 SYSTEM_NOT_READY (an NVSwitch fabric not up), 803 SYSTEM_DRIVER_MISMATCH, 804 COMPAT_NOT_SUPPORTED_ON_DEVICE, 999 UNKNOWN.
 # Without torch it asks what torch.cuda.is_available() asks (the libcuda the loader picks, cuInit, a device, a
 # driver API at least the wheel's CUDA: `need`), in a few ms instead of a torch import (~1.5 s on an H100 host).
-PROBE = r'''
-import ctypes, json, os, re, warnings
-
 class _DlInfo(ctypes.Structure):
     _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
@@ -92,8 +147,6 @@ def cuda_report(with_torch=True, need=0):
         r["need"] = need
         r["available"] = r["code"] == 0 and r.get("devices", 0) > 0 and r["driver_api"] >= need
     return r
-'''
-exec(PROBE)
 
 # Each kind of process, as it starts (issue 23): the probe runs in each, all inside verify's one command.
 #   ssh          `ssh host cmd`: this very process (a non-interactive bash that read ~/.bashrc); the full check
@@ -384,21 +437,24 @@ def fresh_env():
     return env
 
 
-def kind_command(kind, code):
-    """argv and environment that start `python -c code` as this kind of process starts."""
+def kind_command(kind, need):
+    """argv and environment that start this program's CUDA probe (`python PROGRAM --cuda-probe NEED`) as this kind
+    of process starts."""
     if kind == "bare":
         return (["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"HOME={os.environ.get('HOME', '/root')}",
-                 sys.executable, "-c", code], None)
+                 sys.executable, PROGRAM, "--cuda-probe", str(need)], None)
     flags = ["+m", "-i"] if kind == "interactive" else ["-l"]
-    return ["bash", *flags, "-c", 'exec "$0" -c "$1"', sys.executable, code], fresh_env()
+    return (["bash", *flags, "-c", 'exec "$0" "$1" --cuda-probe "$2"', sys.executable, PROGRAM, str(need)],
+            fresh_env())
 
 
 def other_kinds(need):
     """The probe in bare, interactive and login processes at once -> {kind: report}."""
-    code = PROBE + f"\nprint('@@fleet-cuda ' + json.dumps(cuda_report(False, {int(need)})))\n"
     procs, out = {}, {}
+    if not PROGRAM:
+        return {kind: {"run_error": "the verify program was not run from a file"} for kind in ("bare", "interactive", "login")}
     for kind in ("bare", "interactive", "login"):
-        argv, env = kind_command(kind, code)
+        argv, env = kind_command(kind, int(need))
         try:
             procs[kind] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -614,30 +670,36 @@ def perf(torch, name):
 LINK_BUSBW = {"nvlink4": 450.0, "nvlink3": 230.0, "nvlink": 100.0, "pcie": 25.0}
 LINK_FLOOR_SHARE = 0.5
 ALLREDUCE_TIMEOUT = 180   # seconds for the whole spawned all-reduce (NCCL init, warm-up, timing)
-ALLREDUCE = r"""
-import datetime, json, os, sys, time
-import torch, torch.distributed as dist
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-torch.cuda.set_device(rank)
-dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
-x = torch.ones(int(os.environ["FLEET_AR_ELEMS"]), device="cuda", dtype=torch.float32)
-for _ in range(3):
-    dist.all_reduce(x)
-torch.cuda.synchronize(); dist.barrier()
-iters = 10
-start = time.perf_counter()
-for _ in range(iters):
-    dist.all_reduce(x)
-torch.cuda.synchronize()
-t = (time.perf_counter() - start) / iters
-ok = bool(torch.allclose(x[:8], torch.full((8,), float(world) ** (3 + iters), device="cuda")))
-if rank == 0:
-    size = x.numel() * 4
-    algbw = size / t / 1e9
-    print("@@fleet-allreduce " + json.dumps({"bytes": size, "seconds": t, "algbw": algbw,
-                                             "busbw": algbw * 2 * (world - 1) / world, "correct": ok}))
-dist.destroy_process_group()
-"""
+
+
+def allreduce_worker():
+    """One rank of the all-reduce (`python PROGRAM --allreduce`, RANK/WORLD_SIZE/FLEET_AR_ELEMS in the environment):
+    rank 0 prints `@@fleet-allreduce {bytes, seconds, algbw, busbw, correct}`."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
+    x = torch.ones(int(os.environ["FLEET_AR_ELEMS"]), device="cuda", dtype=torch.float32)
+    for _ in range(3):
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    dist.barrier()
+    iters = 10
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    t = (time.perf_counter() - start) / iters
+    ok = bool(torch.allclose(x[:8], torch.full((8,), float(world) ** (3 + iters), device="cuda")))
+    if rank == 0:
+        size = x.numel() * 4
+        algbw = size / t / 1e9
+        print("@@fleet-allreduce " + json.dumps({"bytes": size, "seconds": t, "algbw": algbw,
+                                                 "busbw": algbw * 2 * (world - 1) / world, "correct": ok}))
+    dist.destroy_process_group()
 
 
 def topology():
@@ -722,7 +784,7 @@ def links(torch, look, allreduce=True):
     procs, env = [], {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + os.getpid() % 1000),
                       "WORLD_SIZE": str(n), "FLEET_AR_ELEMS": str(elems)}
     for rank in range(n):
-        procs.append(subprocess.Popen([sys.executable, "-c", ALLREDUCE], env={**env, "RANK": str(rank)},
+        procs.append(subprocess.Popen([sys.executable, PROGRAM, "--allreduce"], env={**env, "RANK": str(rank)},
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     deadline, outs = time.time() + ALLREDUCE_TIMEOUT, []
     for p in procs:
@@ -757,53 +819,119 @@ def links(torch, look, allreduce=True):
               f"(~{expect:.0f} expected over {kind})")
 
 
-def main():
-    look = busy_look() if (PERF and GPU_EXPECTED) else None
+
+
+# ---- the steps, in order: one function per check (see the module's docstring: adding a check) ----
+
+def libraries(ctx):
+    """ldd over torch's shared objects: every missing library at once (before the import, which names one)."""
+    ctx["look"] = busy_look() if (PERF and GPU_EXPECTED) else None
     missing = missing_libraries()
     if missing is None:
         check("torch_installed", False, f"no torch in {sys.executable}")
-        return
+        return STOP
     OUT["missing_libraries"] = missing
     check("libraries_resolve", not missing, "all resolve" if not missing else "not found: " + ", ".join(missing))
+    return None
+
+
+def torch_imports(ctx):
     try:
         import torch
     except Exception as exc:  # the loader's error names the first missing library
         check("torch_imports", False, f"{type(exc).__name__}: {exc}")
-        return
+        return STOP
     check("torch_imports", True, f"torch {torch.__version__} from {os.path.dirname(torch.__file__)}")
     OUT["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
-    if not GPU_EXPECTED:
-        x, y = torch.randn(64, 32), torch.randn(32, 16)
-        a, b, got = x.tolist(), y.tolist(), (x @ y).tolist()
-        want = [[sum(a[i][k] * b[k][j] for k in range(32)) for j in range(16)] for i in range(64)]
-        ok = all(abs(got[i][j] - want[i][j]) <= 1e-3 + 1e-3 * abs(want[i][j]) for i in range(64) for j in range(16))
-        check("cpu_matmul", ok, "no NVIDIA GPU on this host: CUDA checks skipped; 64x32 @ 32x16 on the CPU "
-              "matches plain Python")
-        return
+    ctx["torch"] = torch
+    return None
+
+
+def cpu_only(ctx):
+    """A platform without an NVIDIA GPU: a small matmul on the CPU against plain Python, and nothing after it."""
+    if GPU_EXPECTED:
+        return None
+    torch = ctx["torch"]
+    x, y = torch.randn(64, 32), torch.randn(32, 16)
+    a, b, got = x.tolist(), y.tolist(), (x @ y).tolist()
+    want = [[sum(a[i][k] * b[k][j] for k in range(32)) for j in range(16)] for i in range(64)]
+    ok = all(abs(got[i][j] - want[i][j]) <= 1e-3 + 1e-3 * abs(want[i][j]) for i in range(64) for j in range(16))
+    check("cpu_matmul", ok, "no NVIDIA GPU on this host: CUDA checks skipped; 64x32 @ 32x16 on the CPU "
+          "matches plain Python")
+    return STOP
+
+
+def cuda_kinds(ctx):
+    """CUDA in every kind of process: here (with torch) and in a bare, an interactive and a login process."""
+    torch = ctx["torch"]
     here = cuda_report()
     others = other_kinds(need_of(torch.version.cuda))
     OUT["cuda"] = {"noninteractive": here, "interactive": others["interactive"]}   # as before; every kind: "kinds"
     OUT["kinds"] = {kind: judge_kind(kind, here if kind == "ssh" else others[kind]) for kind in KINDS}
-    if not here.get("torch_available"):
-        return
-    every_gpu(torch)
-    links(torch, look, allreduce=PERF)   # like perf, the all-reduce never runs in --check
+    return None if here.get("torch_available") else STOP
+
+
+def gpus(ctx):
+    every_gpu(ctx["torch"])
+
+
+def gpu_links(ctx):
+    links(ctx["torch"], ctx.get("look"), allreduce=PERF)   # like perf, the all-reduce never runs in --check
+
+
+def perf_smoke(ctx):
     if not PERF:
-        return
+        return STOP
+    look = ctx.get("look")
     if look and look.get("busy"):
         OUT["perf"] = {"skipped": f"perf skipped: {look['busy']}", "look": look}
         check("perf", True, OUT["perf"]["skipped"])
-        return
+        return STOP
+    torch = ctx["torch"]
     try:
         perf(torch, torch.cuda.get_device_name(0))
     except Exception as exc:
         check("perf", False, f"{type(exc).__name__}: {exc}")
+    return None
 
 
-try:
-    main()
-except Exception as exc:
-    check("verify_ran", False, f"{type(exc).__name__}: {exc}")
-OUT.update(passed=bool(CHECKS) and all(c["passed"] for c in CHECKS), checks=CHECKS, python=sys.executable)
-print(json.dumps(OUT))
-sys.exit(0 if OUT["passed"] else 1)
+# The checks, in the order they run. Add yours where it belongs (see the docstring).
+STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, gpus, gpu_links, perf_smoke]
+
+
+def run(config):
+    """Every step with this config -> OUT (with "passed", "checks", "python"). Never raises."""
+    configure(config)
+    ctx = {}
+    try:
+        for step in STEPS:
+            if step(ctx) is STOP:
+                break
+    except Exception as exc:
+        check("verify_ran", False, f"{type(exc).__name__}: {exc}")
+    OUT.update(passed=bool(CHECKS) and all(c["passed"] for c in CHECKS), checks=CHECKS, python=sys.executable)
+    return OUT
+
+
+def main(argv):
+    if argv[:1] == ["--cuda-probe"]:
+        print("@@fleet-cuda " + json.dumps(cuda_report(False, int(argv[1]) if len(argv) > 1 else 0)))
+        return 0
+    if argv[:1] == ["--allreduce"]:
+        allreduce_worker()
+        return 0
+    try:
+        config = json.loads(argv[0]) if argv else {}
+        if not isinstance(config, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        print(json.dumps({"passed": False, "checks": [{"name": "verify_ran", "passed": False,
+                                                       "detail": f"bad config {argv[0][:200]!r}: {exc}"}]}))
+        return 1
+    out = run(config)
+    print(json.dumps(out))
+    return 0 if out["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
