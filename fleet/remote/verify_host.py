@@ -542,7 +542,7 @@ def variable_line(kind, name):
         return (f"/etc/environment:{etc[-1]['line']}" if etc else
                 "no startup file of this kind (the process's parent: sshd's SetEnv/AcceptEnv, a container's ENV)")
     origin = _tilde(f"{setter['file']}:{setter['line']}")
-    return f"{_tilde(setter['via'][0])} (via {origin})" if setter.get("via") else origin
+    return f"{origin} (read from {_tilde(setter['via'][0])})" if setter.get("via") else origin
 
 
 def hidden_gpus(kind, r):

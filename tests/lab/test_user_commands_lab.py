@@ -32,7 +32,7 @@ FRESH = "env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sb
 ASK = ("printf 'python3=%s pip=%s nvcc=%s cuda_home=%s cvd=%s\\n' \"$(command -v python3)\" "
        "\"$(command -v pip)\" \"$(readlink -f \"$(command -v nvcc)\")\" \"${CUDA_HOME-}\" \"${CUDA_VISIBLE_DEVICES-@unset}\"; "
        "python3 -c 'import torch; print(\"torch\", torch.__file__, torch.cuda.is_available(), torch.cuda.device_count())'"
-       " 2>/dev/null")
+       " 2>/dev/null; true")
 KINDS = {
     "ssh": ASK,     # the lab's `ssh host cmd`: bash reads ~/.bashrc up to its non-interactive return
     "interactive": f"{FRESH} setsid -w bash -i -c {shlex.quote(ASK)} </dev/null 2>/dev/null",
@@ -119,9 +119,11 @@ def test_cuda_visible_devices_emptied_in_profile_d_fails_login_naming_the_file(c
 
 
 def test_a_uuid_of_another_box_in_etc_bash_bashrc_hides_the_gpu_and_is_named(converged):
-    """Of the family: a UUID copied from another box, in /etc/bash.bashrc (every bash, before ~/.bashrc)."""
+    """Of the family: a UUID copied from another box, in /etc/bash.bashrc (`ssh host cmd` and interactive shells read
+    it before ~/.bashrc; Ubuntu's /etc/profile sources it only for interactive login shells, so `bash -l -c` keeps
+    its GPU, as the host shows)."""
     _hidden(converged, "sed -i '1i export CUDA_VISIBLE_DEVICES=GPU-00000000-dead-beef-0000-000000000000' "
-            "/etc/bash.bashrc", "sed -i '1d' /etc/bash.bashrc", ("ssh", "interactive", "login"), "/etc/bash.bashrc:1",
+            "/etc/bash.bashrc", "sed -i '1d' /etc/bash.bashrc", ("ssh", "interactive"), "/etc/bash.bashrc:1",
             "GPU-00000000-dead-beef-0000-000000000000")
 
 

@@ -57,7 +57,7 @@ def test_fewer_gpus_than_the_host_has_fails_the_kind_naming_the_line(traced, mon
     entry = program["judge_kind"]("login", {"available": True, "code": 0, "devices": 1, "visible_devices": "1",
                                             "libcuda_real": "/usr/lib/libcuda.so.580"})
     assert entry["passed"] is False
-    assert "sees 1 of the host's 8 GPUs: CUDA_VISIBLE_DEVICES='1' set at ~/.profile:1 (via ~/.bashrc:1)" in \
+    assert "sees 1 of the host's 8 GPUs: CUDA_VISIBLE_DEVICES='1' set at ~/.bashrc:1 (read from ~/.profile:1)" in \
         entry["explain"]
     assert program["judge_kind"]("bare", {"available": True, "code": 0, "devices": 8})["passed"] is True
 
