@@ -146,3 +146,20 @@ def test_another_toolkits_nvcc_first_is_the_decided_toolkits_after_apply(converg
     for kind in KINDS:
         assert after[kind]["nvcc"] == f"{TOOLKIT}/bin/nvcc" and after[kind]["cuda_home"] == TOOLKIT, (kind, after)
         assert after[kind]["torch"][1], (kind, after)
+
+
+def test_a_package_taken_out_of_the_venv_refuses_reuse_and_says_so(converged):
+    """The issue's `pip uninstall nvidia-cublas` left "passed (reused)": a distribution beside torch taken out of the
+    venv (its files moved aside as pip uninstall removes them, put back after) makes apply run verify again, naming
+    the venv's packages; with them back, the next apply runs it again for the same reason."""
+    lab = converged
+    code, doc, said = apply(lab)
+    assert code == 0 and '"verify": "passed (reused)"' in said, said[-1500:]
+    site = ok(lab, HOST, "ls -d /opt/fleet/venv/lib/python3*/site-packages").strip()
+    dist = next(d for d in ok(lab, HOST, f"cd {site} && ls -d *.dist-info").split()
+                if not d.startswith(("torch-", "pip-", "setuptools-")))
+    with trap(lab, f"mv {site}/{dist} /tmp/{dist}", f"rm -rf {site}/{dist}; mv /tmp/{dist} {site}/{dist}"):
+        code, doc, said = apply(lab)
+        record = json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())["verify"]
+    print(f"\n===== apply with {dist} out of the venv (exit {code}): verify {record['reason']}")
+    assert record["reused"] is False and "packages beside torch" in record["reason"], record["reason"]
