@@ -22,10 +22,12 @@ T=$OUT/shells-transcript.txt
 A=$OUT/shells-answers.jsonl
 : > "$T"; : > "$A"
 [ -n "${GPU_INV:-}" ] || source .gpu/env.sh >/dev/null 2>&1
-KEY=/tmp/fleet-sshd/client_ed25519
-SSH=(ssh -p 2222 -i "$KEY" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@127.0.0.1)
+# the H200 as real-gpu-env.sh serves it; BENCH_* override (a lab host, to try this script before the device run)
+KEY=${BENCH_SSH_KEY:-/tmp/fleet-sshd/client_ed25519}
+SSH=(ssh -p "${BENCH_SSH_PORT:-2222}" -i "$KEY" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+     -o LogLevel=ERROR "root@${BENCH_SSH_ADDR:-127.0.0.1}")
 OLD=/opt/fleet-bench/cuda-12.4
-VENV=/opt/torch/.venv
+VENV=${BENCH_VENV:-/opt/torch/.venv}
 
 say() { printf '%s\n' "$*" | tee -a "$T"; }
 # One kind's answer, asked inside it: what python3, pip, nvcc are, CUDA_HOME, CUDA_VISIBLE_DEVICES and torch's CUDA.
@@ -64,20 +66,30 @@ apply() {   # phase: `fleet apply`, its exit and what it said of verify
   local phase=$1 code
   say "=== $phase: fleet apply"
   fleet apply "$GPU_INV" --accept-new-host-keys --json > "$OUT/apply.json" 2> "$OUT/apply.err"; code=$?
-  python3 - "$phase" "$code" "$OUT/apply.json" >> "$A" <<'PY'
-import json, sys
-phase, code, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+  python3 - "$phase" "$code" "$OUT/apply.json" "${BENCH_FACTS:-$(dirname "$GPU_INV")/facts}" >> "$A" <<'PY'
+import glob, json, sys
+phase, code, path, facts_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 try:
     doc = json.load(open(path))
 except Exception as exc:
     doc = {"error": str(exc)}
-host = next(iter((doc.get("hosts") or {}).values()), {})
+name, host = next(iter((doc.get("hosts") or {}).items()), (None, {}))
 verify = [t for t in host.get("tasks", []) if t.get("role") == "verify"]
+try:   # the host's verify record as fleet keeps it: why it ran (or was reused), its checks
+    record = json.load(open(f"{facts_dir}/{name}.json"))
+    kept = record.get("verify") or {}
+    shells = record.get("shells") or {}
+except Exception:
+    kept, shells = {}, {}
 print(json.dumps({"phase": phase, "apply_exit": code, "verify": host.get("verify"),
                   "verify_reason": verify[0].get("reason") if verify else None,
+                  "record_reason": kept.get("reason"), "checks": kept.get("checks"),
+                  "facts_shells": {k: {v: shells[k].get(v) for v in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "set_by",
+                                                                      "commands", "pythons")}
+                                   for k in shells if isinstance(shells.get(k), dict)},
                   "env_hooks": [t.get("reason") for t in host.get("tasks", []) if t.get("role") == "env_hooks"]}))
 PY
-  say "exit $code; verify: $(tail -n 1 "$A" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["verify"], "--", (d["verify_reason"] or "")[:3000])')"
+  say "exit $code; verify: $(tail -n 1 "$A" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["verify"], "--", d["record_reason"], "--", (d["verify_reason"] or "")[:3000])')"
   rm -f "$OUT/apply.json" "$OUT/apply.err"
 }
 onhost() { say "+ $1"; "${SSH[@]}" "$1" 2>&1 | tee -a "$T"; }

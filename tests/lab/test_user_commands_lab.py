@@ -163,3 +163,24 @@ def test_a_package_taken_out_of_the_venv_refuses_reuse_and_says_so(converged):
         record = json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())["verify"]
     print(f"\n===== apply with {dist} out of the venv (exit {code}): verify {record['reason']}")
     assert record["reused"] is False and "packages beside torch" in record["reason"], record["reason"]
+
+
+def test_fleet_script_as_a_start_command_fails_naming_the_line_that_hides_the_gpu(converged, tmp_path):
+    """`fleet script` (a pod template's start command, no control machine) runs the same verify program: with
+    CUDA_VISIBLE_DEVICES=1 at the top of ~/.bashrc it fails naming the variable, its value and the line; and its
+    verify checks each kind's python3/pip/nvcc as apply's does."""
+    lab = converged
+    from test_script_lab import fleet as fleet_text
+    code, _, err = fleet_text("script", str(lab.inventory_path), "--limit", HOST, "-o", str(tmp_path / "fleet.sh"))
+    assert code == 0, err
+    with lab.connect(HOST) as conn:
+        conn.write_file("/root/fleet.sh", (tmp_path / "fleet.sh").read_text(), mode=0o755)
+    bare = "env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash /root/fleet.sh"
+    with trap(lab, "sed -i '1i export CUDA_VISIBLE_DEVICES=1' /root/.bashrc", "sed -i '1d' /root/.bashrc"):
+        run = sh(lab, HOST, bare)
+    said = run.stdout + run.stderr
+    print(f"\n===== fleet script with CUDA_VISIBLE_DEVICES=1 at ~/.bashrc:1 (exit {run.exit}): {said[-1200:]}")
+    assert run.exit != 0 and "CUDA_VISIBLE_DEVICES='1' leaves none of the host's 1 GPU(s) visible" in said, said[-3000:]
+    assert "set at ~/.bashrc:1" in said
+    clean = sh(lab, HOST, bare)
+    assert clean.exit == 0 and "user_commands_login" in clean.stdout + clean.stderr, clean.stdout[-2000:]
