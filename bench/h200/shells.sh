@@ -5,11 +5,12 @@
 #   bash bench/h200/shells.sh          # writes $OUT/shells-transcript.txt and $OUT/shells-answers.json
 #
 # 1. a converged `fleet apply` (the H200 as an SSH host, python_env /opt/torch/.venv), every kind asked;
-# 2. phase "a": the issue's traps set by hand: CUDA_VISIBLE_DEVICES=1 at the top of ~/.bashrc (copied from an 8-GPU
+# 2. phase "p": of the family, a distribution beside torch taken out of the venv alone (its dist-info moved aside, as
+#    `pip uninstall` would remove it: the libraries stay, torch keeps working): `fleet apply` must run verify again
+#    and say the packages changed; put back;
+#    phase "a": the issue's traps set by hand: CUDA_VISIBLE_DEVICES=1 at the top of ~/.bashrc (copied from an 8-GPU
 #    box); another toolkit's nvcc first with its CUDA_HOME at the end of ~/.bashrc (a 12.4 nvcc laid out as the
-#    toolkit lays it out, under /opt/fleet-bench); and, of the family, a distribution beside torch taken out of the
-#    venv (its dist-info moved aside, as `pip uninstall` would remove it: the libraries stay, torch keeps working);
-#    then `fleet apply`, then every kind asked by a plain SSH client;
+#    toolkit lays it out, under /opt/fleet-bench); then `fleet apply`, then every kind asked by a plain SSH client;
 # 3. phase "b": the .bashrc line out; CUDA_VISIBLE_DEVICES emptied in /etc/profile.d (the issue's, login shells) and,
 #    of the family, a UUID of another box at the top of /etc/bash.bashrc (`ssh host cmd` and interactive shells);
 #    `fleet apply`, every kind asked;
@@ -31,7 +32,7 @@ VENV=${BENCH_VENV:-/opt/torch/.venv}
 
 say() { printf '%s\n' "$*" | tee -a "$T"; }
 # One kind's answer, asked inside it: what python3, pip, nvcc are, CUDA_HOME, CUDA_VISIBLE_DEVICES and torch's CUDA.
-ASK='printf "python3=%s pip=%s nvcc=%s cuda_home=%s cvd=%s\n" "$(command -v python3)" "$(command -v pip)" "$(readlink -f "$(command -v nvcc)")" "${CUDA_HOME-}" "${CUDA_VISIBLE_DEVICES-@unset}"; nvcc --version 2>/dev/null | tail -n 2 | head -n 1; python3 -c "import torch; print(\"torch\", torch.__file__, torch.cuda.is_available(), torch.cuda.device_count())" 2>&1 | tail -n 1'
+ASK='printf "python3=%s pip=%s nvcc=%s cuda_home=%s cvd=%s\n" "$(command -v python3)" "$(command -v pip)" "$(readlink -f "$(command -v nvcc)")" "${CUDA_HOME-}" "${CUDA_VISIBLE_DEVICES-@unset}"; nvcc --version 2>/dev/null | grep -m1 release; python3 -c "import torch; print(\"torch\", torch.__file__, torch.cuda.is_available(), torch.cuda.device_count())" 2>&1 | tail -n 1'
 FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 q() { printf '%q' "$1"; }
 ask_all() {   # phase: each kind asked by a plain SSH client; one JSON line per kind into $A
@@ -98,13 +99,18 @@ say "# issue 35 on the H200, $(date -u +%FT%TZ)"
 apply converged
 ask_all converged
 
-# --- phase a: the issue's .bashrc traps, and a package taken out of the venv
-onhost "cp /root/.bashrc /root/.bashrc.fleet-bench && sed -i '1i export CUDA_VISIBLE_DEVICES=1' /root/.bashrc"
-onhost "mkdir -p $OLD/bin && printf '#!/bin/sh\necho \"nvcc: NVIDIA (R) Cuda compiler driver\"\necho \"Cuda compilation tools, release 12.4, V12.4.131\"\necho \"Build cuda_12.4.r12.4\"\n' > $OLD/bin/nvcc && chmod +x $OLD/bin/nvcc && printf '{\n \"cuda\" : {\n  \"version\" : \"12.4.1\"\n }\n}\n' > $OLD/version.json"
-onhost "printf 'export PATH=$OLD/bin:\$PATH\nexport CUDA_HOME=$OLD\n' >> /root/.bashrc"
+# --- phase p: a distribution beside torch taken out of the venv, alone (nothing else for apply to change)
 DIST=$("${SSH[@]}" "cd $VENV/lib/python3*/site-packages && ls -d nvidia_cublas*.dist-info nvidia_*.dist-info 2>/dev/null | head -n 1")
 say "+ moving $DIST out of the venv (as pip uninstall removes it)"
 [ -n "$DIST" ] && "${SSH[@]}" "cd $VENV/lib/python3*/site-packages && mv $DIST /root/$DIST.fleet-bench"
+apply p
+[ -n "$DIST" ] && "${SSH[@]}" "cd $VENV/lib/python3*/site-packages && mv /root/$DIST.fleet-bench $DIST"
+say "+ $DIST put back"
+
+# --- phase a: the issue's .bashrc traps
+onhost "cp /root/.bashrc /root/.bashrc.fleet-bench && sed -i '1i export CUDA_VISIBLE_DEVICES=1' /root/.bashrc"
+onhost "mkdir -p $OLD/bin && printf '#!/bin/sh\necho \"nvcc: NVIDIA (R) Cuda compiler driver\"\necho \"Cuda compilation tools, release 12.4, V12.4.131\"\necho \"Build cuda_12.4.r12.4\"\n' > $OLD/bin/nvcc && chmod +x $OLD/bin/nvcc && printf '{\n \"cuda\" : {\n  \"version\" : \"12.4.1\"\n }\n}\n' > $OLD/version.json"
+onhost "printf 'export PATH=$OLD/bin:\$PATH\nexport CUDA_HOME=$OLD\n' >> /root/.bashrc"
 ask_all a-before
 apply a
 ask_all a-after
@@ -119,7 +125,6 @@ ask_all b-after
 
 # --- clean: every trap undone; the machine stays converged
 onhost "mv /root/.bashrc.fleet-bench /root/.bashrc; rm -f /etc/profile.d/zz-fleet-bench-visible.sh; mv /root/bash.bashrc.fleet-bench /etc/bash.bashrc; rm -rf /opt/fleet-bench"
-[ -n "$DIST" ] && "${SSH[@]}" "cd $VENV/lib/python3*/site-packages && mv /root/$DIST.fleet-bench $DIST"
 apply clean
 ask_all clean
 mv "$A" "$OUT/shells-answers.json"   # JSON lines

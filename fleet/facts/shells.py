@@ -346,3 +346,41 @@ def observed(lines: list[dict]) -> list[dict]:
 
 def _tilde(where: str, home: str) -> str:
     return "~" + where[len(home):] if home and home != "/" and where.startswith(home + "/") else where
+
+
+def reached_by(shell_facts: dict | None, torch_path: str | None) -> dict:
+    """Which of python3/python each kind's user types finds this torch (facts.torch.path), and every other torch a
+    python of any kind finds: {"kinds": {kind: ["python3", "python"]}, "others": [{"python", "torch", "kinds"}]}."""
+    out: dict = {"kinds": {}, "others": []}
+    if not isinstance(shell_facts, dict) or not torch_path:
+        return out
+    others: dict = {}
+    for kind in KINDS:
+        shell = shell_facts.get(kind) or {}
+        found = []
+        for name in ("python3", "python"):
+            path = ((shell.get("commands") or {}).get(name) or {}).get("path")
+            torch = ((shell.get("pythons") or {}).get(path or "") or {}).get("torch")
+            if torch and torch == torch_path:
+                found.append(name)
+            elif torch:
+                others.setdefault((path, torch), []).append(kind)
+        out["kinds"][kind] = found
+    out["others"] = [{"python": p, "torch": t, "kinds": k} for (p, t), k in others.items()]
+    return out
+
+
+def reach_sentence(torch: dict | None, python_env: str) -> str | None:
+    """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    reach = torch.get("reached_by") or {}
+    kinds = reach.get("kinds") or {}
+    every = [k for k in KINDS if "python3" in (kinds.get(k) or [])]
+    python = f"{python_env}/bin/python"
+    how = ("`python3` (and pip) in any new shell" if len(every) == len(KINDS) else
+           f"`python3` in {', '.join(every)} shells" if every else f"{python} by path (python3 in a shell is another)")
+    said = f"torch {torch.get('version') or '?'} at {torch['path']}: {how}, or {python}"
+    for other in reach.get("others") or []:
+        said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
+    return said

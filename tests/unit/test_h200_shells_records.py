@@ -63,8 +63,11 @@ def test_another_toolkits_nvcc_first_is_the_toolkits_after_apply(rows):
         assert "release 13." in (after.get("nvcc_version") or ""), after
 
 
-def test_a_distribution_out_of_the_venv_refused_reuse(rows):
-    a = rows[("a", "apply")]
-    assert a["record_reason"].startswith("ran: ") and "packages beside torch" in a["record_reason"], a["record_reason"]
-    assert "(compared: " in rows[("clean", "apply")]["record_reason"] or \
-        rows[("clean", "apply")]["record_reason"].startswith("ran: ")
+def test_a_distribution_out_of_the_venv_refused_reuse_and_a_reused_verdict_says_what_it_compared(rows):
+    p = rows[("p", "apply")]
+    assert p["apply_exit"] == 0 and p["verify"] == "passed", p
+    assert p["record_reason"].startswith("ran: changed since the last verify: ") and \
+        "packages beside torch" in p["record_reason"], p["record_reason"]
+    converged = rows[("converged", "apply")]["record_reason"]
+    if converged.startswith("reused: "):
+        assert "(compared: " in converged and "CUDA_VISIBLE_DEVICES" in converged, converged
