@@ -137,7 +137,23 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                              "says": f"{name}: `pip` is {pip.get('real')} for {pip.get('python')}, an externally "
                                      "managed Python (PEP 668): `pip install` refuses",
                              "fix": f"put {venv_bin} first on PATH (its pip installs into fleet's venv)"})
+    notes += other_torches(shells, torch_path, python_env)
     return {"findings": findings, "notes": notes, "reach": reach(facts, python_env, torch_path)}
+
+
+def other_torches(shells: dict, torch_path: str | None, python_env: str) -> list[str]:
+    """A torch the host's own Python already has (an image's, RunPod's system Python), and why fleet does not use
+    it: fleet installs and proves torch in python_env; another environment is used by naming it there."""
+    seen: dict = {}
+    for kind in USER_KINDS:
+        shell = shells.get(kind) or {}
+        for path, answer in (shell.get("pythons") or {}).items():
+            torch = (answer or {}).get("torch")
+            if torch and torch != torch_path and not torch.startswith(python_env.rstrip("/") + "/"):
+                seen.setdefault(torch, path)
+    return [f"{python} has its own torch at {torch}: not used (fleet installs and verifies torch in python_env="
+            f"{python_env}, and a system Python's packages are the image's to change); to use a virtual "
+            f"environment that already has torch, set python_env to it" for torch, python in seen.items()]
 
 
 def reach(facts: dict, python_env: str, torch_path: str | None) -> dict:

@@ -84,3 +84,12 @@ def test_the_bare_kind_keeps_its_gpu_and_is_judged_on_visibility_only(trapped):
     home, old, new, facts, said = trapped
     assert facts["shells"]["bare"]["CUDA_VISIBLE_DEVICES"] is None
     assert not [f for f in said["findings"] if f["kind"] == "bare"]
+
+
+def test_a_torch_in_the_systems_python_is_named_with_why_fleet_does_not_use_it():
+    shells = {"home": "/root", "noninteractive": {"commands": {"python3": {"path": "/usr/bin/python3"}},
+                                                  "pythons": {"/usr/bin/python3": {"torch": "/usr/lib/python3/dist-packages/torch"}}}}
+    said = judge.judge({"shells": shells, "gpus": ONE}, None, "/opt/fleet/venv",
+                       "/opt/fleet/venv/lib/python3.12/site-packages/torch")
+    assert any("/usr/bin/python3 has its own torch at /usr/lib/python3/dist-packages/torch: not used" in n and
+               "set python_env" in n for n in said["notes"]), said["notes"]
