@@ -15,7 +15,6 @@ runs and sees (`command -v python3`, torch's CUDA, `nvcc`, CUDA_HOME), never fle
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shlex
 
@@ -23,6 +22,7 @@ import pytest
 
 from helpers import ok, sh
 from test_apply_lab import fleet_json
+from test_verify_kinds_lab import trap   # the same host (pod-580): a trap set by hand, always undone
 
 HOST = "pod-580"
 TOOLKIT = "/usr/local/cuda-13.0"
@@ -56,15 +56,6 @@ def asked(lab) -> dict:
 def apply(lab) -> tuple[int, dict, str]:
     code, doc = fleet_json("apply", str(lab.inventory_path), "--limit", HOST)
     return code, doc, json.dumps(doc["hosts"][HOST])
-
-
-@contextlib.contextmanager
-def trap(lab, setup: str, undo: str):
-    ok(lab, HOST, setup)
-    try:
-        yield
-    finally:
-        ok(lab, HOST, undo)
 
 
 @pytest.fixture(scope="module")

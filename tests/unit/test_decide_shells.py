@@ -11,6 +11,7 @@ import pytest
 
 from fleet.decide import shells as judge
 from fleet.facts import shells
+from toolkits import lay_toolkit
 
 CAPTURED = Path(__file__).parents[1] / "data" / "captured" / "h200-device" / "visible.txt"
 UUID = "GPU-b07a36d3-7282-1504-cfd0-b1522df2a917"
@@ -42,11 +43,8 @@ def trapped(tmp_path_factory):
     root = tmp_path_factory.mktemp("traps")
     home, old, new = root / "home", root / "cuda-12.4", root / "cuda-13.0"
     home.mkdir()
-    for toolkit, version in ((old, "12.4.1"), (new, "13.0.2")):
-        (toolkit / "bin").mkdir(parents=True)
-        (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\n")
-        (toolkit / "bin" / "nvcc").chmod(0o755)
-        (toolkit / "version.json").write_text(f'{{\n "cuda" : {{\n  "version" : "{version}"\n }}\n}}\n')
+    lay_toolkit(old, "12.4.1")
+    lay_toolkit(new, "13.0.2")
     (home / ".bashrc").write_text(f"export CUDA_VISIBLE_DEVICES=1\ncase $- in *i*) ;; *) return;; esac\n"
                                   f"export PATH={old}/bin:$PATH\nexport CUDA_HOME={old}\n")
     (home / ".profile").write_text(f". ~/.bashrc\nexport CUDA_VISIBLE_DEVICES=\nexport CUDA_PATH={old}\n")

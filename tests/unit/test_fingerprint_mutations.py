@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts import fingerprint
+from toolkits import lay_toolkit
 
 VERIFIED = {"passed": True, "torch": {"version": "2.11.0+cu130"}}
 
@@ -41,11 +42,7 @@ def _lay_out(root: Path):
     (site / "torch-2.11.0.dist-info" / "RECORD").write_text("torch/__init__.py,,\n")
     (env / "bin").mkdir()
     os.symlink("/usr/bin/python3", env / "bin" / "python")
-    toolkit = root / "cuda-12.4"
-    (toolkit / "bin").mkdir(parents=True)
-    (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\necho 12.4\n")
-    (toolkit / "bin" / "nvcc").chmod(0o755)
-    (toolkit / "version.json").write_text('{\n "cuda" : {\n  "name" : "CUDA SDK",\n  "version" : "12.4.1"\n }\n}\n')
+    toolkit = lay_toolkit(root / "cuda-12.4", "12.4.1")
     return home, env, site, toolkit
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts import shells
+from toolkits import lay_toolkit
 from verify_program import fresh
 
 
@@ -23,11 +24,8 @@ def traced(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     old, new, venv = tmp_path / "cuda-12.4", tmp_path / "cuda-13.0", tmp_path / "venv"
-    for toolkit, version in ((old, "12.4.1"), (new, "13.0.2")):
-        (toolkit / "bin").mkdir(parents=True)
-        (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\n")
-        (toolkit / "bin" / "nvcc").chmod(0o755)
-        (toolkit / "version.json").write_text(f'{{\n "cuda" : {{\n  "version" : "{version}"\n }}\n}}\n')
+    lay_toolkit(old, "12.4.1")
+    lay_toolkit(new, "13.0.2")
     (home / ".bashrc").write_text(f"export CUDA_VISIBLE_DEVICES=1\ncase $- in *i*) ;; *) return;; esac\n"
                                   f"export PATH={old}/bin:$PATH\nexport CUDA_HOME={old}\n")
     (home / ".profile").write_text(f". ~/.bashrc\nexport PATH={new}/bin:{venv}/bin:$PATH CUDA_HOME={new}\n")
