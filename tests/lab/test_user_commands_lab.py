@@ -85,11 +85,14 @@ def test_after_apply_every_kind_runs_the_proved_python_torch_pip_and_nvcc(conver
     assert "externally-managed" not in sh(lab, HOST, "pip install --no-index --no-deps /nonexistent.whl 2>&1").stdout
 
 
-def _hidden(lab, setup, undo, kinds_hidden, where, value):
+def _hidden(lab, setup, undo, kinds_hidden, where, value, check=False):
     with trap(lab, setup, undo):
         before = asked(lab)
         for kind in KINDS:   # the trap, as the host shows it
             assert (before[kind]["torch"][1] is False) == (kind in kinds_hidden), (kind, before[kind])
+        if check:   # the issue's `--check --detailed-exitcode` said 0 (verify reused): it must not now
+            checked, _ = fleet_json("apply", str(lab.inventory_path), "--limit", HOST, "--check", "--detailed-exitcode")
+            assert checked not in (0, 2), checked
         code, doc, said = apply(lab)
         after = asked(lab)
     print(f"\n===== apply with CUDA_VISIBLE_DEVICES={value!r} at {where} (exit {code}): {said[-1500:]}")
@@ -101,7 +104,7 @@ def _hidden(lab, setup, undo, kinds_hidden, where, value):
 
 def test_cuda_visible_devices_at_the_top_of_bashrc_fails_apply_naming_the_line(converged):
     _hidden(converged, "sed -i '1i export CUDA_VISIBLE_DEVICES=1' /root/.bashrc", "sed -i '1d' /root/.bashrc",
-            ("ssh", "interactive", "login"), "~/.bashrc:1", "1")
+            ("ssh", "interactive", "login"), "~/.bashrc:1", "1", check=True)
 
 
 def test_cuda_visible_devices_emptied_in_profile_d_fails_login_naming_the_file(converged):
