@@ -85,6 +85,23 @@ def test_after_apply_every_kind_runs_the_proved_python_torch_pip_and_nvcc(conver
     assert "externally-managed" not in sh(lab, HOST, "pip install --no-index --no-deps /nonexistent.whl 2>&1").stdout
 
 
+def test_a_package_taken_out_of_the_venv_refuses_reuse_and_says_so(converged):
+    """The issue's `pip uninstall nvidia-cublas` left "passed (reused)": a distribution beside torch taken out of the
+    venv (its files moved aside as pip uninstall removes them, put back after) makes apply run verify again, naming
+    the venv's packages; with them back, the next apply runs it again for the same reason."""
+    lab = converged
+    code, doc, said = apply(lab)
+    assert code == 0 and '"verify": "passed (reused)"' in said, said[-1500:]
+    site = ok(lab, HOST, "ls -d /opt/fleet/venv/lib/python3*/site-packages").strip()
+    dist = next(d for d in ok(lab, HOST, f"cd {site} && ls -d *.dist-info").split()
+                if not d.startswith(("torch-", "pip-", "setuptools-")))
+    with trap(lab, f"mv {site}/{dist} /tmp/{dist}", f"rm -rf {site}/{dist}; mv /tmp/{dist} {site}/{dist}"):
+        code, doc, said = apply(lab)
+        record = json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())["verify"]
+    print(f"\n===== apply with {dist} out of the venv (exit {code}): verify {record['reason']}")
+    assert record["reused"] is False and "packages beside torch" in record["reason"], record["reason"]
+
+
 def _hidden(lab, setup, undo, kinds_hidden, where, value, check=False):
     with trap(lab, setup, undo):
         before = asked(lab)
@@ -98,8 +115,9 @@ def _hidden(lab, setup, undo, kinds_hidden, where, value, check=False):
     print(f"\n===== apply with CUDA_VISIBLE_DEVICES={value!r} at {where} (exit {code}): {said[-1500:]}")
     assert code != 0, said[-2000:]
     for kind in kinds_hidden:       # fleet leaves the line to the user: the host still shows it, and apply failed
-        assert after[kind]["torch"][1] is False and after[kind]["cvd"] == value
+        assert after[kind]["torch"][1] is False and after[kind]["cvd"] != "@unset", (kind, after[kind])
     assert "CUDA_VISIBLE_DEVICES" in said and where in said and f"CUDA_VISIBLE_DEVICES={value!r}" in said, said[-3000:]
+    return said
 
 
 def test_cuda_visible_devices_at_the_top_of_bashrc_fails_apply_naming_the_line(converged):
@@ -107,19 +125,17 @@ def test_cuda_visible_devices_at_the_top_of_bashrc_fails_apply_naming_the_line(c
             ("ssh", "interactive", "login"), "~/.bashrc:1", "1", check=True)
 
 
-def test_cuda_visible_devices_emptied_in_profile_d_fails_login_naming_the_file(converged):
-    _hidden(converged, "printf '# from an image\\nexport CUDA_VISIBLE_DEVICES=\\n' > /etc/profile.d/zz-visible.sh",
-            "rm -f /etc/profile.d/zz-visible.sh", ("login",), "/etc/profile.d/zz-visible.sh:2", "")
-
-
-def test_a_uuid_of_another_box_in_etc_bash_bashrc_hides_the_gpu_and_is_named(converged):
-    """Of the family: a UUID copied from another box, in /etc/bash.bashrc (`ssh host cmd` and interactive shells read
-    it before ~/.bashrc; Ubuntu's /etc/profile sources it only for interactive login shells, so `bash -l -c` keeps
-    its GPU, as the host shows)."""
-    _hidden(converged, "sed -i '1i export CUDA_VISIBLE_DEVICES=GPU-00000000-dead-beef-0000-000000000000' "
-            "/etc/bash.bashrc", "sed -i '1d' /etc/bash.bashrc", ("ssh", "interactive"), "/etc/bash.bashrc:1",
-            "GPU-00000000-dead-beef-0000-000000000000")
-
+def test_emptied_in_profile_d_and_a_uuid_in_etc_bash_bashrc_each_name_their_own_line(converged):
+    """The issue's: the variable emptied in /etc/profile.d (login shells). Of the family: a UUID copied from another
+    box in /etc/bash.bashrc (`ssh host cmd` and interactive shells read it before ~/.bashrc; Ubuntu's /etc/profile
+    sources it only for interactive login shells, so `bash -l -c` does not, as the host shows). Set together, each
+    kind's failure names its own line."""
+    uuid = "GPU-00000000-dead-beef-0000-000000000000"
+    said = _hidden(converged, "printf '# from an image\\nexport CUDA_VISIBLE_DEVICES=\\n' > /etc/profile.d/zz-visible.sh && "
+                   f"sed -i '1i export CUDA_VISIBLE_DEVICES={uuid}' /etc/bash.bashrc",
+                   "rm -f /etc/profile.d/zz-visible.sh; sed -i '1d' /etc/bash.bashrc", ("ssh", "interactive", "login"),
+                   "/etc/bash.bashrc:1", uuid)
+    assert "CUDA_VISIBLE_DEVICES='' leaves none" in said and "set at /etc/profile.d/zz-visible.sh:2" in said, said
 
 def test_another_toolkits_nvcc_first_is_the_decided_toolkits_after_apply(converged):
     """The issue's (at the end of ~/.bashrc, below fleet's guard: interactive shells) and the family's (from
@@ -140,23 +156,6 @@ def test_another_toolkits_nvcc_first_is_the_decided_toolkits_after_apply(converg
     for kind in KINDS:
         assert after[kind]["nvcc"] == f"{TOOLKIT}/bin/nvcc" and after[kind]["cuda_home"] == TOOLKIT, (kind, after)
         assert after[kind]["torch"][1], (kind, after)
-
-
-def test_a_package_taken_out_of_the_venv_refuses_reuse_and_says_so(converged):
-    """The issue's `pip uninstall nvidia-cublas` left "passed (reused)": a distribution beside torch taken out of the
-    venv (its files moved aside as pip uninstall removes them, put back after) makes apply run verify again, naming
-    the venv's packages; with them back, the next apply runs it again for the same reason."""
-    lab = converged
-    code, doc, said = apply(lab)
-    assert code == 0 and '"verify": "passed (reused)"' in said, said[-1500:]
-    site = ok(lab, HOST, "ls -d /opt/fleet/venv/lib/python3*/site-packages").strip()
-    dist = next(d for d in ok(lab, HOST, f"cd {site} && ls -d *.dist-info").split()
-                if not d.startswith(("torch-", "pip-", "setuptools-")))
-    with trap(lab, f"mv {site}/{dist} /tmp/{dist}", f"rm -rf {site}/{dist}; mv /tmp/{dist} {site}/{dist}"):
-        code, doc, said = apply(lab)
-        record = json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())["verify"]
-    print(f"\n===== apply with {dist} out of the venv (exit {code}): verify {record['reason']}")
-    assert record["reused"] is False and "packages beside torch" in record["reason"], record["reason"]
 
 
 def test_fleet_script_as_a_start_command_fails_naming_the_line_that_hides_the_gpu(converged, tmp_path):
