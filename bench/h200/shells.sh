@@ -4,7 +4,8 @@
 #   run from the project root on the H200, with .gpu carried (../shared/tools/real-gpu-prep.sh .gpu):
 #   bash bench/h200/shells.sh          # writes $OUT/shells-transcript.txt and $OUT/shells-answers.json
 #
-# 1. a converged `fleet apply` (the H200 as an SSH host, python_env /opt/torch/.venv), every kind asked;
+# 1. `fleet apply` (the H200 as an SSH host, python_env /opt/torch/.venv), every kind asked ("first"); where that venv
+#    has no pip, verify says so with its fix (ensurepip), which is then run by hand; applied again ("converged");
 # 2. phase "p": of the family, a distribution beside torch taken out of the venv alone (its dist-info moved aside, as
 #    `pip uninstall` would remove it: the libraries stay, torch keeps working): `fleet apply` must run verify again
 #    and say the packages changed; put back;
@@ -96,6 +97,10 @@ PY
 onhost() { say "+ $1"; "${SSH[@]}" "$1" 2>&1 | tee -a "$T"; }
 
 say "# issue 35 on the H200, $(date -u +%FT%TZ)"
+apply first
+ask_all first
+# a venv made without pip (uv's) fails user_commands_* with its fix: the fix, by hand, as verify names it
+if ! "${SSH[@]}" "test -x $VENV/bin/pip"; then onhost "$VENV/bin/python -m ensurepip --default-pip >/dev/null && ls $VENV/bin/pip"; fi
 apply converged
 ask_all converged
 

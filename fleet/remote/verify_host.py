@@ -579,9 +579,12 @@ def user_commands(ctx):
                 if not got.get("path") or found != torch_dir:
                     wrong.append(f"`{name}` is {got.get('path') or 'not found'}"
                                  + (f" (its torch: {found or 'none'}, not {torch_dir})" if got.get("path") else ""))
-            pip = cmds.get("pip") or {}
-            if not pip.get("path") or not pip["path"].startswith(os.path.dirname(sys.executable) + "/"):
-                wrong.append(f"`pip` is {pip.get('path') or 'not found'}, not {os.path.dirname(sys.executable)}/pip")
+            pip, venv_bin = cmds.get("pip") or {}, os.path.dirname(sys.executable)
+            if not os.path.exists(os.path.join(venv_bin, "pip")):
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip (made without it, as uv "
+                             f"makes them); run {sys.executable} -m ensurepip --default-pip")
+            elif not pip.get("path") or not pip["path"].startswith(venv_bin + "/"):
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}, not {venv_bin}/pip")
         if TOOLKIT and os.path.exists(os.path.join(TOOLKIT, "bin", "nvcc")):
             nvcc = cmds.get("nvcc") or {}
             real = nvcc.get("real") or ""
