@@ -107,12 +107,21 @@ for c in """ + " ".join(COMMANDS) + r"""; do
   case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
   for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
 done
+# each answer is kept for the probe's other kinds (FLEET_PYC, a private directory): the same interpreter, in the
+# same directory, with the same variables Python reads, answers the same (one Python start, not one per kind)
 for q in $fleet_pys; do
   [ -x "$q" ] || continue
-  printf '@@py %s\t%s\n' "$q" "$("$q" -c 'import importlib.util as u, os, sys, sysconfig
+  k=$(printf '%s|' "${q%/*}" "$(readlink -f -- "$q")" "${PYTHONPATH-}" "${PYTHONHOME-}" "${PYTHONNOUSERSITE-}" \
+      "${PYTHONUSERBASE-}" "${PYTHONSAFEPATH-}" "$HOME" | cksum); k=${FLEET_PYC:-/nonexistent}/${k%% *}
+  if [ -r "$k" ]; then a=$(cat -- "$k")
+  else
+    a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
 s = u.find_spec("torch")
 m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null | tr '\n' ' ')"
+print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null | tr '\n' ' ')
+    [ -n "${FLEET_PYC-}" ] && [ -d "$FLEET_PYC" ] && printf '%s' "$a" > "$k"
+  fi
+  printf '@@py %s\t%s\n' "$q" "$a"
 done"""
 
 
@@ -127,6 +136,9 @@ def command() -> str:
         # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the
         # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
         '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
+        # where each kind's python answers are kept for the next kind (_CMDS), removed at the end
+        'fleet_pyc=$(mktemp -d "${TMPDIR:-/tmp}/fleet-pyc.XXXXXX" 2>/dev/null) || fleet_pyc=',
+        '[ -n "$fleet_pyc" ] && base+=(FLEET_PYC="$fleet_pyc")',
         # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
         "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
         "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",
@@ -156,9 +168,10 @@ def command() -> str:
         lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
     # bare: a process that reads no startup file (a service, cron, `env -i`), as fleet.facts.loader's bare kind
     lines.append("printf '@@shell bare\\n'")
-    lines.append(f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" $to bash --norc --noprofile -c "
+    lines.append(f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" FLEET_PYC=\"$fleet_pyc\" $to bash --norc --noprofile -c "
                  f"{quote(_SHOW + chr(10) + _CMDS)} </dev/null 2>&1 | awk \"$awkp\"")
     lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
+    lines.append('[ -n "$fleet_pyc" ] && rm -rf -- "$fleet_pyc"')
     return "\n".join(lines)
 
 
