@@ -383,6 +383,16 @@ def reached_by(shell_facts: dict | None, torch_path: str | None) -> dict:
     return out
 
 
+def reach_short(torch: dict | None, python_env: str) -> str | None:
+    """reach_sentence in a line that fits a terminal (apply's summary): the version, the venv, how to reach it."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    kinds = (torch.get("reached_by") or {}).get("kinds") or {}
+    every = all("python3" in (kinds.get(k) or []) for k in KINDS)
+    how = "python3 and pip in any new shell" if every else f"{python_env}/bin/python (not python3 in every shell)"
+    return f"torch {torch.get('version') or '?'} in {python_env}: {how}"
+
+
 def reach_sentence(torch: dict | None, python_env: str) -> str | None:
     """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
     if not isinstance(torch, dict) or not torch.get("path"):

@@ -132,10 +132,10 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             else:
                 console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
-        from fleet.facts.shells import reach_sentence
+        from fleet.facts.shells import reach_short
         facts = report.facts or {}
         env = (facts.get("python") or {}).get("env") or "/opt/fleet/venv"
-        reach = reach_sentence(facts.get("torch"), env)
+        reach = reach_short(facts.get("torch"), env)
         if reach:
             console.print(f"  [dim]{_safe(reach)}[/dim]", soft_wrap=True)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
