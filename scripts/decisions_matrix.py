@@ -319,6 +319,9 @@ def render() -> str:
         "|---|---|---|---|---|---|",
     ]
     lines += [fabric_row(label, *rest) for label, *rest in FABRIC]
+    # hand-written sections (design decisions no table shows), one file each, in name order
+    for section in sorted((ROOT / "docs" / "decisions").glob("*.md")):
+        lines += ["", section.read_text().rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

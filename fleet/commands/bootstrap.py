@@ -137,6 +137,11 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     verify = result.verify or {}
     if verify:
         rows.append(("verify", verify.get("summary") or ("passed" if verify.get("passed") else "failed")))
+    from fleet.decide import DEFAULTS
+    from fleet.facts.shells import reach_sentence
+    reach = reach_sentence(facts.get("torch"), str(result.target.vars.get("python_env") or DEFAULTS["python_env"]))
+    if reach:
+        rows.append(("torch", reach))
     rows.append(("connect", result.target.ssh_line()))
     if result.added or result.existing:
         rows.append(("next", f"fleet apply {result.inventory} --limit {result.name}"))

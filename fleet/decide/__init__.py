@@ -16,6 +16,7 @@ from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, jetson_refusal, read_host
 from fleet.decide.loader import decide_loader
+from fleet.decide.shells import judge as judge_shells
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
 from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
@@ -54,6 +55,8 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
         loader=decide_loader(facts, host, compat), fabric=asdict(decide_fabric(facts)),
         health=decide_health(facts, parse_expect(v.expect_gpus)).to_json(),
+        shells=judge_shells(facts, cuda.path, v.python_env,
+                            (facts.get("torch") or {}).get("path") if isinstance(facts.get("torch"), dict) else None),
     )
 
 

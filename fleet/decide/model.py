@@ -95,6 +95,8 @@ class Decisions:
     fabric: dict = field(default_factory=dict)
     # the GPUs' health: healthy, degraded or "return this pod", each finding with NVIDIA's action (decide/health.py)
     health: dict = field(default_factory=dict)
+    # what each kind of process reaches when a user types python3/pip/nvcc, and the GPUs it sees (decide/shells.py)
+    shells: dict = field(default_factory=dict)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -123,4 +125,5 @@ class Decisions:
             "loader": self.loader,
             "fabric": self.fabric,
             "health": self.health,
+            "shells": self.shells,
         }

@@ -27,7 +27,14 @@ PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch":
               "libcuda.noninteractive": "libcuda.so.1 of `ssh host cmd`",
               "libcuda.interactive": "libcuda.so.1 of interactive shells", "libcuda.login": "libcuda.so.1 of login shells",
               "libcuda.bare": "libcuda.so.1 of processes that read no startup file",
-              "ld.files": "the loader's files (/etc/ld.so.preload, /etc/ld.so.conf, /etc/ld.so.conf.d)"}
+              "ld.files": "the loader's files (/etc/ld.so.preload, /etc/ld.so.conf, /etc/ld.so.conf.d)",
+              "env.noninteractive": "the environment of `ssh host cmd`", "env.interactive":
+              "the environment of interactive shells", "env.login": "the environment of login shells",
+              "env.bare": "the environment of processes that read no startup file",
+              "packages": "the packages beside torch (its site-packages: every distribution, the nvidia/* libraries)"}
+# what an env.KIND part covers, said once in a reason
+ENV_COVERS = ("the variables CUDA, the loader, Python and torch read (" + ", ".join(shells.VARS[1:]) + ") and what "
+              "python3, python, pip and nvcc resolve to")
 VAR = "var."          # a variable verify reads: `var.NAME DIGEST`
 HOST_PARTS = "fleet_fp_host"          # the probe's own fingerprint (facts.verify_fingerprint), kept for the gate
 HOST_PARTS_ENV = "fleet_fp_host_env"  # ... and the venv it was taken for
@@ -101,6 +108,26 @@ fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
 fleet_libcuda ""; echo "libcuda.bare $fleet_r"
 fleet_h=$(shopt -s nullglob; cat /etc/ld.so.preload /etc/ld.so.conf /etc/ld.so.conf.d/*.conf 2>/dev/null | sha256sum)
 echo "ld.files ${{fleet_h:0:16}}"
+# each kind's whole relevant environment, as the probe's trace found it (facts.shells: the variables, the commands
+# and where each python finds torch), as a digest per kind; line numbers are not part of it (a comment moves them)
+declare -A fleet_env
+fleet_kind=
+while IFS= read -r line; do
+  case $line in
+    "@@shell "*) fleet_kind=${{line#@@shell }} ;;
+    "@@value LD_LIBRARY_PATH="*|"@@unset LD_LIBRARY_PATH") ;;  # the ld.KIND parts
+    "@@value "*|"@@unset "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\n' ;;
+  esac
+done <<< "${shells.CAPTURED}"
+for fleet_kind in noninteractive interactive login bare; do
+  fleet_h=$(printf '%s' "${{fleet_env[$fleet_kind]-}}" | sha256sum); echo "env.$fleet_kind ${{fleet_h:0:16}}"
+done
+# what torch loads beside itself: every distribution in its site-packages and the nvidia/* libraries there
+if [ -n "$fleet_rec" ]; then
+  fleet_site=${{fleet_rec%/torch-*.dist-info/RECORD}}
+  fleet_h=$(shopt -s nullglob; cd "$fleet_site" 2>/dev/null && printf '%s\n' *.dist-info nvidia/* | sha256sum)
+  echo "packages ${{fleet_h:0:16}}"
+else echo "packages none"; fi
 """
 
 
@@ -167,9 +194,31 @@ def stale_reasons(verify: dict | None, parts_now: dict | None, torch_now: dict |
             where = ", ".join(PART_NAMES.get(k, k).replace("libcuda.so.1 of ", "") for k in kinds)
             reasons.append(f"libcuda.so.1 changed ({where}): {was} -> {is_}" if was != is_
                            else f"libcuda.so.1 changed ({where}): {is_} is another file now")
+        elif key.startswith("env."):
+            kinds = [k for k in then if k.startswith("env.") and k in now and then[k] != now[k]]
+            if "env" in seen:
+                continue
+            seen.add("env")
+            where = ", ".join(PART_NAMES.get(k, k).replace("the environment of ", "") for k in kinds)
+            reasons.append(f"the environment changed ({where}): {ENV_COVERS}")
         else:
             reasons.append(f"{part_name(key)} changed")
     return reasons
+
+
+def compared(parts: dict | None) -> str:
+    """What a reused verdict compared, in words: the parts its fingerprint holds."""
+    names, envs = [], []
+    for key in parts or {}:
+        if key.startswith("env."):
+            envs.append(PART_NAMES.get(key, key).replace("the environment of ", ""))
+        elif not key.startswith("libcuda.") and not key.startswith("ld.") or key == "ld.files":
+            names.append(part_name(key))
+    if any(k.startswith(("libcuda.", "ld.")) and k != "ld.files" for k in parts or {}):
+        names.append("each kind's libcuda.so.1 and LD_LIBRARY_PATH")
+    if envs:
+        names.append(f"the environment of {', '.join(envs)} ({ENV_COVERS})")
+    return "; ".join(names)
 
 
 def judged(verify: dict | None, reasons: list[str]) -> dict | None:

@@ -69,6 +69,8 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     loader_facts = _loader(reader.read("loader"), shell_facts)
     libraries = reader.read("libraries", arch=uname.get("arch"))
     torch = reader.read("torch")
+    if isinstance(torch, dict):   # which python3/python of each kind finds it, and any other torch they find
+        torch = {**torch, "reached_by": shells.reached_by(shell_facts, torch.get("path"))}
     # the last verify's verdict holds only while what it proved is as the host shows it now (stale: why not)
     verify = reader.read("verify")
     verify = fingerprint.judged(verify, fingerprint.stale_reasons(verify, reader.read("verify_fingerprint"), torch))

@@ -32,7 +32,14 @@ from fleet.remote import loader_rules
 from fleet.facts.scrub import scrub_text
 
 KINDS = ("noninteractive", "interactive", "login")
-VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME")
+# Every variable that decides what CUDA, the loader, Python and torch see (shared/DOMAIN.md, "What a process sees
+# beyond libcuda"): its value in each kind and the startup line that last set it. LD_LIBRARY_PATH's every change
+# is kept too (ld_changes: the cuda-compat judgement reads them).
+VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+        "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
+TRACKED = VARS[1:]       # carried in each trace line after LD_LIBRARY_PATH
+COMMANDS = ("python3", "python", "pip", "nvcc")   # what a user types to reach the stack
 HOOK_FILE = "/etc/fleet/env.sh"     # the env_hooks role's script: its changes are fleet's own
 # A cuda-compat directory: /usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib (NVIDIA forward
 # compatibility guide, "Deployment Considerations": the compat package installs under cuda-X.Y/compat).
@@ -50,26 +57,73 @@ _STARTUP = {
               'elif [ -r ~/.profile ]; then . ~/.profile; fi'),
 }
 
-# Trace lines -> only the ones after which LD_LIBRARY_PATH differs, with the chain of files that led there.
+# Trace lines -> only the ones after which LD_LIBRARY_PATH differs, with the chain of files that led there; and for
+# each other tracked variable the LAST line after which it differed (@@set, printed at the end).
 _AWK = r"""
 /^\++@@/ {
   d = match($0, /[^+]/) - 1; rest = substr($0, d + 3)
   i = index(rest, "@@"); file = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
   i = index(rest, "@@"); line = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@ "); ld = substr(rest, 1, i - 1); cmd = substr(rest, i + 3)
+  i = index(rest, "@@"); ld = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
+  i = index(rest, "@@ "); vs = substr(rest, 1, i - 1); cmd = substr(rest, i + 3)
   gsub(/\t/, " ", cmd)
-  if (have && ld != pld) {
+  if (have && (ld != pld || vs != pvs)) {
     via = ""; for (k = 2; k < pd; k++) via = via (via == "" ? "" : ">") stack[k]
-    printf "@@change\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pd - 1, pf, pl, pld, ld, substr(pcmd, 1, 200), via
+    if (ld != pld)
+      printf "@@change\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pd - 1, pf, pl, pld, ld, substr(pcmd, 1, 200), via
+    if (vs != pvs) {
+      n = split(pvs, a, "@%"); split(vs, b, "@%")
+      for (k = 1; k <= n; k++) if (a[k] != b[k]) last[k] = (pd - 1) "\t" pf "\t" pl "\t" substr(pcmd, 1, 200) "\t" via
+    }
   }
-  stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pcmd = cmd; next
+  stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
 }
-/^@@(value|unset) / { print }
+/^@@(value|unset|cmd|py) / { print }
 /^@@ld(var|find|obj|missing) / { print }
+END { for (k in last) printf "@@set\t%d\t%s\n", k, last[k] }
 """
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
+
+# What each user command resolves to in this kind (`command -v`: an alias or a function counts, as when typed), its
+# real file, the version of the toolkit an nvcc belongs to (its version.json, else version.txt: no nvcc start), the
+# interpreter a pip runs (its #! line); then each distinct python asked once where it finds torch (find_spec: no
+# import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
+_CMDS = r"""fleet_pys=
+for c in """ + " ".join(COMMANDS) + r"""; do
+  p=$(command -v "$c" 2>/dev/null) || p=
+  r=; x=
+  case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null) ;; esac
+  if [ "$c" = nvcc ] && [ -n "$r" ]; then
+    t=${r%/bin/nvcc}
+    if [ -r "$t/version.json" ]; then x=$(grep -m1 -A3 '"cuda" *:' "$t/version.json" | grep -m1 -o '"version" *: *"[^"]*"'); x=${x##*: }; x=${x//\"/}
+    elif [ -r "$t/version.txt" ]; then read -r x < "$t/version.txt"; x=${x##* }; fi
+  elif [ "$c" = pip ] && [ -n "$r" ]; then
+    IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac
+  fi
+  printf '@@cmd %s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x"
+  # a python is asked by the path it is run by: a venv's bin/python3 links to the system's, and only that path
+  # finds the venv (its pyvenv.cfg)
+  case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
+  for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
+done
+# each answer is kept for the probe's other kinds (FLEET_PYC, a private directory): the same interpreter, in the
+# same directory, with the same variables Python reads, answers the same (one Python start, not one per kind)
+for q in $fleet_pys; do
+  [ -x "$q" ] || continue
+  k=$(printf '%s|' "${q%/*}" "$(readlink -f -- "$q")" "${PYTHONPATH-}" "${PYTHONHOME-}" "${PYTHONNOUSERSITE-}" \
+      "${PYTHONUSERBASE-}" "${PYTHONSAFEPATH-}" "$HOME" | cksum); k=${FLEET_PYC:-/nonexistent}/${k%% *}
+  if [ -r "$k" ]; then a=$(cat -- "$k")
+  else
+    a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
+s = u.find_spec("torch")
+m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null | tr '\n' ' ')
+    [ -n "${FLEET_PYC-}" ] && [ -d "$FLEET_PYC" ] && printf '%s' "$a" > "$k"
+  fi
+  printf '@@py %s\t%s\n' "$q" "$a"
+done"""
 
 
 def command() -> str:
@@ -83,6 +137,9 @@ def command() -> str:
         # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the
         # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
         '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
+        # where each kind's python answers are kept for the next kind (_CMDS), removed at the end
+        'fleet_pyc=$(mktemp -d "${TMPDIR:-/tmp}/fleet-pyc.XXXXXX" 2>/dev/null) || fleet_pyc=',
+        '[ -n "$fleet_pyc" ] && base+=(FLEET_PYC="$fleet_pyc")',
         # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
         "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
         "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",
@@ -101,14 +158,21 @@ def command() -> str:
         "ss=; command -v setsid >/dev/null 2>&1 && ss='setsid -w'",
         f"awkp={quote(_AWK)}",
     ]
-    ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@ '; set -x; "
+    tracked = "@%".join("${%s-@unset@}" % v for v in TRACKED)
+    ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@" + tracked + "@@ '; set -x; "
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
-        # then the loader's own answer in the environment those files left (fleet/facts/loader.py)
-        body = ps4 + startup + "; " + _SHOW + "\n" + loader.QUERY
+        # then the user's commands, and the loader's own answer in the environment those files left (loader.py)
+        body = ps4 + startup + "; " + _SHOW + "\n" + _CMDS + "\n" + loader.QUERY
         lines.append(f"printf '@@shell {kind}\\n'")
         lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)} </dev/null 2>&1 | awk \"$awkp\"")
         lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
+    # bare: a process that reads no startup file (a service, cron, `env -i`), as fleet.facts.loader's bare kind
+    lines.append("printf '@@shell bare\\n'")
+    lines.append(f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" FLEET_PYC=\"$fleet_pyc\" $to bash --norc --noprofile -c "
+                 f"{quote(_SHOW + chr(10) + _CMDS)} </dev/null 2>&1 | awk \"$awkp\"")
+    lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
+    lines.append('[ -n "$fleet_pyc" ] && rm -rf -- "$fleet_pyc"')
     return "\n".join(lines)
 
 
@@ -145,7 +209,8 @@ def parse(text: str) -> dict:
         elif raw.startswith("@@etcenv "):
             out["etc_environment"].append(loader_rules.parse_etcenv(raw))
         elif raw.startswith("@@shell "):
-            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": []}
+            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": [],
+                                              "set_by": {}, "commands": {}, "pythons": {}}
         elif current is None:
             continue
         elif raw.startswith("@@ld"):
@@ -156,17 +221,69 @@ def parse(text: str) -> dict:
                 current[name] = value
         elif raw.startswith("@@rc "):
             current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
+        elif raw.startswith("@@set\t"):
+            index, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            if index.isdigit() and 1 <= int(index) <= len(TRACKED):
+                current["set_by"][TRACKED[int(index) - 1]] = _setter(file, line, depth, cmd, via)
+        elif raw.startswith("@@cmd "):
+            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
+            current["commands"][name] = {"path": path or None, "real": real or None,
+                                         **({"version": extra or None} if name == "nvcc" else {}),
+                                         **({"python": extra or None} if name == "pip" else {})}
+        elif raw.startswith("@@py "):
+            exe, _, answer = raw[5:].partition("\t")
+            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
+            current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
+                                       "externally_managed": managed == "1", "ran": bool(prefix)}
         elif raw.startswith("@@change\t"):
             change = loader_rules.parse_change(raw)
             current["ld_changes"].append({**change, "text": scrub_text(change["text"])})
-    for kind in KINDS:
+    etc = {e["name"]: e for e in out["etc_environment"]}
+    for kind in KINDS + ("bare",):
         if kind in out:
             lines = out[kind].pop("_ld")
             out[kind]["loader"] = loader.parse_query(lines) if lines else None
+            _settled(out[kind], etc)
     missing = [k for k in KINDS if k not in out]
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")
     return out
+
+
+def _setter(file: str, line: str, depth: str, cmd: str, via: str) -> dict:
+    return {"file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0) if
+            str(depth).isdigit() else 0, "text": scrub_text(cmd), "via": [v for v in via.split(">") if v]}
+
+
+def _settled(shell: dict, etc: dict) -> None:
+    """set_by for every variable set in this kind: the last startup line that changed it (LD_LIBRARY_PATH's from its
+    changes), else /etc/environment's line where the session got it there; a variable this kind does not have, or
+    that only fleet's own hook set, keeps the line all the same (the hook is a file:line too)."""
+    if shell["ld_changes"]:
+        last = shell["ld_changes"][-1]
+        shell["set_by"]["LD_LIBRARY_PATH"] = {k: last[k] for k in ("file", "line", "depth", "text", "via")}
+    for name in VARS:
+        if name not in shell["set_by"] and name in etc and shell.get(name) is not None:
+            e = etc[name]
+            shell["set_by"][name] = {"file": e["file"], "line": e["line"], "depth": 0,
+                                     "text": scrub_text(f"{name}={e['value']}"), "via": []}
+    for name, value in list(shell.items()):
+        if name in VARS and name not in ("PATH", "LD_LIBRARY_PATH") and isinstance(value, str):
+            shell[name] = scrub_text(value)
+
+
+def where(setter: dict | None, home: str = "") -> str | None:
+    """A set_by entry as a person edits it: "~/.bashrc:1", or the outermost line that led there ("~/.bashrc:9
+    (via /root/pod_setup.sh:2)")."""
+    if not setter or not setter.get("file"):
+        return None
+    origin = _tilde(f"{setter['file']}:{setter['line']}", home)
+    via = [_tilde(v, home) for v in setter.get("via") or []]
+    return f"{via[0]} (via {origin})" if via else origin
+
+
+def _unset(value: str) -> str | None:
+    return None if value == "@unset@" else value
 
 
 def compat_dirs(path: str | None) -> list[str]:
@@ -236,5 +353,52 @@ def observed(lines: list[dict]) -> list[dict]:
     return out
 
 
-def _tilde(where: str, home: str) -> str:
-    return "~" + where[len(home):] if home and home != "/" and where.startswith(home + "/") else where
+_tilde = loader_rules.tilde   # "/root/.bashrc:3" -> "~/.bashrc:3"
+
+
+def reached_by(shell_facts: dict | None, torch_path: str | None) -> dict:
+    """Which of python3/python each kind's user types finds this torch (facts.torch.path), and every other torch a
+    python of any kind finds: {"kinds": {kind: ["python3", "python"]}, "others": [{"python", "torch", "kinds"}]}."""
+    out: dict = {"kinds": {}, "others": []}
+    if not isinstance(shell_facts, dict) or not torch_path:
+        return out
+    others: dict = {}
+    for kind in KINDS:
+        shell = shell_facts.get(kind) or {}
+        found = []
+        for name in ("python3", "python"):
+            path = ((shell.get("commands") or {}).get(name) or {}).get("path")
+            torch = ((shell.get("pythons") or {}).get(path or "") or {}).get("torch")
+            if torch and torch == torch_path:
+                found.append(name)
+            elif torch:
+                others.setdefault((path, torch), []).append(kind)
+        out["kinds"][kind] = found
+    out["others"] = [{"python": p, "torch": t, "kinds": k} for (p, t), k in others.items()]
+    return out
+
+
+def reach_short(torch: dict | None, python_env: str) -> str | None:
+    """reach_sentence in a line that fits a terminal (apply's summary): the version, the venv, how to reach it."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    kinds = (torch.get("reached_by") or {}).get("kinds") or {}
+    every = all("python3" in (kinds.get(k) or []) for k in KINDS)
+    how = "python3 and pip in any new shell" if every else f"{python_env}/bin/python (not python3 in every shell)"
+    return f"torch {torch.get('version') or '?'} in {python_env}: {how}"
+
+
+def reach_sentence(torch: dict | None, python_env: str) -> str | None:
+    """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    reach = torch.get("reached_by") or {}
+    kinds = reach.get("kinds") or {}
+    every = [k for k in KINDS if "python3" in (kinds.get(k) or [])]
+    python = f"{python_env}/bin/python"
+    how = ("`python3` (and pip) in any new shell" if len(every) == len(KINDS) else
+           f"`python3` in {', '.join(every)} shells" if every else f"{python} by path (python3 in a shell is another)")
+    said = f"torch {torch.get('version') or '?'} at {torch['path']}: {how}, or {python}"
+    for other in reach.get("others") or []:
+        said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
+    return said

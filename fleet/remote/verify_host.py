@@ -24,6 +24,10 @@ CONFIG_JSON, one JSON object (every key optional; the verify role's templates/ve
                           host_gbs, host_floor_gbs (the bandwidth floors; 0: none)], first match wins
     memory_share  float   of the FREE GPU memory the perf tensors may take                default 0.1
     busy_share    float   memory used by others above this share of the total: busy       default 0.1
+    toolkit       str     the decided toolkit's directory (decisions.cuda.path): its nvcc and CUDA_HOME in
+                          every kind of shell (issue 35); "" or absent: not checked
+    venv_first    bool    fleet's venv first on PATH (env_hooks_venv_on_path: first): python3, python and pip
+                          in every kind of shell are the venv's, with the torch verified here  default false
 
 What a libcuda path is and which file:line put it first are fleet/remote/loader_rules.py's rules, the facts' own:
 the installed program carries that module's text (fleet/resources/verify.py: verify_program).
@@ -56,6 +60,8 @@ GPU_EXPECTED = True       # the platform row's (decisions.platform): False verif
 TABLE = []                # perf rows: {match, peak, matmul_floor, attention_floor}
 MEMORY_SHARE = 0.1        # of FREE memory the perf tensors may take
 BUSY_SHARE = 0.1          # memory used by others above this share of total: busy
+TOOLKIT = ""              # the decided toolkit (its nvcc and CUDA_HOME in every kind of shell)
+VENV_FIRST = False        # python3/python/pip in every kind of shell are this venv's
 CHECKS, OUT = [], {}
 PROGRAM = os.path.abspath(__file__) if globals().get("__file__") else None   # this file: started in other kinds
 
@@ -80,7 +86,9 @@ STOP = object()           # a step's answer that ends the run
 
 def configure(config):
     """Take CONFIG_JSON's values (a dict) and start a fresh result."""
-    global PERF, GPU_EXPECTED, TABLE, MEMORY_SHARE, BUSY_SHARE
+    global PERF, GPU_EXPECTED, TABLE, MEMORY_SHARE, BUSY_SHARE, TOOLKIT, VENV_FIRST
+    TOOLKIT = str(config.get("toolkit") or "").rstrip("/")
+    VENV_FIRST = bool(config.get("venv_first", False))
     PERF = bool(config.get("perf", False))
     GPU_EXPECTED = bool(config.get("gpu_expected", True))
     TABLE = list(config.get("perf_table") or [])
@@ -116,7 +124,8 @@ def answered_by(lib):
 
 
 def cuda_report(with_torch=True, need=0):
-    r = {"ld_library_path": os.environ.get("LD_LIBRARY_PATH"), "ld_preload": os.environ.get("LD_PRELOAD")}
+    r = {"ld_library_path": os.environ.get("LD_LIBRARY_PATH"), "ld_preload": os.environ.get("LD_PRELOAD"),
+         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "device_order": os.environ.get("CUDA_DEVICE_ORDER")}
     if with_torch:
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -179,6 +188,10 @@ KINDS = {"ssh": "in `ssh host cmd`", "bare": "in a bare process (env -i: service
 CHECK_NAMES = {"ssh": "cuda_available", "bare": "cuda_available_bare", "interactive": "cuda_available_interactive",
                "login": "cuda_available_login"}
 TRACED = {"ssh": "noninteractive", "interactive": "interactive", "login": "login"}   # fleet.facts.shells.KINDS
+# fleet.facts.shells.TRACKED, in its order (the trace's @@set lines name them by position; tests/unit prove they agree)
+TRACKED = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+           "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+           "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
 # What takes each mechanism out of effect: env_hooks' ld_aside task does it for the ld cache and preload entries
 # decide.loader finds harmful under this driver (the same rule as the compat decision).
 LD_CACHE_FIX = ("move {conf} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig: fleet apply does so "
@@ -276,10 +289,29 @@ def parse_trace(text):
     out, kind = {"etc": []}, None
     for raw in text.splitlines():
         if raw.startswith("@@etcenv "):
-            out["etc"].append(rules.parse_etcenv(raw))
+            row = rules.parse_etcenv(raw)
+            out["etc"].append(row)
+            out.setdefault("etc_vars", []).append({"name": row["name"], "line": row["line"]})
         elif raw.startswith("@@shell "):
             kind = raw[8:].strip()
             out[kind] = []
+            out.setdefault("env", {})[kind] = {"values": {}, "set": {}, "commands": {}, "pythons": {}}
+        elif raw.startswith("@@set\t") and kind:
+            index, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            if index.isdigit() and 1 <= int(index) <= len(TRACKED):
+                out["env"][kind]["set"][TRACKED[int(index) - 1]] = {
+                    "file": file, "line": int(line) if line.isdigit() else None, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@value ") and kind:
+            name, _, value = raw[8:].partition("=")
+            out["env"][kind]["values"][name] = value
+        elif raw.startswith("@@cmd ") and kind:
+            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
+            out["env"][kind]["commands"][name] = {"path": path or None, "real": real or None, "extra": extra or None}
+        elif raw.startswith("@@py ") and kind:
+            exe, _, answer = raw[5:].partition("\t")
+            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
+            out["env"][kind]["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
+                                                "externally_managed": managed == "1"}
         elif raw.startswith("@@change\t") and kind:
             out[kind].append(rules.parse_change(raw))
     return out
@@ -395,9 +427,20 @@ def explain(r, step=None):
     elif code == 999:
         cause = "CUDA_ERROR_UNKNOWN: usually nvidia_uvm is not loaded, or the GPU is in a bad state (Xid in dmesg)"
         fix = "modprobe nvidia_uvm; if that does not help, reboot"
+    elif code == 100 and r.get("visible_devices") is not None:
+        # visibility, not the loader: the libcuda is the right one and the driver hides every GPU from it
+        where = variable_line(r.get("kind"), "CUDA_VISIBLE_DEVICES")
+        n = host_gpu_count()
+        return (f"{head}: CUDA_VISIBLE_DEVICES={r['visible_devices']!r} leaves none of the host's "
+                f"{n if n is not None else '?'} GPU(s) visible (empty: none; the list stops at its first entry that "
+                f"names no GPU here), set at {where}; fix: correct or remove CUDA_VISIBLE_DEVICES at {where} (fleet "
+                "leaves it to you: a deliberate partition looks the same)")
     elif code == 100:
-        cause = "no CUDA device is visible to this process"
-        fix = "check CUDA_VISIBLE_DEVICES and that the container was started with GPUs (--gpus all)"
+        n = host_gpu_count()
+        cause = ("no CUDA device is visible to this process, and CUDA_VISIBLE_DEVICES is not set: "
+                 + (f"the kernel driver lists {n} GPU(s) (nvidia-smi)" if n else "nvidia-smi lists no GPU either"))
+        fix = "check that the container was started with GPUs (--gpus all) and the device nodes (/dev/nvidia*)"
+        put = ""
     elif code == 46:
         cause = "every GPU is in exclusive-process mode and taken"
         fix = "wait for the other process, or nvidia-smi -c DEFAULT"
@@ -476,14 +519,103 @@ def other_kinds(need):
     return out
 
 
+_GPUS = {}
+
+
+def host_gpu_count():
+    """The GPUs the kernel driver has (nvidia-smi: it ignores CUDA_VISIBLE_DEVICES), once; None when unknown."""
+    if "n" not in _GPUS:
+        rows = smi("--query-gpu=index")
+        _GPUS["n"] = len(rows) if rows is not None else None
+    return _GPUS["n"]
+
+
+def variable_line(kind, name):
+    """The startup file:line that last set `name` in this kind (the trace), as a person edits it."""
+    if kind == "bare":
+        return "the environment of processes that read no startup file (a service's Environment=, a container's ENV)"
+    env = (shell_trace().get("env") or {}).get(TRACED.get(kind), {})
+    setter = env.get("set", {}).get(name)
+    if not setter:
+        etc = [e for e in shell_trace().get("etc_vars", []) if e["name"] == name]
+        return (f"/etc/environment:{etc[-1]['line']}" if etc else
+                "no startup file of this kind (the process's parent: sshd's SetEnv/AcceptEnv, a container's ENV)")
+    home = os.environ.get("HOME") or ""
+    origin = rules.tilde(f"{setter['file']}:{setter['line']}", home)
+    return f"{origin} (read from {rules.tilde(setter['via'][0], home)})" if setter.get("via") else origin
+
+
+def hidden_gpus(kind, r):
+    """A kind whose CUDA comes up but sees fewer of the host's GPUs than it has, because of CUDA_VISIBLE_DEVICES:
+    the sentence naming it; None where it sees them all (or the count is unknown)."""
+    n, seen = host_gpu_count(), r.get("devices")
+    if r.get("visible_devices") is None or n is None or seen is None or seen >= n:
+        return None
+    where = variable_line(kind, "CUDA_VISIBLE_DEVICES")
+    return (f"sees {seen} of the host's {n} GPUs: CUDA_VISIBLE_DEVICES={r['visible_devices']!r} set at {where}; fix: "
+            f"correct or remove it there (fleet leaves CUDA_VISIBLE_DEVICES to you)")
+
+
+def user_commands(ctx):
+    """What the user types in each kind of shell reaches what this verify proves (issue 35): python3, python and
+    pip are the venv's and find this torch (where venv_first), nvcc and CUDA_HOME are the decided toolkit's; from
+    fleet.facts.shells' trace of each kind (the commands resolved there, each python asked where torch is)."""
+    if not (VENV_FIRST or TOOLKIT) or not os.environ.get("FLEET_VERIFY_TRACE"):
+        return None
+    torch_dir = os.path.dirname(ctx["torch"].__file__) if ctx.get("torch") is not None else None
+    env_of = shell_trace().get("env") or {}
+    OUT["commands"] = {}
+    for kind in ("ssh", "interactive", "login"):
+        env = env_of.get(TRACED[kind])
+        if env is None:
+            check(f"user_commands_{kind}", False, f"{KINDS[kind]}: the startup files' trace gave no answer")
+            continue
+        wrong, cmds, values = [], env["commands"], env["values"]
+        where_path = variable_line(kind, "PATH")
+        if VENV_FIRST:
+            for name in ("python3", "python"):
+                got = cmds.get(name) or {}
+                found = (env["pythons"].get(got.get("path") or "") or {}).get("torch")
+                if not got.get("path") or found != torch_dir:
+                    wrong.append(f"`{name}` is {got.get('path') or 'not found'}"
+                                 + (f" (its torch: {found or 'none'}, not {torch_dir})" if got.get("path") else ""))
+            pip, venv_bin = cmds.get("pip") or {}, os.path.dirname(sys.executable)
+            if not os.path.exists(os.path.join(venv_bin, "pip")):
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip (made without it, as uv "
+                             f"makes them); run {sys.executable} -m ensurepip --default-pip")
+            elif not pip.get("path") or not pip["path"].startswith(venv_bin + "/"):
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}, not {venv_bin}/pip")
+        if TOOLKIT and os.path.exists(os.path.join(TOOLKIT, "bin", "nvcc")):
+            nvcc = cmds.get("nvcc") or {}
+            real = nvcc.get("real") or ""
+            if not real.startswith(TOOLKIT + "/"):
+                wrong.append(f"`nvcc` is {real or 'not found'}" + (f" (CUDA {nvcc['extra']})" if nvcc.get("extra") else "")
+                             + f", not {TOOLKIT}/bin/nvcc")
+            for name in ("CUDA_HOME", "CUDA_PATH"):
+                value = values.get(name)
+                if (name == "CUDA_HOME" or value is not None) and (value or "").rstrip("/") != TOOLKIT:
+                    wrong.append(f"{name}={value!r} (set at {variable_line(kind, name)}), not {TOOLKIT}")
+        OUT["commands"][kind] = {name: (cmds.get(name) or {}).get("path") for name in ("python3", "python", "pip", "nvcc")}
+        detail = (f"{KINDS[kind]}: " + "; ".join(wrong) + f" (PATH last set at {where_path}); fix: let fleet's env hook "
+                  "run last there (fleet apply), or set env_hooks_venv_on_path") if wrong else \
+            f"{KINDS[kind]}: python3, pip and nvcc reach this venv's torch and {TOOLKIT or 'the system'}'s toolkit"
+        check(f"user_commands_{kind}", not wrong, detail)
+    return None
+
+
 def judge_kind(kind, r):
     """One kind's entry of OUT["kinds"] and its check: passed, the libcuda (path, version, stub), and on failure
     the step of the loader that put it first and the explanation."""
     passed = r.get("torch_available") if kind == "ssh" else r.get("available")
+    r = {**r, "kind": kind}
     entry = {"passed": bool(passed), **{k: r.get(k) for k in (
         "code", "name", "libcuda", "libcuda_real", "libcuda_version", "stub", "driver_api", "devices",
-        "ld_library_path", "ld_preload", "run_error", "load_error") if r.get(k) is not None}}
-    if passed:
+        "ld_library_path", "ld_preload", "run_error", "load_error", "visible_devices") if r.get(k) is not None}}
+    fewer = hidden_gpus(kind, r) if passed else None
+    if fewer:
+        passed = entry["passed"] = False
+        entry["explain"] = detail = f"{KINDS[kind]}: {fewer}"
+    elif passed:
         detail = f"{KINDS[kind]}: CUDA up through {r.get('libcuda_real')}"
     elif r.get("run_error"):
         detail = f"{KINDS[kind]}: {r['run_error']}"
@@ -1038,7 +1170,7 @@ def perf_smoke(ctx):
 
 
 # The checks, in the order they run. Add yours where it belongs (see the docstring).
-STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, gpus, gpu_links, perf_smoke]
+STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, user_commands, gpus, gpu_links, perf_smoke]
 
 
 def run(config):

@@ -135,6 +135,13 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
         style = "bold red" if health["verdict"] == "return" else "yellow"
         console.print(f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}", soft_wrap=True)
+    if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
+        from fleet.facts.shells import reach_short
+        facts = report.facts or {}
+        env = (facts.get("python") or {}).get("env") or "/opt/fleet/venv"
+        reach = reach_short(facts.get("torch"), env)
+        if reach:
+            console.print(f"  [dim]{_safe(reach)}[/dim]", soft_wrap=True)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)

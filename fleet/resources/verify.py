@@ -106,7 +106,8 @@ class Verify(Assert):
             last = verify_gate.judged(last, [])   # the host vouched for it: nothing it proved has changed
             result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
             return result, {"verify": {**last, "reused": True, "checked_at": _now(),
-                                       "reason": f"reused: nothing it proved has changed since {last.get('at')}"}}
+                                       "reason": f"reused: nothing it proved has changed since {last.get('at')}"
+                                                 + _compared(last)}}
         result = self.parse(rc, gate.output)
         if isinstance(result.data, dict):
             why = verify_gate.run_reason(last, gate, seen.max_age, datetime.now(timezone.utc), seen.forced)
@@ -129,6 +130,13 @@ class Verify(Assert):
 
         record = verify_gate.judged(record, [])   # it ran on the host as last probed: its verdict holds
         return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
+
+
+def _compared(last: dict) -> str:
+    from fleet.facts.fingerprint import compared
+
+    said = compared(last.get("fingerprint_parts") if isinstance(last.get("fingerprint_parts"), dict) else None)
+    return f" (compared: {said})" if said else ""
 
 
 def _now() -> str:

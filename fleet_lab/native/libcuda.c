@@ -12,12 +12,26 @@
  *   - an NVSwitch fabric not set up (fleet_lab/fabric.py): the host manages it and its fabric manager has not
  *     written /run/fleet-lab/fabric-ready, or a container whose provider's fabric is not ready
  *                                                                   -> 802 CUDA_ERROR_SYSTEM_NOT_READY
+ *   - CUDA_VISIBLE_DEVICES leaving no GPU visible                    -> 100 CUDA_ERROR_NO_DEVICE
  * The GPUs are described by /proc/driver/nvidia/fleet-lab-gpu, a file the lab writes (gpus=8 on an HGX board;
- * off_fabric= the GPUs that failed to register with the fabric: no peer access to or from them). */
+ * off_fabric= the GPUs that failed to register with the fabric: no peer access to or from them).
+ *
+ * CUDA_VISIBLE_DEVICES as the real driver reads it (CUDA programming guide, "CUDA Environment Variables"; the
+ * lent H200's answers in shared/captured/h200-device/visible.txt): unset, every GPU; set and empty, none; else a
+ * comma-separated list of indices or UUIDs ("GPU-<uuid>", or any unique prefix of one), each making that GPU
+ * visible in that order, and the list STOPS at the first entry that names no GPU (`0,-1,1` is GPU 0 alone, `1,0`
+ * on a one-GPU host is none: cuInit 100). MIG names match no GPU here (no MIG in the lab). GPU i's UUID is GPU 0's
+ * with its last two hex digits plus i, as the stand-in nvidia-smi lists them. */
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* Where the lab host's /proc/driver/nvidia is; a unit test builds it with its own directory. */
+#ifndef LAB_PROC
+#define LAB_PROC "/proc/driver/nvidia"
+#endif
 
 #define NO_DEVICE 100
 #define INVALID_VALUE 1
@@ -39,6 +53,7 @@ static char gpu_name[256], gpu_class[64], gpu_uuid[64], fabric[32], off_fabric[2
 static int gpus = 1;
 static int cc_major, cc_minor;
 static long long memory_mb;
+static int visible[64], nvisible;  /* visible ordinal -> GPU index, from CUDA_VISIBLE_DEVICES */
 
 static int version_cmp(const char *a, const char *b) {
     while (*a || *b) {
@@ -52,7 +67,7 @@ static int version_cmp(const char *a, const char *b) {
 
 /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..." */
 static int kernel_driver(char *out, size_t size) {
-    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    FILE *f = fopen(LAB_PROC "/version", "r");
     char line[512];
     if (!f) return 0;
     int found = 0;
@@ -69,7 +84,7 @@ static int kernel_driver(char *out, size_t size) {
 }
 
 static void read_gpu(void) {
-    FILE *f = fopen("/proc/driver/nvidia/fleet-lab-gpu", "r");
+    FILE *f = fopen(LAB_PROC "/fleet-lab-gpu", "r");
     char line[512];
     if (!f) return;
     while (fgets(line, sizeof line, f)) {
@@ -87,6 +102,51 @@ static void read_gpu(void) {
         else if (!strcmp(line, "off_fabric")) snprintf(off_fabric, sizeof off_fabric, " %s ", value);
     }
     fclose(f);
+}
+
+static const char *uuid_of(int i) {   /* as fleet_lab/native/nvidia_smi.c's uuid_of */
+    static char uuid[80];
+    snprintf(uuid, sizeof uuid, "%s", gpu_uuid);
+    size_t n = strlen(uuid);
+    if (i && n > 2) snprintf(uuid + n - 2, 3, "%02x", (unsigned)((strtoul(uuid + n - 2, NULL, 16) + (unsigned)i) & 0xff));
+    return uuid;
+}
+
+/* The GPU one CUDA_VISIBLE_DEVICES entry names, or -1 (an index out of range, -1, a UUID prefix matching no GPU
+ * or more than one, anything else). */
+static int named_gpu(const char *entry, size_t n) {
+    char word[128];
+    while (n && (*entry == ' ' || *entry == '\t')) { entry++; n--; }
+    while (n && (entry[n - 1] == ' ' || entry[n - 1] == '\t')) n--;
+    if (!n || n >= sizeof word) return -1;
+    memcpy(word, entry, n); word[n] = '\0';
+    if (strspn(word, "0123456789") == n) {
+        long i = strtol(word, NULL, 10);
+        return i < gpus ? (int)i : -1;
+    }
+    if (strncmp(word, "GPU-", 4) != 0) return -1;
+    int found = -1;
+    for (int i = 0; i < gpus; i++)
+        if (!strncasecmp(uuid_of(i), word, n)) { if (found >= 0) return -1; found = i; }
+    return found;
+}
+
+static void read_visible(void) {
+    const char *list = getenv("CUDA_VISIBLE_DEVICES");
+    nvisible = 0;
+    if (!list) {
+        for (int i = 0; i < gpus && i < 64; i++) visible[nvisible++] = i;
+        return;
+    }
+    while (*list && nvisible < 64) {
+        size_t n = strcspn(list, ",");
+        int gpu = named_gpu(list, n);
+        for (int k = 0; k < nvisible && gpu >= 0; k++) if (visible[k] == gpu) gpu = -1;  /* named twice: stops */
+        if (gpu < 0) break;
+        visible[nvisible++] = gpu;
+        list += n;
+        if (*list == ',') list++;
+    }
 }
 
 /* CUDA release whose features this driver branch supports in full (CUDA release notes, table 3). */
@@ -125,26 +185,28 @@ int cuInit(unsigned int flags) {
     }
     if (!strcmp(fabric, "provider")) return SYSTEM_NOT_READY;   /* the provider's fabric manager: not here */
     if (!strcmp(fabric, "managed") && access(FABRIC_STATE, F_OK) != 0) return SYSTEM_NOT_READY;
+    read_visible();
+    if (!gpu_name[0] || !nvisible) return NO_DEVICE;
     initialized = 1;
     return 0;
 }
 
 int cuDeviceGetCount(int *count) {
     if (!initialized) return NOT_INITIALIZED;
-    *count = gpu_name[0] ? gpus : 0;
+    *count = nvisible;
     return 0;
 }
 
 int cuDeviceGet(int *device, int ordinal) {
     if (!initialized) return NOT_INITIALIZED;
-    if (ordinal < 0 || ordinal >= gpus || !gpu_name[0]) return INVALID_DEVICE;
+    if (ordinal < 0 || ordinal >= nvisible) return INVALID_DEVICE;
     *device = ordinal;
     return 0;
 }
 
 int cuDeviceGetName(char *name, int len, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device < 0 || device >= gpus) return INVALID_DEVICE;
+    if (device < 0 || device >= nvisible) return INVALID_DEVICE;
     snprintf(name, (size_t)len, "%s", gpu_name);
     return 0;
 }
@@ -152,7 +214,7 @@ int cuDeviceGetName(char *name, int len, int device) {
 /* 75 = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 76 = ..._MINOR */
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device < 0 || device >= gpus) return INVALID_DEVICE;
+    if (device < 0 || device >= nvisible) return INVALID_DEVICE;
     if (attribute == 75) *value = cc_major;
     else if (attribute == 76) *value = cc_minor;
     else return INVALID_VALUE;
@@ -161,7 +223,7 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
 
 int cuDeviceTotalMem_v2(size_t *bytes, int device) {
     if (!initialized) return NOT_INITIALIZED;
-    if (device < 0 || device >= gpus) return INVALID_DEVICE;
+    if (device < 0 || device >= nvisible) return INVALID_DEVICE;
     *bytes = (size_t)memory_mb * 1024 * 1024;
     return 0;
 }
@@ -176,8 +238,8 @@ static int on_fabric(int device) {
 int cuDeviceCanAccessPeer(int *can, int device, int peer) {
     if (!initialized) return NOT_INITIALIZED;
     if (!can) return INVALID_VALUE;
-    if (device < 0 || device >= gpus || peer < 0 || peer >= gpus) return INVALID_DEVICE;
-    *can = device != peer && gpus > 1 && on_fabric(device) && on_fabric(peer);
+    if (device < 0 || device >= nvisible || peer < 0 || peer >= nvisible) return INVALID_DEVICE;
+    *can = device != peer && on_fabric(visible[device]) && on_fabric(visible[peer]);
     return 0;
 }
 

@@ -104,8 +104,9 @@ def test_pod_570_gets_compat_first_on_the_library_path(shipped, tmp_path):
     assert sourced(tasks["env_hooks.0"].resource.p["content"], tmp_path / "none",
                    gate=None)["LD_LIBRARY_PATH"] == f"{X86_LIB}:/usr/lib/other"
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0" and env["CUTLASS_HOME"] == "/opt/cutlass"
-    # the venv's bin goes last, never ahead of the system's python3 (issue 16)
-    assert env["PATH"] == "/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"
+    # the venv's bin first, then the toolkit's: python3/pip are the proved venv's, nvcc the toolkit's (issue 35; root's
+    # system tools keep /usr/bin/python3 by their absolute #! line, tests/lab/test_user_commands_lab.py)
+    assert env["PATH"] == "/opt/fleet/venv/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin"
 
 
 @pytest.mark.parametrize("case, first", [("pod-570", f"{COMPAT}:{X86_LIB}"), ("pod-580", X86_LIB)])
@@ -420,11 +421,11 @@ def test_a_failing_apply_stops_the_host_and_names_what_did_not_run(demo, tmp_pat
 
 
 def test_env_sh_is_posix_sh_for_profile_d(shipped, tmp_path):
-    """/etc/profile.d is read by dash too (a login `sh`): same result, and an old hook's venv-first PATH is
-    put right (the venv's bin moves last: issue 16)."""
+    """/etc/profile.d is read by dash too (a login `sh`): same result; the venv's and the toolkit's bin first, once
+    however often it is sourced (issue 35)."""
     path = tmp_path / "env.sh"
     path.write_text(gated(enabled(plan_of(shipped, "pod-570"))["env_hooks.0"].resource.p["content"], tmp_path))
     out = subprocess.run(["dash", "-c", f". '{path}'; . '{path}'; echo \"$LD_LIBRARY_PATH|$PATH\""],
                          env={"PATH": "/opt/fleet/venv/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": f"{COMPAT}/:/x"},
                          capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"{COMPAT}:{X86_LIB}:/x|/usr/local/cuda-13.0/bin:/usr/bin:/bin:/opt/fleet/venv/bin"
+    assert out.stdout.strip() == f"{COMPAT}:{X86_LIB}:/x|/opt/fleet/venv/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin"
