@@ -77,6 +77,11 @@ def _positive(text: str) -> int:
     return value
 
 
+def role_names(args: argparse.Namespace) -> list[str] | None:
+    """--roles a,b --roles c -> ['a', 'b', 'c'] (None: each host's own list)."""
+    return [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
+
+
 def add_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
                         help="a variable for this run, over the inventory's (e.g. --set torch_version=2.11.0); "

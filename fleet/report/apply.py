@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
 from rich import box
 from rich.syntax import Syntax
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
-from fleet.report import Reporter, markup_safe as _safe, terminal_safe
+from fleet.report import Reporter, markup_safe as _safe, runlog, terminal_safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -27,20 +28,70 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     return outcome.value.to_json()
 
 
-class LiveHosts:
-    """Each host's lines printed as soon as it ends (on_hosts' on_done), from its thread; print_apply then prints
-    only the hosts not yet shown (cut short by Ctrl-C) and the recap."""
+class ApplyPrinter:
+    """Everything `fleet apply` prints, in order: the role origins before the hosts start (--check), each host's
+    lines as soon as it ends (on_hosts' on_done, from its thread), then the hosts not yet shown (cut short by
+    Ctrl-C), the recap, the plan (--check) and where the run log went."""
 
-    def __init__(self, reporter: Reporter, *, show_diff: bool, check: bool):
-        self.reporter, self.show_diff, self.check = reporter, show_diff, check
+    def __init__(self, reporter: Reporter, *, check: bool, show_diff: bool, json_out: bool = False):
+        self.reporter, self.check, self.show_diff, self.json_out = reporter, check, show_diff, json_out
         self.shown: set[str] = set()
         self._lock = threading.Lock()
 
+    def start(self, hosts, by_host) -> None:
+        if self.check and not self.json_out:
+            print_role_origins(self.reporter, hosts, by_host)
+
     def __call__(self, outcome: Outcome) -> None:
         self.reporter.finished(outcome.host)
+        if self.json_out:
+            return
         with self._lock:   # one host's lines together, never interleaved with another's
             _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
             self.shown.add(outcome.host)
+
+    def finish(self, run, *, argv: list[str], command: str = "apply", log: Path | None = None) -> None:
+        """The rest of the output, and the run log (`log`, else a new file under the runs folder)."""
+        print_apply(self.reporter, run.outcomes, json_out=self.json_out, show_diff=self.show_diff, check=self.check,
+                    shown=self.shown)
+        _log_run(self.reporter, run, argv, log or runlog.default_path(command, run.started))
+
+
+def _log_run(reporter: Reporter, run, argv: list[str], path: Path) -> None:
+    """Keep what happened on each host (fleet.report.runlog); a log that cannot be written is a warning."""
+    hosts = {name: host_json(o, reporter) for name, o in run.outcomes.items()}
+    try:
+        runlog.write(path, runlog.lines(argv, run.started, run.check, hosts, run.outcomes))
+    except OSError as exc:
+        reporter.warn(f"could not write the run log {path} ({exc.strerror}): give --log FILE somewhere writable")
+        return
+    reporter.note(f"run log: {path}")
+
+
+def print_role_origins(reporter: Reporter, hosts, by_host) -> None:
+    """One line per distinct role list: which hosts, the roles in order, and where each came from."""
+    from rich.markup import escape
+
+    from fleet.inventory import DEFAULT_ROLES_FROM
+
+    groups: dict[tuple, list[str]] = {}
+    for host in hosts:
+        groups.setdefault((tuple(r.name for r in by_host[host.name]), host.roles_from), []).append(host.name)
+    for (_names, named_by), names in groups.items():
+        roles = by_host[names[0]]
+        parts, run = [], []
+        for role in roles:          # consecutive roles of one origin share its label
+            if run and run[-1].origin != role.origin:
+                parts.append(_origin_part(run))
+                run = []
+            run.append(role)
+        parts.append(_origin_part(run))
+        by = "" if named_by == DEFAULT_ROLES_FROM else f" [dim](named by {escape(named_by)})[/dim]"
+        reporter.print(f"[bold]roles[/bold] {escape(', '.join(names))}: {escape('; '.join(parts))}{by}")
+
+
+def _origin_part(roles) -> str:
+    return f"{' '.join(r.name for r in roles)} ({roles[0].origin})" if roles else "none"
 
 
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
@@ -60,11 +111,6 @@ def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: b
             if outcome.value is not None:
                 reporter.env.console.print(f"{_safe(name)}: {plan_total(outcome.value)}", soft_wrap=True)
     return failed
-
-
-def pending(outcomes: dict[str, Outcome]) -> bool:
-    """A --check that found something to change (--detailed-exitcode exits 2 for it)."""
-    return any(o.value is not None and o.value.count("changed") for o in outcomes.values())
 
 
 def plan_total(report: HostReport) -> str:
