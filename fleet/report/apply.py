@@ -23,7 +23,8 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
                "error": outcome.error, "tasks": []}
         if outcome.interrupted:
             doc.update(interrupted=True, started=outcome.started,
-                       steps=list(reporter.steps.get(outcome.host, [])) if reporter else [])
+                       steps=list(reporter.steps.get(outcome.host, [])) if reporter else [],
+                       task_states=dict(reporter.ledger.get(outcome.host, {})) if reporter else {})
         return doc
     return outcome.value.to_json()
 
@@ -138,8 +139,8 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     console = reporter.env.console
     report: HostReport | None = outcome.value
     if report is None and outcome.interrupted:
-        reporter.host_block(name, "INTERRUPTED" if outcome.started else "NOT STARTED", reporter.partial(outcome),
-                            "yellow")
+        reporter.host_block(name, "INTERRUPTED" if outcome.started else "NOT STARTED",
+                            interrupted_summary(reporter, outcome), "yellow")
         return
     if report is None:
         state = "UNREACHABLE" if outcome.unreachable else "FAILED"
@@ -180,6 +181,32 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
+
+
+# An interrupted host's tasks, grouped by what the host said of each (engine.apply's on_task events).
+_SAID = (("finished", ("done",)), ("already in state", ("in state",)), ("failed", ("failed",)),
+         ("running when interrupted (begun, no end reported: the next apply checks it again)", ("begin",)),
+         ("never started", ("planned", "not run")))
+
+
+def interrupted_summary(reporter: Reporter, outcome: Outcome) -> str:
+    """What an interrupted host had done, from what it reported: the tasks that finished, the ones cut short and
+    the ones that never started; before its apply began, the step it was in (a probe changes nothing)."""
+    if not outcome.started:
+        return "never started: the run was interrupted while this host waited its turn; nothing was asked of it"
+    said = dict(reporter.ledger.get(outcome.host) or {})
+    steps = list(reporter.steps.get(outcome.host) or [])
+    if not said:
+        where = f"during {steps[-1]}" if steps else "while connecting"
+        return f"cut short {where}, before any task began: nothing was changed"
+    lines = []
+    for label, events in _SAID:
+        names = [line for line, event in said.items() if event in events]
+        if names:
+            lines += [f"{label} ({len(names)}):", *(f"  {name}" for name in names)]
+    if steps and steps[-1] not in said and not any(e in ("begin", "planned") for e in said.values()):
+        lines.append(f"cut short after the tasks: {steps[-1]}")
+    return "\n".join(lines)
 
 
 def first_sentence(task) -> str:
