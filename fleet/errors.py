@@ -5,13 +5,15 @@ from __future__ import annotations
 import enum
 
 
+@enum.unique   # one meaning per number: a script can tell a typo from a plan
 class ExitStatus(enum.IntEnum):
     OK = 0
     HOST_FAILED = 1     # a host failed, was unreachable or was refused
-    BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
-    CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
+    BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted (argparse's 2 too)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
-    INTERRUPTED = 130
+    CHANGES_PENDING = 4  # `apply --check --detailed-exitcode` only: changes are pending (terraform says 2, which
+    #                      is bad input here)
+    INTERRUPTED = 130   # Ctrl-C; SIGTERM and SIGHUP exit 128 + the signal (143, 129)
 
 
 class FleetError(Exception):

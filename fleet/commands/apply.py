@@ -14,7 +14,7 @@ differs, re-check, verify and record the host's facts. Hosts run in parallel; on
 the others. A converged host costs one remote command and shows zero changes.
 
   fleet apply inventories/lab.yaml --check          plan only: what would change, and why
-  fleet apply inventories/lab.yaml --check --detailed-exitcode   exit 2 while changes are pending
+  fleet apply inventories/lab.yaml --check --detailed-exitcode   exit 4 while changes are pending
 
 Output: one line per host that needs nothing ("pod-a: in state (12 ok, 13 skipped) 0.3 s"), one line per
 change, then the recap; -v adds the tasks in state, the skipped ones with why in plain words, and each change's
@@ -35,8 +35,9 @@ def register(subparsers) -> None:
                              "inventory's roles:, else the built-in nine)")
     parser.add_argument("--check", action="store_true", help="plan only: change nothing, list what apply would do")
     parser.add_argument("--detailed-exitcode", action="store_true",
-                        help="with --check: exit 2 when changes are pending, 0 when every host is in state, 1 when a "
-                             "host failed (terraform's convention; without it --check exits 0 with changes pending)")
+                        help="with --check: exit 4 when changes are pending, 0 when every host is in state, 1 when a "
+                             "host failed, 2 for bad input (terraform's -detailed-exitcode, but 4 where terraform "
+                             "says 2: fleet's 2 is bad input; without it --check exits 0 with changes pending)")
     parser.add_argument("--diff", action="store_true", help="show the changes to files and managed blocks")
     parser.add_argument("--verify", action="store_true",
                         help="run verify even where nothing it proved has changed (by default it is reused while "
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> in
     from fleet.workflows.apply import ApplyRequest, converge_hosts
 
     if getattr(args, "detailed_exitcode", False) and not args.check:
-        raise InputError("--detailed-exitcode only has a meaning with --check (exit 2 when changes are pending): "
+        raise InputError("--detailed-exitcode only has a meaning with --check (exit 4 when changes are pending): "
                          "add --check, or drop --detailed-exitcode")
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)

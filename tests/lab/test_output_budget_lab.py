@@ -1,6 +1,6 @@
 """What a person sees (issue 25): a no-op apply on the 4 lab hosts is a line per host plus the recap, no line is
 wider than 100 columns without -v, no raw Jinja condition shows; `--check` ends with a per-host plan total and
-`--detailed-exitcode` exits 2 while changes are pending. Every count is checked against the host itself (its
+`--detailed-exitcode` exits 4 while changes are pending (2 stays bad input). Every count is checked against the host itself (its
 JSON report of the same state, and a second apply that changes nothing)."""
 
 from __future__ import annotations
@@ -87,8 +87,11 @@ def test_check_ends_with_a_per_host_total_that_apply_then_changes(runs):
     assert "nothing changed" not in out
 
 
-def test_detailed_exitcode_is_2_with_changes_pending_and_0_after(runs):
+def test_detailed_exitcode_is_4_with_changes_pending_and_0_after(runs, lab):
     code, out, _ = runs["check_exit"]
-    assert code == 2, out
+    assert code == 4, out
+    # a typo is not a plan: bad input keeps its own status, and nobody is asked anything
+    code, out, err = fleet_text("apply", str(lab.inventory_path), "--check", "--detailed-exitcode", "--roles", "torhc")
+    assert code == 2 and "did you mean 'torch'" in err, out + err
     code, out, _ = runs["noop_check_exit"]   # the hosts themselves: the apply before left nothing to change
     assert code == 0, out
