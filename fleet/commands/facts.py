@@ -216,7 +216,8 @@ def _column(name, outcome, record, *, cached: bool):
 
     age = store.describe_age(store.age_seconds(record)) if record else None
     if outcome.error:
-        label = "not gathered" if cached or not outcome.unreachable else "unreachable"
+        label = ("not gathered" if cached or not (outcome.unreachable or outcome.refused)
+                 else "refused" if outcome.refused else "unreachable")
         return compare.Column(name, reachable=False, age=age, error=safe_value(outcome.error), label=label)
     return compare.Column(name, age=age if cached else None)
 

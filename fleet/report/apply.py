@@ -21,6 +21,8 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     if outcome.value is None:
         doc = {"ok": 0, "changed": 0, "failed": 1, "skipped": 0, "unreachable": outcome.unreachable,
                "error": outcome.error, "tasks": []}
+        if outcome.refused:
+            doc["refused"] = True
         if outcome.interrupted:
             doc.update(interrupted=True, started=outcome.started,
                        steps=list(reporter.steps.get(outcome.host, [])) if reporter else [],
@@ -143,7 +145,7 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
                             interrupted_summary(reporter, outcome), "yellow")
         return
     if report is None:
-        state = "UNREACHABLE" if outcome.unreachable else "FAILED"
+        state = "REFUSED" if outcome.refused else "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
     total = plan_total(report) if check else host_total(report, outcome.seconds)
@@ -244,7 +246,8 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
     for name, o in outcomes.items():
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \
-                else "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]"
+                else "[red]refused[/red]" if o.refused else "[red]unreachable[/red]" if o.unreachable \
+                else "[red]error[/red]"
             table.add_row(_safe(name), "-", "-", state, "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value
