@@ -95,3 +95,34 @@ def test_detailed_exitcode_is_4_with_changes_pending_and_0_after(runs, lab):
     assert code == 2 and "did you mean 'torch'" in err, out + err
     code, out, _ = runs["noop_check_exit"]   # the hosts themselves: the apply before left nothing to change
     assert code == 0, out
+
+
+def test_facts_on_a_terminal_is_a_short_view_per_host_that_the_host_confirms(runs, lab):
+    """`fleet facts` at 80 columns on converged hosts: a short view per host, verify first, no name broken, the
+    full table a flag away; what it says of pod-570 (compat in use, the torch and python it names, the libcuda an
+    `ssh host cmd` loads) is what the host answers when asked (the loader's own map, the venv's python)."""
+    import re
+
+    from helpers import ok
+
+    code, out, err = fleet_text("facts", str(lab.inventory_path), width=80)
+    assert code == 0, err
+    blocks = re.split(r"\n(?=(?:thor|spark|pod-570|pod-580)\s*\n)", out.strip("\n"))
+    assert [b.split()[0] for b in blocks] == list(HOSTS), out
+    assert len(out.splitlines()) <= 20 * len(HOSTS) and max(map(len, out.splitlines())) <= 80, out
+    names = ("verify", "platform", "gpus", "driver", "cuda", "compat", "torch", "libcuda", "python")
+    for block in blocks:
+        labels = [line.split()[0] for line in block.splitlines()[1:] if not line.startswith(" ")]
+        assert labels == list(names), block             # verify first; each name whole, never broken
+    pod = {k: v.strip() for k, v in re.findall(r"^(\w+) +(.+)$", blocks[HOSTS.index("pod-570")], re.M)}
+    assert pod["compat"].startswith("580.95.05 in use"), pod
+    version, python = re.match(r"(\S+) \(CUDA [\d.]+\): (\S+)$", pod["torch"]).groups()
+    assert ok(lab, "pod-570", f"{python} -c 'import torch; print(torch.__version__)'").strip() == version
+    loaded = ok(lab, "pod-570", "python3 -c \"import ctypes; ctypes.CDLL('libcuda.so.1'); "
+                                "print([l.split()[-1] for l in open('/proc/self/maps') if 'libcuda' in l][0])\"")
+    assert pod["libcuda"].startswith("ssh cmd: compat 580.95.05 via LD_LIBRARY_PATH"), pod
+    assert loaded.strip().endswith("/compat/libcuda.so.580.95.05"), loaded
+    assert "fleet facts --all" in err
+    code, full, _ = fleet_text("facts", str(lab.inventory_path), "--all", width=80)
+    assert code == 0 and "torch.arch_list" in full and "verify.fingerprint_parts.torch" in full, full
+    assert max(map(len, full.splitlines())) <= 80, full
