@@ -78,7 +78,7 @@ def test_no_command_shows_help_and_exits_2(capsys, tmp_path):
 def test_bad_flag_exits_2(capsys, tmp_path):
     env, _, _ = captured_env(tmp_path)
     assert main(["run", "--no-such-flag", "x.yaml"], env) == 2
-    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert "unrecognized argument --no-such-flag" in capsys.readouterr().err
 
 
 # -- fleet run on this machine (connection: local) --------------------------------------------------------
