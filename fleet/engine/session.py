@@ -81,12 +81,14 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
     a bad role or variable is an InputError naming its file:line before any host is contacted."""
     from fleet.roles import roles_dirs, roles_for_hosts
+    from fleet.inventory.reads import check_reads
     from fleet.inventory.validate import check_hosts
 
     from fleet.engine.chains import check_roles
 
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
     check_hosts(hosts, roles_path, by_host)
+    check_reads(hosts, by_host)
     for roles in by_host.values():
         check_roles(roles)
     return by_host
