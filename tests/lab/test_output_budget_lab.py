@@ -59,6 +59,13 @@ def test_a_noop_apply_is_a_line_per_host_and_the_recap(runs):
     assert "condition is false" not in out and "facts." not in out, out
 
 
+def test_the_first_apply_says_nothing_of_our_own_deprecated_choices(runs):
+    """uv (the lab serves uv's real wheel, 0.13) calls UV_NATIVE_TLS deprecated: fleet sets UV_SYSTEM_CERTS there."""
+    code, out, err = runs["first"]
+    assert code == 0, out + err
+    assert "torch" in err and "deprecated" not in out + err and "UV_NATIVE_TLS" not in out + err, err
+
+
 def test_no_line_is_wider_than_100_columns_without_v(runs):
     for name in ("check", "first", "noop"):
         code, out, _ = runs[name]
