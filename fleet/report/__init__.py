@@ -265,7 +265,9 @@ def plain_table(table: Table) -> str:
     padding, no borders, no wrapping (a URL, a path or a fact name stays whole, and awk/cut read it). Its caption
     is commentary: Reporter.print sends it to stderr."""
     lines = [_plain(table.title)] if table.title else []
-    lines.append("\t".join(_plain(column.header) for column in table.columns))
+    header = "\t".join(_plain(column.header) for column in table.columns)
+    if table.show_header and header.strip():   # a grid (no header, or only empty ones) has no header row
+        lines.append(header)
     for row in zip(*(list(column.cells) for column in table.columns)):
         lines.append("\t".join(_plain(cell) for cell in row))
     return "\n".join(line.rstrip(" ") for line in lines)   # an empty last cell keeps its tab
