@@ -278,8 +278,14 @@ def _plain(cell: Any) -> str:
     return " ".join(text.replace("\t", " ").split("\n")).strip()
 
 
+# The --json document's shape, raised when a key changes meaning or goes (new keys do not raise it): a script
+# checks it before it reads the rest.
+JSON_FORMAT = 1
+
+
 def json_document(hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> dict:
-    """{"hosts": {...}, "stats": {NAME: {"remote_commands", "seconds"}}}: the shape of every --json output."""
-    doc = {"hosts": hosts, "stats": {name: o.stats() for name, o in outcomes.items()}}
+    """{"format": 1, "hosts": {...}, "stats": {NAME: {"remote_commands", "seconds"}}}: the shape of every --json
+    output."""
+    doc = {"format": JSON_FORMAT, "hosts": hosts, "stats": {name: o.stats() for name, o in outcomes.items()}}
     doc.update(extra)
     return doc
