@@ -122,6 +122,9 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         changed = result.changed
         rows.append(("changed", f"{len(changed)} task(s)" if changed else "nothing: the pod was in state"))
         rows += [("", f"  {t.role}: {t.task}") for t in changed]
+        from fleet.report.apply import fixed
+
+        rows += [("fixed" if i == 0 else "", line) for i, line in enumerate(fixed(result.report))]
     phases = " · ".join(f"{k} {v:.1f}s" for k, v in result.phases.items())
     rows.append(("phases", f"{phases} · total {result.seconds:.1f}s · {result.remote_commands} remote commands"))
     verify = result.verify or {}

@@ -28,7 +28,9 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
                        steps=list(reporter.steps.get(outcome.host, [])) if reporter else [],
                        task_states=dict(reporter.ledger.get(outcome.host, {})) if reporter else {})
         return doc
-    return outcome.value.to_json()
+    doc = outcome.value.to_json()
+    doc["fixed"] = fixed(outcome.value, outcome.value.check_mode)   # what it repaired beyond its own lines
+    return doc
 
 
 class ApplyPrinter:
@@ -180,6 +182,8 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
             else:
                 console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
+    for line in fixed(report, check):
+        console.print(f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}", soft_wrap=True)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
@@ -209,6 +213,34 @@ def interrupted_summary(reporter: Reporter, outcome: Outcome) -> str:
     if steps and steps[-1] not in said and not any(e in ("begin", "planned") for e in said.values()):
         lines.append(f"cut short after the tasks: {steps[-1]}")
     return "\n".join(lines)
+
+
+def fixed(report: HostReport, check: bool = False) -> list[str]:
+    """What this run's changes repaired beyond their own lines, from the decisions it applied: each startup line
+    that put cuda-compat where it breaks CUDA (error 803), neutralized by fleet's hook running last; each ld cache
+    or preload entry taken out of effect. Only where the env_hooks task that does it changed in this run."""
+    loader = (report.decisions or {}).get("loader") or {}
+    changed = [t for t in report.tasks if t.status == "changed" and t.role == "env_hooks"]
+    aside_task = [t for t in changed if "ld cache" in t.task]
+    out = []
+    if len(changed) > len(aside_task):   # a hook or guard written: fleet's env runs last in that shell
+        for line in loader.get("lines") or []:
+            claim = str(line.get("claim") or "neutralizes")
+            verb = ("will neutralize" if check else "neutralized") if claim == "neutralizes" else claim
+            out.append(f"{verb} {line.get('says') or line.get('where')}")
+    for task in aside_task:   # what the host's check said it would do, one line each; done, once confirmed
+        said = task.reason[:-len(f" ({task.why})")] if task.why and task.reason.endswith(f" ({task.why})") \
+            else task.reason
+        for line in said.splitlines():
+            verb, _, rest = line.strip().partition(" ")
+            if rest:
+                out.append(f"will {_BASE.get(verb, verb)} {rest}" if check else f"{_PAST.get(verb, verb)} {rest}")
+    return out
+
+
+# ld_aside's check says what it will do in these verbs (fleet/resources/ld_aside.py)
+_PAST = {"moves": "moved", "takes": "took", "comments": "commented", "rebuilds": "rebuilt"}
+_BASE = {"moves": "move", "takes": "take", "comments": "comment", "rebuilds": "rebuild"}
 
 
 def first_sentence(task) -> str:
