@@ -177,6 +177,8 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             console.print(line, soft_wrap=True)
         else:   # one line that fits the terminal: the rest is a -v away
             console.print(line, no_wrap=True, overflow="ellipsis", soft_wrap=False)
+        if task.status == "failed" and not check:
+            console.print(f"  [bold]fix:[/bold] {_safe(fix_for(task.reason))}", soft_wrap=True)
         if show_diff and task.diff:
             if reporter.plain:
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
@@ -241,6 +243,39 @@ def fixed(report: HostReport, check: bool = False) -> list[str]:
 # ld_aside's check says what it will do in these verbs (fleet/resources/ld_aside.py)
 _PAST = {"moves": "moved", "takes": "took", "comments": "commented", "rebuilds": "rebuilt"}
 _BASE = {"moves": "move", "takes": "take", "comments": "comment", "rebuilds": "rebuild"}
+
+
+# What a failed task needs, by what its output says (apt's, dpkg's, pip's and uv's own words), first match wins.
+_FIXES = (
+    (r"Temporary failure resolving|Could not resolve|Failed to fetch|Connection timed out|Network is unreachable",
+     "the host cannot reach a package server: check its DNS and network (fleet run INV --limit HOST -- "
+     "getent hosts developer.download.nvidia.com), then apply again"),
+    (r"NO_PUBKEY|not signed|EXPKEYSIG|The following signatures",
+     "an apt source's key is missing or expired: the cuda_toolkit role installs NVIDIA's keyring; remove a stale "
+     "source under /etc/apt/sources.list.d that names another key, then apply again"),
+    (r"Unable to locate package|has no installation candidate|No matching distribution|No solution found|"
+     r"Could not find a version",
+     "the package or version is not offered to this host: check the variable that names it (fleet decide "
+     "facts/HOST.json says which source and version fleet chose), then apply again"),
+    (r"No space left on device|exit 28\)|GB needed",
+     "the disk is full: free space, or point python_env / pip_cache_dir at a bigger volume, then apply again"),
+    (r"dpkg was interrupted|dpkg --configure -a|held broken packages|unmet dependencies",
+     "apt is in a broken state: run fleet run INV --limit HOST -- 'dpkg --configure -a && apt-get -f install -y', "
+     "then apply again"),
+    (r"not run: it needs '",
+     "fix the task it needs (above); this one runs on the next apply"),
+    (r"Permission denied|sudo: a password is required|not in the sudoers",
+     "the user cannot do this: connect as root, or give the user passwordless sudo, then apply again"),
+)
+
+
+def fix_for(reason: str) -> str:
+    """One sentence on what a failed task needs; where fleet cannot tell from the output, where to look."""
+    for pattern, fix in _FIXES:
+        if re.search(pattern, reason):
+            return fix
+    return ("read the task's output above (-v shows it whole); once the cause is fixed, apply again: the tasks "
+            "that finished are checked, not redone")
 
 
 def first_sentence(task) -> str:
