@@ -51,7 +51,9 @@ def test_a_noop_apply_is_a_line_per_host_and_the_recap(runs):
     code, out, _ = runs["noop"]
     assert code == 0, out
     lines = out.rstrip("\n").split("\n")
-    assert len(lines) <= 12, out
+    # 12 lines on the screen in all (issue 38): these, and the run log's path on stderr (the live display erases
+    # the progress lines there)
+    assert len(lines) + 1 <= 12, out
     for host in HOSTS:
         line = next((ln for ln in lines if ln.startswith(f"{host}: in state")), None)
         assert line is not None, out
