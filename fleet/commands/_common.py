@@ -79,7 +79,20 @@ def _positive(text: str) -> int:
 
 def role_names(args: argparse.Namespace) -> list[str] | None:
     """--roles a,b --roles c -> ['a', 'b', 'c'] (None: each host's own list)."""
-    return [n.strip() for entry in args.roles for n in entry.split(",") if n.strip()] if args.roles else None
+    roles = getattr(args, "roles", None)
+    return [n.strip() for entry in roles for n in entry.split(",") if n.strip()] if roles else None
+
+
+def checked_hosts(args: argparse.Namespace):
+    """(inventory, selected hosts with --set over their variables, each host's roles): every check apply makes
+    before it contacts anyone. Bad input is an InputError (exit 2) and nobody is contacted."""
+    from fleet.engine import session
+    from fleet.inventory import load_inventory
+
+    inventory = load_inventory(args.inventory)
+    hosts = inventory.select(args.limit)
+    set_vars(hosts, overrides(args, inventory.roles_path))
+    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, role_names(args))
 
 
 def add_set(parser: argparse.ArgumentParser) -> None:

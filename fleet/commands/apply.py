@@ -54,23 +54,21 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, env, *, force_verify: str | None = None) -> int:
     from fleet.errors import InputError
-    from fleet.inventory import load_inventory
     from fleet.report.apply import ApplyPrinter
     from fleet.workflows.apply import ApplyRequest, converge_hosts
 
     if getattr(args, "detailed_exitcode", False) and not args.check:
         raise InputError("--detailed-exitcode only has a meaning with --check (exit 4 when changes are pending): "
                          "add --check, or drop --detailed-exitcode")
-    inventory = load_inventory(args.inventory)
-    hosts = inventory.select(args.limit)
-    _common.set_vars(hosts, _common.overrides(args, inventory.roles_path))   # bad input: exit 2, nobody touched
+    inventory, hosts, by_host = _common.checked_hosts(args)   # bad input: exit 2, nobody touched
     reporter = _common.reporter_for(args, env)
-    request = ApplyRequest(roles=_common.role_names(args), check=args.check,
+    request = ApplyRequest(check=args.check,
                            force_verify="asked for (--verify)" if getattr(args, "verify", False) else force_verify,
                            connect=_common.connect_options(args, reporter), forks=args.forks, debug=env.debug,
                            live=not args.json)
     printer = ApplyPrinter(reporter, check=args.check, show_diff=args.diff, json_out=args.json)
-    result = converge_hosts(inventory, hosts, request, reporter, on_start=printer.start, on_done=printer)
+    result = converge_hosts(inventory.facts_dir, by_host, hosts, request, reporter, on_start=printer.start,
+                            on_done=printer)
     printer.finish(result, argv=["fleet", *getattr(args, "argv", [args.command])], command=args.command,
                    log=env.cwd / args.log if getattr(args, "log", None) else None)
     return result.exit_status(detailed=getattr(args, "detailed_exitcode", False))

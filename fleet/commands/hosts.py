@@ -25,13 +25,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from fleet.engine import session
     from fleet.errors import ExitStatus
-    from fleet.inventory import load_inventory
     from fleet.report.inventory import print_hosts
 
-    inventory = load_inventory(args.inventory)
-    hosts = inventory.select(args.limit)
-    by_host = session.roles_of(hosts, inventory.roles_path)   # bad input: exit 2, nobody contacted
+    _inventory, hosts, by_host = _common.checked_hosts(args)
     print_hosts(_common.reporter_for(args, env), hosts, by_host, json_out=args.json)
     return ExitStatus.OK

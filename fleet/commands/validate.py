@@ -27,14 +27,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from fleet.engine import session
     from fleet.errors import ExitStatus
-    from fleet.inventory import load_inventory
     from fleet.report.inventory import print_valid
 
-    inventory = load_inventory(args.inventory)
-    hosts = inventory.select(args.limit)
-    _common.set_vars(hosts, _common.overrides(args, inventory.roles_path))
-    by_host = session.roles_of(hosts, inventory.roles_path)   # every check apply makes; bad input: exit 2
+    _inventory, hosts, by_host = _common.checked_hosts(args)
     print_valid(_common.reporter_for(args, env), args.inventory, hosts, by_host)
     return ExitStatus.OK

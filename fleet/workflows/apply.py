@@ -1,7 +1,7 @@
-"""`fleet apply` (and `fleet verify`) as one job: the selected hosts' roles checked before anyone is contacted,
-then every host converged in parallel (engine.converge), each host's lines handed to the printer as it ends.
+"""`fleet apply` (and `fleet verify`) as one job: every host, its roles checked already (the command's
+pre-flight), converged in parallel (engine.converge), each host's lines handed to the printer as it ends.
 
-    converge_hosts(inventory, hosts, request, reporter, on_start, on_done) -> ApplyRun
+    converge_hosts(facts_dir, by_host, hosts, request, reporter, on_start, on_done) -> ApplyRun
 
 The command parses and prints; this holds no words of its own (fleet/report/apply.py owns them)."""
 
@@ -20,7 +20,6 @@ from fleet.errors import ExitStatus
 class ApplyRequest:
     """What `fleet apply` was asked, as parsed from its flags."""
 
-    roles: list[str] | None = None        # --roles (None: each host's own list)
     check: bool = False
     force_verify: str | None = None       # why verify runs whatever its fingerprint says (None: it may be reused)
     connect: ConnectOptions = field(default_factory=ConnectOptions)
@@ -56,18 +55,17 @@ class ApplyRun:
         return ExitStatus.CHANGES_PENDING if detailed and self.pending else ExitStatus.OK
 
 
-def converge_hosts(inventory, hosts: list, request: ApplyRequest, reporter,
+def converge_hosts(facts_dir, by_host: dict[str, list], hosts: list, request: ApplyRequest, reporter,
                    on_start: Callable[[list, dict], None] | None = None,
                    on_done: Callable[[Outcome], None] | None = None) -> ApplyRun:
-    """Every host's roles checked (bad input: InputError, exit 2, nobody contacted), `on_start(hosts, by_host)`,
-    then the hosts converged in parallel, `on_done(outcome)` as each ends."""
-    from fleet.engine import Setup, converge, session
+    """`on_start(hosts, by_host)`, then the hosts converged in parallel to their roles (`by_host`, checked by
+    session.roles_of), `on_done(outcome)` as each ends."""
+    from fleet.engine import Setup, converge
 
-    by_host = session.roles_of(hosts, inventory.roles_path, request.roles)
     setups: dict[tuple, Setup] = {}
     for roles in by_host.values():
         setups.setdefault(tuple(r.name for r in roles), Setup(
-            roles, facts_dir=inventory.facts_dir, check_mode=request.check, progress=reporter.progress,
+            roles, facts_dir=facts_dir, check_mode=request.check, progress=reporter.progress,
             force_verify=request.force_verify, on_task=reporter.on_task))
 
     def work(conn, host):

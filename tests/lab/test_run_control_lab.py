@@ -45,6 +45,24 @@ def start_fleet(*argv: str) -> tuple[subprocess.Popen, list[str]]:
     return proc, lines
 
 
+def interrupt_when(argv: tuple[str, ...], seen, what: str) -> tuple[int, str, list[str]]:
+    """fleet with `argv`, sent SIGINT once one of its stderr lines satisfies `seen`: (exit status, stdout, stderr
+    lines)."""
+    proc, err = start_fleet(*argv)
+    try:
+        wait_for(lambda: any(seen(line) for line in err) or proc.poll() is not None, 300, what)
+        assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
+        proc.send_signal(signal.SIGINT)
+        # A hang bound, not a speed expectation (a loaded CI machine): that fleet stopped rather than finished is
+        # what the exit status and the hosts' state prove.
+        wait_for(lambda: proc.poll() is not None, 600, "fleet to stop after Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    return proc.returncode, proc.stdout.read(), err
+
+
 @pytest.fixture
 def fresh(lab):
     lab.reset(list(HOSTS))
@@ -55,22 +73,9 @@ def fresh(lab):
 def test_ctrl_c_mid_apply_stops_with_a_partial_recap_and_exit_130(fresh):
     inv = str(fresh.inventory_path)
     # Two at a time: two hosts work, two wait in the queue (and must never start).
-    proc, err = start_fleet("apply", inv, "--forks", "2")
     step = re.compile(r"^(\S+) (?!probe:)[a-z_]+: ")   # a role's task began: we are mid-apply
-    try:
-        wait_for(lambda: any(step.match(line) for line in err) or proc.poll() is not None, 300,
-                 "a host to start applying a task")
-        assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
-        proc.send_signal(signal.SIGINT)
-        # A hang bound, not a speed expectation (a loaded CI machine): that fleet stopped rather than finished is
-        # what exit 130 and the hosts that never started prove below.
-        wait_for(lambda: proc.poll() is not None, 600, "fleet to stop after Ctrl-C")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-    out = proc.stdout.read()
-    assert proc.returncode == 130, out + "".join(err)
+    code, out, err = interrupt_when(("apply", inv, "--forks", "2"), step.match, "a host to start applying a task")
+    assert code == 130, out + "".join(err)
     assert "interrupted: " in out and "did not finish" in out, out          # the recap's title
     recap = out[out.index("recap"):]
     rows = {line.split()[0]: line for line in recap.splitlines()[1:] if line.split() and line.split()[0] in HOSTS}
@@ -153,19 +158,9 @@ def test_an_interrupted_first_apply_says_what_the_host_has(lab):
     chain, has ended): each task the summary calls finished is on the host, each it says never started is not."""
     host = "pod-570"
     lab.reset([host])
-    proc, err = start_fleet("apply", str(lab.inventory_path), "--limit", host)
-    try:
-        wait_for(lambda: any("cuda_compat: install" in line for line in err) or proc.poll() is not None, 300,
-                 "cuda-compat's install to begin")
-        assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
-        proc.send_signal(signal.SIGINT)
-        wait_for(lambda: proc.poll() is not None, 600, "fleet to stop after Ctrl-C")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-    out = proc.stdout.read()
-    assert proc.returncode == 130, out + "".join(err)
+    code, out, err = interrupt_when(("apply", str(lab.inventory_path), "--limit", host),
+                                    lambda line: "cuda_compat: install" in line, "cuda-compat's install to begin")
+    assert code == 130, out + "".join(err)
     said = _said(out, host)
     assert "cuda_toolkit: install cuda-toolkit-13-0" in said.get("finished", []), out
     assert len(said) >= 2, out
