@@ -98,6 +98,12 @@ def print_result(reporter, result, *, json_out: bool) -> None:
         reporter.error(result.error)
 
 
+def first_line(reason: str, width: int = 160) -> str:
+    """A failure's reason as one line: raw apt or pip output folded, cut to `width` (-v and the run log keep it)."""
+    text = " ".join(reason.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def _summary_rows(result) -> list[tuple[str, str]]:
     rows = []
     if result.error:
@@ -122,9 +128,12 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         changed = result.changed
         rows.append(("changed", f"{len(changed)} task(s)" if changed else "nothing: the pod was in state"))
         rows += [("", f"  {t.role}: {t.task}") for t in changed]
-        from fleet.report.apply import fixed
+        from fleet.report.apply import fix_for, fixed
 
         rows += [("fixed" if i == 0 else "", line) for i, line in enumerate(fixed(result.report))]
+        for task in (t for t in result.report.tasks if t.status == "failed"):   # every one, each with its fix
+            rows += [("failed", f"{task.role}: {task.task}"), ("", f"  {first_line(task.reason)}"),
+                     ("", f"  fix: {fix_for(task.reason)}")]
     phases = " · ".join(f"{k} {v:.1f}s" for k, v in result.phases.items())
     rows.append(("phases", f"{phases} · total {result.seconds:.1f}s · {result.remote_commands} remote commands"))
     verify = result.verify or {}
