@@ -34,10 +34,10 @@ examples:
 
 -v, -q and --debug go anywhere on the line (before a remote command's --).
 FLEET_INVENTORY names the inventory when a command is given none.
-exit status: 0 ok, 1 a host failed or was unreachable, 2 bad input (nothing was touched), 3 internal error,
-130 interrupted (Ctrl-C: hosts not yet started are skipped, the recap says what each host had done; an apply's
-remote work is stopped), 143 on SIGTERM and 129 on SIGHUP, handled as Ctrl-C is;
-`fleet apply --check --detailed-exitcode` exits 2 when changes are pending (terraform's convention).
+exit status: 0 ok, 1 a host failed, was unreachable or refused, 2 bad input (nothing was touched), 3 internal
+error, 4 changes pending (only `fleet apply --check --detailed-exitcode`), 130 interrupted (Ctrl-C: hosts not
+yet started are skipped, the recap says what each host had done; an apply's remote work is stopped), 143 on
+SIGTERM and 129 on SIGHUP, handled as Ctrl-C is.
 """
 
 
@@ -76,6 +76,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What other tools call the flag fleet has (Ansible, terraform, rsync, many CLIs): named in the did-you-mean.
+_OTHER_TOOLS = {"--dry-run": "--check", "-n": "--check", "-C": "--check", "-e": "--set NAME=VALUE",
+                "--extra-vars": "--set NAME=VALUE", "--var": "--set NAME=VALUE", "--no-color": "--color never",
+                "--nocolor": "--color never", "--inventory": "INVENTORY (a positional argument)",
+                "-i": "INVENTORY (a positional argument)", "--tags": "--roles", "-t": "--roles",
+                "--yes": "(nothing: fleet does not ask)", "-y": "(nothing: fleet does not ask)"}
+
+
+def _unknown_flags(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> None:
+    """An unknown flag answered by the subcommand it was given to: its usage line, and the closest flag it has
+    (or the one another tool's name stands for: --dry-run is --check). Exits 2, as argparse does."""
+    import difflib
+
+    sub = parser
+    for word in argv:   # the deepest subcommand named on the line (fleet lab up ...)
+        choices = next((a.choices for a in sub._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if choices and word in choices:
+            sub = choices[word]
+    flags = [s for action in sub._actions for s in action.option_strings]
+    hints = []
+    for word in unknown:
+        if not word.startswith("-"):
+            continue
+        name = word.split("=", 1)[0]
+        close = _OTHER_TOOLS.get(name) or next(iter(difflib.get_close_matches(name, flags, n=1, cutoff=0.6)), None)
+        if close:
+            hints.append(f"did you mean {close} for {name}?" if len(unknown) > 1 else f"did you mean {close}?")
+    sub.error(f"unrecognized argument{'s' if len(unknown) > 1 else ''} {' '.join(unknown)}: "
+              + (" ".join(hints) + " " if hints else "") + f"({sub.prog} --help lists them all)")
+
+
 def _flags_everywhere(subparsers) -> None:
     for sub in subparsers.choices.values():
         _add_output_flags(sub, top=False)
@@ -93,7 +124,9 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _unknown_flags(parser, argv, unknown)
         args.rest = rest
         args.argv = argv + (["--", *rest] if rest else [])   # the command line as given (the run log keeps it)
     except SystemExit as exc:  # argparse: --help exits 0, a bad flag exits 2 after one line of usage

@@ -5,18 +5,20 @@ from __future__ import annotations
 import enum
 
 
+@enum.unique   # one meaning per number: a script can tell a typo from a plan
 class ExitStatus(enum.IntEnum):
     OK = 0
     HOST_FAILED = 1     # a host failed, was unreachable or was refused
-    BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted
-    CHANGES_PENDING = 2  # `apply --check --detailed-exitcode` only: changes are pending (terraform's convention)
+    BAD_INPUT = 2       # inventory, role, flag or facts file is wrong; no host was contacted (argparse's 2 too)
     INTERNAL = 3        # a bug in fleet: the traceback shows with --debug
-    RETURN_POD = 4      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
+    CHANGES_PENDING = 4  # `apply --check --detailed-exitcode` only: changes are pending (terraform says 2, which
+    #                      is bad input here)
+    RETURN_POD = 5      # GPU health: a host's verdict is "return this pod", a fault only its provider can fix
                         # (fleet health, bootstrap, apply, verify; fleet/decide/health.py); it outranks HOST_FAILED:
                         # a pod to return is the cause a failed verify on it most likely has
-    GPU_DEGRADED = 5    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action) or its health could
+    GPU_DEGRADED = 6    # `fleet health` only: a GPU is degraded (each finding with NVIDIA's action) or its health could
                         # not be read (no nvidia-smi, NVML failing), none to return
-    INTERRUPTED = 130
+    INTERRUPTED = 130   # Ctrl-C; SIGTERM and SIGHUP exit 128 + the signal (143, 129)
 
 
 class FleetError(Exception):

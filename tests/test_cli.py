@@ -78,7 +78,7 @@ def test_no_command_shows_help_and_exits_2(capsys, tmp_path):
 def test_bad_flag_exits_2(capsys, tmp_path):
     env, _, _ = captured_env(tmp_path)
     assert main(["run", "--no-such-flag", "x.yaml"], env) == 2
-    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert "unrecognized argument --no-such-flag" in capsys.readouterr().err
 
 
 # -- fleet run on this machine (connection: local) --------------------------------------------------------
@@ -120,7 +120,7 @@ def test_run_json_document(local_inventory, tmp_path):
     status = main(["run", local_inventory, "--json", "--limit", "both", "--", "printf", "%s|", "a b", "$HOME"], env)
     doc = json.loads(out.getvalue())
     assert status == 0
-    assert set(doc) == {"hosts", "stats"}
+    assert set(doc) == {"format", "hosts", "stats"} and doc["format"] == 1
     assert doc["hosts"]["one"] == {"exit": 0, "stdout": "a b|$HOME|", "stderr": "", "error": None}  # words quoted
     assert [s["remote_commands"] for s in doc["stats"].values()] == [1, 1]
     assert all(isinstance(s["seconds"], float) for s in doc["stats"].values())

@@ -131,3 +131,18 @@ def test_run_keeps_remote_stderr_on_stderr_in_text_mode(inventory):
     code, out, err, _ = fleet("run", inventory, "--limit", "desk-1", "--json", "--", "echo to-out; echo to-err >&2")
     doc = json.loads(out)["hosts"]["desk-1"]             # --json unchanged: both streams, apart
     assert (doc["stdout"], doc["stderr"]) == ("to-out\n", "to-err\n")
+
+
+@pytest.mark.parametrize("argv, usage, hint", [
+    (["apply", "x.yaml", "--chek"], "usage: fleet apply", "did you mean --check?"),
+    (["apply", "x.yaml", "--dry-run"], "usage: fleet apply", "did you mean --check?"),
+    (["verify", "x.yaml", "-e", "torch_version=2.11.0"], "usage: fleet verify", "did you mean --set NAME=VALUE for -e?"),
+    (["facts", "x.yaml", "--no-color"], "usage: fleet facts", "did you mean --color never?"),
+    (["lab", "up", "--rest"], "usage: fleet lab up", "did you mean --reset?"),
+])
+def test_an_unknown_flag_gets_its_subcommand_s_usage_and_the_closest_flag(argv, usage, hint, capsys):
+    from fleet.cli import main
+
+    assert main(argv) == 2                                  # bad input; the inventory is never read
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and hint in err and "COMMAND ..." not in err, err

@@ -58,6 +58,24 @@ def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
     return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
+def role_names(args: argparse.Namespace) -> list[str] | None:
+    """--roles a,b --roles c -> ['a', 'b', 'c'] (None: each host's own list)."""
+    roles = getattr(args, "roles", None)
+    return [n.strip() for entry in roles for n in entry.split(",") if n.strip()] if roles else None
+
+
+def checked_hosts(args: argparse.Namespace):
+    """(inventory, selected hosts with --set over their variables, each host's roles): every check apply makes
+    before it contacts anyone. Bad input is an InputError (exit 2) and nobody is contacted."""
+    from fleet.engine import session
+    from fleet.inventory import load_inventory
+
+    inventory = load_inventory(args.inventory)
+    hosts = inventory.select(args.limit)
+    set_vars(hosts, overrides(args))
+    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, role_names(args))
+
+
 def add_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
                         help="a variable for this run, over the inventory's (e.g. --set torch_version=2.11.0); "

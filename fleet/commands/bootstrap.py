@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     parser.add_argument("--ignore-health", action="store_true",
                         help="provision the pod even where its GPU health says to return it (a row remap failed, a "
                              "GPU missing or off the bus, a reset the provider must do): by default bootstrap stops "
-                             "there, before installing anything, with exit status 4")
+                             "there, before installing anything, with exit status 5")
     _common.add_set(parser)
     _common.add_json(parser)
     parser.set_defaults(func=run)
@@ -106,6 +106,12 @@ def print_result(reporter, result, *, json_out: bool) -> None:
         reporter.error(result.error)
 
 
+def first_line(reason: str, width: int = 160) -> str:
+    """A failure's reason as one line: raw apt or pip output folded, cut to `width` (-v and the run log keep it)."""
+    text = " ".join(reason.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def _summary_rows(result) -> list[tuple[str, str]]:
     rows = []
     if result.error:
@@ -132,6 +138,12 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         changed = result.changed
         rows.append(("changed", f"{len(changed)} task(s)" if changed else "nothing: the pod was in state"))
         rows += [("", f"  {t.role}: {t.task}") for t in changed]
+        from fleet.report.apply import fix_for, fixed
+
+        rows += [("fixed" if i == 0 else "", line) for i, line in enumerate(fixed(result.report))]
+        for task in (t for t in result.report.tasks if t.status == "failed"):   # every one, each with its fix
+            rows += [("failed", f"{task.role}: {task.task}"), ("", f"  {first_line(task.reason)}"),
+                     ("", f"  fix: {fix_for(task.reason)}")]
     phases = " · ".join(f"{k} {v:.1f}s" for k, v in result.phases.items())
     rows.append(("phases", f"{phases} · total {result.seconds:.1f}s · {result.remote_commands} remote commands"))
     verify = result.verify or {}

@@ -141,7 +141,7 @@ def _rows(d, acting: list[str], skipped: list[str]) -> list[tuple[str, str, str]
         ("torch", torch, d.torch.reason),
         ("nvpl", _library(d.nvpl), d.nvpl.reason),
         ("cudss", _library(d.cudss), d.cudss.reason),
-        ("LD_LIBRARY_PATH", f"{len(d.ld_library_path)} dirs", "\n".join(d.ld_library_path) or "nothing to add"),
+        ("LD_LIBRARY_PATH", f"{len(d.ld_library_path)} dir{'s' if len(d.ld_library_path) != 1 else ''}", "\n".join(d.ld_library_path) or "nothing to add"),
     ]
     fabric = d.fabric or {}
     if fabric:   # the links between the GPUs (issue 28): the fabric manager, or the provider's fix

@@ -9,8 +9,10 @@ from fleet.commands import _common
 HELP = "gather and record every host's facts; compare hosts side by side"
 DESCRIPTION = """\
 Gather each selected host's facts with one remote command (in parallel), write them to
-<facts_dir>/<host>.json (the previous record is kept as <host>.prev.json), and print one column per host
-and one row per fact: rows where hosts differ first and highlighted, identical rows folded.
+<facts_dir>/<host>.json (the previous record is kept as <host>.prev.json), and show them: on a terminal a
+short view per host (verify, platform, GPUs, driver, CUDA, compat, torch and its python, and the libcuda and
+python each kind of process gets); with --all, or in a pipe, one column per host and one row per fact, rows
+where hosts differ first, identical rows folded in a pipe unless --all.
 
   fleet facts inventories/fleet.yaml
   fleet facts inventories/lab.yaml --limit pods --json
@@ -40,7 +42,8 @@ def register(subparsers) -> None:
     parser.add_argument("--cached", action="store_true",
                         help="read the records written last time instead of contacting hosts")
     parser.add_argument("--all", action="store_true", dest="show_all",
-                        help="show identical rows too instead of folding them")
+                        help="every fact, one column per host (on a terminal the default is a short view per "
+                             "host; in a pipe, rows where hosts differ, identical ones folded)")
     parser.add_argument("--drift", action="store_true",
                         help="show, per host, what changed since the previous record")
     parser.add_argument("--format", choices=("table", "md", "csv", "html"), default="table",
@@ -161,9 +164,20 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
         for problem in (outcome.value or {}).get("probe", {}).get("errors", []):
             reporter.warn(f"{name}: {problem}")
     columns = [_column(name, outcome, last[name], cached=args.cached) for name, outcome in outcomes.items()]
-    # With one host there is nothing to compare: fold nothing.
-    show_all = args.show_all or sum(1 for record in last.values() if record) < 2
-    reporter.print(compare.render(compare.compare(last, columns), show_all=show_all))
+    if not reporter.plain and not args.show_all:   # a person at a terminal: each host at a glance
+        from fleet.report.glance import glance
+
+        for column in columns:
+            reporter.print(glance(column.host, last[column.host], column))
+        reporter.note("every fact, hosts side by side: fleet facts --all (or --json)")
+    else:
+        # With one host there is nothing to compare: fold nothing.
+        show_all = args.show_all or sum(1 for record in last.values() if record) < 2
+        comparison = compare.compare(last, columns)
+        if reporter.plain or compare.fits(comparison, reporter.env.console.width):
+            reporter.print(compare.render(comparison, show_all=show_all))
+        else:   # a terminal too narrow for every fact name whole beside each host's column
+            reporter.print(compare.render_stacked(comparison))
     if args.drift:
         for name in outcomes:
             previous = store.read(facts_dir, name, previous=True)
@@ -220,7 +234,8 @@ def _column(name, outcome, record, *, cached: bool):
 
     age = store.describe_age(store.age_seconds(record)) if record else None
     if outcome.error:
-        label = "not gathered" if cached or not outcome.unreachable else "unreachable"
+        label = ("not gathered" if cached or not (outcome.unreachable or outcome.refused)
+                 else "refused" if outcome.refused else "unreachable")
         return compare.Column(name, reachable=False, age=age, error=safe_value(outcome.error), label=label)
     return compare.Column(name, age=age if cached else None)
 

@@ -113,7 +113,8 @@ def _summary(reporter, results, outcomes) -> None:
             state = "INTERRUPTED" if outcome.started else "NOT STARTED"
             reporter.host_status(name, f"{state}: {reporter.partial(outcome)}", "yellow")
         elif res["error"]:
-            reporter.host_status(name, f"{'UNREACHABLE' if outcome.unreachable else 'FAILED'}: {res['error']}", "red")
+            state = "REFUSED" if outcome.refused else "UNREACHABLE" if outcome.unreachable else "FAILED"
+            reporter.host_status(name, f"{state}: {res['error']}", "red")
         else:
             reporter.host_status(name, f"exit {res['exit']} ({outcome.seconds:.2f}s)",
                                  "green" if res["exit"] == 0 else "red")

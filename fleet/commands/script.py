@@ -51,12 +51,11 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.errors import ExitStatus
     from fleet.engine import session
     from fleet.workflows.script import render_script
-    from fleet.commands.apply import role_names
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
     _common.set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
-    roles = session.roles_of([host], roles_path, role_names(args))[host.name]   # bad input: exit 2, nothing touched
+    roles = session.roles_of([host], roles_path, _common.role_names(args))[host.name]   # bad input: exit 2, nothing touched
     reporter = _common.reporter_for(args, env)
 
     def decide(facts: dict):                                      # plans only: nothing is recorded

@@ -62,7 +62,7 @@ class Policy(paramiko.MissingHostKeyPolicy):
 
 
 def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
-    """(usable entries, {revoked base64 key: "file:line"}, warnings) of one known_hosts file; never raises for a
+    """(usable (entry, line number)s, {revoked base64 key: "file:line"}, warnings) of one known_hosts file; never raises for a
     bad line. A missing or unreadable file is no keys (and, when unreadable, a warning)."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
@@ -86,7 +86,7 @@ def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
         elif marker == "@revoked":
             revoked[entry.key.get_base64()] = where
         else:
-            entries.append(entry)
+            entries.append((entry, number))
     return entries, revoked, problems
 
 
@@ -98,22 +98,26 @@ class KnownHosts:
     def __init__(self, path: Path):
         self.path = path
         entries, self.revoked, self.problems = read_known_hosts(path)
-        self.plain: dict[str, list[paramiko.PKey]] = {}
-        self.hashed: list[tuple[str, paramiko.PKey]] = []
-        for entry in entries:
+        self.plain: dict[str, list[tuple[paramiko.PKey, int]]] = {}
+        self.hashed: list[tuple[str, paramiko.PKey, int]] = []
+        for entry, number in entries:
             for name in entry.hostnames:
                 if name.startswith("|1|"):
-                    self.hashed.append((name, entry.key))
+                    self.hashed.append((name, entry.key, number))
                 else:
-                    self.plain.setdefault(name, []).append(entry.key)
+                    self.plain.setdefault(name, []).append((entry.key, number))
 
     def keys_for(self, name: str) -> list[paramiko.PKey]:
-        keys = list(self.plain.get(name, ()))
-        for hashed, key in self.hashed:
+        return [key for key, _where in self.listed(name)]
+
+    def listed(self, name: str) -> list[tuple[paramiko.PKey, str]]:
+        """The keys listed for `name`, each with the file:line that lists it (what a refusal names)."""
+        found = [(key, f"{self.path}:{number}") for key, number in self.plain.get(name, ())]
+        for hashed, key, number in self.hashed:
             salt = hashed.split("|")[2]
             if paramiko.HostKeys.hash_host(name, salt) == hashed:
-                keys.append(key)
-        return keys
+                found.append((key, f"{self.path}:{number}"))
+        return found
 
 
 _files: dict[Path, tuple[tuple | None, KnownHosts]] = {}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fleet.connection import Connection, ConnectOptions, open_connection
-from fleet.errors import FleetError, HostError
+from fleet.errors import FleetError, HostError, HostKeyError
 from fleet.inventory import Host
 
 # After Ctrl-C, how long running hosts get to unwind once their connections are closed. Their outcome is
@@ -34,6 +34,7 @@ class Outcome:
     value: Any = None
     error: str | None = None
     unreachable: bool = False
+    refused: bool = False         # we refused the host: its key changed, is revoked or unknown (not unreachable)
     remote_commands: int = 0
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -166,6 +167,9 @@ class _Run:
         try:
             try:
                 conn = open_connection(host, self.options, before_open=lambda c: self._opened(host, c))
+            except HostKeyError as exc:
+                outcome.error, outcome.refused = str(exc), True
+                return outcome
             except HostError as exc:
                 outcome.error, outcome.unreachable = str(exc), True
                 return outcome

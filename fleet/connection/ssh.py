@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import socket
 import threading
 import time
@@ -66,6 +67,7 @@ class SSHConnection(Connection):
         self._watchdog: _Watchdog | None = None
         self.ssh_target: Target = resolve(host, options.ssh_config)
         self.revoked: dict[str, str] = {}   # base64 key -> "file:line" of its @revoked line
+        self._listed_at: dict[str, list[str]] = {}   # base64 key -> the "file:line"s that list it for this host
 
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -191,7 +193,9 @@ class SSHConnection(Connection):
         found = []
         for path in files:
             parsed = known_hosts(path)
-            found += parsed.keys_for(name)
+            for key, where in parsed.listed(name):
+                found.append(key)
+                self._listed_at.setdefault(key.get_base64(), []).append(where)
             self.revoked.update(parsed.revoked)
             for problem in parsed.problems:
                 _warn_once(self.options, problem)
@@ -202,12 +206,17 @@ class SSHConnection(Connection):
             keys.add(name, key.get_name(), key)
 
     def _changed_key(self, exc: paramiko.BadHostKeyException, target: Target) -> HostKeyError:
+        """The refusal names each file:line that lists the old key (the user's, the inventory's known_hosts:, or
+        fleet's own), and the command that removes it from that file."""
         name = host_key_name(target.hostname, target.port)
+        where = self._listed_at.get(exc.expected_key.get_base64()) or [str(self.options.fleet_known_hosts())]
+        files = list(dict.fromkeys(w.rsplit(":", 1)[0] if w[-1:].isdigit() else w for w in where))
+        remove = " and ".join(f"ssh-keygen -R '{name}' -f {shlex.quote(f)}" for f in files)
         return HostKeyError(
-            f"{self.host.name}: HOST KEY CHANGED for {name}: expected {fingerprint(exc.expected_key)}, got "
-            f"{fingerprint(exc.key)}; refusing to connect. A restarted cloud pod regenerates its key; if you know "
-            f"that happened, remove the old key (ssh-keygen -R '{name}' -f {self.options.fleet_known_hosts()}, and "
-            "from ~/.ssh/known_hosts if it is there) and run again with --accept-new-host-keys")
+            f"{self.host.name}: HOST KEY CHANGED for {name}: {', '.join(where)} lists "
+            f"{fingerprint(exc.expected_key)}, the host offers {fingerprint(exc.key)}; refusing to connect. A "
+            "restarted cloud pod regenerates its key; if you know that happened, remove the old key "
+            f"({remove}) and run again with --accept-new-host-keys")
 
     # -- running ---------------------------------------------------------------------------------
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output, on_error=None) -> Result:

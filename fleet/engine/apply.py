@@ -51,8 +51,9 @@ class Applied:
 
 def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str], None],
           on_task: Callable[[str, str, str], None] | None = None) -> Applied:
-    """`on_task(host, "begin" | "end", line)`: each task's start and end, named by its progress line (the chains
-    run at once: the live display shows what is in flight)."""
+    """`on_task(host, event, line)`: "planned" for each task before the script starts, then what the host says of
+    each, named by its progress line: "begin", and how it ended ("done", "in state", "failed", "not run"). The
+    chains run at once: the live display shows what is in flight, an interrupted run's summary what had ended."""
     by_id = {t.id: t for t in plan.to_apply}
     laid = chains.layout(plan.to_apply)
     several = len(laid.chains) > 1
@@ -70,10 +71,10 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
         task = by_id.get(task_id)
         if task is None:
             return
-        if kind in ("begin", "end"):
+        if kind in ("begin", "end", "skip"):
             step = f"{task.spec.role}: {task.resource.describe()}"
             if on_task:
-                on_task(host.name, kind, step)
+                on_task(host.name, _said(kind, reader.runs[task_id]), step)
             if kind == "begin":
                 progress(host.name, step)
         elif kind == "out":
@@ -82,6 +83,9 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
             if text and not text.startswith("@@fleet:"):
                 progress(host.name, f"  {task.spec.role + ': ' if several else ''}{text[:160]}")
 
+    if on_task:
+        for task in plan.to_apply:
+            on_task(host.name, "planned", f"{task.spec.role}: {task.resource.describe()}")
     try:
         result = conn.run(hostlock.wrap(script(plan.to_apply, conn.is_root, laid), conn), on_output=on_line)
     except HostError as exc:
@@ -97,6 +101,14 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
         if outcome is not None:
             outcomes[task_id] = outcome
     return Applied(MappingProxyType(outcomes), timings=_timings(laid, ran))
+
+
+def _said(kind: str, run: chains.Run) -> str:
+    """What the host said of a task, as on_task names it: begin, done, in state (its check passed when its turn
+    came), failed, or not run (a task it needs failed)."""
+    if kind != "end":
+        return "begin" if kind == "begin" else "not run"
+    return "failed" if run.rc else "in state" if _ALREADY in run.output else "done"
 
 
 def _ended(by_id: dict, run: chains.Run) -> Outcome | None:

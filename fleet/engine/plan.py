@@ -89,5 +89,14 @@ def diff(task: Task, result: CheckResult) -> str | None:
     old = result.diff or ""
     new = want()
     path = task.resource.p.get("path", "")
-    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"{path} (now)", f"{path} (after)")
+    lines = difflib.unified_diff(_lines(old), _lines(new), f"{path} (now)", f"{path} (after)")
     return "".join(lines) or None
+
+
+def _lines(text: str) -> list[str]:
+    """Lines for a unified diff; a last line without its newline says so as diff(1) does, so that adding the
+    newline shows as what it is, not as a last line changed into itself."""
+    lines = text.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines

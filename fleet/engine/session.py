@@ -84,6 +84,7 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
     a bad role or variable is an InputError naming its file:line before any host is contacted."""
     from fleet.engine.chains import check_roles
+    from fleet.inventory.reads import check_reads
     from fleet.inventory.validate import check_hosts
     from fleet.roles import every_role, roles_dirs, roles_for_hosts
     from fleet.roles.declared import variables_of
@@ -92,6 +93,7 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     every = every_role(roles_path, by_host)   # as check_variables: every role the inventory names
     known = variables_of(every)
     check_hosts(hosts, known)
+    check_reads(hosts, by_host)
     for roles in by_host.values():
         check_roles(roles)
     return by_host

@@ -69,6 +69,7 @@ class Reporter:
         self.running: dict[str, list] = {}      # per host in a step: [the step, when it began, when last heard]
         self.latest: dict[str, str] = {}        # per host in a step: the step's latest output line (live display)
         self.tasks: dict[str, dict[str, float]] = {}   # per host, the apply tasks in flight: line -> when begun
+        self.ledger: dict[str, dict[str, str]] = {}    # per host, each apply task -> what the host last said of it
         self._live = None                       # the live display's console while it runs (fleet/report/live.py)
 
     @property
@@ -96,13 +97,16 @@ class Reporter:
                 self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
 
     def on_task(self, host: str, event: str, line: str) -> None:
-        """An apply task began or ended on the host (engine.apply's on_task): the live display names the ones in
-        flight, since independent chains run at once (the last step announced is not the only one running)."""
+        """What the host said of an apply task (engine.apply's on_task: planned, begin, done, in state, failed,
+        not run). The live display names the ones in flight, since independent chains run at once (the last step
+        announced is not the only one running); an interrupted run's summary says which had ended."""
+        line = terminal_safe(line)
         with self._lock:
+            self.ledger.setdefault(host, {})[line] = event
             if event == "begin":
-                self.tasks.setdefault(host, {})[terminal_safe(line)] = time.monotonic()
-            else:
-                self.tasks.get(host, {}).pop(terminal_safe(line), None)
+                self.tasks.setdefault(host, {})[line] = time.monotonic()
+            elif event != "planned":
+                self.tasks.get(host, {}).pop(line, None)
 
     def finished(self, host: str) -> None:
         """The host's run ended: no more heartbeats for it."""
@@ -141,15 +145,16 @@ class Reporter:
                                     f"running, {_elapsed(now - state[1])}", soft_wrap=True)
 
     def partial(self, outcome: Outcome) -> str:
-        """What an interrupted host had done: 'not started', or its steps done and the one cut short."""
+        """What an interrupted host had done: 'not started', or the step it was in (steps come one after the other:
+        the ones before it had ended)."""
         if not outcome.started:
-            return "not started: Ctrl-C came while it was queued"
+            return "not started: the run was interrupted while it was queued"
         steps = list(self.steps.get(outcome.host, []))
         if not steps:
             n = outcome.remote_commands
             return f"interrupted during remote command {n}" if n else "interrupted while connecting"
-        done = f"done: {'; '.join(steps[:-1])}; " if len(steps) > 1 else ""
-        return f"interrupted; {done}cut short: {steps[-1]}"
+        before = f"after {'; '.join(steps[:-1])}; " if len(steps) > 1 else ""
+        return f"interrupted; {before}cut short: {steps[-1]}"
 
     def error(self, message: str) -> None:
         self._err.print(f"[bold red]error:[/bold red] {markup_safe(message)}")
@@ -265,7 +270,9 @@ def plain_table(table: Table) -> str:
     padding, no borders, no wrapping (a URL, a path or a fact name stays whole, and awk/cut read it). Its caption
     is commentary: Reporter.print sends it to stderr."""
     lines = [_plain(table.title)] if table.title else []
-    lines.append("\t".join(_plain(column.header) for column in table.columns))
+    header = "\t".join(_plain(column.header) for column in table.columns)
+    if table.show_header and header.strip():   # a grid (no header, or only empty ones) has no header row
+        lines.append(header)
     for row in zip(*(list(column.cells) for column in table.columns)):
         lines.append("\t".join(_plain(cell) for cell in row))
     return "\n".join(line.rstrip(" ") for line in lines)   # an empty last cell keeps its tab
@@ -276,8 +283,14 @@ def _plain(cell: Any) -> str:
     return " ".join(text.replace("\t", " ").split("\n")).strip()
 
 
+# The --json document's shape, raised when a key changes meaning or goes (new keys do not raise it): a script
+# checks it before it reads the rest.
+JSON_FORMAT = 1
+
+
 def json_document(hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> dict:
-    """{"hosts": {...}, "stats": {NAME: {"remote_commands", "seconds"}}}: the shape of every --json output."""
-    doc = {"hosts": hosts, "stats": {name: o.stats() for name, o in outcomes.items()}}
+    """{"format": 1, "hosts": {...}, "stats": {NAME: {"remote_commands", "seconds"}}}: the shape of every --json
+    output."""
+    doc = {"format": JSON_FORMAT, "hosts": hosts, "stats": {name: o.stats() for name, o in outcomes.items()}}
     doc.update(extra)
     return doc

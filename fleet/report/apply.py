@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
 from rich import box
 from rich.syntax import Syntax
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
-from fleet.report import Reporter, markup_safe as _safe, terminal_safe
+from fleet.report import Reporter, markup_safe as _safe, runlog, terminal_safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -20,27 +21,82 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     if outcome.value is None:
         doc = {"ok": 0, "changed": 0, "failed": 1, "skipped": 0, "unreachable": outcome.unreachable,
                "error": outcome.error, "tasks": []}
+        if outcome.refused:
+            doc["refused"] = True
         if outcome.interrupted:
             doc.update(interrupted=True, started=outcome.started,
-                       steps=list(reporter.steps.get(outcome.host, [])) if reporter else [])
+                       steps=list(reporter.steps.get(outcome.host, [])) if reporter else [],
+                       task_states=dict(reporter.ledger.get(outcome.host, {})) if reporter else {})
         return doc
-    return outcome.value.to_json()
+    doc = outcome.value.to_json()
+    doc["fixed"] = fixed(outcome.value, outcome.value.check_mode)   # what it repaired beyond its own lines
+    return doc
 
 
-class LiveHosts:
-    """Each host's lines printed as soon as it ends (on_hosts' on_done), from its thread; print_apply then prints
-    only the hosts not yet shown (cut short by Ctrl-C) and the recap."""
+class ApplyPrinter:
+    """Everything `fleet apply` prints, in order: the role origins before the hosts start (--check), each host's
+    lines as soon as it ends (on_hosts' on_done, from its thread), then the hosts not yet shown (cut short by
+    Ctrl-C), the recap, the plan (--check) and where the run log went."""
 
-    def __init__(self, reporter: Reporter, *, show_diff: bool, check: bool):
-        self.reporter, self.show_diff, self.check = reporter, show_diff, check
+    def __init__(self, reporter: Reporter, *, check: bool, show_diff: bool, json_out: bool = False):
+        self.reporter, self.check, self.show_diff, self.json_out = reporter, check, show_diff, json_out
         self.shown: set[str] = set()
         self._lock = threading.Lock()
 
+    def start(self, hosts, by_host) -> None:
+        if self.check and not self.json_out:
+            print_role_origins(self.reporter, hosts, by_host)
+
     def __call__(self, outcome: Outcome) -> None:
         self.reporter.finished(outcome.host)
+        if self.json_out:
+            return
         with self._lock:   # one host's lines together, never interleaved with another's
             _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
             self.shown.add(outcome.host)
+
+    def finish(self, run, *, argv: list[str], command: str = "apply", log: Path | None = None) -> None:
+        """The rest of the output, and the run log (`log`, else a new file under the runs folder)."""
+        print_apply(self.reporter, run.outcomes, json_out=self.json_out, show_diff=self.show_diff, check=self.check,
+                    shown=self.shown)
+        _log_run(self.reporter, run, argv, log or runlog.default_path(command, run.started))
+
+
+def _log_run(reporter: Reporter, run, argv: list[str], path: Path) -> None:
+    """Keep what happened on each host (fleet.report.runlog); a log that cannot be written is a warning."""
+    hosts = {name: host_json(o, reporter) for name, o in run.outcomes.items()}
+    try:
+        runlog.write(path, runlog.lines(argv, run.started, run.check, hosts, run.outcomes))
+    except OSError as exc:
+        reporter.warn(f"could not write the run log {path} ({exc.strerror}): give --log FILE somewhere writable")
+        return
+    reporter.note(f"run log: {path}")
+
+
+def print_role_origins(reporter: Reporter, hosts, by_host) -> None:
+    """One line per distinct role list: which hosts, the roles in order, and where each came from."""
+    from rich.markup import escape
+
+    from fleet.inventory import DEFAULT_ROLES_FROM
+
+    groups: dict[tuple, list[str]] = {}
+    for host in hosts:
+        groups.setdefault((tuple(r.name for r in by_host[host.name]), host.roles_from), []).append(host.name)
+    for (_names, named_by), names in groups.items():
+        roles = by_host[names[0]]
+        parts, run = [], []
+        for role in roles:          # consecutive roles of one origin share its label
+            if run and run[-1].origin != role.origin:
+                parts.append(_origin_part(run))
+                run = []
+            run.append(role)
+        parts.append(_origin_part(run))
+        by = "" if named_by == DEFAULT_ROLES_FROM else f" [dim](named by {escape(named_by)})[/dim]"
+        reporter.print(f"[bold]roles[/bold] {escape(', '.join(names))}: {escape('; '.join(parts))}{by}")
+
+
+def _origin_part(roles) -> str:
+    return f"{' '.join(r.name for r in roles)} ({roles[0].origin})" if roles else "none"
 
 
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
@@ -60,11 +116,6 @@ def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: b
             if outcome.value is not None:
                 reporter.env.console.print(f"{_safe(name)}: {plan_total(outcome.value)}", soft_wrap=True)
     return failed
-
-
-def pending(outcomes: dict[str, Outcome]) -> bool:
-    """A --check that found something to change (--detailed-exitcode exits 2 for it)."""
-    return any(o.value is not None and o.value.count("changed") for o in outcomes.values())
 
 
 def plan_total(report: HostReport) -> str:
@@ -92,11 +143,11 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
     console = reporter.env.console
     report: HostReport | None = outcome.value
     if report is None and outcome.interrupted:
-        reporter.host_block(name, "INTERRUPTED" if outcome.started else "NOT STARTED", reporter.partial(outcome),
-                            "yellow")
+        reporter.host_block(name, "INTERRUPTED" if outcome.started else "NOT STARTED",
+                            interrupted_summary(reporter, outcome), "yellow")
         return
     if report is None:
-        state = "UNREACHABLE" if outcome.unreachable else "FAILED"
+        state = "REFUSED" if outcome.refused else "UNREACHABLE" if outcome.unreachable else "FAILED"
         reporter.host_block(name, state, outcome.error or "", "red")
         return
     total = plan_total(report) if check else host_total(report, outcome.seconds)
@@ -126,6 +177,8 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
             console.print(line, soft_wrap=True)
         else:   # one line that fits the terminal: the rest is a -v away
             console.print(line, no_wrap=True, overflow="ellipsis", soft_wrap=False)
+        if task.status == "failed" and not check:
+            console.print(f"  [bold]fix:[/bold] {_safe(fix_for(task.reason))}", soft_wrap=True)
         if show_diff and task.diff:
             if reporter.plain:
                 console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
@@ -142,9 +195,98 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         reach = reach_short(facts.get("torch"), env)
         if reach:
             console.print(f"  [dim]{_safe(reach)}[/dim]", soft_wrap=True)
+    for line in fixed(report, check):
+        console.print(f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}", soft_wrap=True)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
+
+
+# An interrupted host's tasks, grouped by what the host said of each (engine.apply's on_task events).
+_SAID = (("finished", ("done",)), ("already in state", ("in state",)), ("failed", ("failed",)),
+         ("running when interrupted (begun, no end reported: the next apply checks it again)", ("begin",)),
+         ("never started", ("planned", "not run")))
+
+
+def interrupted_summary(reporter: Reporter, outcome: Outcome) -> str:
+    """What an interrupted host had done, from what it reported: the tasks that finished, the ones cut short and
+    the ones that never started; before its apply began, the step it was in (a probe changes nothing)."""
+    if not outcome.started:
+        return "never started: the run was interrupted while this host waited its turn; nothing was asked of it"
+    said = dict(reporter.ledger.get(outcome.host) or {})
+    steps = list(reporter.steps.get(outcome.host) or [])
+    if not said:
+        where = f"during {steps[-1]}" if steps else "while connecting"
+        return f"cut short {where}, before any task began: nothing was changed"
+    lines = []
+    for label, events in _SAID:
+        names = [line for line, event in said.items() if event in events]
+        if names:
+            lines += [f"{label} ({len(names)}):", *(f"  {name}" for name in names)]
+    if steps and steps[-1] not in said and not any(e in ("begin", "planned") for e in said.values()):
+        lines.append(f"cut short after the tasks: {steps[-1]}")
+    return "\n".join(lines)
+
+
+def fixed(report: HostReport, check: bool = False) -> list[str]:
+    """What this run's changes repaired beyond their own lines, from the decisions it applied: each startup line
+    that put cuda-compat where it breaks CUDA (error 803), neutralized by fleet's hook running last; each ld cache
+    or preload entry taken out of effect. Only where the env_hooks task that does it changed in this run."""
+    loader = (report.decisions or {}).get("loader") or {}
+    changed = [t for t in report.tasks if t.status == "changed" and t.role == "env_hooks"]
+    aside_task = [t for t in changed if "ld cache" in t.task]
+    out = []
+    if len(changed) > len(aside_task):   # a hook or guard written: fleet's env runs last in that shell
+        for line in loader.get("lines") or []:
+            claim = str(line.get("claim") or "neutralizes")
+            verb = ("will neutralize" if check else "neutralized") if claim == "neutralizes" else claim
+            out.append(f"{verb} {line.get('says') or line.get('where')}")
+    for task in aside_task:   # what the host's check said it would do, one line each; done, once confirmed
+        said = task.reason[:-len(f" ({task.why})")] if task.why and task.reason.endswith(f" ({task.why})") \
+            else task.reason
+        for line in said.splitlines():
+            verb, _, rest = line.strip().partition(" ")
+            if rest:
+                out.append(f"will {_BASE.get(verb, verb)} {rest}" if check else f"{_PAST.get(verb, verb)} {rest}")
+    return out
+
+
+# ld_aside's check says what it will do in these verbs (fleet/resources/ld_aside.py)
+_PAST = {"moves": "moved", "takes": "took", "comments": "commented", "rebuilds": "rebuilt"}
+_BASE = {"moves": "move", "takes": "take", "comments": "comment", "rebuilds": "rebuild"}
+
+
+# What a failed task needs, by what its output says (apt's, dpkg's, pip's and uv's own words), first match wins.
+_FIXES = (
+    (r"Temporary failure resolving|Could not resolve|Failed to fetch|Connection timed out|Network is unreachable",
+     "the host cannot reach a package server: check its DNS and network (fleet run INV --limit HOST -- "
+     "getent hosts developer.download.nvidia.com), then apply again"),
+    (r"NO_PUBKEY|not signed|EXPKEYSIG|The following signatures",
+     "an apt source's key is missing or expired: the cuda_toolkit role installs NVIDIA's keyring; remove a stale "
+     "source under /etc/apt/sources.list.d that names another key, then apply again"),
+    (r"Unable to locate package|has no installation candidate|No matching distribution|No solution found|"
+     r"Could not find a version",
+     "the package or version is not offered to this host: check the variable that names it (fleet decide "
+     "facts/HOST.json says which source and version fleet chose), then apply again"),
+    (r"No space left on device|exit 28\)|GB needed",
+     "the disk is full: free space, or point python_env / pip_cache_dir at a bigger volume, then apply again"),
+    (r"dpkg was interrupted|dpkg --configure -a|held broken packages|unmet dependencies",
+     "apt is in a broken state: run fleet run INV --limit HOST -- 'dpkg --configure -a && apt-get -f install -y', "
+     "then apply again"),
+    (r"not run: it needs '",
+     "fix the task it needs (above); this one runs on the next apply"),
+    (r"Permission denied|sudo: a password is required|not in the sudoers",
+     "the user cannot do this: connect as root, or give the user passwordless sudo, then apply again"),
+)
+
+
+def fix_for(reason: str) -> str:
+    """One sentence on what a failed task needs; where fleet cannot tell from the output, where to look."""
+    for pattern, fix in _FIXES:
+        if re.search(pattern, reason):
+            return fix
+    return ("read the task's output above (-v shows it whole); once the cause is fixed, apply again: the tasks "
+            "that finished are checked, not redone")
 
 
 def first_sentence(task) -> str:
@@ -182,7 +324,8 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
     for name, o in outcomes.items():
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \
-                else "[red]unreachable[/red]" if o.unreachable else "[red]error[/red]"
+                else "[red]refused[/red]" if o.refused else "[red]unreachable[/red]" if o.unreachable \
+                else "[red]error[/red]"
             table.add_row(_safe(name), "-", "-", state, "-", "-", "-", f"{o.seconds:.1f}", str(o.remote_commands))
             continue
         r: HostReport = o.value

@@ -156,9 +156,9 @@ def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, s
 
 def render(comparison: Comparison, *, show_all: bool = False) -> Table:
     """The Rich table: differing rows highlighted, identical ones folded into a count unless show_all."""
-    table = Table(title="facts", title_justify="left", show_lines=False)
-    # On a narrow terminal the long fact names fold rather than squeezing every host's column to nothing.
-    table.add_column("fact", style="bold", overflow="fold", max_width=30)
+    table = Table(show_lines=False)
+    # A fact's name is never broken: on a narrow terminal the values fold instead.
+    table.add_column("fact", style="bold", no_wrap=True)
     for column in comparison.columns:
         table.add_column(_header(column), overflow="fold", min_width=min(12, max(len(_header(column)), 6)))
     for row in comparison.differing:
@@ -173,6 +173,36 @@ def render(comparison: Comparison, *, show_all: bool = False) -> Table:
         table.caption = f"{len(identical)} identical facts folded (--all shows them)"
         table.caption_justify = "left"
     return table
+
+
+def fits(comparison: Comparison, width: int) -> bool:
+    """Whether the side-by-side table fits `width` columns with every fact name whole and each host a readable
+    column (14 characters)."""
+    names = max((len(row.path) for row in comparison.rows), default=4)
+    return names + 4 + 17 * len(comparison.columns) <= width
+
+
+def render_stacked(comparison: Comparison):
+    """Every fact for a terminal too narrow for the side-by-side table: the fact's name on a line of its own,
+    whole, then its value: one line when every host agrees ("all"), else a line per host."""
+    from rich.console import Group
+    from rich.text import Text
+
+    parts = []
+    hosts = max((len(c.host) for c in comparison.columns), default=3)
+    for row in [*comparison.differing, *comparison.identical]:
+        parts.append(Text(row.path, style="bold", no_wrap=True, overflow="ignore"))
+        grid = Table.grid(padding=(0, 1, 0, 0))
+        grid.add_column(no_wrap=True, style="dim", min_width=hosts + 2)
+        grid.add_column(overflow="fold")
+        values = {row.values.get(c.host, ABSENT) for c in comparison.columns}
+        if len(values) == 1 and len(comparison.columns) > 1:
+            grid.add_row("  all", escape(values.pop()))
+        else:
+            for column in comparison.columns:
+                grid.add_row(f"  {escape(column.host)}", _cell(row, column, "yellow" if row.differs else "default"))
+        parts.append(grid)
+    return Group(*parts)
 
 
 def _header(column: Column) -> str:

@@ -15,15 +15,17 @@ _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24;background:#fff}
 h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
 p.meta{color:#57606a;margin:0 0 1em}
+div.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin-bottom:1em}
 th,td{border:1px solid #d0d7de;padding:.25em .6em;text-align:left;vertical-align:top}
 thead th{background:#f6f8fa;position:sticky;top:0}
-th.fact{font-family:ui-monospace,monospace;font-weight:normal;white-space:nowrap}
-td{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:34em}
-tr.differs td,tr.differs th.fact{background:#fff8c5}
+th.fact{font-family:ui-monospace,monospace;font-weight:normal;white-space:nowrap;position:sticky;left:0;
+background:#fff}
+td{font-family:ui-monospace,monospace;overflow-wrap:break-word;min-width:12em;max-width:34em}
+td.odd{background:#fff8c5}
 tr.differs th.fact::before{content:"\\2260 ";color:#9a6700}
 tr.same td{color:#57606a}
-tr.group th{background:#f6f8fa;font-weight:bold}
+tr.group th{background:#f6f8fa;font-weight:bold;position:sticky;left:0}
 .pass{color:#1a7f37;font-weight:bold} .fail{color:#cf222e;font-weight:bold} .none{color:#57606a}
 .stale{color:#9a6700} .down{color:#cf222e}
 """
@@ -73,7 +75,8 @@ def _summary(comparison: Comparison, records, ages) -> str:
             rows.append((label, [escape("-" if value is None else str(value)) for value in values]))
     body = "".join(f'<tr><th class="fact" scope="row">{escape(label)}</th>'
                    + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>" for label, cells in rows)
-    return f'<h2>Verify</h2><table id="verify">{_head(comparison, "")}<tbody>{body}</tbody></table>'
+    return (f'<h2>Verify</h2><div class="scroll"><table id="verify">{_head(comparison, "")}<tbody>{body}</tbody>'
+            "</table></div>")
 
 
 def _health_cell(health: dict | None) -> str:
@@ -115,13 +118,28 @@ def _checks(verify: dict) -> str:
 
 
 def _facts(comparison: Comparison) -> str:
+    """Every fact, grouped by section (system, gpus, driver, ...), in each the rows where hosts differ first. In a
+    row that differs, only the values apart from the one most hosts share are marked (none where every host has
+    its own: four platforms side by side are not 92 alarms). The table scrolls sideways in a narrow window, the
+    fact names staying in view, rather than breaking values a character a line."""
     def row(r, css: str) -> str:
-        cells = "".join(f"<td>{escape(r.values.get(c.host, '-'))}</td>" for c in comparison.columns)
+        values = [r.values.get(c.host, "-") for c in comparison.columns]
+        common = max(values, key=values.count)   # the first of the most shared values
+        mark = css == "differs" and values.count(common) > 1
+        cells = "".join(f'<td class="odd">{escape(v)}</td>' if mark and v != common else f"<td>{escape(v)}</td>"
+                        for v in values)
         return f'<tr class="{css}"><th class="fact" scope="row">{escape(r.path)}</th>{cells}</tr>'
 
     span = len(comparison.columns) + 1
-    body = [f'<tr class="group"><th colspan="{span}">{len(comparison.differing)} facts differ</th></tr>']
-    body += [row(r, "differs") for r in comparison.differing]
-    body.append(f'<tr class="group"><th colspan="{span}">{len(comparison.identical)} facts identical</th></tr>')
-    body += [row(r, "same") for r in comparison.identical]
-    return f'<h2>Facts</h2><table id="facts">{_head(comparison, "fact")}<tbody>{"".join(body)}</tbody></table>'
+    sections: dict[str, list] = {}
+    for r, css in [*((r, "differs") for r in comparison.differing), *((r, "same") for r in comparison.identical)]:
+        sections.setdefault(r.path.split(".", 1)[0], []).append((r, css))
+    body = []
+    for name, rows in sections.items():
+        differ = sum(1 for _, css in rows if css == "differs")
+        body.append(f'<tr class="group" id="section-{escape(name)}"><th colspan="{span}">{escape(name)}: '
+                    f'{len(rows)} fact{"s" if len(rows) != 1 else ""}, {differ} differ</th></tr>')
+        body += [row(r, css) for r, css in rows]
+    links = " ".join(f'<a href="#section-{escape(n)}">{escape(n)}</a>' for n in sections)
+    return (f'<h2>Facts</h2><p class="meta">{links}</p><div class="scroll"><table id="facts">'
+            f'{_head(comparison, "fact")}<tbody>{"".join(body)}</tbody></table></div>')

@@ -8,7 +8,7 @@ step has run ("pod-570 torch: pip install torch==2.11.0 into /opt/fleet/venv 12s
 line dimmed after it). While apply's chains run at once, the step is the task in flight longest and how many run
 beside it ("... 12s (+1 more)"), from the tasks' begin and end markers (Reporter.on_task). A step quiet for the heartbeat's period reads "...: still running, 1m30s", the words a
 pipe gets as a heartbeat line. When a host ends its status line goes and its result lines are printed above
-(report/apply.LiveHosts); when the block ends the region is erased, so the screen keeps only printed lines.
+(report/apply.ApplyPrinter); when the block ends the region is erased, so the screen keeps only printed lines.
 
 While it runs, everything the Reporter prints goes through the live console (printed above the region, never
 through it): the step lines as before, not each line of a step's own output (the status line shows the latest).

@@ -12,7 +12,7 @@ in PIP_INDEX_URL/PIP_EXTRA_INDEX_URL/PIP_FIND_LINKS: never in argv, where a toke
 `--index-strategy unsafe-best-match`
 (pip's rule: the best version across every index; uv's default takes the first index that has the name),
 its cache in `<cache_dir>/uv` (UV_CACHE_DIR; copies out of it, as a volume is another filesystem), the same
-TMPDIR, and the system's certificate store (UV_NATIVE_TLS=1; uv bundles its own roots otherwise, which a lab or
+TMPDIR, and the system's certificate store (UV_SYSTEM_CERTS=1, or UV_NATIVE_TLS=1 for a uv too old to know it; uv bundles its own roots otherwise, which a lab or
 corporate CA is not in; SSL_CERT_FILE, where set, still applies). The check is the same for both installers.
 
 Every program run from the venv (python, pip, uv) and the python that makes it is judged in the same shell just
@@ -255,7 +255,6 @@ class Pip(Resource):
         if self.p["cache_dir"]:
             lines.append(f"export UV_CACHE_DIR={qpath(self.p['cache_dir'])}/uv UV_LINK_MODE=copy")
         lines += [
-            "export UV_NATIVE_TLS=1",
             f"if ! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
             f"  if ! fleet_trusted_python {venv}/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv >&2 || "
             f"! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
@@ -264,6 +263,9 @@ class Pip(Resource):
             f"  else fleet_uv={venv}/bin/uv; fi",
             f"else fleet_uv={venv}/bin/uv; fi",
             'if [ -n "${fleet_uv:-}" ]; then',
+            # the system's certificates: UV_SYSTEM_CERTS where this uv has it (it calls UV_NATIVE_TLS deprecated)
+            '  if fleet_trusted "$fleet_uv" pip install --help 2>/dev/null | grep -q -- --system-certs; then export UV_SYSTEM_CERTS=1; '
+            "else export UV_NATIVE_TLS=1; fi",
             f"  echo {q('uv pip install ' + ' '.join(self.p['packages']))} " + '"($(fleet_trusted "$fleet_uv" --version))"',
             f"  (cd / && fleet_retry 'uv pip install' fleet_trusted \"$fleet_uv\" pip install {' '.join(uv_args)} {reqs})",
             "else"] + ["  " + line for line in pip] + ["fi"]

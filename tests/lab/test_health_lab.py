@@ -110,7 +110,7 @@ def test_healthy_pod_then_one_gpu_fewer_than_ordered(pods):
     assert facts["health"]["kernel_log"] == "dmesg"
     assert "NVRM: loading NVIDIA" in _ask(pods, "pod-healthy", "dmesg").stdout   # the log the probe read
     code, doc = fleet_json("health", str(pods[1]), "--limit", "pod-healthy", "--set", "expect_gpus=3x H100")
-    assert code == 4, doc
+    assert code == 5, doc
     assert doc["hosts"]["pod-healthy"]["verdict"] == "return"
     assert "count=2 of 3 expected" in doc["hosts"]["pod-healthy"]["reason"]
 
@@ -135,7 +135,7 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
     assert "Unable to determine the device handle for GPU0000:2A:00.0: Unknown Error" in asked.stdout
     assert "rc=15" in asked.stdout
     code, out, err = fleet("health", str(pods[1]), "--limit", "pod-xid79")
-    assert code == 4, out + err
+    assert code == 5, out + err
     assert "return this pod" in out and "GPU 1: xid=79: GPU has fallen off the bus" in out \
         and "GPU 1: gpu=lost (0000:2A:00.0)" in out
     verdict, _ = _check(pods, "pod-xid79")
@@ -143,14 +143,14 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
 
 
 def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path):
-    """Nothing installed (the host's dpkg and the venv say so), nothing written, exit 4, the provider's way out."""
+    """Nothing installed (the host's dpkg and the venv say so), nothing written, exit 5, the provider's way out."""
     lab, _, inventory = pods
     original = test_bootstrap_lab.pods_inventory(lab, tmp_path)
     host = inventory.hosts["pod-xid79"]
     before = _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout
     code, out, err = test_bootstrap_lab.fleet(tmp_path, "bootstrap", f"ssh root@{host.address} -p 22 -i "
                                               f"{test_bootstrap_lab.paths.lab_key(lab.root)}")
-    assert code == 4, out + err
+    assert code == 5, out + err
     assert "return this pod" in err and "GPU 1: xid=79" in err and "terminate the pod and rent another" in err
     assert "--ignore-health" in err
     assert (tmp_path / "inventories" / "pods.yaml").read_text() == original

@@ -204,6 +204,12 @@ def test_round1_nothing_deleted_moved_aside_or_commented_and_fleets_words_are_tr
     why = next(t["reason"] for t in tasks if t["role"] == "env_hooks" and t["status"] == "changed")
     assert "neutralizes ~/.bash_profile" in why, why
     assert "/etc/ld.so.conf.d/000-cuda-compat.conf:1" in why and "/etc/ld.so.preload:1" in why, why
+    # the summary's "fixed": each entry taken out (the host, asked above, has it aside) and the line neutralized
+    fixed = doc["hosts"][POD]["fixed"]
+    assert "moved /etc/ld.so.conf.d/000-cuda-compat.conf aside to /var/lib/fleet/aside/etc/ld.so.conf.d/" \
+           "000-cuda-compat.conf" in fixed, fixed
+    assert any(f.startswith("took /etc/ld.so.preload:1 ") for f in fixed), fixed
+    assert any(f.startswith("neutralized ~/.bash_profile") for f in fixed), fixed
 
 
 def test_round1_second_apply_changes_nothing_and_the_facts_agree(round1):

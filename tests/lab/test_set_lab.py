@@ -33,7 +33,7 @@ def test_set_reaches_the_host_and_a_typo_touches_nothing(lab):
 
     code, out, err = fleet("apply", inv, "--limit", POD, "--roles", "cutlass", "--check", "--detailed-exitcode",
                            "--set", "cutlass_dir=/opt/cutlass-set")
-    assert code == 2, out + err                                       # a change pending, and nothing made yet
+    assert code == 4, out + err                                       # a change pending, and nothing made yet
     assert ok(lab, POD, "test -e /opt/cutlass-set && echo there || echo absent").strip() == "absent"
 
     code, out, err = fleet("apply", inv, "--limit", POD, "--roles", "cutlass", "--set", "cutlass_dir=/opt/cutlass-set")

@@ -126,6 +126,10 @@ def test_user_lines_stay_and_the_facts_name_each_neutralized_line(pod_lab, trapp
     why = next(t["reason"] for t in doc["hosts"][POD]["tasks"] if t["role"] == "env_hooks"
                and t["status"] == "changed")
     assert "neutralizes ~/.bashrc:1 (via /etc/rp_environment:" in why
+    # the summary says what fleet fixed, one line per neutralized line (test_after_apply_... asks the shells)
+    fixed = doc["hosts"][POD]["fixed"]
+    assert len(fixed) == len(lines) and all(f.startswith("neutralized ") and "error 803" in f for f in fixed), fixed
+    assert "neutralized ~/.bashrc:1 (via /etc/rp_environment:" in fixed[0], fixed
     assert why.count("first: error 803 under driver 580.159.04 (cuda-compat 580.95.05 is not newer)") == len(lines)
     shells = facts["shells"]
     for kind in ("noninteractive", "interactive", "login"):

@@ -1,4 +1,4 @@
-"""The example pods inventory as shipped (inventories/pods.yaml: addresses only, default variables) converges
+"""The example pods inventory as shipped (examples/pods.yaml: addresses only, default variables) converges
 on lab pods: its hosts' addresses are swapped for lab hosts (a RunPod-template pod with a /workspace volume on
 driver 580, an H100 pod on driver 570) and nothing else is added but what the lab writes into any inventory it
 serves (its key and known hosts) and, as in inventories/lab.yaml, verify_perf: false."""
@@ -15,7 +15,7 @@ import yaml
 from fleet_lab import control, testing
 from test_apply_lab import fleet_json
 
-PODS = Path(__file__).resolve().parents[2] / "inventories" / "pods.yaml"
+PODS = Path(__file__).resolve().parents[2] / "examples" / "pods.yaml"
 AS_LAB = {"pod-a": {"profile": "runpod-pytorch", "driver": "580.159.04"},
           "pod-b": {"profile": "h100-pod", "driver": "570.133.20"}}
 

@@ -64,7 +64,7 @@ def test_unknown_key_refused_then_accepted_with_the_flag(server, tmp_path):
     env, out, err = captured_env(tmp_path)
     assert main(["run", inv, "--", "true"], env) == 1
     text = " ".join(err.getvalue().split())
-    assert out.getvalue() == "" and "UNREACHABLE" in text and "unknown host key" in text and expected_fp in text
+    assert out.getvalue() == "" and "REFUSED" in text and "UNREACHABLE" not in text and "unknown host key" in text and expected_fp in text
     assert "--accept-new-host-keys" in text
 
     env, out, err = captured_env(tmp_path)

@@ -158,9 +158,34 @@ def test_a_changed_host_key_is_always_refused(other_key, server, known):
                 connect(ssh_host(rebuilt.port), ConnectOptions(accept_new_host_keys=accept, connect_timeout=5))
             message = str(exc.value)
             assert "HOST KEY CHANGED" in message and "restarted" in message
-            assert f"expected {SERVER_FP}, got {new_fp}" in message
-            assert "ssh-keygen -R" in message
+            assert f"{known}:1 lists {SERVER_FP}, the host offers {new_fp}" in message
+            assert f"ssh-keygen -R '[127.0.0.1]:{rebuilt.port}' -f {known})" in message
     assert known.read_text() == recorded  # nothing was recorded over it
+
+
+def test_a_changed_key_from_the_inventory_s_known_hosts_names_that_file_and_line(other_key, server, tmp_path):
+    """The old key listed in the inventory's own `known_hosts:` file (not fleet's): the refusal names that file
+    and line, and the command it prints, run as printed, is the fix (the next connection offers the new key)."""
+    import shlex
+    import subprocess
+
+    class RebuiltPod(SentinelHandler):
+        host_key_path = other_key
+
+    with serving(RebuiltPod) as rebuilt:
+        listed = tmp_path / "inventory_known_hosts"
+        listed.write_text("# the lab's keys\n" + host_key_line(rebuilt.port))
+        host = ssh_host(rebuilt.port)
+        host.known_hosts = str(listed)
+        with pytest.raises(HostKeyError) as exc:
+            connect(host, ConnectOptions(connect_timeout=5))
+        message = str(exc.value)
+        assert f"{listed}:2 lists {SERVER_FP}" in message, message
+        assert str(fleet_known_hosts()) not in message, message
+        command = message.split("remove the old key (", 1)[1].split(") and run again", 1)[0]
+        subprocess.run(shlex.split(command), check=True, capture_output=True)
+        with connect(host, ConnectOptions(accept_new_host_keys=True, connect_timeout=5)) as conn:
+            assert conn.run(rebuilt.allow("true")).exit == 0
 
 
 def _hashed(line: str) -> str:

@@ -14,7 +14,7 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 
-PODS = Path(__file__).resolve().parents[2] / "inventories" / "pods.yaml"
+PODS = Path(__file__).resolve().parents[2] / "examples" / "pods.yaml"   # the hand-written example
 
 
 def fleet(tmp_path, *argv):

@@ -13,7 +13,7 @@ from fleet.workflows.bootstrap import HEADER, Target, find_pod, load_existing, w
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
 
-PODS = Path(__file__).resolve().parents[2] / "inventories" / "pods.yaml"
+PODS = Path(__file__).resolve().parents[2] / "examples" / "pods.yaml"   # the hand-written example
 WHEN = "2025-01-01 00:00 UTC"
 NEW = Target("root", "198.51.100.23", 17555)
 

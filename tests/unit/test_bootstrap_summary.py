@@ -17,7 +17,10 @@ from fleet.report import Reporter
 def result(ok: bool = True) -> BootstrapResult:
     report = HostReport("pod-a", check_mode=False, tasks=[
         TaskReport("cuda_toolkit", "install cuda-toolkit-13-0", "changed", "not installed"),
-        TaskReport("torch", "pip install torch", "changed" if ok else "failed", "missing"),
+        TaskReport("torch", "pip install torch", "changed" if ok else "failed",
+                   "missing" if ok else "apply failed (exit 1): ERROR: No matching distribution found for torch==9"),
+        TaskReport("cutlass", "CUTLASS", "changed" if ok else "failed",
+                   "missing" if ok else "apply failed (exit 28): only 3 GB free at /opt; 20 GB needed"),
         TaskReport("verify", "verify", "ok", "in state")])
     facts = {"platform": "x86_64-dgpu", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}],
              "driver": {"version": "570.133.20"},
@@ -44,12 +47,16 @@ def test_piped_summary_is_plain_lines(ok):
     lines = out.splitlines()
     assert lines[0] == ("== bootstrap pod-a verify passed" if ok else "== bootstrap pod-a FAILED")
     assert "inventory: added to inventories/pods.yaml as pod-a" in lines
-    assert "changed: 2 task(s)" in lines if ok else "changed: 1 task(s)" in lines
+    assert "changed: 3 task(s)" in lines if ok else "changed: 1 task(s)" in lines
     assert "  cuda_toolkit: install cuda-toolkit-13-0" in lines
     assert "connect: ssh root@203.0.113.10 -p 17322" in lines
     assert "phases: connect 1.2s · apply 40.0s · total 41.2s · 4 remote commands" in lines
     assert all(line == line.rstrip() and "  " not in line.lstrip() for line in lines), out   # no padding
     assert ("pod-a: torch failed" in err) == (not ok)
+    if not ok:   # every failed task, not only the first, each with what it needs
+        assert "failed: torch: pip install torch" in lines and "failed: cutlass: CUTLASS" in lines, out
+        fixes = [line for line in lines if line.startswith("  fix: ")]
+        assert len(fixes) == 2 and "not offered" in fixes[0] and "disk is full" in fixes[1], out
 
 
 def test_terminal_summary_keeps_its_rule_and_aligned_keys():

@@ -366,7 +366,7 @@ def test_cli_json_shape():
     status, out, _ = run_cli(str(RECORDS / "h100-pod-580-compat.json"), str(RECORDS / "cpu-only.json"), "--json")
     doc = json.loads(out)
     assert status == 0
-    assert set(doc) == {"hosts", "stats"} and set(doc["hosts"]) == {"h100-pod-580-compat", "cpu-only"}
+    assert set(doc) == {"format", "hosts", "stats"} and doc["format"] == 1 and set(doc["hosts"]) == {"h100-pod-580-compat", "cpu-only"}
     assert doc["stats"]["cpu-only"]["remote_commands"] == 0
     pod = doc["hosts"]["h100-pod-580-compat"]
     assert pod["refuse"] is None

@@ -191,6 +191,6 @@ def test_fleet_health_exit_status_orders_return_unreachable_degraded():
         return exit_status(outcomes, {f"h{i}": HealthVerdict(v, "") for i, v in enumerate(verdicts)})
 
     assert run("healthy", "none") == 0
-    assert run("healthy", "degraded") == 5 and run("unknown") == 5
+    assert run("healthy", "degraded") == 6 and run("unknown") == 6
     assert run("degraded", unreachable=True) == 1
-    assert run("degraded", "return", unreachable=True) == 4
+    assert run("degraded", "return", unreachable=True) == 5

@@ -2,6 +2,7 @@
 scripts/setup.sh), a screenshot that shows something, and the DOM the browser built from the page."""
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -95,21 +96,31 @@ class _Rows(HTMLParser):
             self.rows[-1][1][-1] += data
 
 
-def dom(page_path: Path, tmp: Path) -> str:
-    result = browse(page_path, "--dump-dom", tmp=tmp)
+def dom(page_path: Path, tmp: Path, *args: str) -> str:
+    result = browse(page_path, *args, "--dump-dom", tmp=tmp)
     assert result.returncode == 0 and "<html" in result.stdout, result.stderr[-2000:]
     return result.stdout
 
 
-def test_the_dom_has_hosts_side_by_side_differing_rows_first(page, tmp_path):
+def test_the_dom_has_hosts_side_by_side_by_section_differing_rows_first(page, tmp_path):
     path, comparison = page
     parser = _Rows("facts")
     parser.feed(dom(path, tmp_path))
     header, *rows = parser.rows
     assert header[1] == ["fact", "h100-device", "a100-470"]
-    kinds = [css for css, _ in rows if css in ("differs", "same")]
-    assert kinds == ["differs"] * len(comparison.differing) + ["same"] * len(comparison.identical)
-    assert [cells[0] for css, cells in rows if css == "differs"] == [row.path for row in comparison.differing]
+    sections, seen = [], []
+    for css, cells in rows:
+        if css == "group":
+            sections.append((cells[0].split(":")[0], []))
+        else:
+            sections[-1][1].append((css, cells[0]))
+            seen.append(cells[0])
+    assert sorted(seen) == sorted(row.path for row in comparison.rows)          # every fact, once
+    for name, facts in sections:
+        assert all(path.split(".")[0] == name for _, path in facts), name       # under its own section
+        kinds = [css for css, _ in facts]
+        assert kinds == sorted(kinds, key=lambda k: k != "differs"), name      # in each, what differs first
+    assert len({name for name, _ in sections}) == len(sections)
     # The hostile value is text in a cell, not an element the browser built.
     assert any(cells[1] == HOSTILE for _, cells in rows if cells and cells[0] == "system.hostname")
 
@@ -124,3 +135,51 @@ def test_the_dom_shows_verify_perf_and_record_age_per_host(page, tmp_path):
     assert rows["verify"] == ["passed", "not run"]
     assert rows["matmul bf16 TFLOP/s"] == ["783.4", "-"] and rows["attention TFLOP/s"] == ["522.7", "-"]
     assert all(age.endswith("ago") for age in rows["record"])
+
+
+_MEASURE = """<script>
+addEventListener("load", () => {
+  const cells = [...document.querySelectorAll("#facts td")];
+  const names = [...document.querySelectorAll("#facts th.fact")];
+  const lines = n => { const r = document.createRange(); r.selectNodeContents(n); return r.getClientRects().length; };
+  document.body.dataset.narrowest = Math.min(...cells.map(c => c.getBoundingClientRect().width));
+  document.body.dataset.tallestName = Math.max(...names.map(lines));
+  document.body.dataset.pageWidth = document.documentElement.scrollWidth;
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def four_platforms(tmp_path_factory) -> Path:
+    """Thor, Spark and two H100 pods (records captured from them): nearly every fact differs."""
+    records = {name: json.loads((DATA / "records" / f"{name}.json").read_text())
+               for name in ("thor", "spark", "h100-pod-570", "h100-pod-580-compat")}
+    comparison = compare.compare(records)
+    ages = {name: store.describe_age(store.age_seconds(record)) for name, record in records.items()}
+    path = tmp_path_factory.mktemp("report4") / "facts.html"
+    path.write_text(html.render(comparison, records, ages, generated="2026-11-22T12:00:00+00:00", version="test"))
+    return path
+
+
+def test_at_800_pixels_values_keep_their_width_and_names_their_line(four_platforms, tmp_path):
+    """Four platforms in an 800-pixel window: the screenshot shows the page, and (measured by the browser, with a
+    probe added to a copy of the page) no value column is squeezed to breaking text a character a line, every
+    fact name is one line, and the page itself does not grow sideways: the facts table scrolls within it. Only
+    values apart from a row's most shared one are marked: not every row of four platforms."""
+    path = four_platforms
+    shot = tmp_path / "facts-800.png"
+    result = browse(path, "--window-size=800,1000", f"--screenshot={shot}", tmp=tmp_path)
+    assert shot.is_file(), result.stderr[-2000:]
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert (width, height) == (800, 1000) and len(set(raw)) > 64
+    probed = tmp_path / "probed.html"
+    probed.write_text(path.read_text().replace("</body>", _MEASURE + "</body>"))
+    text = dom(probed, tmp_path, "--window-size=800,1000", "--virtual-time-budget=2000")
+    found = dict(re.findall(r'data-(narrowest|tallest-name|page-width)="([\d.]+)"', text))
+    assert set(found) == {"narrowest", "tallest-name", "page-width"}, text[:500]
+    assert float(found["narrowest"]) >= 150, found        # 12em of monospace: words, not letters, per line
+    assert float(found["tallest-name"]) == 1, found       # each name on one line
+    assert float(found["page-width"]) <= 800, found
+    differing = re.findall(r'<tr class="differs">.*?</tr>', path.read_text())
+    marked = [row for row in differing if 'class="odd"' in row]
+    assert 0 < len(marked) < len(differing), (len(marked), len(differing))

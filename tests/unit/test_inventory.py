@@ -222,8 +222,8 @@ def test_limit_unknown_through_the_cli_exits_2(tmp_path, good):
 
 
 def test_shipped_example_inventories_load():
-    root = Path(__file__).resolve().parents[2] / "inventories"
-    shipped = sorted(root.glob("*.yaml"))
+    root = Path(__file__).resolve().parents[2]
+    shipped = sorted((root / "inventories").glob("*.yaml")) + [root / "examples" / "pods.yaml"]
     assert {p.name for p in shipped} >= {"pods.yaml", "fleet.yaml", "lab.yaml"}
     for path in shipped:
         inventory = load_inventory(path)

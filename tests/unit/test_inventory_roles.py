@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fleet.commands.apply import print_role_origins
+from fleet.report.apply import print_role_origins
 from fleet.env import Environment
 from fleet.errors import InputError
 from fleet.inventory import load_inventory

@@ -14,14 +14,14 @@ from fleet.engine.report import HostReport
 from fleet.env import Environment
 from fleet.inventory import Host
 from fleet.report import Reporter
-from fleet.report.apply import LiveHosts, print_apply
+from fleet.report.apply import ApplyPrinter, print_apply
 
 
 def test_a_host_that_ends_first_is_printed_while_the_slow_one_still_runs():
     out = io.StringIO()
     reporter = Reporter(Environment(console=Console(file=out, width=100), err_console=Console(file=io.StringIO())))
     fast_shown = threading.Event()
-    live = LiveHosts(reporter, show_diff=False, check=False)
+    live = ApplyPrinter(reporter, show_diff=False, check=False)
 
     def on_done(outcome):
         live(outcome)

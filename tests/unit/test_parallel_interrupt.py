@@ -85,5 +85,5 @@ def test_fleet_run_interrupted_prints_what_each_host_did_and_exits_130(tmp_path)
     assert code == 130
     text = err.getvalue()
     assert "a INTERRUPTED: interrupted during remote command 1" in text
-    assert "b NOT STARTED: not started: Ctrl-C came while it was queued" in text
+    assert "b NOT STARTED: not started: the run was interrupted while it was queued" in text
     assert "c NOT STARTED" in text
