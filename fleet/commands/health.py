@@ -21,7 +21,7 @@ reboot). Fast enough to run before every job; nothing is installed or recorded.
 A host's `expect_gpus` variable (8, H200 or 8x H200) says what was rented: fewer or other GPUs is a pod to
 return. A kernel log this user cannot read shows Xid events as "unreadable", never as none.
 
-Exit status: 0 every host healthy (or without a GPU), 4 a host to return, 1 a host unreachable, 5 a host
+Exit status: 0 every host healthy (or without a GPU), 5 a host to return, 1 a host unreachable, 6 a host
 degraded or whose GPU health could not be read (in that order).
 """
 
