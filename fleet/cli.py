@@ -35,7 +35,9 @@ examples:
 -v, -q and --debug go anywhere on the line (before a remote command's --).
 FLEET_INVENTORY names the inventory when a command is given none.
 exit status: 0 ok, 1 a host failed, was unreachable or refused, 2 bad input (nothing was touched), 3 internal
-error, 4 changes pending (only `fleet apply --check --detailed-exitcode`), 130 interrupted (Ctrl-C: hosts not
+error, 4 changes pending (only `fleet apply --check --detailed-exitcode`), 5 a GPU fault only the provider can
+fix: "return this pod" (fleet health, apply, verify, bootstrap), 6 a GPU degraded or its health unreadable (only
+`fleet health`), 130 interrupted (Ctrl-C: hosts not
 yet started are skipped, the recap says what each host had done; an apply's remote work is stopped), 143 on
 SIGTERM and 129 on SIGHUP, handled as Ctrl-C is.
 """
