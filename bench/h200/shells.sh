@@ -26,8 +26,7 @@ A=$OUT/shells-answers.jsonl
 [ -n "${GPU_INV:-}" ] || source .gpu/env.sh >/dev/null 2>&1
 # the H200 as real-gpu-env.sh serves it; BENCH_* override (a lab host, to try this script before the device run)
 KEY=${BENCH_SSH_KEY:-/tmp/fleet-sshd/client_ed25519}
-SSH=(ssh -p "${BENCH_SSH_PORT:-2222}" -i "$KEY" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
-     -o LogLevel=ERROR "root@${BENCH_SSH_ADDR:-127.0.0.1}")
+SSH=(python3 bench/h200/ssh1.py "${BENCH_SSH_ADDR:-127.0.0.1}" "${BENCH_SSH_PORT:-2222}" root "$KEY")   # no ssh client there
 OLD=/opt/fleet-bench/cuda-12.4
 VENV=${BENCH_VENV:-/opt/torch/.venv}
 
@@ -99,8 +98,8 @@ onhost() { say "+ $1"; "${SSH[@]}" "$1" 2>&1 | tee -a "$T"; }
 say "# issue 35 on the H200, $(date -u +%FT%TZ)"
 apply first
 ask_all first
-# a venv made without pip (uv's) fails user_commands_* with its fix: the fix, by hand, as verify names it
-if ! "${SSH[@]}" "test -x $VENV/bin/pip"; then onhost "$VENV/bin/python -m ensurepip --default-pip >/dev/null && ls $VENV/bin/pip"; fi
+# a venv made without pip's scripts (uv's): the first apply writes pip's entry point (env_hooks), asked here
+onhost "ls -l $VENV/bin/pip; head -n 1 $VENV/bin/pip; pip --version"
 apply converged
 ask_all converged
 

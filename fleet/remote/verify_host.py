@@ -580,9 +580,12 @@ def user_commands(ctx):
                     wrong.append(f"`{name}` is {got.get('path') or 'not found'}"
                                  + (f" (its torch: {found or 'none'}, not {torch_dir})" if got.get("path") else ""))
             pip, venv_bin = cmds.get("pip") or {}, os.path.dirname(sys.executable)
-            if not os.path.exists(os.path.join(venv_bin, "pip")):
-                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip (made without it, as uv "
-                             f"makes them); run {sys.executable} -m ensurepip --default-pip")
+            if importlib.util.find_spec("pip") is None:
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip module (made without it, "
+                             f"as uv makes them); run {sys.executable} -m ensurepip --default-pip")
+            elif not os.path.exists(os.path.join(venv_bin, "pip")):
+                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has pip's module but no {venv_bin}/pip "
+                             f"(fleet apply writes it: the env_hooks role)")
             elif not pip.get("path") or not pip["path"].startswith(venv_bin + "/"):
                 wrong.append(f"`pip` is {pip.get('path') or 'not found'}, not {venv_bin}/pip")
         if TOOLKIT and os.path.exists(os.path.join(TOOLKIT, "bin", "nvcc")):

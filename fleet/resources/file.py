@@ -21,6 +21,9 @@ class File(Resource):
         "mode": Param((str, int), default="0644", check=mode_problem),
         "owner": Param((str,)),
         "root": Param((bool,), default=None),
+        # a file already there, whatever it holds, is left as it is: fleet writes it only where it is missing (a
+        # venv's bin/pip where the venv was made without pip's scripts; pip's own, where present, is pip's)
+        "missing_only": Param((bool,), default=False),
     }
 
     def locks(self) -> frozenset[str]:
@@ -44,7 +47,10 @@ class File(Resource):
         want = hashlib.sha256(self._content().encode()).hexdigest()
         owner = (f"[ \"$(stat -c %U {path})\" = {q(self.p['owner'])} ] || why=\"$why owner\"\n"
                  if self.p["owner"] else "")
+        present = (f"if [ -e {path} ]; then echo 'present: left as it is (written only where missing)'; exit 0; fi\n"
+                   if self.p["missing_only"] else "")
         return (
+            present +
             f"if [ ! -f {path} ]; then echo 'absent'; exit {NEEDS_CHANGE}; fi\n"
             "why=''\n"
             f"[ \"$(sha256sum < {path} | cut -d' ' -f1)\" = {q(want)} ] || why=\"$why content\"\n"

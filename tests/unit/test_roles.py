@@ -47,7 +47,7 @@ def test_every_shipped_role_loads_in_the_default_order():
         "cuda_toolkit", "fabric_manager", "cuda_compat", "nvpl", "cudss", "env_hooks", "cutlass", "torch", "verify"]
     assert all(r.path == SHIPPED / r.name / "role.yaml" and r.tasks and r.description for r in roles)
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
-    assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside"] and kinds["verify"] == ["verify"]
+    assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside", "file"] and kinds["verify"] == ["verify"]
     assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
     assert kinds["fabric_manager"] == ["apt", "command", "command"]
 
