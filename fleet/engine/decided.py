@@ -41,7 +41,9 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
         raise InputError(f"{host.name}: {exc}") from None
     djson = decisions.to_json()
     # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
-    info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode}
+    # roles: the names of the roles this run renders (verify proves the user's shells only where env_hooks runs)
+    info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode,
+            "roles": [role.name for role in roles]}
     tasks = []
     for role in roles:
         rendered = render_role(role, host_vars, facts, djson, info)

@@ -256,7 +256,9 @@ class Pip(Resource):
             lines.append(f"export UV_CACHE_DIR={qpath(self.p['cache_dir'])}/uv UV_LINK_MODE=copy")
         lines += [
             f"if ! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
-            f"  if ! fleet_trusted_python {venv}/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv >&2 || "
+            # uv from pip's own configuration (pip.conf, PyPI), not the torch index exported above for pip's install
+            f"  if ! (unset {' '.join(_PIP_ENV.values())}; fleet_trusted_python {venv}/bin/python -m pip install "
+            "--disable-pip-version-check --progress-bar off -q uv) >&2 || "
             f"! fleet_trusted {venv}/bin/uv --version >/dev/null 2>&1; then",
             "    echo 'uv cannot be had here (pip install uv failed, or its binary does not run): installing with pip'",
             "    fleet_uv=",
