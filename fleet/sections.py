@@ -96,10 +96,39 @@ def background(name: str, body: str, *, keep_in: str | None = None) -> tuple[str
 
 def together(parts) -> str:
     """One script of sections (section()'s strings) and background ones (background()'s pairs): the background
-    ones all start first and are collected in their order, then the others run one after the other."""
+    ones all start first and are collected in their order, then the others run one after the other.
+    fleet.shell.TRUST_FN (~6 KB of functions that ~5 sections of a probe carry) is defined once at the top where
+    sections carry it: each section's subshell sees the script's functions. A body that runs in a bash of its own
+    keeps its copy: bounded()'s here-document (any quoted here-document is left as it is: a helper program's
+    text too) and shell.as_root's (base64: the text does not appear)."""
+    from fleet.shell import TRUST_FN
+
+    parts = [tuple(_shared_once(p, TRUST_FN) for p in part) if isinstance(part, tuple) else _shared_once(part, TRUST_FN)
+             for part in parts]
+    hoisted = any(_HOISTED in (" ".join(p) if isinstance(p, tuple) else p) for p in parts)
     started = [p for p in parts if isinstance(p, tuple)]
-    return "\n".join([start for start, _ in started] + [collect for _, collect in started]
+    text = "\n".join([start for start, _ in started] + [collect for _, collect in started]
                      + [p for p in parts if not isinstance(p, tuple)])
+    return f"{TRUST_FN}\n{text}" if hoisted else text
+
+
+# left where a section's copy of a shared function text was taken out (a comment: bash ignores it)
+_HOISTED = "\n# fleet: TRUST_FN defined at the top\n"
+# a quoted here-document: bounded()'s body (a bash of its own reads it, seeing none of the script's functions) or
+# data (a helper program's text, fleet/resources/programs.py ship(), installed by its digest): left as it is
+_OWN_TEXT = re.compile(r"<<'([A-Za-z0-9_]+)'\n.*?\n\1\n", re.S)
+
+
+def _shared_once(text: str, shared: str) -> str:
+    """`text` with each copy of `shared` outside a quoted here-document replaced by the _HOISTED comment."""
+    if shared not in text:
+        return text
+    out, pos = [], 0
+    for own in _OWN_TEXT.finditer(text):
+        out += [text[pos:own.start()].replace(shared, _HOISTED), own.group(0)]
+        pos = own.end()
+    out.append(text[pos:].replace(shared, _HOISTED))
+    return "".join(out)
 
 
 def script(sections: list[str], preamble: str = "") -> str:

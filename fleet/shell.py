@@ -378,7 +378,10 @@ def trusted_python(python: str) -> str:
 # HTTP 5xx or 429, an early EOF: the lines of git, curl, pip, uv and apt in TRANSIENT), it says so, naming the cause,
 # and runs it again after 1, 2, 4 and 8 s (5 runs in all); a failure of any other kind (a 404, a wrong pin, a bad
 # certificate) returns at once with its status, and the last transient one says it gave up. git, pip/uv, apt and
-# curl are all run through it (fleet/resources: git, pip, apt, FETCH).
+# curl are all run through it (fleet/resources: git, pip, apt, FETCH). A tool that retried by itself and says it
+# ran out of its own retries (pip's last "Retrying (Retry(total=0, ...", uv's "failed after N retries": the lines
+# in SELF_RETRIED) is not retried again: retries on retries made a blocked index cost 25 pip runs and ~52 s a
+# command; the tool's own count (pip --retries, UV_HTTP_RETRIES) is then the one that holds.
 TRANSIENT = ("Connection reset by peer", "Connection refused", "Connection timed out", "Operation timed out",
              "timed out", "Temporary failure in name resolution", "Could not resolve host", "early EOF",
              "RPC failed", "unexpected disconnect", "Recv failure", "Empty reply from server",
@@ -386,6 +389,7 @@ TRANSIENT = ("Connection reset by peer", "Connection refused", "Connection timed
              "IncompleteRead", "ReadTimeoutError", "ProtocolError", "502 Bad Gateway", "503 Service Unavailable",
              "504 Gateway Time", "500 Internal Server Error", "Too Many Requests", "Hash Sum mismatch",
              "Connection failed", "Network is unreachable", "Could not connect to", "error sending request")
+SELF_RETRIED = (r"Retry\(total=0,", r"failed after [0-9]+ retr")   # extended regular expressions (grep -E)
 RETRY_FN = r"""fleet_retry() {
   local fleet_what=$1 fleet_n=1 fleet_rc fleet_log fleet_cause fleet_l
   shift
@@ -399,6 +403,10 @@ RETRY_FN = r"""fleet_retry() {
     done < <(tail -n 40 -- "$fleet_log")
     if [ -z "$fleet_cause" ]; then rm -f -- "$fleet_log"; return "$fleet_rc"; fi
     fleet_cause=${fleet_cause:0:200}
+    if grep -qE""" + "".join(f" -e {shlex.quote(t)}" for t in SELF_RETRIED) + r""" -- "$fleet_log"; then
+      echo "fleet: $fleet_what failed with a network error after its own retries, not retried again ($fleet_cause)"
+      rm -f -- "$fleet_log"; return "$fleet_rc"
+    fi
     if [ "$fleet_n" -ge 5 ]; then
       echo "fleet: $fleet_what failed $fleet_n times with a network error, giving up (last: $fleet_cause)"
       rm -f -- "$fleet_log"; return "$fleet_rc"

@@ -322,6 +322,20 @@ class _BoundedRemote(Remote):
         for data in self.read_proc_output(reader):
             output.write(data)
 
+    # invoke's timed_out asks whether its timer thread has ended; that thread is the one running kill(), which
+    # closes the channel and so lets the command return while the thread may still be alive: a timed-out
+    # command then came back as paramiko's -1 for a closed channel instead of CommandTimedOut (exit 124).
+    # Whether the timer fired is what kill() records first.
+    _killed = False
+
+    def kill(self) -> None:
+        self._killed = True
+        super().kill()
+
+    @property
+    def timed_out(self) -> bool:
+        return self._killed or super().timed_out
+
 
 class _Watchdog(threading.Thread):
     """Asks the server for an answer (an SSH global request it must reply to, as OpenSSH's

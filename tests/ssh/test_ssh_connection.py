@@ -69,6 +69,22 @@ def test_timeout_exits_124(server, conn):
     assert "timed out after 0.5s" in res.stderr
 
 
+def test_timeout_exits_124_while_the_timer_thread_is_still_in_kill(server, conn, monkeypatch):
+    """invoke asks whether its timer thread has ended; the command returns as soon as kill() has closed the
+    channel, so a loaded machine saw that thread still alive and the timeout came back as paramiko's -1."""
+    from fabric.runners import Remote
+    plain_kill = Remote.kill
+
+    def slow_kill(self):
+        plain_kill(self)
+        threading.Event().wait(1.0)   # the timer thread is still alive when the command returns
+
+    monkeypatch.setattr(Remote, "kill", slow_kill)
+    res = conn.run(server.allow("echo started; sleep 30"), timeout=0.5)
+    assert (res.exit, res.stdout) == (124, "started\n")
+    assert "timed out after 0.5s" in res.stderr
+
+
 def test_on_output_streams_lines(server, conn, tmp_path):
     go = tmp_path / "go"
     seen = []

@@ -108,3 +108,25 @@ def test_together_runs_the_plain_sections_alone_after_the_background_ones_have_e
     found = split_sections(local.run(together(parts), timeout=600).stdout)
     assert found == {"check.b.0": Section("check.b.0", 0, "wrote"), "check.c.0": Section("check.c.0", 10, ""),
                      "check.a.0": Section("check.a.0", 0, "b")}
+
+
+def test_trust_fn_is_defined_once_and_every_kind_of_section_still_judges(local, tmp_path):
+    """TRUST_FN carried by several sections goes once to the top: background and plain sections (subshells) see
+    it there; a bounded() body (a bash of its own on fd 3) and a quoted here-document of data keep their copy."""
+    from fleet.sections import background, bounded, together
+    from fleet.shell import TRUST_FN
+
+    judge = "fleet_trust /usr/bin/env && echo trusted"
+    data = tmp_path / "data"
+    parts = [background("bg.one", f"{TRUST_FN}\n{judge}"), background("bg.two", f"{TRUST_FN}\n{judge}"),
+             section("plain", f"{TRUST_FN}\n{judge}"),
+             section("own", bounded(f"{TRUST_FN}\n{judge}", 30)),
+             section("data", f"cat > {data} <<'FLEET_DATA'\n{TRUST_FN}\nFLEET_DATA\n")]
+    text = together(parts)
+    assert text.count(TRUST_FN) == 3            # the top, the bounded body, the data
+    result = local.run(text)
+    found = split_sections(result.stdout)
+    for name in ("bg.one", "bg.two", "plain", "own"):
+        assert (found[name].rc, found[name].output.strip()) == (0, "trusted"), found[name]
+    assert data.read_text() == TRUST_FN + "\n"
+    assert together([section("plain", judge)]).count(TRUST_FN) == 0     # none carried: none added

@@ -145,3 +145,26 @@ def test_curl_gets_the_url_on_stdin_never_in_argv(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tok-3f9" not in (tmp_path / "argv").read_text() and "-K -" in (tmp_path / "argv").read_text()
     assert (tmp_path / "config").read_text() == 'url = "https://u:tok-3f9@mirror.example/a\\"b\\\\\\\\c.deb"\n'
+
+
+def test_a_tool_that_ran_out_of_its_own_retries_is_not_retried_again(tmp_path):
+    """pip retries a refused connection itself (5 times, with backoff); its lines, as pip 25 printed them on the
+    lab with the index unreachable. fleet's retry on top made that 25 runs: it runs the tool once and says why."""
+    bin_dir = tmp_path / "bin"
+    refused = ("after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection "
+               "object at 0x7f128934ba10>: Failed to establish a new connection: [Errno 111] Connection refused')'"
+               ": /whl/cu130/torch/")
+    lines = "".join(f"echo \"WARNING: Retrying (Retry(total={n}, connect=None, read=None, redirect=None, "
+                    f"status=None)) {refused}\" >&2\n" for n in range(4, -1, -1))
+    tool(bin_dir, "pip", f"echo run >> {tmp_path}/runs\n{lines}"
+                         "echo 'ERROR: Could not find a version that satisfies the requirement torch==2.11.0 "
+                         "(from versions: none)' >&2; exit 1\n")
+    run = bash(f"{RETRY_FN}\nfleet_retry 'pip install' pip", bin_dir)
+    assert run.returncode == 1 and (tmp_path / "runs").read_text() == "run\n"
+    assert "fleet: pip install failed with a network error after its own retries, not retried again" in run.stdout
+    assert "retry 2 of 5" not in run.stdout
+    tool(bin_dir, "uv", f"echo run >> {tmp_path}/uvruns\n"
+                        "echo 'error: Request failed after 3 retries' >&2; "
+                        "echo '  Caused by: error sending request for url (https://pypi.org/simple/torch/)' >&2; exit 2\n")
+    run = bash(f"{RETRY_FN}\nfleet_retry 'uv pip install' uv", bin_dir)
+    assert run.returncode == 2 and (tmp_path / "uvruns").read_text() == "run\n"
