@@ -853,16 +853,22 @@ def under_load(torch, seconds=LOAD_SECONDS):
     import threading
 
     stop = threading.Event()
+    batches, errors = {}, {}
 
     def work(device):
-        a = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
-        b = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
-        while not stop.is_set():
-            for _ in range(20):
-                a @ b
-            torch.cuda.synchronize(device)
+        try:
+            a = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+            b = torch.randn(4096, 4096, device=f"cuda:{device}", dtype=torch.bfloat16)
+            while not stop.is_set():
+                for _ in range(20):
+                    a @ b
+                torch.cuda.synchronize(device)
+                batches[device] = batches.get(device, 0) + 1
+        except Exception as exc:   # the load never reached this GPU: its readings prove nothing
+            errors[device] = f"{type(exc).__name__}: {str(exc)[:200]}"
 
-    threads = [threading.Thread(target=work, args=(d,), daemon=True) for d in range(torch.cuda.device_count())]
+    devices = list(range(torch.cuda.device_count()))
+    threads = [threading.Thread(target=work, args=(d,), daemon=True) for d in devices]
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -870,11 +876,20 @@ def under_load(torch, seconds=LOAD_SECONDS):
     for at in (seconds / 3, 2 * seconds / 3):
         time.sleep(max(0.0, started + at - time.perf_counter()))
         samples.append(load_sample(smi("--query-gpu=" + LOAD_FIELDS)))
+    loaded = dict(batches)          # what had finished by the last sample
     stop.set()
-    for t in threads:
-        t.join(timeout=30)
+    for t in threads:               # a batch is milliseconds on a GPU; a thread still inside one is left (daemon)
+        t.join(timeout=5)
     summary = load_summary(samples)
-    OUT["load"] = {"seconds": round(time.perf_counter() - started, 2), "gpus": summary, "samples": samples}
+    OUT["load"] = {"seconds": round(time.perf_counter() - started, 2), "gpus": summary, "samples": samples,
+                   "batches": {str(d): loaded.get(d, 0) for d in devices}}
+    idle = [d for d in devices if not loaded.get(d)]
+    if errors or idle:
+        check("under_load", False, "; ".join(
+            [f"GPU {d}: the load did not run ({errors[d]})" for d in sorted(errors)] +
+            [f"GPU {d}: no matmul finished in the {seconds:g} s sampled, so its readings are not under load"
+             for d in idle if d not in errors]))
+        return
     judge_load(summary)
 
 

@@ -122,3 +122,33 @@ def test_the_steps_time_their_copies_and_sample_nvidia_smi_while_every_gpu_works
     checks = {c["name"]: c["passed"] for c in program["CHECKS"]}
     assert checks["clocks_under_load"] and checks["pcie_under_load"]   # power cap at full load is not a slowdown
     assert set(checks) >= {"bandwidth_memory", "bandwidth_h2d", "bandwidth_d2h"}
+
+
+class _Stuck(FakeTorch):
+    """A GPU whose work never finishes a batch in the sampled window (the lab's pure-Python torch at 4096²), or
+    whose tensors cannot be made: the readings were not taken under load, so nothing may pass on them."""
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.fail = fail
+
+    def randn(self, *shape, device=None, dtype=None):
+        if self.fail:
+            raise RuntimeError("CUDA error: out of memory")
+        import time
+        time.sleep(2)
+        return _FakeTensor(self, shape)
+
+
+def test_readings_taken_while_no_matmul_ran_prove_nothing(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"   # an idle GPU's reading: no slowdown, the link at rest
+    smi.write_text("#!/bin/sh\necho '" + ", ".join(IDLE) + "'\necho '" + ", ".join(["1"] + IDLE[1:]) + "'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    for torch, says in ((_Stuck(), "GPU 0: no matmul finished in the 0.3 s sampled"),
+                        (_Stuck(fail=True), "GPU 1: the load did not run (RuntimeError: CUDA error: out of memory)")):
+        program = fresh({}, run=False)
+        program["under_load"](torch, seconds=0.3)
+        checks = {c["name"]: c for c in program["CHECKS"]}
+        assert not checks["under_load"]["passed"] and says in checks["under_load"]["detail"], checks
+        assert "clocks_under_load" not in checks and "pcie_under_load" not in checks
