@@ -85,14 +85,10 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     a bad role or variable is an InputError naming its file:line before any host is contacted."""
     from fleet.engine.chains import check_roles
     from fleet.inventory.reads import check_reads
-    from fleet.inventory.validate import check_hosts
-    from fleet.roles import every_role, roles_dirs, roles_for_hosts
-    from fleet.roles.declared import variables_of
+    from fleet.roles import roles_dirs, roles_for_hosts
 
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
-    every = every_role(roles_path, by_host)   # as check_variables: every role the inventory names
-    known = variables_of(every)
-    check_hosts(hosts, known)
+    check_variables(hosts, roles_path, by_host)
     check_reads(hosts, by_host)
     for roles in by_host.values():
         check_roles(roles)
