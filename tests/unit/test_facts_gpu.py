@@ -177,3 +177,43 @@ def test_platform_tells_orin_on_jetpack_6_from_thor():
     assert gpu.detect_platform("aarch64", "5.15.148-tegra", [], True, True, "36.4") == "jetson-orin"
     assert gpu.detect_platform("aarch64", "6.8.12-tegra", [], True, True, "38.2") == "jetson-thor"
 
+
+
+def test_smi_version_real_h200_reads_as_the_header_does():
+    """`nvidia-smi --version` (what the probe asks first: 20 ms on the H200 against 106 ms for the table) gives the
+    same two values as the table's header."""
+    assert gpu.parse_smi_header(fixture("h200-device", "nvidia-smi-version")) == {
+        "driver_version": "580.159.04", "cuda_version": "13.0"}
+
+
+def _header_section(tmp_path, smi: str, **texts: str) -> str:
+    """The probe's nvidia_smi_header section run by real bash with `smi` as nvidia-smi on its PATH (`texts`: files
+    beside it that `smi` can cat, by name)."""
+    import subprocess
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "nvidia-smi").write_text(f"#!/bin/bash\ncd {tmp_path}\n{smi}")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    return subprocess.run(["bash", "-c", gpu.NVIDIA_SMI_HEADER], capture_output=True, text=True, check=True,
+                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout
+
+
+TABLE = ("Thu Nov 26 16:42:00 2026\n+------+\n| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05     "
+         "CUDA Version: 12.2     |\n|------|\n")
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\n"
+
+
+def test_the_section_asks_version_first_and_the_table_where_version_is_refused_or_nvml_fails(tmp_path):
+    real = (CAPTURED / "h200-device" / "nvidia-smi-version.txt").read_text()
+    both = 'if [ "$1" = --version ]; then cat version; else cat table; fi\n'
+    assert _header_section(tmp_path, both, version=real, table=TABLE) == real
+    # an nvidia-smi that does not know --version: usage on stderr, non-zero exit; the table's header is read
+    old = 'if [ "$1" = --version ]; then echo "Invalid combination of input arguments." >&2; exit 3; fi\ncat table\n'
+    out = _header_section(tmp_path, old, table=TABLE)
+    assert out == TABLE
+    assert gpu.parse_smi_header(out) == {"driver_version": "535.104.05", "cuda_version": "12.2"}
+    # NVML failing: the table's answer (the failure) is read, never a --version that printed a driver anyway
+    fails = 'if [ "$1" = --version ]; then cat version mismatch; exit 0; fi\ncat mismatch; exit 18\n'
+    out = _header_section(tmp_path, fails, version=real, mismatch=MISMATCH)
+    assert out == MISMATCH
+    assert gpu.parse_smi_header(out) == {"driver_version": None, "cuda_version": None}
