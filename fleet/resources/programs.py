@@ -23,47 +23,9 @@ rest.
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
-from functools import cached_property
+from fleet.facts.programs import (BIN, INSTALLED, MISSING, MISSING_EXIT, TRUSTED, Program,  # noqa: F401
+                                  fingerprint_program, trace_program)
 
-from fleet import shell
-
-BIN = "/var/lib/fleet/bin"
-MISSING = "@@fleet:program-missing "
-INSTALLED = "@@fleet:program-installed "
-MISSING_EXIT = 97
-
-
-@dataclass(frozen=True)
-class Program:
-    name: str      # plain: letters, digits, - and _
-    text: str
-
-    def __post_init__(self):
-        if not re.fullmatch(r"[a-z][a-z0-9_-]*", self.name):
-            raise ValueError(f"program name {self.name!r} must be lower-case letters, digits, - and _")
-
-    @cached_property
-    def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
-
-    @property
-    def file(self) -> str:
-        return f"{self.name}-{self.digest[:16]}"
-
-    @property
-    def path(self) -> str:
-        return f"{BIN}/{self.file}"
-
-
-# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
-# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
-TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
-}
-"""
 
 FUNCTIONS = TRUSTED + rf"""fleet_program() {{  # FILE SHA256: 0 when {BIN}/FILE is trusted and whole; else installs it where this
   # command carries it (fleet_ship_FILE), or says it is missing (the controller sends it in another command)

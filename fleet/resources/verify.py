@@ -26,6 +26,7 @@ import functools
 import posixpath
 from datetime import datetime, timezone
 
+from fleet.facts.programs import fingerprint_program, trace_program  # noqa: F401 (the verify program's helpers)
 from fleet.facts.software import VERIFY_PATH
 from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
@@ -151,19 +152,3 @@ def verify_program() -> programs.Program:
 
     bundled = {"loader_rules": source("loader_rules")}   # what verify_host._bundled finds on the host
     return programs.Program("verify", f"_BUNDLED = {bundled!r}\n" + source("verify_host"))
-
-
-@functools.lru_cache(maxsize=None)
-def trace_program() -> programs.Program:
-    """fleet.facts.shells' trace of the startup files, as a bash file (the verify program runs `bash PATH`)."""
-    from fleet.facts import shells
-
-    return programs.Program("fleet-shell-trace", shells.command() + "\n")
-
-
-@functools.lru_cache(maxsize=64)
-def fingerprint_program(venv: str) -> programs.Program:
-    """The fingerprint's parts for this venv, as a bash file: what the gate runs where the facts did not take them."""
-    from fleet.facts.fingerprint import fingerprint_script
-
-    return programs.Program("fleet-fingerprint", fingerprint_script(venv))
