@@ -49,6 +49,12 @@ class Program:
     def path(self) -> str:
         return f"{BIN}/{self.file}"
 
+    @property
+    def at(self) -> str:
+        """Shell, for inside double quotes: where a section that ran fleet_program for it (fleet/resources/programs.py
+        use) runs it from: `path`, or in --check a temporary copy of the text its command carries."""
+        return "${fleet_at_" + self.file.replace("-", "_") + "}"
+
 
 # A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
 # ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
@@ -56,6 +62,28 @@ TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/l
   [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
 }
 """
+HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
+  local h; fleet_bin_trusted {BIN}/$1 && h=$(sha256sum < {BIN}/$1 2>/dev/null) && [ "${{h%% *}}" = "$2" ]
+}}
+"""
+
+
+def lacks(program: Program, then: str) -> str:
+    """Shell (HAVE defined): `then` where the host lacks `program` (no such file, not trusted, another digest)."""
+    return f"fleet_bin_ok {program.file} {program.digest} || {{ {then}; }}\n"
+
+
+def from_bin(program: Program, args: str = "") -> str:
+    """Shell for a read-only section (the facts): `bash PROGRAM ARGS` from /var/lib/fleet/bin where the host has it,
+    trusted and whole, right before it runs; else the section says the host lacks it (MISSING, MISSING_EXIT) and
+    ends. It never installs: the engine asks again with the text (fleet/engine/session.py)."""
+    return (HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+            + f"bash {program.path}{args}")
+
+
+def missing(output: str) -> list[str]:
+    """The program files a section's output says the host lacks."""
+    return [line[len(MISSING):].strip() for line in output.splitlines() if line.startswith(MISSING)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,6 +100,18 @@ def fingerprint_program(venv: str) -> Program:
     from fleet.facts.fingerprint import fingerprint_script
 
     return Program("fleet-fingerprint", fingerprint_script(venv))
+
+
+def shipped(name: str, settings: dict) -> Program | None:
+    """The installed program that prints what the facts source `name` prints, for these settings (the probe's own:
+    fleet/facts/sources.py settings_of), or None: the shells' trace (`bash PROGRAM`, the verify program's too) and
+    the fingerprint's parts (`bash PROGRAM --trace-on-stdin`, the trace the probe kept on its stdin; the verify
+    gate's own where it runs without the probe)."""
+    if name == "shells":
+        return trace_program()
+    if name == "verify_fingerprint":
+        return fingerprint_program(str(settings["python_env"]))
+    return None
 
 
 COMMAND = 'echo "@@bin /var/lib/fleet/bin"; for f in /var/lib/fleet/bin/*; do [ -f "$f" ] && echo "${f##*/}"; done; :'

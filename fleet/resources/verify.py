@@ -58,7 +58,7 @@ class Verify(Assert):
         """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE) as the
         command that runs it (an installed helper program), which it runs only where a kind of process failed
         through LD_LIBRARY_PATH, to name the file:line that set it."""
-        return f"env FLEET_VERIFY_TRACE={q('bash ' + trace_program().path)} "
+        return f"env FLEET_VERIFY_TRACE=\"bash $(printf %q \"{trace_program().at}\")\" "
 
     @classmethod
     def gate_age(cls, host_vars: dict, roles) -> float | None:
@@ -83,7 +83,7 @@ class Verify(Assert):
         if self.p.get("script"):
             return super().check()
         program = verify_program()
-        run = f"{self.environment()}{qpath(self.p['python'])} {program.path} {q(self.p['config'])}"
+        run = f"{self.environment()}{qpath(self.p['python'])} \"{program.at}\" {q(self.p['config'])}"
         return (programs.use(program) + programs.use(trace_program())
                 + f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\n"
                 f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
