@@ -3,7 +3,8 @@ through these, so that the same facts and the same variables give the same decis
 
     variables(facts, vars)                   -> the variables every stage reads (the venv on a pod's volume)
     probe(conn, host, last, checks=(), ...)  -> (facts, sections): facts + the given checks, ONE remote command
-                                                (two on first contact, when the venv turns out to live elsewhere)
+                                                (two on first contact, when the venv turns out to live elsewhere, or
+                                                where the host lacks a program its last record listed)
     gather(conn, host, last)                 -> the facts alone (probe with no checks)
     decide_facts(facts, vars)                -> the Decisions, with exactly the variables apply renders with
     record(facts_dir, name, facts)           -> the one writer of facts records (atomic, scrubbed)

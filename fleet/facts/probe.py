@@ -3,6 +3,11 @@
 `script(vars)` and `parse(sections, host_name)` are the primitive API: the engine appends its own check
 sections to the script, runs the lot as one remote command, and hands the sections back here.
 Everything the script does is read-only. Values from vars reach the shell through shlex.quote only.
+
+`script(vars, have)`: a source whose output an installed helper program gives (the shells' trace, the fingerprint:
+fleet/facts/programs.py) runs that program where `have` (the last record's `programs`) lists its file, and carries its
+text only where it does not: a converged host's probe holds neither text. Where the host lacks the file all the same,
+the section says so (`lacking`), and `again` asks those sources once more with the text.
 """
 
 from __future__ import annotations

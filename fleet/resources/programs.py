@@ -9,14 +9,22 @@ program text: only the program's name and digest.
 
     program = Program("verify", text)
     program.path                                 # /var/lib/fleet/bin/verify-0123456789abcdef
-    prelude(programs, have)                      # shell: the functions a section needs to use them; the text of
+    prelude(programs, have, install=True)        # shell: the functions a section needs to use them; the text of
                                                  # each program not in `have` (file names) rides along
     use(program)                                 # shell: make sure it is there, else say so and leave the section
+    f'python "{program.at}"'                     # shell: run it from where `use` found or put it
+
+`--check` writes nothing on the host: there (prelude's install=False) a text that rides along is not installed but
+copied into a private temporary directory (mktemp -d, the connecting user's), its digest checked and judged by
+fleet_trust, run from there and removed when the section ends, so a check answers as it would after the install and
+the plan is what the apply that follows does.
 
 Where the host lacks a program the controller believed it had (removed, tampered with, a host rebuilt), `use`
 prints `@@fleet:program-missing NAME` and ends its section with MISSING_EXIT: the engine sends that section again
 with the text (fleet/engine/observe.py). What the host has is the facts' `programs` (fleet/facts/programs.py),
-with what the probe's own checks installed (`@@fleet:program-installed NAME`) folded in.
+with what the probe's own checks installed (`@@fleet:program-installed NAME`) folded in. The facts' own programs
+(the shells' trace, the fingerprint: fleet/facts/programs.py) run from there too, read-only; where the host lacks
+one, fleet/engine/session.py asks their sources again with the text, and installs them with `prelude` + `use`.
 A program is added by a resource's `programs()` (fleet/resources/base.py): the engine and `fleet script` do the
 rest.
 """
