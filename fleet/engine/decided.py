@@ -85,12 +85,13 @@ def variables_read(role, host_vars: dict) -> dict[str, str]:
 CHECK_DEADLINE = 120
 
 def check_sections(decided: Decided, max_age: float | None = None, *, without_records: bool = False,
-                   have=None, only=None) -> tuple:
+                   have=None, only=None, install: bool = True) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo), behind its gate (Resource.gate: verify's
     fingerprint, records up to `max_age` seconds old reused; None: it runs). fleet's own read-only checks run at once (sections.background pairs),
     the ones that run what a role's author wrote one after the other: join them with sections.together.
     `have`: the helper program files the host has (facts.programs): the text of the others rides along
-    (fleet/resources/programs.py; None: every one). `only`: these task ids alone."""
+    (fleet/resources/programs.py; None: every one), installed where the host lacks them, or with `install` False
+    (--check: nothing is written) run from a temporary copy the section removes. `only`: these task ids alone."""
     from fleet.resources.programs import prelude
 
     out = []
@@ -98,7 +99,7 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
         if not t.enabled or (without_records and t.resource.writes_record) or (only is not None and t.id not in only):
             continue
         # behind its gate; a check that runs a helper program: the functions (and text) it needs
-        body = prelude(t.resource.programs(), have) + t.resource.gate(t.resource.check(), max_age)
+        body = prelude(t.resource.programs(), have, install=install) + t.resource.gate(t.resource.check(), max_age)
         if not t.resource.concurrent_check and not t.resource.judged:
             # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own
             body = sections.bounded(body, CHECK_DEADLINE)

@@ -62,26 +62,29 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     max_age = None if forced else gate_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
-    guessed = _sections_of(guess, max_age, without_records, _programs(last_facts))
+    install = not setup.check_mode   # --check writes nothing: a program's text runs from a temporary copy
+    guessed = _sections_of(guess, max_age, without_records, session.programs_of(last_facts), install)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
-    facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess))
+    facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess), install=install)
     decided = _decide(setup, host, facts, guess)
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
-        check_sections(decided, max_age, without_records=without_records, have=_programs(facts))
+        check_sections(decided, max_age, without_records=without_records, have=session.programs_of(facts),
+                       install=install)
     if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     # a helper program the host turned out to lack (removed, changed): those checks again, with its text
     lacking = {t.id for t in decided.tasks if programs.missing(getattr(found.get(f"check.{t.id}"), "output", ""))}
     if lacking:
-        again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking)
+        again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking,
+                               install=install)
         found.update(session.run_sections(conn, sections.together(again), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     # the helper programs the host has now: the listing, and what the checks after it installed (their lines are
     # fleet's, not the checks' answers)
     added = [f for name, sec in found.items() if name.startswith("check.") for f in programs.installed(sec.output)]
     if added:
-        folded["programs"] = sorted(set(_programs(facts)) | set(added))
+        folded["programs"] = sorted(set(session.programs_of(facts)) | set(added))
         found = {name: dataclasses.replace(sec, output=programs.unmarked(sec.output)) if name.startswith("check.")
                  else sec for name, sec in found.items()}
     for t in decided.tasks:
@@ -147,18 +150,12 @@ def _guess(setup: Setup, host: Host, facts: dict | None) -> Decided | None:
         return None
 
 
-def _programs(facts: dict | None) -> tuple[str, ...]:
-    """The helper program files the host had when these facts were taken (fleet/facts/programs.py)."""
-    found = facts.get("programs") if isinstance(facts, dict) else None
-    return tuple(found) if isinstance(found, list) else ()
-
-
 def _sections_of(guess: Decided | None, max_age: float | None, without_records: bool = False,
-                 have=()) -> tuple[str, ...]:
+                 have=(), install: bool = True) -> tuple[str, ...]:
     if guess is None:
         return ()
     try:
-        return check_sections(guess, max_age, without_records=without_records, have=have)
+        return check_sections(guess, max_age, without_records=without_records, have=have, install=install)
     except (FleetError, TypeError, ValueError, KeyError, AttributeError):
         return ()
 

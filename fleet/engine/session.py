@@ -3,7 +3,8 @@ through these, so that the same facts and the same variables give the same decis
 
     variables(facts, vars)                   -> the variables every stage reads (the venv on a pod's volume)
     probe(conn, host, last, checks=(), ...)  -> (facts, sections): facts + the given checks, ONE remote command
-                                                (two on first contact, when the venv turns out to live elsewhere)
+                                                (two on first contact, when the venv turns out to live elsewhere, or
+                                                where the host lacks a program its last record listed)
     gather(conn, host, last)                 -> the facts alone (probe with no checks)
     decide_facts(facts, vars)                -> the Decisions, with exactly the variables apply renders with
     record(facts_dir, name, facts)           -> the one writer of facts records (atomic, scrubbed)
@@ -39,30 +40,69 @@ def variables(facts: dict | None, vars: dict) -> dict:
 
 
 def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ...] = (), *,
-          what: str = "probe", timeout: float | None = -1.0) -> tuple[dict, dict[str, sections.Section]]:
+          what: str = "probe", timeout: float | None = -1.0,
+          install: bool = False) -> tuple[dict, dict[str, sections.Section]]:
     """The facts and `checks` (framed sections, from engine.decided.check_sections) in one remote command.
 
     The facts sections are rendered with the variables `last` implies; where the live facts imply others (first
     contact with a pod whose /workspace volume holds the venv), the facts are probed once more with those, so the
-    record always describes the venv apply will use."""
+    record always describes the venv apply will use. A facts source runs fleet's installed program where `last`
+    lists it (fleet/facts/probe.py bodies); where the host lacks it all the same, that source is asked again in one
+    more command with its text, and (`install`: an apply, never --check nor `fleet facts`) the program is installed
+    there again."""
     from fleet.facts import probe as facts_probe
 
     try:
         asked_with = variables(last, host.vars)
-        parts = facts_probe.parts(asked_with)
+        parts = facts_probe.parts(asked_with, programs_of(last))
     except ValueError as error:
         raise HostError(f"{host.name}: {error}; fix the variable in the inventory") from None
     found = run_sections(conn, sections.together([*parts, *checks]), what, timeout)
+    installed = _again(conn, asked_with, found, what, timeout, install)
     facts = facts_probe.parse(found, host.name)
     if variables(facts, host.vars) != asked_with:
-        found.update(run_sections(conn, facts_probe.script(variables(facts, host.vars)), what, timeout))
+        found.update(run_sections(conn, facts_probe.script(variables(facts, host.vars), programs_of(facts)), what,
+                                  timeout))
+        installed += _again(conn, variables(facts, host.vars), found, what, timeout, install)
         facts = facts_probe.parse(found, host.name)
+    if installed:
+        facts["programs"] = sorted(set(programs_of(facts)) | set(installed))
     facts["health"] = health.judged(facts, host.vars)   # the GPUs' verdict, with what the inventory expects
     return facts, found
 
 
+def _again(conn: Connection, vars: dict, found: dict, what: str, timeout, install: bool) -> list[str]:
+    """The facts sources whose section said the host lacks their program, asked again with their text inline (into
+    `found`); with `install`, that command installs the programs again too. -> the program files it installed."""
+    from fleet.facts import probe as facts_probe
+    from fleet.facts.programs import shipped
+    from fleet.facts.sources import settings_of
+    from fleet.resources import programs
+
+    lacking = facts_probe.lacking(found)
+    if not lacking:
+        return []
+    again = facts_probe.again(vars, lacking)
+    if install:
+        settings, files = settings_of(vars), {f for fs in lacking.values() for f in fs}
+        for program in dict.fromkeys(p for name in lacking if (p := shipped(name, settings)) is not None):
+            if program.file in files:
+                again.append(sections.section(f"install.{program.file}",
+                                              programs.prelude([program], ()) + programs.use(program)))
+    more = run_sections(conn, sections.together(again), what, timeout)
+    found.update(more)
+    return [f for name, sec in more.items() if name.startswith("install.") for f in programs.installed(sec.output)]
+
+
+def programs_of(facts: dict | None) -> tuple[str, ...]:
+    """The helper program files the host had when these facts were taken (fleet/facts/programs.py)."""
+    found = facts.get("programs") if isinstance(facts, dict) else None
+    return tuple(found) if isinstance(found, list) else ()
+
+
 def gather(conn: Connection, host: Host, last: dict | None, *, timeout: float | None = -1.0) -> dict:
-    """The facts alone: `fleet facts`, `fleet script` (bootstrap's first look is observe + plan in check mode)."""
+    """The facts alone: `fleet facts`, `fleet script` (bootstrap's first look is observe + plan in check mode).
+    Read-only: a program the host lacks is not installed (its source runs with its text)."""
     return probe(conn, host, last, what="facts probe", timeout=timeout)[0]
 
 

@@ -46,13 +46,15 @@ def part_name(key: str) -> str:
 
 def fingerprint_script(python_env: str, *, capture: bool = True) -> str:
     """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
-    `capture`: it traces the shells itself where the script it runs in has not (False: inside the facts probe,
-    whose shells source always keeps its trace for it: the trace's text is not sent twice).
+    `capture`: it traces the shells itself where the script it runs in has not, or, run as a program with
+    TRACE_ON_STDIN (`bash FILE --trace-on-stdin <<< "$fleet_shells_out"`), reads the trace the probe kept from its
+    stdin (False: inside the facts probe, whose shells source always keeps its trace for it: the trace's text is not
+    sent twice).
 
     Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
     at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
-    return f"""{select_python(python_env)}
-{shells.capture() if capture else ""}
+    return f"""{_trace() if capture else ""}
+{select_python(python_env)}
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
 declare -A fleet_seen
 fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
@@ -131,11 +133,49 @@ else echo "packages none"; fi
 """
 
 
-def probe_part(python_env: str) -> str:
+# the fingerprint program's first argument where the probe hands it the trace its shells source kept, on stdin
+TRACE_ON_STDIN = "--trace-on-stdin"
+
+
+def _trace() -> str:
+    """Shell: $fleet_shells_out, the shells' trace: from stdin where the program was given TRACE_ON_STDIN (the
+    probe's own, kept by its shells source), else traced here unless this script already holds it."""
+    return (f'if [ "${{1-}}" = {TRACE_ON_STDIN} ]; then {shells.CAPTURED}=$(cat); exec </dev/null\n'
+            f"else {shells.capture()}\nfi")
+
+
+def probe_part(python_env: str, program=None, after=None) -> str:
     """Top-level shell for the facts probe: the host's parts of the fingerprint, taken once after the background
-    sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them."""
-    return (f"{HOST_PARTS}=$( ( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null </dev/null )\n"
-            f"{HOST_PARTS_ENV}={shlex.quote(python_env)}")
+    sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them.
+    `program`: the installed fingerprint program (fleet/facts/programs.py) to run with that trace on its stdin, where
+    the host has it; else the script itself goes inline. `after`: the installed shells' trace the shells source ran.
+    Where the host lacks either, $fleet_fp_host stays unset (the gate then takes its own) and $fleet_fp_host_lacks
+    names the file: the facts section says it is missing and the engine asks again with the text."""
+    from fleet.facts.programs import HAVE, MISSING, lacks
+
+    lines = [f"unset {HOST_PARTS}; {LACKS}="]
+    if after is not None:   # the shells source said it lacked its program: the trace is not there to read
+        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) {LACKS}={after.file};; esac')
+    if program is not None:
+        take = (f"{HAVE}[ -n \"${LACKS}\" ] || {lacks(program, f'{LACKS}={program.file}')}"
+                f"[ -n \"${LACKS}\" ] || {HOST_PARTS}=$(bash {program.path} {TRACE_ON_STDIN} 2>/dev/null "
+                f"<<< \"${shells.CAPTURED}\")")
+    else:
+        take = (f"[ -n \"${LACKS}\" ] || {HOST_PARTS}=$( ( {fingerprint_script(python_env, capture=False)} ) "
+                "2>/dev/null </dev/null )")
+    return "\n".join([*lines, take, f"{HOST_PARTS_ENV}={shlex.quote(python_env)}"])
+
+
+LACKS = HOST_PARTS + "_lacks"   # the program file the host lacked, where $fleet_fp_host could not be taken
+
+
+def kept_section(variable: str) -> str:
+    """The facts section of a source kept in `variable`: its value, or, where it could not be taken, that the host
+    lacks the program it names (MISSING, exit MISSING_EXIT)."""
+    from fleet.facts.programs import MISSING, MISSING_EXIT
+
+    return (f'if [ -n "${{{variable}+x}}" ]; then printf "%s\\n" "${variable}"; '
+            f"else printf '{MISSING}%s\\n' \"${variable}_lacks\"; exit {MISSING_EXIT}; fi")
 
 
 def variable_lines(variables: dict[str, str] | None) -> str:

@@ -3,6 +3,11 @@
 `script(vars)` and `parse(sections, host_name)` are the primitive API: the engine appends its own check
 sections to the script, runs the lot as one remote command, and hands the sections back here.
 Everything the script does is read-only. Values from vars reach the shell through shlex.quote only.
+
+`script(vars, have)`: a source whose output an installed helper program gives (the shells' trace, the fingerprint:
+fleet/facts/programs.py) runs that program where `have` (the last record's `programs`) lists its file, and carries its
+text only where it does not: a converged host's probe holds neither text. Where the host lacks the file all the same,
+the section says so (`lacking`), and `again` asks those sources once more with the text.
 """
 
 from __future__ import annotations
@@ -11,38 +16,78 @@ from datetime import datetime, timezone
 
 from fleet import __version__
 from fleet.sections import Section, background, section, together
-from fleet.facts import shells
+from fleet.facts import fingerprint, programs, shells
 from fleet.facts.record import assemble
 from fleet.facts.sources import DEFAULTS, SOURCES, settings_of
 
-__all__ = ["DEFAULTS", "bodies", "parts", "script", "parse"]
+__all__ = ["DEFAULTS", "again", "bodies", "lacking", "parts", "script", "parse"]
 
 
-def bodies(vars: dict | None = None) -> dict[str, str]:
-    """Source name -> shell body, in the order the script runs them (fleet/facts/sources.py declares them)."""
+def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
+    """Source name -> shell body, in the order the script runs them (fleet/facts/sources.py declares them).
+    `have`: the helper program files the host had at its last probe (facts.programs): a source whose output an
+    installed program gives (fleet/facts/programs.py shipped: the shells' trace, the fingerprint) runs that program
+    where the host has its file, judged right before it runs, and its text goes inline only where it does not (None:
+    nothing known, every text inline). `only`: these sources alone."""
     settings = settings_of(vars)
-    return {source.name: source.command(settings) for source in SOURCES}
+    have = frozenset(have or ())
+    installed = {source.name: program for source in SOURCES
+                 if (program := programs.shipped(source.name, settings)) is not None and program.file in have}
+    out = {}
+    for source in SOURCES:
+        if only is not None and source.name not in only:
+            continue
+        program = installed.get(source.name)
+        if source.name == "verify_fingerprint":   # the trace on its stdin; nothing to read where shells lacked its own
+            out[source.name] = fingerprint.probe_part(str(settings["python_env"]), program, installed.get("shells"))
+        elif program is not None:
+            out[source.name] = programs.from_bin(program)
+        else:
+            out[source.name] = source.command(settings)
+    return out
 
 
-def parts(vars: dict | None = None) -> list[tuple[str, str]]:
+def parts(vars: dict | None = None, have=None, only=None) -> list[tuple[str, str]]:
     """The probe as background sections (sections.background), one per source, for sections.together: read-only
     sources that need nothing from each other, so they all start at once and are printed in order as each ends.
     The probe takes the time of its slowest source, not the sum (on the real H100 the sum was ~150 ms of a 245 ms
-    probe, the slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged."""
+    probe, the slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged. `have`, `only`:
+    as bodies()."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
     # The shells' trace is kept at the top level too: the verify gate the engine runs after the background sections
     # reads each shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
     # A source `kept_as` a variable (the verify fingerprint) runs after them at the top level, reading what they kept.
     kept = {source.name: source.kept_as for source in SOURCES if source.kept_as}
-    return [f"{body}\n" + section(f"facts.{name}", f'printf "%s\\n" "${kept[name]}"') if name in kept else
+    return [f"{body}\n" + section(f"facts.{name}", fingerprint.kept_section(kept[name])) if name in kept else
             background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
-            for name, body in bodies(vars).items()]
+            for name, body in bodies(vars, have, only).items()]
 
 
-def script(vars: dict | None = None) -> str:
+def script(vars: dict | None = None, have=None) -> str:
     """The whole probe as one bash script: one `facts.<source>` section per source, all running at once."""
-    return together(parts(vars))
+    return together(parts(vars, have))
+
+
+def lacking(sections: dict[str, Section]) -> dict[str, list[str]]:
+    """Source name -> the program files its section says the host lacks (fleet/facts/programs.py MISSING): where the
+    last record listed a program the host no longer has whole and trusted (removed, changed, made writable)."""
+    out = {}
+    for name, sec in sections.items():
+        files = programs.missing(sec.output) if name.startswith("facts.") else []
+        if files:
+            out[name[len("facts."):]] = files
+    return out
+
+
+def again(vars: dict | None, names) -> list[tuple[str, str]]:
+    """The parts that ask the sources `names` once more with their text inline: the shells' trace and the sources
+    kept after it (they read it) always together."""
+    names = set(names)
+    kept = {source.name for source in SOURCES if source.kept_as}
+    if names & (kept | {"shells"}):
+        names |= kept | {"shells"}
+    return parts(vars, have=(), only=names)
 
 
 def parse(sections: dict[str, Section], host_name: str, *, now: datetime | None = None) -> dict:

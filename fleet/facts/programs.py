@@ -1,16 +1,118 @@
-"""The helper programs the host has installed (fleet/resources/programs.py): the file names under
-/var/lib/fleet/bin, each `<name>-<first 16 hex of its sha256>`. The next probe sends a program's text only where
-this list lacks its file; the host itself checks each file (owner, mode, digest) before it runs it.
+"""fleet's helper programs as the host holds them: a program is a file under /var/lib/fleet/bin named
+`<name>-<first 16 hex of its sha256>` (installed by fleet/resources/programs.py), and this module says which the
+host has (the `programs` source: the file names under that directory). The next probe sends a program's text only
+where this list lacks its file; the host itself checks each file (owner, mode, digest) before it runs it.
 
     @@bin /var/lib/fleet/bin
     verify-0123456789abcdef
     fleet-cuda-compat-gate-fedcba9876543210
     -> ["fleet-cuda-compat-gate-fedcba9876543210", "verify-0123456789abcdef"]
+
+The facts' own programs are here too: the shells' trace (facts/shells.py) and the fingerprint of what verify
+proves (facts/fingerprint.py), which the verify resource runs and installs.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from fleet import shell
+
+BIN = "/var/lib/fleet/bin"
+MISSING = "@@fleet:program-missing "
+INSTALLED = "@@fleet:program-installed "
+MISSING_EXIT = 97
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str      # plain: letters, digits, - and _
+    text: str
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", self.name):
+            raise ValueError(f"program name {self.name!r} must be lower-case letters, digits, - and _")
+
+    @cached_property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}-{self.digest[:16]}"
+
+    @property
+    def path(self) -> str:
+        return f"{BIN}/{self.file}"
+
+    @property
+    def at(self) -> str:
+        """Shell, for inside double quotes: where a section that ran fleet_program for it (fleet/resources/programs.py
+        use) runs it from: `path`, or in --check a temporary copy of the text its command carries."""
+        return "${fleet_at_" + self.file.replace("-", "_") + "}"
+
+
+# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
+# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
+TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
+  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
+}
+"""
+HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
+  local h; fleet_bin_trusted {BIN}/$1 && h=$(sha256sum < {BIN}/$1 2>/dev/null) && [ "${{h%% *}}" = "$2" ]
+}}
+"""
+
+
+def lacks(program: Program, then: str) -> str:
+    """Shell (HAVE defined): `then` where the host lacks `program` (no such file, not trusted, another digest)."""
+    return f"fleet_bin_ok {program.file} {program.digest} || {{ {then}; }}\n"
+
+
+def from_bin(program: Program, args: str = "") -> str:
+    """Shell for a read-only section (the facts): `bash PROGRAM ARGS` from /var/lib/fleet/bin where the host has it,
+    trusted and whole, right before it runs; else the section says the host lacks it (MISSING, MISSING_EXIT) and
+    ends. It never installs: the engine asks again with the text (fleet/engine/session.py)."""
+    return (HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+            + f"bash {program.path}{args}")
+
+
+def missing(output: str) -> list[str]:
+    """The program files a section's output says the host lacks."""
+    return [line[len(MISSING):].strip() for line in output.splitlines() if line.startswith(MISSING)]
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> Program:
+    """fleet.facts.shells' trace of the startup files, as a bash file (the verify program runs `bash PATH`)."""
+    from fleet.facts import shells
+
+    return Program("fleet-shell-trace", shells.command() + "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def fingerprint_program(venv: str) -> Program:
+    """The fingerprint's parts for this venv, as a bash file: what the gate runs where the facts did not take them."""
+    from fleet.facts.fingerprint import fingerprint_script
+
+    return Program("fleet-fingerprint", fingerprint_script(venv))
+
+
+def shipped(name: str, settings: dict) -> Program | None:
+    """The installed program that prints what the facts source `name` prints, for these settings (the probe's own:
+    fleet/facts/sources.py settings_of), or None: the shells' trace (`bash PROGRAM`, the verify program's too) and
+    the fingerprint's parts (`bash PROGRAM --trace-on-stdin`, the trace the probe kept on its stdin; the verify
+    gate's own where it runs without the probe)."""
+    if name == "shells":
+        return trace_program()
+    if name == "verify_fingerprint":
+        return fingerprint_program(str(settings["python_env"]))
+    return None
+
 
 COMMAND = 'echo "@@bin /var/lib/fleet/bin"; for f in /var/lib/fleet/bin/*; do [ -f "$f" ] && echo "${f##*/}"; done; :'
 _FILE = re.compile(r"^[a-z][a-z0-9_-]*-[0-9a-f]{16}$")

@@ -43,7 +43,7 @@ class CompatGate(Resource):
 
     def _gate(self, mode: str, who: str) -> str:
         (gate,) = self.programs()
-        return f"{programs.use(gate)}sh {gate.path} {mode} {q(who)}"
+        return f"{programs.use(gate)}sh \"{gate.at}\" {mode} {q(who)}"
 
     def check(self) -> str:
         pending = ""

@@ -9,81 +9,71 @@ program text: only the program's name and digest.
 
     program = Program("verify", text)
     program.path                                 # /var/lib/fleet/bin/verify-0123456789abcdef
-    prelude(programs, have)                      # shell: the functions a section needs to use them; the text of
+    prelude(programs, have, install=True)        # shell: the functions a section needs to use them; the text of
                                                  # each program not in `have` (file names) rides along
     use(program)                                 # shell: make sure it is there, else say so and leave the section
+    f'python "{program.at}"'                     # shell: run it from where `use` found or put it
+
+`--check` writes nothing on the host: there (prelude's install=False) a text that rides along is not installed but
+copied into a private temporary directory (mktemp -d, the connecting user's), its digest checked and judged by
+fleet_trust, run from there and removed when the section ends, so a check answers as it would after the install and
+the plan is what the apply that follows does.
 
 Where the host lacks a program the controller believed it had (removed, tampered with, a host rebuilt), `use`
 prints `@@fleet:program-missing NAME` and ends its section with MISSING_EXIT: the engine sends that section again
 with the text (fleet/engine/observe.py). What the host has is the facts' `programs` (fleet/facts/programs.py),
-with what the probe's own checks installed (`@@fleet:program-installed NAME`) folded in.
+with what the probe's own checks installed (`@@fleet:program-installed NAME`) folded in. The facts' own programs
+(the shells' trace, the fingerprint: fleet/facts/programs.py) run from there too, read-only; where the host lacks
+one, fleet/engine/session.py asks their sources again with the text, and installs them with `prelude` + `use`.
 A program is added by a resource's `programs()` (fleet/resources/base.py): the engine and `fleet script` do the
 rest.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
-from functools import cached_property
-
-from fleet import shell
-
-BIN = "/var/lib/fleet/bin"
-MISSING = "@@fleet:program-missing "
-INSTALLED = "@@fleet:program-installed "
-MISSING_EXIT = 97
+from fleet.facts.programs import (BIN, HAVE, INSTALLED, MISSING, MISSING_EXIT, TRUSTED, Program,  # noqa: F401
+                                  fingerprint_program, missing, trace_program)
 
 
-@dataclass(frozen=True)
-class Program:
-    name: str      # plain: letters, digits, - and _
-    text: str
-
-    def __post_init__(self):
-        if not re.fullmatch(r"[a-z][a-z0-9_-]*", self.name):
-            raise ValueError(f"program name {self.name!r} must be lower-case letters, digits, - and _")
-
-    @cached_property
-    def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
-
-    @property
-    def file(self) -> str:
-        return f"{self.name}-{self.digest[:16]}"
-
-    @property
-    def path(self) -> str:
-        return f"{BIN}/{self.file}"
-
-
-# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
-# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
-TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
-}
-"""
-
-FUNCTIONS = TRUSTED + rf"""fleet_program() {{  # FILE SHA256: 0 when {BIN}/FILE is trusted and whole; else installs it where this
-  # command carries it (fleet_ship_FILE), or says it is missing (the controller sends it in another command)
-  local p={BIN}/$1 h f=fleet_ship_${{1//-/_}}
-  if fleet_bin_trusted "$p" && h=$(sha256sum < "$p" 2>/dev/null) && [ "${{h%% *}}" = "$2" ]; then return 0; fi
+FUNCTIONS = HAVE + rf"""fleet_program() {{  # FILE SHA256: ${{fleet_at_FILE}} (each - an _) is where the section runs it:
+  # {BIN}/FILE where it is trusted and whole; else where fleet_install put the text this command carries
+  # (fleet_ship_FILE); else it says it is missing (the controller sends the text in another command)
+  local f=fleet_ship_${{1//-/_}} v=fleet_at_${{1//-/_}}
+  if fleet_bin_ok "$1" "$2"; then printf -v "$v" %s "{BIN}/$1"; return 0; fi
   if ! declare -F "$f" >/dev/null; then printf '{MISSING}%s\n' "$1"; return {MISSING_EXIT}; fi
-  if "$f" "$1" "$2" && fleet_bin_trusted "$p" && h=$(sha256sum < "$p") && [ "${{h%% *}}" = "$2" ]; then
-    printf '{INSTALLED}%s\n' "$1"; return 0
-  fi
-  echo "fleet: could not install $p (it needs root, or sudo without a password)"; return 1
+  "$f" "$1" "$2" && [ -n "${{!v-}}" ]
 }}
-fleet_install() {{  # FILE SHA256 < TEXT: {BIN}/FILE, root's, 0755, whole or not at all (temp file, digest, rename)
+"""
+# fleet_install FILE SHA256 < TEXT (fleet_ship_FILE calls it), where the run may write: {BIN}/FILE, root's, 0755, whole
+# or not at all (a temp file in that directory, its digest checked, then renamed)
+INSTALL = rf"""fleet_install() {{
   local s=(); [ "$(id -u)" = 0 ] || s=(sudo -n)
-  "${{s[@]}}" sh -c 'umask 022; b={BIN}
+  if "${{s[@]}}" sh -c 'umask 022; b={BIN}
     mkdir -p /var/lib/fleet && install -d -m 0755 -o 0 -g 0 "$b" || exit 1
     t=$(mktemp "$b/.install.XXXXXX") || exit 1
     if cat > "$t" && h=$(sha256sum < "$t") && [ "${{h%% *}}" = "$2" ] && chmod 0755 "$t" && chown 0:0 "$t" \
       && mv -f "$t" "$b/$1"; then exit 0; fi
-    rm -f "$t"; exit 1' fleet-install "$1" "$2"
+    rm -f "$t"; exit 1' fleet-install "$1" "$2" && fleet_bin_ok "$1" "$2"; then
+    printf -v "fleet_at_${{1//-/_}}" %s "{BIN}/$1"; printf '{INSTALLED}%s\n' "$1"; return 0
+  fi
+  echo "fleet: could not install {BIN}/$1 (it needs root, or sudo without a password)"; return 1
 }}
+"""
+# ... and in --check, which writes nothing of the host's: a private copy in a temporary directory of the connecting
+# user's (mktemp -d, 0700), its digest checked and judged by fleet_trust, removed when the section ends (its EXIT trap)
+STAGE = r"""fleet_stage=
+fleet_install() {
+  local h t
+  if [ -z "$fleet_stage" ]; then
+    fleet_stage=$(mktemp -d "${TMPDIR:-/tmp}/fleet-check.XXXXXX") || { echo "fleet: no temporary directory to run $1 from"; return 1; }
+    trap 'rm -rf -- "$fleet_stage"' EXIT
+  fi
+  t=$fleet_stage/$1
+  if cat > "$t" && h=$(sha256sum < "$t") && [ "${h%% *}" = "$2" ] && chmod 0500 "$t" && [ -z "$(fleet_trust "$t" 2>&1)" ]; then
+    printf -v "fleet_at_${1//-/_}" %s "$t"; return 0
+  fi
+  echo "fleet: could not run $1 from a temporary copy ($fleet_stage: --check installs nothing)"; return 1
+}
 """
 
 
@@ -97,25 +87,23 @@ def ship(program: Program) -> str:
             f"{text}{end}\n}}\n")
 
 
-def prelude(programs, have=None) -> str:
+def prelude(programs, have=None, *, install: bool = True) -> str:
     """The functions a section needs to run `programs`, with the text of each whose file is not in `have` (the
-    file names the host had at its last probe; None: nothing known, ship every one)."""
+    file names the host had at its last probe; None: nothing known, ship every one). `install` False (--check): a
+    text that rides along is run from a temporary copy that the section's end removes, never installed."""
     programs = tuple(programs)
     if not programs:
         return ""
     have = frozenset(have or ())
-    return FUNCTIONS + "".join(ship(p) for p in programs if p.file not in have)
+    shipped = "".join(ship(p) for p in programs if p.file not in have)
+    return FUNCTIONS + ((INSTALL if install else STAGE) + shipped if shipped else "")
 
 
 def use(program: Program) -> str:
-    """Shell: `program` is at program.path, trusted and whole, or the section ends here (missing: the engine sends
-    it again with the text; not installable: exit 1 with why)."""
+    """Shell: `program` is at "$(program.at)", trusted and whole (program.path, or in --check a temporary copy of the
+    text this command carries), or the section ends here (missing: the engine sends it again with the text; not
+    installable: exit 1 with why)."""
     return f"fleet_program {program.file} {program.digest} || exit $?\n"
-
-
-def missing(output: str) -> list[str]:
-    """The program files a section's output says the host lacks."""
-    return [line[len(MISSING):].strip() for line in output.splitlines() if line.startswith(MISSING)]
 
 
 def unmarked(output: str) -> str:

@@ -26,6 +26,7 @@ import functools
 import posixpath
 from datetime import datetime, timezone
 
+from fleet.facts.programs import fingerprint_program, trace_program  # noqa: F401 (the verify program's helpers)
 from fleet.facts.software import VERIFY_PATH
 from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
@@ -57,7 +58,7 @@ class Verify(Assert):
         """fleet.facts.shells' trace of the startup files, handed to the verify program (FLEET_VERIFY_TRACE) as the
         command that runs it (an installed helper program), which it runs only where a kind of process failed
         through LD_LIBRARY_PATH, to name the file:line that set it."""
-        return f"env FLEET_VERIFY_TRACE={q('bash ' + trace_program().path)} "
+        return f"env FLEET_VERIFY_TRACE=\"bash $(printf %q \"{trace_program().at}\")\" "
 
     @classmethod
     def gate_age(cls, host_vars: dict, roles) -> float | None:
@@ -82,7 +83,7 @@ class Verify(Assert):
         if self.p.get("script"):
             return super().check()
         program = verify_program()
-        run = f"{self.environment()}{qpath(self.p['python'])} {program.path} {q(self.p['config'])}"
+        run = f"{self.environment()}{qpath(self.p['python'])} \"{program.at}\" {q(self.p['config'])}"
         return (programs.use(program) + programs.use(trace_program())
                 + f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\n"
                 f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
@@ -151,19 +152,3 @@ def verify_program() -> programs.Program:
 
     bundled = {"loader_rules": source("loader_rules")}   # what verify_host._bundled finds on the host
     return programs.Program("verify", f"_BUNDLED = {bundled!r}\n" + source("verify_host"))
-
-
-@functools.lru_cache(maxsize=None)
-def trace_program() -> programs.Program:
-    """fleet.facts.shells' trace of the startup files, as a bash file (the verify program runs `bash PATH`)."""
-    from fleet.facts import shells
-
-    return programs.Program("fleet-shell-trace", shells.command() + "\n")
-
-
-@functools.lru_cache(maxsize=64)
-def fingerprint_program(venv: str) -> programs.Program:
-    """The fingerprint's parts for this venv, as a bash file: what the gate runs where the facts did not take them."""
-    from fleet.facts.fingerprint import fingerprint_script
-
-    return programs.Program("fleet-fingerprint", fingerprint_script(venv))

@@ -56,9 +56,9 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
     if fingerprint is not None:
         from fleet.resources.programs import use
 
-        alone = f"{use(fingerprint)}fleet_fp_parts=$(bash {fingerprint.path} 2>/dev/null </dev/null)\n"
-    else:
-        alone = f"fleet_fp_parts=$( ( {fingerprint_script(python_env)} ) 2>/dev/null )\n"
+        alone = f"{use(fingerprint)}fleet_fp_parts=$(bash \"{fingerprint.at}\" 2>/dev/null </dev/null)\n"
+    else:   # (set --: the script's own first argument could ask it to read a trace on stdin)
+        alone = f"fleet_fp_parts=$( ( set --; {fingerprint_script(python_env)} ) 2>/dev/null )\n"
     return (f"if [ -n \"${{{HOST_PARTS}+x}}\" ] && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
             f"fleet_fp_parts=${HOST_PARTS}\n"
             f"else {alone}fi\n"

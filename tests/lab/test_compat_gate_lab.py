@@ -103,8 +103,12 @@ def host_as_the_inventory_has_it(lab):
 def applied(lab):
     lab.reset([HOST])
     inv = str(lab.inventory_path)
-    runs = {"check": fleet_json("apply", inv, "--limit", HOST, "--check"),
+    bin_ = "ls -la /var/lib/fleet/bin 2>&1; sha256sum /var/lib/fleet/bin/* 2>&1; ls -d /tmp/fleet-check.* 2>&1"
+    runs = {"bin before": ssh(lab, bin_).stdout,
+            "check": fleet_json("apply", inv, "--limit", HOST, "--check"),
+            "bin after check": ssh(lab, bin_).stdout,
             "first": fleet_json("apply", inv, "--limit", HOST),
+            "bin after apply": ssh(lab, bin_).stdout,
             "second": fleet_json("apply", inv, "--limit", HOST)}
     return lab, runs
 
@@ -122,6 +126,16 @@ def test_check_says_exactly_what_apply_does_and_the_second_apply_changes_nothing
     gate = next(t for t in check["hosts"][HOST]["tasks"] if t["task"].startswith("compat in the ld cache"))
     assert "cuda-compat is not installed yet" in gate["reason"] and DROP_IN in gate["reason"]
     assert second["hosts"][HOST]["changed"] == 0, second["hosts"][HOST]["tasks"]
+
+
+def test_check_writes_no_helper_program_the_apply_installs_them(applied):
+    """--check runs the helper programs it carries (the gate, verify's) from a temporary copy it removes: the host's
+    /var/lib/fleet/bin is as before (absent on this fresh pod), as its own ls and sha256sum say; the apply installs
+    them."""
+    _, runs = applied
+    assert runs["bin before"].startswith("ls: cannot access '/var/lib/fleet/bin': No such file or directory")
+    assert runs["bin after check"] == runs["bin before"], runs["bin after check"]
+    assert "fleet-cuda-compat-gate-" in runs["bin after apply"] and "verify-" in runs["bin after apply"]
 
 
 def test_every_kind_of_process_loads_the_compat_libcuda_and_has_cuda(applied):

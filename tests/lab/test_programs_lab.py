@@ -1,11 +1,12 @@
 """fleet's helper programs on a lab host (fleet/resources/programs.py): installed by the digest of their text, run
-from /var/lib/fleet/bin, shipped only where the host lacks them.
+from /var/lib/fleet/bin, shipped only where the host lacks them; the facts' own two (the shells' trace, the
+fingerprint of what verify proves: fleet/facts/programs.py) run from there too once the host has them.
 
 Each claim is asked of the host itself (stat, sha256sum in a plain shell), and the bytes are those of the very
-commands fleet sent (recorded at the connection). One fresh pod with the verify role alone: verify runs there and
-fails as it always did on a host without the venv, from the installed program. The converged
-one-command no-op of whole lab hosts is measured by bench/probe_bytes.py; verify passing from the installed program
-is tests/lab/test_verify_*.py's.
+commands fleet sent (recorded at the connection, with what the host answered). One fresh pod with the verify role
+alone: verify runs there and fails as it always did on a host without the venv, from the installed program. The
+converged one-command no-op of whole lab hosts is measured by bench/probe_bytes.py; verify passing from the installed
+program is tests/lab/test_verify_*.py's.
 """
 
 from __future__ import annotations
@@ -17,24 +18,39 @@ import json
 import pytest
 
 from fleet.connection import ssh
-from fleet.resources.verify import trace_program, verify_program
+from fleet.resources.verify import fingerprint_program, trace_program, verify_program
 
 from helpers import fleet_json, ok
 
 HOST = "pod-570"
+VENV = "/opt/fleet/venv"   # the default venv, where verify looks
 WHY = "verify the torch stack: no result (env: '/opt/fleet/venv/bin/python': No such file or directory)"
+
+
+class Sent(list):
+    """The scripts fleet sent over SSH in this test, as bash read them (stdin: base64, gzipped when long), and what
+    the host answered to each (`answers`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.answers: list[str] = []
+
+    def clear(self):
+        super().clear()
+        self.answers.clear()
 
 
 @pytest.fixture
 def sent(monkeypatch):
-    """The scripts fleet sends over SSH in this test, as bash reads them (stdin: base64, gzipped when long)."""
-    scripts: list[str] = []
+    scripts = Sent()
     real = ssh.SSHConnection._exec
 
     def recorded(self, command, *, stdin, **kwargs):
         packed = base64.b64decode(stdin or b"")
         scripts.append((gzip.decompress(packed) if packed[:2] == b"\x1f\x8b" else packed).decode())
-        return real(self, command, stdin=stdin, **kwargs)
+        result = real(self, command, stdin=stdin, **kwargs)
+        scripts.answers.append(result.stdout)
+        return result
 
     monkeypatch.setattr(ssh.SSHConnection, "_exec", recorded)
     return scripts
@@ -54,10 +70,31 @@ def verify_entry(doc: dict) -> dict:
     return next(t for t in doc["hosts"][HOST]["tasks"] if t["role"] == "verify")
 
 
+def bin_listing(lab) -> str:
+    """/var/lib/fleet/bin as the host's own ls and sha256sum show it (names, owners, modes, digests)."""
+    return ok(lab, HOST, "cd /var/lib/fleet/bin 2>/dev/null || { echo absent; exit 0; }; "
+                         "stat -c '%n %u %a %s' -- * 2>&1; sha256sum -- * 2>&1")
+
+
+def own_lines() -> list[str]:
+    """The long lines of the shells' trace and of the fingerprint as a probe carries them inline: text no other facts
+    source's body holds."""
+    from fleet.facts import probe
+    from fleet.facts.fingerprint import fingerprint_script
+
+    others = "\n".join(body for name, body in probe.bodies().items() if name not in ("shells", "verify_fingerprint"))
+    text = trace_program().text + fingerprint_script(VENV, capture=False)
+    return [line for line in text.splitlines() if len(line) > 60 and line not in others]
+
+
+def recorded(lab) -> dict:
+    return json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())
+
+
 def test_installed_by_digest_sent_once_and_sent_again_where_the_host_lost_it(lab, sent):
     lab.reset([HOST])
     (lab.inventory.facts_dir / f"{HOST}.json").unlink(missing_ok=True)
-    program = verify_program()
+    program, trace, fingerprint = verify_program(), trace_program(), fingerprint_program(VENV)
     marker = "def allreduce_worker():"          # a line of the program's text, in no other script
     assert marker in program.text
     ok(lab, HOST, "! test -e /var/lib/fleet/bin")                              # fresh: nothing installed
@@ -65,26 +102,77 @@ def test_installed_by_digest_sent_once_and_sent_again_where_the_host_lost_it(lab
     code, first = apply(lab)                                                   # a fresh host gets it
     # no venv on a fresh host: verify fails as it always did there, the program run from where it was installed
     assert code != 0 and WHY in verify_entry(first)["reason"], verify_entry(first)
-    assert on_host(lab, program.path) == ("0 755 | 0 755", program.digest)
-    assert on_host(lab, trace_program().path) == ("0 755 | 0 755", trace_program().digest)
+    for each in (program, trace, fingerprint):
+        assert on_host(lab, each.path) == ("0 755 | 0 755", each.digest), each.name
     assert any(marker in s for s in sent)
+    # first contact: the facts carried the tracer's and the fingerprint's text (what the lines below must not find)
+    probe = next(s for s in sent if "@@fleet:begin facts.shells@@" in s)
+    assert len(own_lines()) > 30 and not [line for line in own_lines() if line not in probe]
+    facts = recorded(lab)
 
-    # the probe of a host that has it (--check: the probe alone, no record to write): one command, no program text
+    # the probe of a host that has them (--check: the probe alone, no record to write): one command, no program text;
+    # the facts run the trace and the fingerprint from /var/lib/fleet/bin
     sent.clear()
-    code, probe = apply(lab, "--check")
-    assert probe["stats"][HOST]["remote_commands"] == 1 and len(sent) == 1, probe["stats"][HOST]
-    assert marker not in sent[0] and program.path in sent[0]
+    code, doc = apply(lab, "--check")
+    assert doc["stats"][HOST]["remote_commands"] == 1 and len(sent) == 1, doc["stats"][HOST]
+    assert marker not in sent[0] and program.file in sent[0]
+    assert not [line for line in own_lines() if line in sent[0]]
+    assert f"bash {trace.path}" in sent[0] and f"bash {fingerprint.path} --trace-on-stdin" in sent[0]
     assert len(sent[0].encode()) < len(program.text.encode()), len(sent[0])   # the whole probe: less than the program
-    assert WHY in verify_entry(probe)["reason"], verify_entry(probe)   # verify fails as it did
+    assert WHY in verify_entry(doc)["reason"], verify_entry(doc)   # verify fails as it did
 
-    # tampered (one byte more), made writable by others, removed: found by the host, sent again, run again
+    # tampered (one byte more), made writable by others, removed: found by the host, sent again, run again; --check
+    # runs the text it carries from a temporary copy and writes nothing under /var/lib/fleet/bin
     for damage in (f"echo '# x' >> {program.path}", f"chmod 0777 {program.path}", f"rm -f {program.path}"):
         ok(lab, HOST, damage)
+        before = bin_listing(lab)
         sent.clear()
         code, again = apply(lab, "--check")
         assert again["stats"][HOST]["remote_commands"] == 2 and marker not in sent[0] and marker in sent[1], damage
-        assert on_host(lab, program.path) == ("0 755 | 0 755", program.digest), damage
+        assert f"@@fleet:program-missing {program.file}" in sent.answers[0].splitlines(), damage   # the host said so
         assert WHY in verify_entry(again)["reason"], (damage, verify_entry(again))
+        assert bin_listing(lab) == before, damage
+        assert ok(lab, HOST, "ls -d /tmp/fleet-check.* 2>/dev/null; :") == "", damage   # its copy removed
+    code, again = apply(lab)                                                   # an apply installs it again
+    assert on_host(lab, program.path) == ("0 755 | 0 755", program.digest)
+    assert WHY in verify_entry(again)["reason"], verify_entry(again)
+
+    # the facts' own: the trace removed, the fingerprint made writable by others. The host says so, the facts come
+    # out as before (those sources asked again with their text), and the apply puts the file back
+    for each, damage in ((trace, f"rm -f {trace.path}"), (fingerprint, f"chmod 0777 {fingerprint.path}")):
+        ok(lab, HOST, damage)
+        sent.clear()
+        code, again = apply(lab)
+        said = next(answer for script, answer in zip(sent, sent.answers) if "@@fleet:begin facts.shells@@" in script)
+        assert f"@@fleet:program-missing {each.file}" in said.splitlines(), each.name
+        assert any(each.text in script for script in sent), each.name
+        assert on_host(lab, each.path) == ("0 755 | 0 755", each.digest), each.name
+        now = recorded(lab)
+        assert now["shells"] == facts["shells"] and now["verify_fingerprint"] == facts["verify_fingerprint"], each.name
+        assert WHY in verify_entry(again)["reason"], (each.name, verify_entry(again))
+
+
+def test_the_facts_are_the_same_from_the_installed_programs_as_inline(lab):
+    """The shells' trace and the fingerprint, run from /var/lib/fleet/bin and with their text inline, print the same
+    bytes on the same host (one probe each, the facts sources alone)."""
+    from fleet import sections
+    from fleet.engine import session
+    from fleet.facts import probe
+
+    lab.reset([HOST])
+    code, _ = apply(lab)                                                        # installs them
+    host = lab.inventory.hosts[HOST]
+    last = recorded(lab)
+    have = session.programs_of(last)
+    assert {trace_program().file, fingerprint_program(VENV).file} <= set(have), have
+    settings = session.variables(last, host.vars)
+    with lab.connect(HOST) as conn:
+        inline = session.run_sections(conn, sections.together(probe.parts(settings, ())), "probe")
+        installed = session.run_sections(conn, sections.together(probe.parts(settings, have)), "probe")
+    for name in ("facts.shells", "facts.verify_fingerprint"):
+        assert installed[name].rc == inline[name].rc == 0, (name, installed[name].output[-500:])
+        assert installed[name].output == inline[name].output, name
+    assert "@@shell login" in inline["facts.shells"].output and "libcuda.login " in inline["facts.verify_fingerprint"].output
 
 
 def test_a_user_with_sudo_gets_it_installed_as_root(lab):

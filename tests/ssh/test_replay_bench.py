@@ -71,3 +71,32 @@ def test_the_simulated_hosts_are_converged_hosts_to_fleet(simulated):
     assert json.loads((simulated.workdir / "facts" / "h0001.json").read_text())["host"] == "h0001"
     ran = fleet(simulated, "run", "--", "true")
     assert ran.returncode == 0, ran.stderr[-3000:]
+
+
+def test_the_recorded_no_op_runs_the_trace_and_the_fingerprint_from_the_host_and_carries_neither():
+    """What each converged lab host received for its no-op apply (the recording, as bash read it: base64, gzip):
+    ONE command, whose facts run the shells' trace and the fingerprint from /var/lib/fleet/bin; no line of their
+    text rides along (issue 34: the bytes per no-op)."""
+    import base64
+    import gzip
+
+    from fleet.facts import probe
+    from fleet.facts.fingerprint import fingerprint_script
+    from fleet.facts.programs import trace_program
+
+    others = "\n".join(body for name, body in probe.bodies().items() if name not in ("shells", "verify_fingerprint"))
+    own = [line for line in (trace_program().text + fingerprint_script("/opt/fleet/venv", capture=False)).splitlines()
+           if len(line) > 60 and line not in others]
+    assert len(own) > 30
+    applies: dict[str, list[str]] = {}
+    with gzip.open(controller.RECORDING, "rt") as rows:
+        for row in map(json.loads, rows):
+            packed = base64.b64decode(row["stdin"])
+            script = (gzip.decompress(packed) if packed[:2] == b"\x1f\x8b" else packed).decode()
+            if "@@fleet:begin check." in script:
+                applies.setdefault(row["host"], []).append(script)
+    assert sorted(applies) == ["pod-570", "pod-580", "spark", "thor"], sorted(applies)
+    for host, (script, *more) in applies.items():
+        assert not more, f"{host}: {1 + len(more)} commands"
+        assert f"bash {trace_program().path}\n" in script and " --trace-on-stdin " in script, host
+        assert not [line for line in own if line in script], host

@@ -53,8 +53,8 @@ def test_the_check_says_the_package_is_pending_only_where_compat_is_decided():
     # the rendered gate itself, installed by its digest and run from there (fleet/resources/programs.py)
     (gate_program,) = decided.resource.programs()
     assert gate_program.text == decided.resource.p["script"]
-    assert decided.resource.check().rstrip().endswith(f"sh {gate_program.path} check 'fleet check'")
-    assert decided.resource.apply().endswith(f"sh {gate_program.path} run 'fleet apply'")
+    assert decided.resource.check().rstrip().endswith(f"sh \"{gate_program.at}\" check 'fleet check'")
+    assert decided.resource.apply().endswith(f"sh \"{gate_program.at}\" run 'fleet apply'")
     assert gate_program.text in decided.resource.apply() and gate_program.text not in decided.resource.check()
     kept_off = tasks_for("h100-pod-580-compat")
     gate = kept_off["compat in the ld cache for every process, only under an older kernel driver"]

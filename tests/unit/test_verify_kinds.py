@@ -7,6 +7,7 @@ names are rebuilt under tmp_path where the loader's answer depends on them (a sy
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -172,7 +173,16 @@ def test_the_verify_check_hands_over_the_facts_own_trace_command():
     resource = next(t for t in plan.tasks if t.id == "verify.0").resource
     trace = next(p for p in resource.programs() if p.name == "fleet-shell-trace")
     assert trace.text == shells.command() + "\n"   # the facts' own trace, installed as a helper program
-    assert f"env FLEET_VERIFY_TRACE={shells.quote('bash ' + trace.path)} " in resource.check()
+    # the command the verify program runs (bash -c, fleet/remote/verify_host.py shell_trace): bash of where the check's
+    # fleet_program found the trace (its installed file, or in --check a temporary copy, whatever its name holds)
+    check = resource.check()
+    start = check.index("env FLEET_VERIFY_TRACE=")
+    handed = check[start:check.index("\" ", start) + 1]
+    for where in (trace.path, "/tmp/fleet check.x/it's"):
+        got = subprocess.run(["bash", "-c", f"{trace.at[2:-1]}={shells.quote(where)}; {handed} printenv "
+                              "FLEET_VERIFY_TRACE"], capture_output=True, text=True, check=True).stdout
+        assert subprocess.run(["bash", "-c", f"printf '%s' {got.strip()[len('bash '):]}"], capture_output=True,
+                              text=True).stdout == where and got.startswith("bash "), got
 
 
 def test_fleets_own_gated_drop_in_at_fault_sends_to_its_gate_not_aside(verify, tmp_path):
