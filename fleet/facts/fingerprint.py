@@ -132,10 +132,15 @@ else echo "packages none"; fi
 
 
 def probe_part(python_env: str) -> str:
-    """Top-level shell for the facts probe: the host's parts of the fingerprint, taken once after the background
-    sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them."""
-    return (f"{HOST_PARTS}=$( ( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null </dev/null )\n"
-            f"{HOST_PARTS_ENV}={shlex.quote(python_env)}")
+    """The facts probe's source: the host's parts of the fingerprint, taken once per probe as soon as the shells' trace
+    is kept (it reads it); the probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the verify
+    gate finds them."""
+    return f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null"
+
+
+def kept_for(settings: dict) -> str:
+    """Shell the probe runs before it takes the fingerprint: the venv the kept parts are for (the gate compares)."""
+    return f"{HOST_PARTS_ENV}={shlex.quote(str(settings['python_env']))}"
 
 
 def variable_lines(variables: dict[str, str] | None) -> str:

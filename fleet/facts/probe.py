@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from fleet import __version__
 from fleet.sections import Section, background, section, together
-from fleet.facts import shells
+from fleet.facts import fingerprint, shells
 from fleet.facts.record import assemble
 from fleet.facts.sources import DEFAULTS, SOURCES, settings_of
 
@@ -24,20 +24,27 @@ def bodies(vars: dict | None = None) -> dict[str, str]:
     return {source.name: source.command(settings) for source in SOURCES}
 
 
-def parts(vars: dict | None = None) -> list[tuple[str, str]]:
+def parts(vars: dict | None = None) -> list:
     """The probe as background sections (sections.background), one per source, for sections.together: read-only
     sources that need nothing from each other, so they all start at once and are printed in order as each ends.
     The probe takes the time of its slowest source, not the sum (on the real H100 the sum was ~150 ms of a 245 ms
     probe, the slowest ~37 ms: tests/data/h100-device/issue14-s4). What each prints is unchanged."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
-    # The shells' trace is kept at the top level too: the verify gate the engine runs after the background sections
-    # reads each shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
-    # A source `kept_as` a variable (the verify fingerprint) runs after them at the top level, reading what they kept.
-    kept = {source.name: source.kept_as for source in SOURCES if source.kept_as}
-    return [f"{body}\n" + section(f"facts.{name}", f'printf "%s\\n" "${kept[name]}"') if name in kept else
-            background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
-            for name, body in bodies(vars).items()]
+    # The shells' trace is kept in a variable of the script too: the verify fingerprint (a source `kept_as` a variable)
+    # reads it and starts as soon as the trace has ended, while the other sources still run; the verify gate the engine
+    # adds reads the fingerprint and starts as soon as it has ended (sections.background `after`).
+    # The fingerprint keeps the user's locale, as the gate's own (ls and glob order are parts of it).
+    settings, out = settings_of(vars), []
+    for source in SOURCES:
+        body = source.command(settings)
+        if source.kept_as:
+            out.append(background(f"facts.{source.name}", body, keep_in=source.kept_as, after=shells.CAPTURED,
+                                  before=fingerprint.kept_for(settings)))
+        else:
+            out.append(background(f"facts.{source.name}", f"export LC_ALL=C\n{body}",
+                                  keep_in=shells.CAPTURED if source.name == "shells" else None))
+    return out
 
 
 def script(vars: dict | None = None) -> str:
