@@ -25,7 +25,6 @@ NVIDIA_SMI = (
     "fi"
 )
 
-NVIDIA_SMI_HEADER = f"{_NEED_SMI}\n{_TIMEOUT}\n$t nvidia-smi | head -n 5"
 
 DRIVER = (
     "if [ -r /proc/driver/nvidia/version ]; then echo 'source proc'; cat /proc/driver/nvidia/version\n"
@@ -170,6 +169,27 @@ def parse_smi_header(text: str) -> dict:
     if not driver:
         raise ValueError("no 'Driver Version:' in the nvidia-smi header")
     return {"driver_version": driver[1], "cuda_version": cuda[1] if cuda else None}
+
+
+def parse_smi_versions(text: str) -> dict:
+    """The health_xml section (fleet/facts/health.py HEALTH_XML: `nvidia-smi -q -x` filtered) -> {"driver_version":
+    "580.159.04", "cuda_version": "13.0"}, each None where it is not there (no nvidia-smi, NVML failing).
+
+        <driver_version>580.159.04</driver_version>
+        <cuda_version>13.0</cuda_version>
+    the XML's top lines: what the table's header says (NVML's system versions). Where the XML had no <cuda_version>
+    the section asked the table's header after it (`@@header`), read by parse_smi_header.
+    "CUDA Version" follows whichever libcuda is loaded (compat changes it): informative, never decisive.
+    """
+    xml, _, header = text.partition("@@header\n")
+    if header.strip():
+        try:
+            return parse_smi_header(header)
+        except ValueError:
+            pass
+    driver = re.search(rf"<driver_version>\s*({_VERSION})\s*</driver_version>", xml)
+    cuda = re.search(r"<cuda_version>\s*(\d+\.\d+)\s*</cuda_version>", xml)
+    return {"driver_version": driver[1] if driver else None, "cuda_version": cuda[1] if cuda else None}
 
 
 def parse_driver_version(text: str) -> str:

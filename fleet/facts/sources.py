@@ -78,14 +78,13 @@ SOURCES: tuple[Source, ...] = (
     Source("fabric", _fixed(gpu.FABRIC), gpu.parse_fabric,
            {"gpu_count": 0, "pairs": {}, "topology_error": None, "fabric": [], "nvswitch": False,
             "nvswitch_devices": [], "container": False, "service": None, "process": False, "packages": {}, "held": []}),
-    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays, the kernel
-    # log's Xid events (fleet/facts/health.py)
+    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays (and the driver's
+    # and CUDA's versions nvidia-smi reports, record.py smi_versions), the kernel log's Xid events (fleet/facts/health.py)
     Source("health", _fixed(health.HEALTH), health.parse_health,
            {"gpus": [], "remapped": [], "lost": [], "spelling": None, "rejected": None, "error": None,
             "installed": False}),
     Source("health_xml", _fixed(health.HEALTH_XML), health.parse_health_xml, {}),
     Source("xid", _fixed(health.XID), health.parse_xid, {"log": "unreadable", "lines": 0, "events": []}),
-    Source("nvidia_smi_header", _fixed(gpu.NVIDIA_SMI_HEADER), gpu.parse_smi_header, {}),
     Source("cuda_toolkits", _fixed(cuda.TOOLKITS.strip()), cuda.parse_toolkits,
            {"toolkits": [], "links": {}, "nvcc_on_path": None}),
     Source("cuda_compat", _fixed(cuda.COMPAT.strip()), cuda.parse_compat),
