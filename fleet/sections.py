@@ -137,8 +137,16 @@ def together(parts) -> str:
     parts = [Background(p.name, shared(p.start), shared(p.collect), p.keep_in, p.after, shared(p.before),
                         shared(p.plain)) if isinstance(p, Background) else shared(p) for p in parts]
     hoisted = any(_HOISTED in (p.start + p.plain if isinstance(p, Background) else p) for p in parts)
-    keepers = {p.keep_in: p for p in parts if isinstance(p, Background) and p.keep_in}
-    started = [p for p in parts if isinstance(p, Background) and (not p.after or p.after in keepers)]
+    background_parts = [p for p in parts if isinstance(p, Background)]
+    keepers: dict[str, Background] = {}     # variable -> the started section keeping it
+    started: list[Background] = []
+    while True:   # a section after one that is itself after a variable nothing keeps is not started either
+        more = [p for p in background_parts if p not in started and (not p.after or p.after in keepers)]
+        if not more:
+            break
+        started += more
+        keepers.update({p.keep_in: p for p in more if p.keep_in})
+    started = [p for p in background_parts if p in started]   # in the parts' order
     # a section waiting for a variable nothing here keeps runs as a plain one (its `before` first)
     plain = [(p.before.rstrip("\n") + "\n" if p.before else "") + p.plain if isinstance(p, Background) else p
              for p in parts if not isinstance(p, Background) or p not in started]
