@@ -9,7 +9,8 @@
 # 2. bench/sections.py: 5 no-op applies and 5 `fleet facts`, every section timed by the host itself ($EPOCHREALTIME
 #    around each framed section, the WHOLE-COMMAND from the script's first line to its last): median ms per section;
 # 3. each nvidia-smi call the probe makes, started alone on the host 5 times (median ms), and all of them at once
-#    as the probe starts them (what they cost together on the driver);
+#    as the probe starts them (what they cost together on the driver); and narrower -q -x candidates, timed, with the
+#    fields each holds (data for a next step, nothing reads them yet);
 # 4. 9 interleaved rounds of the no-op apply, `fleet facts` and `fleet run -- true` (end to end, with SSH), medians.
 #
 # Writes 6 files under $OUT: transcript.txt (every step, the medians), setup.txt (lib.sh's), timings.txt (the rounds,
@@ -49,6 +50,17 @@ for name, command in calls.items():
         subprocess.run(command, shell=True, capture_output=True)
         times.append((time.perf_counter() - start) * 1000)
     lines.append(f"{statistics.median(times):.1f} {name}: {command[:80]}")
+# what a narrower XML would hold (a later step: the recovery action, the replay counters and the versions from less
+# than all of -q -x): each candidate timed alone, and which of those fields it prints
+for command in ("nvidia-smi -q -x -d PCIE", "nvidia-smi -q -x -d PCIE,RESET_STATUS", "nvidia-smi -q -d PCIE"):
+    times, out = [], ""
+    for _ in range(5):
+        start = time.perf_counter()
+        out = subprocess.run(command, shell=True, capture_output=True, text=True).stdout
+        times.append((time.perf_counter() - start) * 1000)
+    has = [k for k in ("gpu_recovery_action", "replay_counter", "driver_version", "cuda_version", "Recovery", "Replay")
+           if k in out]
+    lines.append(f"{statistics.median(times):.1f} candidate {command}: holds {', '.join(has) or 'none of them'}")
 for together in (list(calls)[:-1], list(calls)):
     start = time.perf_counter()
     procs = [subprocess.Popen(calls[n], shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for n in together]
