@@ -1,5 +1,5 @@
-"""Where a probe's time goes ON the host: `python bench/sections.py apply INVENTORY [fleet options]` runs that fleet
-command with every section of every remote command timed by the host itself (bash's $EPOCHREALTIME around each
+"""Where a probe's time goes ON the host: `python bench/sections.py [--repeat N] apply INVENTORY [fleet options]` runs
+that fleet command (N times, default 1) with every section of every remote command timed by the host itself (bash's $EPOCHREALTIME around each
 framed section, reported on stderr and taken out again before fleet reads it), then prints, per section name, the
 median milliseconds over the hosts and the runs, largest first, and the whole command's on-host time.
 
@@ -52,15 +52,20 @@ def report(times: dict[str, list[int]], top: int = 40) -> str:
 
 
 def main(argv: list[str]) -> int:
+    repeat = 1
+    if argv[:1] == ["--repeat"]:
+        repeat, argv = int(argv[1]), argv[2:]
     sections.section = _timed(sections.section)
     from fleet.facts import probe
     probe.section = sections.section           # imported by name there
     connection.Connection.run = _run(connection.Connection.run)
     from fleet.cli import main as fleet_main
-    try:
-        rc = fleet_main(argv)
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 1
+    rc = 0
+    for _ in range(repeat):
+        try:
+            rc = fleet_main(list(argv)) or rc
+        except SystemExit as exc:
+            rc = (exc.code if isinstance(exc.code, int) else 1) or rc
     print(report(TIMES), file=sys.stderr)
     return rc or 0
 

@@ -78,37 +78,104 @@ def _squote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def background(name: str, body: str, *, keep_in: str | None = None) -> tuple[str, str]:
-    """(start, collect) of a section that runs while the script goes on: `start` runs it at once, framed as
-    section() frames it, into a pipe the script holds open (bash process substitution, an fd in a variable);
-    `collect` prints what it printed, waiting for it to end (keep_in: and keeps it in that shell variable too,
-    for sections after it). All starts, then all collects, in order: the output is what the sections would print
-    one after the other, in the time of the slowest. Only for read-only sections that need nothing from each
-    other (a probe's facts, fleet's own checks)."""
+@dataclass(frozen=True)
+class Background:
+    """A section that runs while the script goes on (background()): `start` runs it at once into a pipe, `collect`
+    prints what it printed. Other fields: see background()."""
+    name: str
+    start: str
+    collect: str
+    keep_in: str | None = None
+    after: str | None = None
+    before: str = ""
+    plain: str = ""           # the section as section() frames it: where nothing keeps `after`, it runs so
+
+
+def background(name: str, body: str, *, keep_in: str | None = None, after: str | None = None,
+               before: str = "") -> Background:
+    """A section that runs while the script goes on: its start runs it at once, framed as section() frames it, into
+    a pipe the script holds open (bash process substitution, an fd in a variable); its collect prints what it printed,
+    waiting for it to end. All starts, then all collects, in order: the output is what the sections would print one
+    after the other, in the time of the slowest. Only for read-only sections (a probe's facts, fleet's own checks).
+
+    keep_in: the script also keeps what it printed (its output, without its frame or trailing newlines, as `$(...)`
+    would keep it) in that shell variable, for sections after it.
+    after: a variable another background section keeps (keep_in): this one reads it, so it starts as soon as that one
+    has ended (the script waits for that one alone, then starts this), not after every other; where no section of the
+    script keeps it, this one runs as a plain section, after the background ones.
+    before: shell the script itself runs just before starting it (assignments later sections read)."""
     fd = "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-    start = f"exec {{{fd}}}< <(exec </dev/null\n{section(name, body)})"
+    framed = section(name, body)
+    start = f"{before.rstrip(chr(10)) + chr(10) if before else ''}exec {{{fd}}}< <(exec </dev/null\n{framed})"
     # mapfile, not cat: a builtin (a probe collects ~30 of these; each process is ~1-2 ms of a small host's CPU)
     read = f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; '
-    if keep_in:
-        return start, read + f'printf -v {keep_in} %s "${{fleet_lines[@]}}"; printf %s "${keep_in}"'
-    return start, read + 'printf %s "${fleet_lines[@]}"'
+    collect = read + (_keep(keep_in) if keep_in else "") + 'printf %s "${fleet_lines[@]}"'
+    return Background(name, start, collect, keep_in, after, before, framed)
+
+
+def _keep(var: str) -> str:
+    """Shell keeping the section output in fleet_lines (mapfile's lines: the frame's two first lines and last one
+    left out) in `var`, trailing newlines removed."""
+    return (f'{var}=; [ "${{#fleet_lines[@]}}" -gt 2 ] && printf -v {var} %s "${{fleet_lines[@]:2:${{#fleet_lines[@]}}-3}}"; '
+            f"while [ \"${{{var}%$'\\n'}}\" != \"${var}\" ]; do {var}=${{{var}%$'\\n'}}; done; ")
 
 
 def together(parts) -> str:
-    """One script of sections (section()'s strings) and background ones (background()'s pairs): the background
-    ones all start first and are collected in their order, then the others run one after the other.
+    """One script of sections (section()'s strings) and background ones (background()'s): the background ones all
+    start first and are collected in their order, then the others run one after the other. A background section that
+    reads what another keeps (`after`) starts as soon as that one has ended: the script waits for it alone (its
+    output held, printed in its turn), then starts the one after it.
     fleet.shell.TRUST_FN (~6 KB of functions that ~5 sections of a probe carry) is defined once at the top where
     sections carry it: each section's subshell sees the script's functions. A body that runs in a bash of its own
     keeps its copy: bounded()'s here-document (any quoted here-document is left as it is: a helper program's
     text too) and shell.as_root's (base64: the text does not appear)."""
     from fleet.shell import TRUST_FN
 
-    parts = [tuple(_shared_once(p, TRUST_FN) for p in part) if isinstance(part, tuple) else _shared_once(part, TRUST_FN)
-             for part in parts]
-    hoisted = any(_HOISTED in (" ".join(p) if isinstance(p, tuple) else p) for p in parts)
-    started = [p for p in parts if isinstance(p, tuple)]
-    text = "\n".join([start for start, _ in started] + [collect for _, collect in started]
-                     + [p for p in parts if not isinstance(p, tuple)])
+    def shared(text: str) -> str:
+        return _shared_once(text, TRUST_FN)
+
+    parts = [Background(p.name, shared(p.start), shared(p.collect), p.keep_in, p.after, shared(p.before),
+                        shared(p.plain)) if isinstance(p, Background) else shared(p) for p in parts]
+    hoisted = any(_HOISTED in (p.start + p.plain if isinstance(p, Background) else p) for p in parts)
+    background_parts = [p for p in parts if isinstance(p, Background)]
+    keepers: dict[str, Background] = {}     # variable -> the started section keeping it
+    started: list[Background] = []
+    while True:   # a section after one that is itself after a variable nothing keeps is not started either
+        more = [p for p in background_parts if p not in started and (not p.after or p.after in keepers)]
+        if not more:
+            break
+        started += more
+        keepers.update({p.keep_in: p for p in more if p.keep_in})
+    started = [p for p in background_parts if p in started]   # in the parts' order
+    # a section waiting for a variable nothing here keeps runs as a plain one (its `before` first)
+    plain = [(p.before.rstrip("\n") + "\n" if p.before else "") + p.plain if isinstance(p, Background) else p
+             for p in parts if not isinstance(p, Background) or p not in started]
+    text, waited, launched = [], {}, set()
+
+    def launch(p: Background) -> None:
+        if p.name in launched:
+            return
+        if p.after:
+            wait(keepers[p.after])
+        launched.add(p.name)
+        text.append(p.start)
+
+    def wait(p: Background) -> None:
+        if p.name in waited:
+            return
+        launch(p)
+        held = "fleet_bo_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
+        text.append(p.collect.replace('printf %s "${fleet_lines[@]}"', f'printf -v {held} %s "${{fleet_lines[@]}}"'))
+        waited[p.name] = f'printf %s "${held}"'
+
+    for p in started:
+        if not p.after:
+            launch(p)
+    for p in started:
+        if p.after:
+            launch(p)
+    text += [waited.get(p.name, p.collect) for p in started] + plain
+    text = "\n".join(text)
     return f"{TRUST_FN}\n{text}" if hoisted else text
 
 

@@ -87,8 +87,9 @@ CHECK_DEADLINE = 120
 def check_sections(decided: Decided, max_age: float | None = None, *, without_records: bool = False,
                    have=None, only=None, install: bool = True) -> tuple:
     """Every enabled task's check (checks read as the user: never sudo), behind its gate (Resource.gate: verify's
-    fingerprint, records up to `max_age` seconds old reused; None: it runs). fleet's own read-only checks run at once (sections.background pairs),
-    the ones that run what a role's author wrote one after the other: join them with sections.together.
+    fingerprint, records up to `max_age` seconds old reused; None: it runs). fleet's own read-only checks run at once
+    (sections.background), a gated one (verify) as soon as the fingerprint it reads is taken, the ones that run what a
+    role's author wrote one after the other, after those: join them with sections.together.
     `have`: the helper program files the host has (facts.programs): the text of the others rides along
     (fleet/resources/programs.py; None: every one), installed where the host lacks them, or with `install` False
     (--check: nothing is written) run from a temporary copy the section removes. `only`: these task ids alone."""
@@ -104,7 +105,14 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
             # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own
             body = sections.bounded(body, CHECK_DEADLINE)
         name = f"check.{t.id}"
-        out.append(sections.background(name, body) if t.resource.concurrent_check else sections.section(name, body))
+        if t.resource.concurrent_check:
+            out.append(sections.background(name, body))
+        elif t.resource.reads_kept:
+            # it reads what the facts keep (verify's gate: the fingerprint): in a probe it starts as soon as that is
+            # kept, and is collected before the role authors' checks run; alone, it runs as a plain section
+            out.append(sections.background(name, body, after=t.resource.reads_kept))
+        else:
+            out.append(sections.section(name, body))
     return tuple(out)
 
 

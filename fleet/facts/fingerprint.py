@@ -145,37 +145,37 @@ def _trace() -> str:
 
 
 def probe_part(python_env: str, program=None, after=None) -> str:
-    """Top-level shell for the facts probe: the host's parts of the fingerprint, taken once after the background
-    sections (it reads the shells' trace they kept) into $fleet_fp_host, where the verify gate after it finds them.
+    """The facts probe's source: the host's parts of the fingerprint, taken once per probe as soon as the shells'
+    trace is kept (it reads it); the probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the
+    verify gate finds them (taken(): not where the section said the host lacks a program).
     `program`: the installed fingerprint program (fleet/facts/programs.py) to run with that trace on its stdin, where
     the host has it; else the script itself goes inline. `after`: the installed shells' trace the shells source ran.
-    Where the host lacks either, $fleet_fp_host stays unset (the gate then takes its own) and $fleet_fp_host_lacks
-    names the file: the facts section says it is missing and the engine asks again with the text."""
-    from fleet.facts.programs import HAVE, MISSING, lacks
+    Where the host lacks either, the section says so (MISSING, MISSING_EXIT): the gate then takes its own, and the
+    engine asks again with the text."""
+    from fleet.facts.programs import HAVE, MISSING, MISSING_EXIT, lacks
 
-    lines = [f"unset {HOST_PARTS}; {LACKS}="]
+    lines = []
     if after is not None:   # the shells source said it lacked its program: the trace is not there to read
-        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) {LACKS}={after.file};; esac')
+        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) '
+                     f"printf '{MISSING}%s\\n' {after.file}; exit {MISSING_EXIT};; esac")
     if program is not None:
-        take = (f"{HAVE}[ -n \"${LACKS}\" ] || {lacks(program, f'{LACKS}={program.file}')}"
-                f"[ -n \"${LACKS}\" ] || {HOST_PARTS}=$(bash {program.path} {TRACE_ON_STDIN} 2>/dev/null "
-                f"<<< \"${shells.CAPTURED}\")")
+        lines.append(HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+                     + f'bash {program.path} {TRACE_ON_STDIN} 2>/dev/null <<< "${shells.CAPTURED}"')
     else:
-        take = (f"[ -n \"${LACKS}\" ] || {HOST_PARTS}=$( ( {fingerprint_script(python_env, capture=False)} ) "
-                "2>/dev/null </dev/null )")
-    return "\n".join([*lines, take, f"{HOST_PARTS_ENV}={shlex.quote(python_env)}"])
+        lines.append(f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null")
+    return "\n".join(lines)
 
 
-LACKS = HOST_PARTS + "_lacks"   # the program file the host lacked, where $fleet_fp_host could not be taken
+def taken() -> str:
+    """Shell test: the probe took the host's parts ($fleet_fp_host kept, and not a section saying it lacks a program)."""
+    from fleet.facts.programs import MISSING
+
+    return f'[ -n "${{{HOST_PARTS}+x}}" ] && [[ ${HOST_PARTS} != {shlex.quote(MISSING)}* ]]'
 
 
-def kept_section(variable: str) -> str:
-    """The facts section of a source kept in `variable`: its value, or, where it could not be taken, that the host
-    lacks the program it names (MISSING, exit MISSING_EXIT)."""
-    from fleet.facts.programs import MISSING, MISSING_EXIT
-
-    return (f'if [ -n "${{{variable}+x}}" ]; then printf "%s\\n" "${variable}"; '
-            f"else printf '{MISSING}%s\\n' \"${variable}_lacks\"; exit {MISSING_EXIT}; fi")
+def kept_for(settings: dict) -> str:
+    """Shell the probe runs before it takes the fingerprint: the venv the kept parts are for (the gate compares)."""
+    return f"{HOST_PARTS_ENV}={shlex.quote(str(settings['python_env']))}"
 
 
 def variable_lines(variables: dict[str, str] | None) -> str:

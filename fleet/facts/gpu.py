@@ -25,17 +25,6 @@ NVIDIA_SMI = (
     "fi"
 )
 
-# The driver's version and the CUDA version of the libcuda it loads: `nvidia-smi --version` prints both (20 ms on the
-# lent H200, driver 580.159.04, against 106 ms for the plain table, whose header says the same two values: it also
-# asks every GPU for its processes, clocks and use; bench/results/2026-11-26-h200-profile-691d111/costs.txt). An
-# nvidia-smi that does not know --version, or whose answer lacks the driver (NVML failing), prints the table's
-# header instead, as before.
-NVIDIA_SMI_HEADER = (
-    f"{_NEED_SMI}\n{_TIMEOUT}\n"
-    "if v=$($t nvidia-smi --version 2>&1) && [[ $v == *'DRIVER version'* && $v != *'Failed to initialize NVML'* ]]\n"
-    "then printf '%s\\n' \"$v\"\n"
-    "else $t nvidia-smi | head -n 5; fi"
-)
 
 DRIVER = (
     "if [ -r /proc/driver/nvidia/version ]; then echo 'source proc'; cat /proc/driver/nvidia/version\n"
@@ -168,21 +157,39 @@ def parse_kernel_gpus(text: str) -> dict:
 
 
 def parse_smi_header(text: str) -> dict:
-    """`nvidia-smi --version`, or the `nvidia-smi` table's header -> {"driver_version": "580.159.04", "cuda_version": "13.0"}.
+    """`nvidia-smi` table header -> {"driver_version": "580.159.04", "cuda_version": "13.0"}.
 
-        DRIVER version      : 580.159.04
-        CUDA Version        : 13.0
         | NVIDIA-SMI 580.159.04   Driver Version: 580.159.04     CUDA Version: 13.0     |
     "CUDA Version" follows whichever libcuda is loaded (compat changes it): informative, never decisive.
     """
     if "nvidia-smi: not installed" in text or nvml_failure(text):
         return {"driver_version": None, "cuda_version": None}
-    # the table's header, or `nvidia-smi --version` ("DRIVER version      : 580.159.04", "CUDA Version        : 13.0")
-    driver = re.search(rf"Driver Version:\s*({_VERSION})|^DRIVER version\s*:\s*({_VERSION})", text, re.M)
-    cuda = re.search(r"CUDA Version\s*:\s*(\d+\.\d+)", text)
+    driver = re.search(rf"Driver Version:\s*({_VERSION})", text)
+    cuda = re.search(r"CUDA Version:\s*(\d+\.\d+)", text)
     if not driver:
         raise ValueError("no 'Driver Version:' in the nvidia-smi header")
-    return {"driver_version": driver[1] or driver[2], "cuda_version": cuda[1] if cuda else None}
+    return {"driver_version": driver[1], "cuda_version": cuda[1] if cuda else None}
+
+
+def parse_smi_versions(text: str) -> dict:
+    """The health_xml section (fleet/facts/health.py HEALTH_XML: `nvidia-smi -q -x` filtered) -> {"driver_version":
+    "580.159.04", "cuda_version": "13.0"}, each None where it is not there (no nvidia-smi, NVML failing).
+
+        <driver_version>580.159.04</driver_version>
+        <cuda_version>13.0</cuda_version>
+    the XML's top lines: what the table's header says (NVML's system versions). Where the XML had no <cuda_version>
+    the section asked the table's header after it (`@@header`), read by parse_smi_header.
+    "CUDA Version" follows whichever libcuda is loaded (compat changes it): informative, never decisive.
+    """
+    xml, _, header = text.partition("@@header\n")
+    if header.strip():
+        try:
+            return parse_smi_header(header)
+        except ValueError:
+            pass
+    driver = re.search(rf"<driver_version>\s*({_VERSION})\s*</driver_version>", xml)
+    cuda = re.search(r"<cuda_version>\s*(\d+\.\d+)\s*</cuda_version>", xml)
+    return {"driver_version": driver[1] if driver else None, "cuda_version": cuda[1] if cuda else None}
 
 
 def parse_driver_version(text: str) -> str:

@@ -47,7 +47,7 @@ def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
     return out
 
 
-def parts(vars: dict | None = None, have=None, only=None) -> list[tuple[str, str]]:
+def parts(vars: dict | None = None, have=None, only=None) -> list:
     """The probe as background sections (sections.background), one per source, for sections.together: read-only
     sources that need nothing from each other, so they all start at once and are printed in order as each ends.
     The probe takes the time of its slowest source, not the sum (on the real H100 the sum was ~150 ms of a 245 ms
@@ -55,13 +55,19 @@ def parts(vars: dict | None = None, have=None, only=None) -> list[tuple[str, str
     as bodies()."""
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
-    # The shells' trace is kept at the top level too: the verify gate the engine runs after the background sections
-    # reads each shell's LD_LIBRARY_PATH from it (its frame lines are ignored), starting no shell of its own.
-    # A source `kept_as` a variable (the verify fingerprint) runs after them at the top level, reading what they kept.
-    kept = {source.name: source.kept_as for source in SOURCES if source.kept_as}
-    return [f"{body}\n" + section(f"facts.{name}", fingerprint.kept_section(kept[name])) if name in kept else
-            background(f"facts.{name}", f"export LC_ALL=C\n{body}", keep_in=shells.CAPTURED if name == "shells" else None)
-            for name, body in bodies(vars, have, only).items()]
+    # The shells' trace is kept in a variable of the script too: the verify fingerprint (a source `kept_as` a variable)
+    # reads it and starts as soon as the trace has ended, while the other sources still run; the verify gate the engine
+    # adds reads the fingerprint and starts as soon as it has ended (sections.background `after`).
+    # The fingerprint keeps the user's locale, as the gate's own (ls and glob order are parts of it).
+    settings, kept, out = settings_of(vars), {source.name: source.kept_as for source in SOURCES}, []
+    for name, body in bodies(vars, have, only).items():
+        if kept[name]:
+            out.append(background(f"facts.{name}", body, keep_in=kept[name], after=shells.CAPTURED,
+                                  before=fingerprint.kept_for(settings)))
+        else:
+            out.append(background(f"facts.{name}", f"export LC_ALL=C\n{body}",
+                                  keep_in=shells.CAPTURED if name == "shells" else None))
+    return out
 
 
 def script(vars: dict | None = None, have=None) -> str:

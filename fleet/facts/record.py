@@ -43,7 +43,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     uname = reader.read("uname")
     os_release = reader.read("os_release")
     smi = reader.read("nvidia_smi")
-    header = reader.read("nvidia_smi_header")
+    header = smi_versions(outputs)
     kernel_driver = reader.read("driver")
     tegra = reader.read("tegra")
     model = reader.read("dt_model")
@@ -179,6 +179,19 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
         "workspace": identity.get("workspace"),      # a /workspace volume (RunPod): user roles gate on it
         "git": identity.get("git"),                  # git on PATH (slim images lack it): the cutlass role gates on it
     }
+
+
+def smi_versions(outputs: dict[str, str]) -> dict:
+    """nvidia-smi's driver and CUDA versions, from the health_xml section's `-q -x` (one nvidia-smi start for the health
+    fields and these); a probe of an earlier fleet asked the table's header in a section of its own (a record
+    assembled again from its output reads that)."""
+    versions = gpu.parse_smi_versions(outputs.get("health_xml") or "")
+    if versions["cuda_version"] is None and outputs.get("nvidia_smi_header"):
+        try:
+            versions = gpu.parse_smi_header(outputs["nvidia_smi_header"])
+        except ValueError:
+            pass
+    return versions
 
 
 def _driver(kernel: dict, smi_gpus: list[dict], header: dict, tegra: dict | None) -> dict:

@@ -91,10 +91,11 @@ _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; the
 # interpreter a pip runs (its #! line); then each distinct python asked once where it finds torch (find_spec: no
 # import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
 _CMDS = r"""fleet_pys=
+declare -A fleet_real
 for c in """ + " ".join(COMMANDS) + r"""; do
   p=$(command -v "$c" 2>/dev/null) || p=
   r=; x=
-  case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null) ;; esac
+  case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null); fleet_real[$p]=$r ;; esac
   if [ "$c" = nvcc ] && [ -n "$r" ]; then
     t=${r%/bin/nvcc}
     if [ -r "$t/version.json" ]; then x=$(grep -m1 -A3 '"cuda" *:' "$t/version.json" | grep -m1 -o '"version" *: *"[^"]*"'); x=${x##*: }; x=${x//\"/}
@@ -108,19 +109,21 @@ for c in """ + " ".join(COMMANDS) + r"""; do
   case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
   for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
 done
-# each answer is kept for the probe's other kinds (FLEET_PYC, a private directory): the same interpreter, in the
-# same directory, with the same variables Python reads, answers the same (one Python start, not one per kind)
+# one Python start per interpreter: the same interpreter in the same directory answers the same in this shell (the
+# variables Python reads are this shell's for all of them), so python3, python and pip's #! of one venv start it once
+declare -A fleet_pya
 for q in $fleet_pys; do
   [ -x "$q" ] || continue
-  k=$(printf '%s|' "${q%/*}" "$(readlink -f -- "$q")" "${PYTHONPATH-}" "${PYTHONHOME-}" "${PYTHONNOUSERSITE-}" \
-      "${PYTHONUSERBASE-}" "${PYTHONSAFEPATH-}" "$HOME" | cksum); k=${FLEET_PYC:-/nonexistent}/${k%% *}
-  if [ -r "$k" ]; then a=$(cat -- "$k")
+  [ -n "${fleet_real[$q]+x}" ] || fleet_real[$q]=$(readlink -f -- "$q")
+  k="${q%/*}|${fleet_real[$q]}"
+  if [ -n "${fleet_pya[$k]+x}" ]; then a=${fleet_pya[$k]}
   else
     a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
 s = u.find_spec("torch")
 m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null | tr '\n' ' ')
-    [ -n "${FLEET_PYC-}" ] && [ -d "$FLEET_PYC" ] && printf '%s' "$a" > "$k"
+print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null)
+    [ -n "$a" ] && a="${a//$'\n'/ } "
+    fleet_pya[$k]=$a
   fi
   printf '@@py %s\t%s\n' "$q" "$a"
 done"""
@@ -137,12 +140,9 @@ def command() -> str:
         # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the
         # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
         '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
-        # where each kind's python answers are kept for the next kind (_CMDS), removed at the end
-        'fleet_pyc=$(mktemp -d "${TMPDIR:-/tmp}/fleet-pyc.XXXXXX" 2>/dev/null) || fleet_pyc=',
-        '[ -n "$fleet_pyc" ] && base+=(FLEET_PYC="$fleet_pyc")',
         # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
         "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
-        "case $(printf '%s' \"${u##* }\" | tr 'A-Z' 'a-z') in yes) pam=1;; *) pam=;; esac",
+        "u=${u##* }; case ${u,,} in yes) pam=1;; *) pam=;; esac",
         "if [ -n \"$pam\" ] && [ -r /etc/environment ]; then n=0",
         "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l#\"${l%%[![:space:]]*}\"}; l=${l#export }",
         "    case $l in ''|'#'*) continue;; esac; case $l in *=*) ;; *) continue;; esac",
@@ -160,19 +160,23 @@ def command() -> str:
     ]
     tracked = "@%".join("${%s-@unset@}" % v for v in TRACKED)
     ps4 = "PS4='+@@${BASH_SOURCE:-}@@${LINENO}@@${LD_LIBRARY_PATH-@unset@}@@" + tracked + "@@ '; set -x; "
+    # every kind at once, each into a pipe of its own (an fd in a variable), printed in order as each ends: the time
+    # of the slowest kind, not the sum (each starts a bash, reads its startup files and asks its python)
+    runs = {}
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
         # then the user's commands, and the loader's own answer in the environment those files left (loader.py)
         body = ps4 + startup + "; " + _SHOW + "\n" + _CMDS + "\n" + loader.QUERY
-        lines.append(f"printf '@@shell {kind}\\n'")
-        lines.append(f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)} </dev/null 2>&1 | awk \"$awkp\"")
-        lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
+        runs[kind] = f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)}"
     # bare: a process that reads no startup file (a service, cron, `env -i`), as fleet.facts.loader's bare kind
-    lines.append("printf '@@shell bare\\n'")
-    lines.append(f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" FLEET_PYC=\"$fleet_pyc\" $to bash --norc --noprofile -c "
-                 f"{quote(_SHOW + chr(10) + _CMDS)} </dev/null 2>&1 | awk \"$awkp\"")
-    lines.append("printf '@@rc %s\\n' \"${PIPESTATUS[0]}\"")
-    lines.append('[ -n "$fleet_pyc" ] && rm -rf -- "$fleet_pyc"')
+    runs["bare"] = (f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" $to bash --norc --noprofile -c "
+                    f"{quote(_SHOW + chr(10) + _CMDS)}")
+    for kind, run in runs.items():
+        lines.append(f"exec {{fleet_sh_{kind}}}< <({run} </dev/null 2>&1 | awk \"$awkp\"; "
+                     "printf '@@rc %s\\n' \"${PIPESTATUS[0]}\")")
+    for kind in runs:
+        lines.append(f"printf '@@shell {kind}\\n'; mapfile -u \"$fleet_sh_{kind}\" fleet_sh; exec {{fleet_sh_{kind}}}<&-; "
+                     'printf %s "${fleet_sh[@]}"')
     return "\n".join(lines)
 
 

@@ -24,8 +24,8 @@ class Source:
     command: Callable[[dict], str]              # settings (DEFAULTS + the host's variables) -> read-only shell
     parser: Callable[..., Any]                  # the section's text -> data (pure; raises on what it cannot read)
     default: Any = None                         # the value when the source is missing or its parser failed
-    kept_as: str | None = None                  # runs after the background sources, at the top level, into this
-                                                # shell variable (later sections read it); its section prints it
+    kept_as: str | None = None                  # what it prints is kept in this shell variable too (later sections
+                                                # read it); it reads the shells' trace, and starts once that is kept
 
     def empty(self) -> Any:
         return copy.deepcopy(self.default)
@@ -78,14 +78,13 @@ SOURCES: tuple[Source, ...] = (
     Source("fabric", _fixed(gpu.FABRIC), gpu.parse_fabric,
            {"gpu_count": 0, "pairs": {}, "topology_error": None, "fabric": [], "nvswitch": False,
             "nvswitch_devices": [], "container": False, "service": None, "process": False, "packages": {}, "held": []}),
-    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays, the kernel
-    # log's Xid events (fleet/facts/health.py)
+    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays (and the driver's
+    # and CUDA's versions nvidia-smi reports, record.py smi_versions), the kernel log's Xid events (fleet/facts/health.py)
     Source("health", _fixed(health.HEALTH), health.parse_health,
            {"gpus": [], "remapped": [], "lost": [], "spelling": None, "rejected": None, "error": None,
             "installed": False}),
     Source("health_xml", _fixed(health.HEALTH_XML), health.parse_health_xml, {}),
     Source("xid", _fixed(health.XID), health.parse_xid, {"log": "unreadable", "lines": 0, "events": []}),
-    Source("nvidia_smi_header", _fixed(gpu.NVIDIA_SMI_HEADER), gpu.parse_smi_header, {}),
     Source("cuda_toolkits", _fixed(cuda.TOOLKITS.strip()), cuda.parse_toolkits,
            {"toolkits": [], "links": {}, "nvcc_on_path": None}),
     Source("cuda_compat", _fixed(cuda.COMPAT.strip()), cuda.parse_compat),
@@ -100,7 +99,7 @@ SOURCES: tuple[Source, ...] = (
     Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
     Source("programs", _fixed(programs.COMMAND), programs.parse, []),
-    # what the last verify proved, as the host shows it now (after the shells' trace: it reads it); the verify gate
+    # what the last verify proved, as the host shows it now (once the shells' trace is kept: it reads it); the verify gate
     # reuses it, and the record says from it whether the last verify is stale
     Source("verify_fingerprint", lambda s: fingerprint.probe_part(str(s["python_env"])), fingerprint.parse, {},
            kept_as=fingerprint.HOST_PARTS),

@@ -126,6 +126,9 @@ class Resource:
     # The check is fleet's own read-only shell, safe to run at the same time as other such checks
     # (sections.background); False where it runs what a role's author wrote (command's unless, assert's script).
     concurrent_check: ClassVar[bool] = True
+    # The shell variable its check reads that the facts probe keeps (verify's gate: the fingerprint's parts): in a
+    # probe, the check starts as soon as that is kept (sections.background `after`), not after every fleet check.
+    reads_kept: ClassVar[str | None] = None
     # An assertion: nothing to apply, judged on the last probe after everything else converged (assert, verify).
     judged: ClassVar[bool] = False
     # It keeps a record on the host and in the facts (verify: /var/lib/fleet/verify.json, facts.verify): its check

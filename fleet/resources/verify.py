@@ -43,6 +43,7 @@ class Verify(Assert):
     writes_record = True
     record_path = VERIFY_PATH
     reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
+    reads_kept = verify_gate.HOST_PARTS   # its gate reads the probe's fingerprint: it starts once that is taken
 
     def __init__(self, values):
         super().__init__(values)

@@ -391,12 +391,21 @@ static void field(int indent, const char *key, const char *value) {
     printf("%*s%-*s: %s\n", indent, "", 55 - indent, key, value);
 }
 
+/* The XML's <cuda_version> (the table header's "CUDA Version", as the real 580 prints both): N/A where no libcuda
+ * answers; the XML never stops on it (the table's header does, below). */
+static const char *xml_cuda_version(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib || !dlsym(lib, "cuDriverGetVersion")) return "N/A";
+    return cuda_version();
+}
+
 static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -x fleet reads, per GPU */
     int n = ngpus();
     const char *state, *status, *clique;
     if (xml) {
         printf("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n"
-               "\t<driver_version>%s</driver_version>\n\t<attached_gpus>%d</attached_gpus>\n", driver, n);
+               "\t<driver_version>%s</driver_version>\n\t<cuda_version>%s</cuda_version>\n"
+               "\t<attached_gpus>%d</attached_gpus>\n", driver, xml_cuda_version(), n);
         for (int i = 0; i < n; i++) {
             if (lost(i)) continue;   /* NVML cannot reach it: no block */
             fabric_of(i, &state, &status, &clique);

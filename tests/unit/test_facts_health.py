@@ -72,6 +72,56 @@ def test_h200_remapped_rows_and_xml():
     assert xml == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0, "replay_rollover": 0}}
 
 
+def _run_xml_section(tmp_path, xml: str) -> tuple[str, list[str]]:
+    """health_xml's command in real bash, against a stand-in nvidia-smi printing `xml` for `-q -x` and Thor's table
+    header otherwise; -> (its output, the argument lists nvidia-smi was started with)."""
+    header = (Path(__file__).parents[1] / "data" / "captured" / "thor" / "nvidia_smi_header.txt").read_text()
+    (tmp_path / "xml").write_text(xml + "\n")
+    (tmp_path / "header").write_text(header)
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f'#!/bin/bash\necho "[$*]" >> {tmp_path}/asked\n'
+                   f'if [ "$*" = "-q -x" ]; then cat {tmp_path}/xml; else cat {tmp_path}/header; fi\n')
+    smi.chmod(0o755)
+    out = subprocess.run(["bash", "-c", health.HEALTH_XML], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout
+    return out, (tmp_path / "asked").read_text().split("\n")[:-1]
+
+
+def test_the_xml_gives_the_versions_the_table_header_gave_with_one_nvidia_smi_start(tmp_path):
+    """The captured H200's `-q -x` through the section's own command: its driver and CUDA versions, which the table's
+    header (a second nvidia-smi start, no longer made) said on the real H100 (h100-device/probe.txt: 580.159.04, 13.0)."""
+    from fleet.facts import gpu
+    from fleet.facts.record import smi_versions
+
+    out, asked = _run_xml_section(tmp_path, _block("nvidia-smi -q -x"))
+    assert asked == ["[-q -x]"]
+    assert gpu.parse_smi_versions(out) == {"driver_version": "580.159.04", "cuda_version": "13.0"}
+    assert smi_versions({"health_xml": out})["cuda_version"] == "13.0"
+    assert health.parse_health_xml(out) == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0,
+                                                                   "replay_rollover": 0}}
+
+
+def test_an_xml_without_the_cuda_version_asks_the_table_header_after_it(tmp_path):
+    """A driver or platform whose XML leaves <cuda_version> out (Thor's is not captured): the section asks the table's
+    header then, as the probe did before, and the versions come from it."""
+    from fleet.facts import gpu
+
+    xml = "\n".join(line for line in _block("nvidia-smi -q -x").splitlines() if "<cuda_version>" not in line)
+    out, asked = _run_xml_section(tmp_path, xml)
+    assert asked == ["[-q -x]", "[]"]
+    assert gpu.parse_smi_versions(out) == {"driver_version": "580.00", "cuda_version": "13.0"}
+    assert health.parse_health_xml(out) == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0,
+                                                                   "replay_rollover": 0}}
+
+
+def test_a_failing_nvml_gives_no_versions_and_no_second_start(tmp_path):
+    from fleet.facts import gpu
+
+    out, asked = _run_xml_section(tmp_path, "Failed to initialize NVML: Driver/library version mismatch")
+    assert asked == ["[-q -x]"]
+    assert gpu.parse_smi_versions(out) == {"driver_version": None, "cuda_version": None}
+
+
 def test_event_reason_bits_are_nvmls():
     assert health.event_reasons("0x0000000000000001") == ["gpu_idle"]
     assert health.event_reasons("0x0000000000000044") == ["sw_power_cap", "hw_thermal_slowdown"]

@@ -25,7 +25,8 @@ def _local_shells() -> str:
 def outputs(host: str, base: str | None = None) -> dict[str, str]:
     """Per-source fixture texts of `host`, falling back to `base` for sources it does not have."""
     found = {"shells": _local_shells()}
-    for name in SOURCES:
+    # the table's header, as probes before health_xml carried nvidia-smi's versions asked it (record.smi_versions)
+    for name in SOURCES + ["nvidia_smi_header"]:
         for where in (host, base):
             path = CAPTURED / str(where) / f"{name}.txt"
             if where and path.exists():

@@ -102,3 +102,37 @@ def test_fleets_own_hook_is_not_a_compat_line():
 def test_a_missing_shell_trace_is_an_error():
     with pytest.raises(ValueError):
         shells.parse("@@home /root\n@@shell interactive\n@@rc 0\n")
+
+
+# Each kind's startup file marks that it started, then waits (up to 5 s) until every traced kind has: the kinds are
+# traced at once only if each sees all three markers. A python of the user's (a wrapper logging each start, then the
+# real interpreter) is what python3, python and pip's #! name in every kind: each kind starts it once.
+WAITING = """\
+export PATH="$HOME/venv/bin:$PATH"
+case $- in *i*) k=interactive ;; *) k=${FLEET_KIND:-noninteractive} ;; esac
+: > "$HOME/started.$k"
+for i in $(seq 50); do set -- "$HOME"/started.*; [ $# -ge 3 ] && break; sleep 0.1; done
+export LD_LIBRARY_PATH=/opt/saw$#
+export FLEET_KIND_SEEN=$k
+"""
+
+
+def test_every_kind_is_traced_at_once_and_starts_its_python_once(tmp_path):
+    (tmp_path / ".bashrc").write_text(WAITING)
+    (tmp_path / ".profile").write_text('FLEET_KIND=login . "$HOME/.bashrc"\n')
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").write_text('#!/bin/bash\necho "$FLEET_KIND_SEEN" >> "$HOME/python-starts"\n'
+                                  'exec /usr/bin/python3 "$@"\n')
+    (venv / "python3").chmod(0o755)
+    (venv / "python").symlink_to("python3")
+    (venv / "pip").write_text(f"#!{venv}/python3\nprint('pip')\n")
+    (venv / "pip").chmod(0o755)
+    found = run(tmp_path)
+    assert {k: found[k]["LD_LIBRARY_PATH"] for k in shells.KINDS} == {k: "/opt/saw3" for k in shells.KINDS}
+    starts = (tmp_path / "python-starts").read_text().split()
+    assert sorted(starts) == sorted(shells.KINDS)            # one start per kind, for python3, python and pip
+    for kind in shells.KINDS:
+        assert found[kind]["commands"]["pip"]["python"] == f"{venv}/python3"
+        assert set(found[kind]["pythons"]) == {f"{venv}/python3", f"{venv}/python"}
+        assert all(p["ran"] and p["prefix"] for p in found[kind]["pythons"].values())

@@ -90,7 +90,7 @@ def test_background_sections_run_at_once_and_print_in_order_with_their_own_statu
                                        "sleep 0.1; done; echo alone"),
              background("facts.second", f"touch {flag}; echo to-stderr >&2; echo second"),
              background("facts.third", "printf 'no newline'")]
-    result = local.run("\n".join([start for start, _ in parts] + [collect for _, collect in parts]), timeout=900)
+    result = local.run("\n".join([p.start for p in parts] + [p.collect for p in parts]), timeout=900)
     found = split_sections(result.stdout)
     assert list(found) == ["facts.first", "facts.second", "facts.third"]
     assert found["facts.first"] == Section("facts.first", 3, "saw the second")
@@ -108,6 +108,41 @@ def test_together_runs_the_plain_sections_alone_after_the_background_ones_have_e
     found = split_sections(local.run(together(parts), timeout=600).stdout)
     assert found == {"check.b.0": Section("check.b.0", 0, "wrote"), "check.c.0": Section("check.c.0", 10, ""),
                      "check.a.0": Section("check.a.0", 0, "b")}
+
+
+def test_a_section_after_a_kept_one_starts_when_that_one_ends_not_after_every_other(local, tmp_path):
+    """`slow` can only end once `fingerprint` (which reads what `trace` keeps) has run: started after every background
+    section, it would never run in time. The kept value is the section's output as `$(...)` keeps it; the output is
+    printed in the parts' order; the role author's plain check still runs after all of them."""
+    from fleet.sections import background, together
+    flag = tmp_path / "fingerprint-ran"
+    parts = [background("facts.trace", "echo line one; echo line two; echo", keep_in="fleet_kept"),
+             background("facts.slow", f"for i in $(seq 100); do [ -e {flag} ] && {{ echo saw it; exit 0; }}; "
+                                      "sleep 0.05; done; echo alone; exit 1"),
+             background("facts.fingerprint", f'printf "[%s]" "$fleet_kept"; echo " $venv"; touch {flag}',
+                        keep_in="fleet_fp", after="fleet_kept", before="venv=/opt/v"),
+             background("check.gate.0", 'echo "gate read ${#fleet_fp} characters"', after="fleet_fp"),
+             section("check.author.0", f'[ -e {flag} ] && echo "after them: $fleet_fp"')]
+    result = local.run(together(parts), timeout=60)
+    assert [line for line in result.stdout.splitlines() if line.startswith("@@fleet:begin")] == [
+        f"@@fleet:begin {name}@@" for name in ("facts.trace", "facts.slow", "facts.fingerprint", "check.gate.0",
+                                               "check.author.0")]
+    found = split_sections(result.stdout)
+    assert found["facts.slow"] == Section("facts.slow", 0, "saw it")
+    assert found["facts.fingerprint"].output == "[line one\nline two] /opt/v"
+    assert found["check.gate.0"].output == f"gate read {len('[line one' + chr(10) + 'line two] /opt/v')} characters"
+    assert found["check.author.0"] == Section("check.author.0", 0, "after them: [line one\nline two] /opt/v")
+
+
+def test_a_section_after_a_variable_nothing_keeps_runs_as_a_plain_one(local):
+    """The verify gate in a checks-only command: no fingerprint kept there, so it runs where a plain check runs."""
+    from fleet.sections import background, together
+    parts = [background("check.gate.0", 'echo "${fleet_fp-unset} $venv"', after="fleet_fp", before="venv=/opt/v"),
+             background("check.b.0", "echo b")]
+    text = together(parts)
+    assert text.index("check.b.0") < text.index("check.gate.0")
+    found = split_sections(local.run(text, timeout=60).stdout)
+    assert found == {"check.b.0": Section("check.b.0", 0, "b"), "check.gate.0": Section("check.gate.0", 0, "unset /opt/v")}
 
 
 def test_trust_fn_is_defined_once_and_every_kind_of_section_still_judges(local, tmp_path):
@@ -130,3 +165,14 @@ def test_trust_fn_is_defined_once_and_every_kind_of_section_still_judges(local, 
         assert (found[name].rc, found[name].output.strip()) == (0, "trusted"), found[name]
     assert data.read_text() == TRUST_FN + "\n"
     assert together([section("plain", judge)]).count(TRUST_FN) == 0     # none carried: none added
+
+
+def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_sources_run():
+    """On the lent H200 the fingerprint and the verify gate ran after the slowest source (nvidia-smi -q -x), in series
+    after it; they read only the shells' trace: they start as soon as it has ended, before any other is waited for."""
+    from fleet.facts import probe
+    text = probe.script()
+    trace_waited = text.index('mapfile -u "$fleet_bg_facts_shells"')
+    fingerprint = text.index("exec {fleet_bg_facts_verify_fingerprint}<")
+    first_other = min(text.index(f'mapfile -u "$fleet_bg_facts_{name}"') for name in ("uname", "health_xml", "torch"))
+    assert trace_waited < fingerprint < first_other
