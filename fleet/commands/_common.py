@@ -68,12 +68,13 @@ def checked_hosts(args: argparse.Namespace):
     """(inventory, selected hosts with --set over their variables, each host's roles): every check apply makes
     before it contacts anyone. Bad input is an InputError (exit 2) and nobody is contacted."""
     from fleet.engine import session
-    from fleet.inventory import load_inventory
+    from fleet.inventory import load_inventory, set_values, set_vars
 
+    only = role_names(args)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    set_vars(hosts, overrides(args))
-    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, role_names(args))
+    set_vars(hosts, set_values(getattr(args, "assignments", None) or []))
+    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, only)
 
 
 def add_set(parser: argparse.ArgumentParser) -> None:
@@ -85,13 +86,6 @@ def add_set(parser: argparse.ArgumentParser) -> None:
 def overrides(args: argparse.Namespace) -> dict:
     """--set NAME=VALUE words as {NAME: text}; the names and values are checked and converted with the
     inventory's own (fleet.engine.session.check_variables, before any host): one declaration, one check."""
-    from fleet.variables import assignments
+    from fleet.inventory import set_values
 
-    return assignments(getattr(args, "assignments", None) or [])
-
-
-def set_vars(hosts, values: dict) -> None:
-    """Each host's variables with the --set ones over them; a later check names the flag, not a file line."""
-    for host in hosts:
-        host.vars = {**host.vars, **values}
-        host.var_where = {**(host.var_where or {}), **{name: f"--set {name}" for name in values}}
+    return set_values(getattr(args, "assignments", None) or [])

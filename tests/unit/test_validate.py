@@ -19,7 +19,8 @@ from fleet.roles import load_roles, roles_dirs
 from fleet.engine.session import check_variables as check_hosts
 from fleet.inventory.validate import parse_assignments
 from fleet.roles.declared import variables_of as declared
-from fleet.variables import Rejected, read_without_default
+from fleet.roles.declared import read_without_default
+from fleet.variables import Rejected
 
 CASES = sorted((Path(__file__).resolve().parent.parent / "data" / "variables").glob("*.yaml"))
 
