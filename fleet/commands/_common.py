@@ -6,7 +6,6 @@ import argparse
 
 from fleet import parse
 from fleet.connection import DEAD_AFTER, ConnectOptions
-from fleet.env import Environment
 from fleet.report import Reporter
 
 
@@ -48,14 +47,10 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOptions:
     return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
-                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg),
+                          wait=args.wait, on_new_host_key=reporter.host_key,
                           dead_after=getattr(args, "dead_after", None) or 0.0,
                           on_command=reporter.progress if reporter.verbose else None,
                           on_warning=reporter.warn)
-
-
-def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
-    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
 def role_names(args: argparse.Namespace) -> list[str] | None:

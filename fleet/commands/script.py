@@ -45,6 +45,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.workflows import script_runtime
     from fleet.engine import decide_tasks
     from fleet.engine.session import gather
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace, env) -> int:
     host, roles_path = _host(args, record)
     set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
     roles = session.roles_of([host], roles_path, _common.role_names(args))[host.name]   # bad input: exit 2, nothing touched
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
 
     def decide(facts: dict):                                      # plans only: nothing is recorded
         return decide_tasks(roles, host, facts)

@@ -96,6 +96,10 @@ class Reporter:
             if not self.quiet:
                 self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
 
+    def host_key(self, message: str) -> None:
+        """A host key trusted for the first time (--accept-new-host-keys): its fingerprint, as progress."""
+        self.progress("host key", message)
+
     def on_task(self, host: str, event: str, line: str) -> None:
         """What the host said of an apply task (engine.apply's on_task: planned, begin, done, in state, failed,
         not run). The live display names the ones in flight, since independent chains run at once (the last step
@@ -249,6 +253,11 @@ class Reporter:
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
         doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
         self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+
+
+def reporter_for(args, env: Environment) -> Reporter:
+    """The Reporter a command's flags ask for: -q (no progress lines), -v/-vv (more detail)."""
+    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
 # Seconds of quiet before a step's heartbeat line: long enough that a pipe (a CI log) is not flooded, short
