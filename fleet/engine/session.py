@@ -88,10 +88,11 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     from fleet.engine.chains import check_roles
     from fleet.inventory.reads import check_reads
     from fleet.inventory.validate import check_hosts
-    from fleet.roles import resolve_roles
+    from fleet.roles import every_role, roles_dirs, roles_for_hosts
     from fleet.roles.declared import declared
 
-    by_host, every = resolve_roles(hosts, roles_path, only)
+    by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
+    every = every_role(roles_path, by_host)      # a variable meant for a role --roles leaves out is still known
     known, reads = declared(every)
     check_hosts(hosts, known)
     check_reads(hosts, by_host, reads)

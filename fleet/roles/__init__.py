@@ -233,13 +233,6 @@ def roles_for_hosts(hosts, dirs: list[Path], only: list[str] | None = None) -> d
     return out
 
 
-def resolve_roles(hosts, roles_path=(), only: list[str] | None = None) -> tuple[dict[str, list[Role]], list[Role]]:
-    """(each host's roles, as roles_for_hosts gives them; every role their inventory could name, as every_role
-    gives them): the roles of a run, each loaded once, in one step."""
-    by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
-    return by_host, every_role(roles_path, by_host)
-
-
 def every_role(roles_path=(), by_host: dict | None = None) -> list:
     """The roles the hosts run (`by_host`, loaded already), plus every other one their inventory could name: a
     variable meant for a role that --roles leaves out is still a known one."""

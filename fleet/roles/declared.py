@@ -27,14 +27,9 @@ def declared(roles) -> tuple[dict[str, variables.Variable], dict[str, set[str]]]
         reads[role.name] = names_read(role)
         for name, var in role.variables.items():
             known.setdefault(name, var)
-        for name in reads[role.name]:
-            known.setdefault(name, read_without_default(name))
+        for name in reads[role.name]:     # read without being declared: any value, text shaped by the name
+            known.setdefault(name, variables.Variable(name, "any", None))
     return known, reads
-
-
-def read_without_default(name: str) -> variables.Variable:
-    """A variable a role's template reads without declaring it: any value, text shaped by the name."""
-    return variables.Variable(name, "any", None)
 
 
 def names_read(role) -> set[str]:
