@@ -32,7 +32,7 @@ PHASES = [
     ("fleet.engine.session", "gather"),
     ("fleet.report.apply", "ApplyPrinter.__call__"),
     ("fleet.report.apply", "print_apply"),
-    ("fleet.report.apply", "_log_run"),
+    ("fleet.report.apply", "ApplyPrinter.finish"),
     ("fleet.report", "Reporter.progress"),
     ("fleet.sections", "split_sections"),
     ("fleet.engine.session", "probe"),

@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from fleet import parse, yamlsrc
-from fleet.errors import InputError
 from fleet.parse import Rejected
 
 TYPES = ("bool", "int", "float", "seconds", "duration", "gpus", "text", "url", "git_url", "path", "list", "mapping", "any")
@@ -161,11 +160,6 @@ def with_default_checked(var: Variable) -> Variable:
     return replace(var, default=var.convert(var.default))
 
 
-def read_without_default(name: str) -> Variable:
-    """A variable a role's template reads without declaring it: any value, text shaped by the name."""
-    return Variable(name, "any", None)
-
-
 def check(values: dict[str, Any], declared: dict[str, Variable], where: dict[str, str]) -> tuple[dict, list[str]]:
     """(the values converted, problems): each problem '<file:line or --set NAME>: <sentence>'. A value that is
     not converted is left out of the first, so nothing unchecked is ever rendered."""
@@ -182,17 +176,6 @@ def check(values: dict[str, Any], declared: dict[str, Variable], where: dict[str
         except Rejected as exc:
             problems.append(f"{at}: {exc}")
     return converted, problems
-
-
-def assignments(words: Iterable[str]) -> dict[str, str]:
-    """--set NAME=VALUE words -> {NAME: VALUE as text}; their checking is check()'s, as for the inventory's."""
-    values: dict[str, str] = {}
-    for text in words:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
-        values[name.strip()] = value.strip()
-    return values
 
 
 def defaults() -> dict[str, Any]:

@@ -6,7 +6,6 @@ import argparse
 
 from fleet import parse
 from fleet.connection import DEAD_AFTER, ConnectOptions
-from fleet.env import Environment
 from fleet.report import Reporter
 
 
@@ -48,14 +47,10 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def connect_options(args: argparse.Namespace, reporter: Reporter) -> ConnectOptions:
     return ConnectOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout,
-                          wait=args.wait, on_new_host_key=lambda msg: reporter.progress("host key", msg),
+                          wait=args.wait, on_new_host_key=reporter.host_key,
                           dead_after=getattr(args, "dead_after", None) or 0.0,
                           on_command=reporter.progress if reporter.verbose else None,
                           on_warning=reporter.warn)
-
-
-def reporter_for(args: argparse.Namespace, env: Environment) -> Reporter:
-    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
 def role_names(args: argparse.Namespace) -> list[str] | None:
@@ -68,12 +63,13 @@ def checked_hosts(args: argparse.Namespace):
     """(inventory, selected hosts with --set over their variables, each host's roles): every check apply makes
     before it contacts anyone. Bad input is an InputError (exit 2) and nobody is contacted."""
     from fleet.engine import session
-    from fleet.inventory import load_inventory
+    from fleet.inventory import load_inventory, set_values, set_vars
 
+    only = role_names(args)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    set_vars(hosts, overrides(args))
-    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, role_names(args))
+    set_vars(hosts, set_values(getattr(args, "assignments", None) or []))
+    return inventory, hosts, session.roles_of(hosts, inventory.roles_path, only)
 
 
 def add_set(parser: argparse.ArgumentParser) -> None:
@@ -85,13 +81,6 @@ def add_set(parser: argparse.ArgumentParser) -> None:
 def overrides(args: argparse.Namespace) -> dict:
     """--set NAME=VALUE words as {NAME: text}; the names and values are checked and converted with the
     inventory's own (fleet.engine.session.check_variables, before any host): one declaration, one check."""
-    from fleet.variables import assignments
+    from fleet.inventory import set_values
 
-    return assignments(getattr(args, "assignments", None) or [])
-
-
-def set_vars(hosts, values: dict) -> None:
-    """Each host's variables with the --set ones over them; a later check names the flag, not a file line."""
-    for host in hosts:
-        host.vars = {**host.vars, **values}
-        host.var_where = {**(host.var_where or {}), **{name: f"--set {name}" for name in values}}
+    return set_values(getattr(args, "assignments", None) or [])

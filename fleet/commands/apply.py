@@ -53,6 +53,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
+    from fleet.report import reporter_for
     from fleet.errors import InputError
     from fleet.report.apply import ApplyPrinter
     from fleet.workflows.apply import ApplyRequest, converge_hosts
@@ -60,15 +61,16 @@ def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
     if getattr(args, "detailed_exitcode", False) and not args.check:
         raise InputError("--detailed-exitcode only has a meaning with --check (exit 4 when changes are pending): "
                          "add --check, or drop --detailed-exitcode")
+    reporter = reporter_for(args, env)
+    connect = _common.connect_options(args, reporter)
     inventory, hosts, by_host = _common.checked_hosts(args)   # bad input: exit 2, nobody touched
-    reporter = _common.reporter_for(args, env)
     request = ApplyRequest(check=args.check,
                            rerun="asked for (--verify)" if getattr(args, "verify", False) else rerun,
-                           connect=_common.connect_options(args, reporter), forks=args.forks, debug=env.debug,
-                           live=not args.json)
+                           connect=connect, forks=args.forks, debug=env.debug, live=not args.json)
     printer = ApplyPrinter(reporter, check=args.check, show_diff=args.diff, json_out=args.json)
     result = converge_hosts(inventory.facts_dir, by_host, hosts, request, reporter, on_start=printer.start,
                             on_done=printer)
+    status = result.exit_status(detailed=getattr(args, "detailed_exitcode", False))
     printer.finish(result, argv=["fleet", *getattr(args, "argv", [args.command])], command=args.command,
                    log=env.cwd / args.log if getattr(args, "log", None) else None)
-    return result.exit_status(detailed=getattr(args, "detailed_exitcode", False))
+    return status

@@ -59,6 +59,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     import shlex
 
     from fleet.workflows.bootstrap import DEFAULT_INVENTORY, bootstrap, parse_target
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, env) -> int:
     if args.keyring_pins:   # bad input: exit 2, nothing touched
         target.pins = _pins(env.cwd / os.path.expanduser(args.keyring_pins))
     inventory = env.cwd / (args.inventory or DEFAULT_INVENTORY)
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
     values = _common.overrides(args)    # bad input: exit 2, nothing touched

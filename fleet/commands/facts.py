@@ -55,6 +55,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.errors import ExitStatus
     from fleet.inventory import load_inventory
     from fleet.record import store
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, env) -> int:
         # is bad input here as in apply (exit 2, file:line, nobody contacted). --cached renders nothing from
         # them and contacts nobody: it shows the records as they were written.
         check_variables(hosts, inventory.roles_path)
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
     if args.cached:
         outcomes = _read_cached(hosts, inventory.facts_dir)
     else:

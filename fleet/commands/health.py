@@ -37,16 +37,17 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.connection.parallel import on_hosts
-    from fleet.inventory import load_inventory
+    from fleet.inventory import load_inventory, set_vars
     from fleet.engine.session import check_variables
     from fleet.workflows import health
 
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    _common.set_vars(hosts, _common.overrides(args))
+    set_vars(hosts, _common.overrides(args))
     check_variables(hosts, inventory.roles_path)      # a bad expect_gpus: exit 2, nobody contacted
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
     outcomes = on_hosts(hosts, lambda conn, host: health.check(conn, host),
                         options=_common.connect_options(args, reporter), forks=args.forks, debug=env.debug)
     verdicts = {name: o.value[0] for name, o in outcomes.items() if not o.error}

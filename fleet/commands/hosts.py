@@ -25,9 +25,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.errors import ExitStatus
     from fleet.report.inventory import print_hosts
 
     _inventory, hosts, by_host = _common.checked_hosts(args)
-    print_hosts(_common.reporter_for(args, env), hosts, by_host, json_out=args.json)
+    print_hosts(reporter_for(args, env), hosts, by_host, json_out=args.json)
     return ExitStatus.OK

@@ -36,6 +36,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.errors import ExitStatus, InputError
     from fleet.inventory import load_inventory
     from fleet.connection.parallel import interrupted, on_hosts
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, env) -> int:
     command = words[0] if len(words) == 1 else shell.join(words)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
     _warn_bad_variables(reporter, hosts, inventory.roles_path)
     options = _common.connect_options(args, reporter)
 

@@ -45,18 +45,20 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.workflows import script_runtime
     from fleet.engine import decide_tasks
     from fleet.engine.session import gather
     from fleet.errors import ExitStatus
     from fleet.engine import session
+    from fleet.inventory import set_vars
     from fleet.workflows.script import render_script
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _host(args, record)
-    _common.set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
+    set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
     roles = session.roles_of([host], roles_path, _common.role_names(args))[host.name]   # bad input: exit 2, nothing touched
-    reporter = _common.reporter_for(args, env)
+    reporter = reporter_for(args, env)
 
     def decide(facts: dict):                                      # plans only: nothing is recorded
         return decide_tasks(roles, host, facts)

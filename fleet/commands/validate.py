@@ -27,9 +27,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.report import reporter_for
     from fleet.errors import ExitStatus
     from fleet.report.inventory import print_valid
 
     _inventory, hosts, by_host = _common.checked_hosts(args)
-    print_valid(_common.reporter_for(args, env), args.inventory, hosts, by_host)
+    print_valid(reporter_for(args, env), args.inventory, hosts, by_host)
     return ExitStatus.OK

@@ -122,14 +122,20 @@ def record(facts_dir: Path, name: str, facts: dict) -> None:
 
 def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> dict[str, list]:
     """Each host's roles (`only`: --roles), loaded once, and every variable of every host checked against them:
-    a bad role or variable is an InputError naming its file:line before any host is contacted."""
+    a bad role or variable is an InputError naming its file:line before any host is contacted. One step, each
+    lower module doing its whole part in one call: the roles resolved, what they declare and read, the
+    variables checked and converted, the names read that nothing gives, the order of each host's tasks."""
     from fleet.engine.chains import check_roles
     from fleet.inventory.reads import check_reads
-    from fleet.roles import roles_dirs, roles_for_hosts
+    from fleet.inventory.validate import check_hosts
+    from fleet.roles import every_role, roles_dirs, roles_for_hosts
+    from fleet.roles.declared import declared
 
     by_host = roles_for_hosts(hosts, roles_dirs(roles_path), only)
-    check_variables(hosts, roles_path, by_host)
-    check_reads(hosts, by_host)
+    every = every_role(roles_path, by_host)      # a variable meant for a role --roles leaves out is still known
+    known, reads = declared(every)
+    check_hosts(hosts, known)
+    check_reads(hosts, by_host, reads)
     for roles in by_host.values():
         check_roles(roles)
     return by_host
@@ -142,9 +148,7 @@ def check_variables(hosts: list[Host], roles_path=(), by_host: dict[str, list] |
     from fleet.roles import every_role
     from fleet.roles.declared import variables_of
 
-    roles = every_role(roles_path, by_host)
-    known = variables_of(roles)
-    check_hosts(hosts, known)
+    check_hosts(hosts, variables_of(every_role(roles_path, by_host)))
 
 
 def run_sections(conn: Connection, script: str, what: str,

@@ -116,6 +116,25 @@ def _is_glob(pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[")
 
 
+def set_values(words) -> dict[str, str]:
+    """--set NAME=VALUE words -> {NAME: VALUE as text}; their checking is the inventory's values' own
+    (fleet.inventory.validate: one declaration, one check)."""
+    values: dict[str, str] = {}
+    for text in words:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"--set {text!r} is not NAME=VALUE: write it like --set cuda_version=13.0")
+        values[name.strip()] = value.strip()
+    return values
+
+
+def set_vars(hosts, values: dict) -> None:
+    """Each host's variables with the --set ones over them; a later check names the flag, not a file line."""
+    for host in hosts:
+        host.vars = {**host.vars, **values}
+        host.var_where = {**(host.var_where or {}), **{name: f"--set {name}" for name in values}}
+
+
 def load_inventory(path: str | Path, *, keys_must_exist: bool = True) -> Inventory:
     """Load and validate; raises InputError listing every problem found, each with file:line and a fix.
     keys_must_exist=False: a `key:` file that is gone is no problem (`fleet forget`: the pod and its key may be)."""

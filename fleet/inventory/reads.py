@@ -14,8 +14,8 @@ from pathlib import Path
 from fleet.errors import InputError
 
 
-def check_reads(hosts, by_host: dict[str, list]) -> None:
-    from fleet.roles.declared import names_read
+def check_reads(hosts, by_host: dict[str, list], reads: dict[str, set[str]]) -> None:
+    """`reads`: each role's name -> the names it reads (fleet.roles.declared.declared)."""
     from fleet.variables import STACK
 
     problems: list[str] = []
@@ -23,7 +23,7 @@ def check_reads(hosts, by_host: dict[str, list]) -> None:
         roles = by_host.get(host.name, [])
         given = {*STACK, *host.vars, *(n for r in roles for n in r.defaults)}
         for role in roles:
-            for name in sorted(names_read(role) - given):
+            for name in sorted(reads[role.name] - given):
                 where, guarded = _where(role, name)
                 if guarded:
                     continue

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from fleet import variables
 from fleet.errors import InputError
+from fleet.inventory import set_values
 
 
 def check_hosts(hosts, known: dict[str, variables.Variable]) -> None:
@@ -47,7 +48,7 @@ def check_values(values: dict[str, Any], known: dict[str, variables.Variable],
 
 def parse_assignments(assignments: Iterable[str], known: dict[str, variables.Variable]) -> dict[str, Any]:
     """--set NAME=VALUE words -> {name: converted value}; an unknown name or a bad value is an InputError."""
-    values = variables.assignments(assignments)
+    values = set_values(assignments)
     converted, problems = check_values(values, known, {n: f"--set {n}" for n in values})
     if problems:
         raise InputError("\n".join(problems))

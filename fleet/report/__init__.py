@@ -96,6 +96,10 @@ class Reporter:
             if not self.quiet:
                 self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
 
+    def host_key(self, message: str) -> None:
+        """A host key trusted for the first time (--accept-new-host-keys): its fingerprint, as progress."""
+        self.progress("host key", message)
+
     def on_task(self, host: str, event: str, line: str) -> None:
         """What the host said of an apply task (engine.apply's on_task: planned, begin, done, in state, failed,
         not run). The live display names the ones in flight, since independent chains run at once (the last step
@@ -216,11 +220,44 @@ class Reporter:
         if body:
             self.env.console.print(markup_safe(body.rstrip("\n")), soft_wrap=True)
 
+    def draw(self, block: list[tuple]) -> None:
+        """Print a block a printer made (fleet/report/apply.py: host_lines, apply_block), entry by entry:
+        ("line", markup) a line, wrapped where the terminal is narrower; ("cut", markup) one line cut to fit the
+        terminal; ("diff", remote text) made terminal-safe, highlighted on a terminal; ("block", name, status, body,
+        style) a host_block; ("table", table) as print prints it; ("note", text) and ("warn", text) on stderr."""
+        console = self.env.console
+        for kind, *what in block:
+            if kind == "line":
+                console.print(what[0], soft_wrap=True)
+            elif kind == "cut":
+                console.print(what[0], no_wrap=True, overflow="ellipsis", soft_wrap=False)
+            elif kind == "diff" and self.plain:
+                console.print(terminal_safe(what[0]).rstrip("\n"), markup=False, soft_wrap=True)
+            elif kind == "diff":
+                from rich.syntax import Syntax
+
+                console.print(Syntax(terminal_safe(what[0]), "diff", theme="ansi_dark", background_color="default"))
+            elif kind == "block":
+                self.host_block(*what)
+            elif kind == "table":
+                self.print(*what)
+            elif kind == "note":
+                self.note(*what)
+            elif kind == "warn":
+                self.warn(*what)
+            else:
+                raise ValueError(f"unknown kind of printed entry {kind!r}")
+
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
         """One document, secrets masked (the records on disk are; what is printed must be too). JSON escapes
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
         doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
         self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+
+
+def reporter_for(args, env: Environment) -> Reporter:
+    """The Reporter a command's flags ask for: -q (no progress lines), -v/-vv (more detail)."""
+    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
 
 
 # Seconds of quiet before a step's heartbeat line: long enough that a pipe (a CI log) is not flooded, short

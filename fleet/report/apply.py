@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich import box
-from rich.syntax import Syntax
 from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
-from fleet.report import Reporter, markup_safe as _safe, runlog, terminal_safe
+from fleet.report import Reporter, markup_safe as _safe, runlog
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -33,15 +33,18 @@ def host_json(outcome: Outcome, reporter: Reporter | None = None) -> dict:
     return doc
 
 
+@dataclass(eq=False)
 class ApplyPrinter:
     """Everything `fleet apply` prints, in order: the role origins before the hosts start (--check), each host's
     lines as soon as it ends (on_hosts' on_done, from its thread), then the hosts not yet shown (cut short by
     Ctrl-C), the recap, the plan (--check) and where the run log went."""
 
-    def __init__(self, reporter: Reporter, *, check: bool, show_diff: bool, json_out: bool = False):
-        self.reporter, self.check, self.show_diff, self.json_out = reporter, check, show_diff, json_out
-        self.shown: set[str] = set()
-        self._lock = threading.Lock()
+    reporter: Reporter
+    check: bool
+    show_diff: bool
+    json_out: bool = False
+    shown: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def start(self, hosts, by_host) -> None:
         if self.check and not self.json_out:
@@ -56,21 +59,21 @@ class ApplyPrinter:
             self.shown.add(outcome.host)
 
     def finish(self, run, *, argv: list[str], command: str = "apply", log: Path | None = None) -> None:
-        """The rest of the output, and the run log (`log`, else a new file under the runs folder)."""
-        print_apply(self.reporter, run.outcomes, json_out=self.json_out, show_diff=self.show_diff, check=self.check,
-                    shown=self.shown)
-        _log_run(self.reporter, run, argv, log or runlog.default_path(command, run.started))
-
-
-def _log_run(reporter: Reporter, run, argv: list[str], path: Path) -> None:
-    """Keep what happened on each host (fleet.report.runlog); a log that cannot be written is a warning."""
-    hosts = {name: host_json(o, reporter) for name, o in run.outcomes.items()}
-    try:
-        runlog.write(path, runlog.lines(argv, run.started, run.check, hosts, run.outcomes))
-    except OSError as exc:
-        reporter.warn(f"could not write the run log {path} ({exc.strerror}): give --log FILE somewhere writable")
-        return
-    reporter.note(f"run log: {path}")
+        """The rest of the output, and the run log (`log`, else a new file under the runs folder): each host's
+        document made once (the JSON's and the log's), the text made, the log written, then all of it printed."""
+        hosts = {name: host_json(o, self.reporter) for name, o in run.outcomes.items()}
+        block = [] if self.json_out else apply_block(self.reporter, run.outcomes, show_diff=self.show_diff,
+                                                     check=self.check, shown=self.shown)
+        path = log or runlog.default_path(command, run.started)
+        try:   # what happened on each host (fleet.report.runlog); a log that cannot be written is a warning
+            runlog.write(path, runlog.lines(argv, run.started, run.check, hosts, run.outcomes))
+            block.append(("note", f"run log: {path}"))
+        except OSError as exc:
+            block.append(("warn", f"could not write the run log {path} ({exc.strerror}): give --log FILE "
+                                  "somewhere writable"))
+        if self.json_out:
+            self.reporter.json(hosts, run.outcomes)
+        self.reporter.draw(block)
 
 
 def print_role_origins(reporter: Reporter, hosts, by_host) -> None:
@@ -104,18 +107,24 @@ def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: b
     """Print per-host tasks and the recap (or one JSON document); True if any host failed. `shown`: hosts whose
     lines were printed live already (LiveHosts)."""
     failed = any(o.value is None or o.value.failed for o in outcomes.values())
+    hosts = {name: host_json(o, reporter) for name, o in outcomes.items()} if json_out else {}
+    block = [] if json_out else apply_block(reporter, outcomes, show_diff=show_diff, check=check, shown=shown)
     if json_out:
-        reporter.json({name: host_json(o, reporter) for name, o in outcomes.items()}, outcomes)
-        return failed
-    for name, outcome in outcomes.items():
-        if name not in shown:
-            _host(reporter, name, outcome, show_diff, check)
-    _recap(reporter, outcomes, check)
-    if check:
-        for name, outcome in outcomes.items():   # the plan, last: what a script (or a person) acts on
-            if outcome.value is not None:
-                reporter.env.console.print(f"{_safe(name)}: {plan_total(outcome.value)}", soft_wrap=True)
+        reporter.json(hosts, outcomes)
+    reporter.draw(block)
     return failed
+
+
+def apply_block(reporter: Reporter, outcomes: dict[str, Outcome], *, show_diff: bool, check: bool,
+                shown: set[str] = frozenset()) -> list[tuple]:
+    """What apply prints after its hosts (as Reporter.draw prints it): the lines of each host not shown yet, the
+    recap and, with --check, the plan last: what a script (or a person) acts on."""
+    recap = ("table", _recap(outcomes, check))
+    plans = [("line", f"{_safe(name)}: {plan_total(outcome.value)}")
+             for name, outcome in outcomes.items() if check and outcome.value is not None]
+    hosts = [line for name, outcome in outcomes.items() if name not in shown
+             for line in host_lines(reporter, name, outcome, show_diff, check)]
+    return [*hosts, recap, *plans]
 
 
 def plan_total(report: HostReport) -> str:
@@ -140,23 +149,26 @@ def host_total(report: HostReport, seconds: float) -> str:
 
 
 def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> None:
-    console = reporter.env.console
+    reporter.draw(host_lines(reporter, name, outcome, show_diff, check))
+
+
+def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> list[tuple]:
+    """One host's lines, as Reporter.draw prints them: its total, each change (with -v each task) and why, then
+    what the host says beyond its tasks (GPU health, where torch is, what it fixed, a verify that skipped perf)."""
     report: HostReport | None = outcome.value
     if report is None and outcome.interrupted:
-        reporter.host_block(name, "INTERRUPTED" if outcome.started else "NOT STARTED",
-                            interrupted_summary(reporter, outcome), "yellow")
-        return
+        return [("block", name, "INTERRUPTED" if outcome.started else "NOT STARTED",
+                 interrupted_summary(reporter, outcome), "yellow")]
     if report is None:
         state = "REFUSED" if outcome.refused else "UNREACHABLE" if outcome.unreachable else "FAILED"
-        reporter.host_block(name, state, outcome.error or "", "red")
-        return
+        return [("block", name, state, outcome.error or "", "red")]
     total = plan_total(report) if check else host_total(report, outcome.seconds)
-    console.print(f"[bold]{_safe(name)}[/bold]: {_safe(total)}" + (" [red]UNREACHABLE[/red]" if report.unreachable else ""),
-                  soft_wrap=True)
+    lines = [("line", f"[bold]{_safe(name)}[/bold]: {_safe(total)}" + (" [red]UNREACHABLE[/red]" if report.unreachable
+                                                                       else ""))]
     if report.refuse:
-        console.print(f"  [bold red]refused:[/bold red] {_safe(report.refuse)}", soft_wrap=True)
+        lines.append(("line", f"  [bold red]refused:[/bold red] {_safe(report.refuse)}"))
     elif report.error:
-        console.print(f"  [bold red]error:[/bold red] {_safe(report.error)}", soft_wrap=True)
+        lines.append(("line", f"  [bold red]error:[/bold red] {_safe(report.error)}"))
     verbose = reporter.verbose > 0
     shown_skips, shown_why = set(), set()
     for task in report.tasks:
@@ -173,33 +185,29 @@ def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, chec
         label = label if reporter.plain else f"{label:>12}"   # aligned on a terminal; unpadded in a pipe
         why = _reason(task, shown_why) if verbose or show_diff or task.status == "failed" else first_sentence(task)
         line = f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)} [dim]— {_safe(why)}[/dim]"
-        if verbose or reporter.plain or task.status == "failed":
-            console.print(line, soft_wrap=True)
-        else:   # one line that fits the terminal: the rest is a -v away
-            console.print(line, no_wrap=True, overflow="ellipsis", soft_wrap=False)
+        # one line that fits the terminal ("cut"): the rest is a -v away
+        lines.append(("line" if verbose or reporter.plain or task.status == "failed" else "cut", line))
         if task.status == "failed" and not check:
-            console.print(f"  [bold]fix:[/bold] {_safe(fix_for(task.reason))}", soft_wrap=True)
+            lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix_for(task.reason))}"))
         if show_diff and task.diff:
-            if reporter.plain:
-                console.print(terminal_safe(task.diff).rstrip("\n"), markup=False, soft_wrap=True)
-            else:
-                console.print(Syntax(terminal_safe(task.diff), "diff", theme="ansi_dark", background_color="default"))
+            lines.append(("diff", task.diff))
     health = report.health or {}
     if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
         style = "bold red" if health["verdict"] == "return" else "yellow"
-        console.print(f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}", soft_wrap=True)
+        lines.append(("line", f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}"))
+    fixes = fixed(report, check)
+    skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
         from fleet.facts.shells import reach_short
         facts = report.facts or {}
         env = (facts.get("python") or {}).get("env") or "/opt/fleet/venv"
         reach = reach_short(facts.get("torch"), env)
         if reach:
-            console.print(f"  [dim]{_safe(reach)}[/dim]", soft_wrap=True)
-    for line in fixed(report, check):
-        console.print(f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}", soft_wrap=True)
-    skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
+            lines.append(("line", f"  [dim]{_safe(reach)}[/dim]"))
+    lines += [("line", f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}") for line in fixes]
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
-        console.print(f"  [yellow]{_safe(skipped['skipped'])}[/yellow]", soft_wrap=True)
+        lines.append(("line", f"  [yellow]{_safe(skipped['skipped'])}[/yellow]"))
+    return lines
 
 
 # An interrupted host's tasks, grouped by what the host said of each (engine.apply's on_task events).
@@ -312,7 +320,7 @@ def _reason(task, shown_why: set) -> str:
     return task.reason
 
 
-def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> None:
+def _recap(outcomes: dict[str, Outcome], check: bool) -> Table:
     stopped = sum(1 for o in outcomes.values() if o.interrupted)
     title = "recap" + (" (check mode)" if check else "")
     if stopped:
@@ -333,7 +341,7 @@ def _recap(reporter: Reporter, outcomes: dict[str, Outcome], check: bool) -> Non
         table.add_row(_safe(name), str(r.count("ok")), f"[yellow]{r.count('changed')}[/yellow]",
                       "[red]unreachable[/red]" if r.unreachable else f"[red]{failed}[/red]" if failed else "0", str(r.count("skipped")), _verify_cell(r),
                       health_cell(r.health), f"{o.seconds:.1f}", str(o.remote_commands))
-    reporter.print(table)
+    return table
 
 
 def health_cell(health: dict | None) -> str:

@@ -15,13 +15,21 @@ _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the 
 
 def variables_of(roles) -> dict[str, variables.Variable]:
     """Name -> its declaration, from the stack's, each role's, and (any value) a name a role reads undeclared."""
+    return declared(roles)[0]
+
+
+def declared(roles) -> tuple[dict[str, variables.Variable], dict[str, set[str]]]:
+    """(variables_of(roles), each role's name -> the names it reads): the one pass over the roles' texts that both
+    the variables' check and the reads' check (fleet/inventory/reads.py) use."""
     known = dict(variables.STACK)
+    reads = {}
     for role in roles:
+        reads[role.name] = names_read(role)
         for name, var in role.variables.items():
             known.setdefault(name, var)
-        for name in names_read(role):
-            known.setdefault(name, variables.read_without_default(name))
-    return known
+        for name in reads[role.name]:     # read without being declared: any value, text shaped by the name
+            known.setdefault(name, variables.Variable(name, "any", None))
+    return known, reads
 
 
 def names_read(role) -> set[str]:

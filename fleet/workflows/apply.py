@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fleet.connection import ConnectOptions
-from fleet.connection.parallel import Outcome, interrupted, on_hosts
+from fleet.connection.parallel import Outcome, on_hosts
 from fleet.errors import ExitStatus
 
 
@@ -40,6 +40,11 @@ class ApplyRun:
     check: bool
 
     @property
+    def interrupted(self) -> bool:
+        """Ctrl-C (or SIGTERM, SIGHUP) came before some host finished."""
+        return any(o.interrupted for o in self.outcomes.values())
+
+    @property
     def failed(self) -> bool:
         return any(o.value is None or o.value.failed for o in self.outcomes.values())
 
@@ -49,7 +54,7 @@ class ApplyRun:
         return any(o.value is not None and o.value.count("changed") for o in self.outcomes.values())
 
     def exit_status(self, detailed: bool = False) -> ExitStatus:
-        if interrupted(self.outcomes):
+        if self.interrupted:
             return ExitStatus.INTERRUPTED
         if any(o.value is not None and (o.value.health or {}).get("verdict") == "return"
                for o in self.outcomes.values()):

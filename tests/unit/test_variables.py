@@ -21,7 +21,7 @@ from fleet.inventory import load_inventory
 from fleet.engine.session import check_variables as check_hosts
 from fleet.roles.declared import variables_of as declared
 from fleet.roles import load_roles, roles_dirs
-from fleet.commands._common import set_vars
+from fleet.inventory import set_vars
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "records" / "h100-pod-570.json"
