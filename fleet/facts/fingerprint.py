@@ -144,33 +144,12 @@ def _trace() -> str:
             f"else {shells.capture()}\nfi")
 
 
-def probe_part(python_env: str, program=None, after=None) -> str:
-    """The facts probe's source: the host's parts of the fingerprint, taken once per probe as soon as the shells'
-    trace is kept (it reads it); the probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the
-    verify gate finds them (taken(): not where the section said the host lacks a program).
-    `program`: the installed fingerprint program (fleet/facts/programs.py) to run with that trace on its stdin, where
-    the host has it; else the script itself goes inline. `after`: the installed shells' trace the shells source ran.
-    Where the host lacks either, the section says so (MISSING, MISSING_EXIT): the gate then takes its own, and the
-    engine asks again with the text."""
-    from fleet.facts.programs import HAVE, MISSING, MISSING_EXIT, lacks
-
-    lines = []
-    if after is not None:   # the shells source said it lacked its program: the trace is not there to read
-        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) '
-                     f"printf '{MISSING}%s\\n' {after.file}; exit {MISSING_EXIT};; esac")
-    if program is not None:
-        lines.append(HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
-                     + f'bash {program.path} {TRACE_ON_STDIN} 2>/dev/null <<< "${shells.CAPTURED}"')
-    else:
-        lines.append(f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null")
-    return "\n".join(lines)
-
-
-def taken() -> str:
-    """Shell test: the probe took the host's parts ($fleet_fp_host kept, and not a section saying it lacks a program)."""
-    from fleet.facts.programs import MISSING
-
-    return f'[ -n "${{{HOST_PARTS}+x}}" ] && [[ ${HOST_PARTS} != {shlex.quote(MISSING)}* ]]'
+def probe_part(python_env: str) -> str:
+    """The facts probe's source, inline: the host's parts of the fingerprint, taken once per probe as soon as the
+    shells' trace is kept (it reads it); the probe keeps what it prints in $fleet_fp_host (sources.Source kept_as),
+    where the verify gate finds them. Run from its installed program instead: fleet/facts/programs.py
+    fingerprint_part."""
+    return f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null"
 
 
 def kept_for(settings: dict) -> str:

@@ -39,7 +39,7 @@ def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
             continue
         program = installed.get(source.name)
         if source.name == "verify_fingerprint":   # the trace on its stdin; nothing to read where shells lacked its own
-            out[source.name] = fingerprint.probe_part(str(settings["python_env"]), program, installed.get("shells"))
+            out[source.name] = programs.fingerprint_part(str(settings["python_env"]), program, installed.get("shells"))
         elif program is not None:
             out[source.name] = programs.from_bin(program)
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import shlex
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -100,6 +101,33 @@ def fingerprint_program(venv: str) -> Program:
     from fleet.facts.fingerprint import fingerprint_script
 
     return Program("fleet-fingerprint", fingerprint_script(venv))
+
+
+def fingerprint_part(python_env: str, program: Program | None = None, after: Program | None = None) -> str:
+    """The facts probe's fingerprint source (fleet/facts/fingerprint.py probe_part): `program`, the installed
+    fingerprint program, run with the trace the probe kept on its stdin where the host has it, else the script inline.
+    `after`: the installed shells' trace the shells source ran. Where the host lacks either, the section says so
+    (MISSING, MISSING_EXIT): the gate then takes its own (taken()), and the engine asks again with the text."""
+    from fleet.facts import fingerprint, shells
+
+    lines = []
+    if after is not None:   # the shells source said it lacked its program: the trace is not there to read
+        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) '
+                     f"printf '{MISSING}%s\\n' {after.file}; exit {MISSING_EXIT};; esac")
+    if program is not None:
+        lines.append(HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+                     + f'bash {program.path} {fingerprint.TRACE_ON_STDIN} 2>/dev/null <<< "${shells.CAPTURED}"')
+    else:
+        lines.append(fingerprint.probe_part(python_env))
+    return "\n".join(lines)
+
+
+def taken() -> str:
+    """Shell test: the probe took the host's fingerprint parts ($fleet_fp_host kept, and not its section saying the
+    host lacks a program)."""
+    from fleet.facts.fingerprint import HOST_PARTS
+
+    return f'[ -n "${{{HOST_PARTS}+x}}" ] && [[ ${HOST_PARTS} != {shlex.quote(MISSING)}* ]]'
 
 
 def shipped(name: str, settings: dict) -> Program | None:

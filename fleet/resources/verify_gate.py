@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from fleet.facts.fingerprint import (HOST_PARTS, HOST_PARTS_ENV, PART_NAMES, VAR, digest, fingerprint_script,  # noqa: F401
-                                     judged, part_name, probe_part, stale_reasons, taken, variable_lines)
+                                     judged, part_name, probe_part, stale_reasons, variable_lines)
 from fleet.facts.software import VERIFY_PATH
 
 DEFAULT_MAX_AGE = "24h"
@@ -59,6 +59,8 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
         alone = f"{use(fingerprint)}fleet_fp_parts=$(bash \"{fingerprint.at}\" 2>/dev/null </dev/null)\n"
     else:   # (set --: the script's own first argument could ask it to read a trace on stdin)
         alone = f"fleet_fp_parts=$( ( set --; {fingerprint_script(python_env)} ) 2>/dev/null )\n"
+    from fleet.facts.programs import taken
+
     return (f"if {taken()} && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
             f"fleet_fp_parts=${HOST_PARTS}\n"
             f"else {alone}fi\n"
