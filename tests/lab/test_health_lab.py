@@ -38,9 +38,7 @@ CASES = {
     "remap-failure": ("return", "remapped_rows.failure",
                       "nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.failure --format=csv,noheader",
                       "00000000:2A:00.0, Yes"),
-    "recovery-reset": ("return", "gpu_recovery_action",
-                       "nvidia-smi -q -x | grep -E '<gpu id=|gpu_recovery_action' | paste - - | tail -n 1",
-                       '\t<gpu id="00000000:2A:00.0">\t\t\t<gpu_recovery_action>Reset</gpu_recovery_action>'),
+    "recovery-reset": ("return", "gpu_recovery_action", Q + "gpu_recovery_action", "1, Reset"),
     "retired-pending": ("degraded", "retired_pages.pending", Q + "name,retired_pages.pending",
                         "1, Tesla V100-SXM2-32GB, Yes"),
     "thermal": ("degraded", "clocks_event_reasons.hw_thermal_slowdown",
@@ -156,3 +154,21 @@ def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_pat
     assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
     assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout == before
     assert "No such file" in before
+
+
+def test_a_gpu_asking_for_a_reset_is_a_pod_to_return_in_apply_and_in_health(pods):
+    """apply's probe reads the recovery action from the health query (no `nvidia-smi -q -x`: 115 ms on the lent H200);
+    `fleet health` reads -q -x too (its PCIe replay note). Both say "return this pod"; the host's own nvidia-smi, asked
+    after each way the driver answers it, says GPU 1 asks for a reset."""
+    _stage(pods, "recovery-reset")
+    try:
+        code, out, err = fleet("apply", str(pods[1]), "--limit", "pod-healthy", "--check")
+        health_code, health_out, health_err = fleet("health", str(pods[1]), "--limit", "pod-healthy")
+        asked = _ask(pods, "pod-healthy", Q + "gpu_recovery_action; nvidia-smi -q -x | grep -c '>Reset<'").stdout
+    finally:
+        _stage(pods, "healthy")
+    assert asked.splitlines() == ["0, None", "1, Reset", "1"], asked
+    assert code == 5, out + err
+    assert "return this pod" in out and "GPU 1: gpu_recovery_action=Reset" in out, out
+    assert health_code == 5 and "return this pod" in health_out, health_out + health_err
+    assert "GPU 1: gpu_recovery_action=Reset" in health_out, health_out
