@@ -1,7 +1,8 @@
 """GPU health in the lab (issue 36): pods broken the way real ones come, staged in what the stand-ins read.
 
 - The stand-in nvidia-smi (native/nvidia_smi.c) answers every health field fleet asks, in driver 580's formats (the
-  lent H200's capture): query fields, `--query-remapped-rows`, `-q -x`'s recovery action and PCIe replay counter.
+  lent H200's capture): query fields (gpu_recovery_action among them, as the H200's 580 answers it; refused, and
+  left out of -q -x, on a driver before 550), `--query-remapped-rows`, `-q -x`'s recovery action and PCIe replays.
   A healthy H100 at rest unless /proc/driver/nvidia/fleet-lab-gpu says otherwise: `health.<gpu>.<key>=value`
   (or `health.<key>=` for every GPU), the last line naming a key winning.
 - A stand-in dmesg (DMESG_SCRIPT) answers the host's kernel log from the same file's `kmsg=` lines (the driver's

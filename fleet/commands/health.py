@@ -21,6 +21,10 @@ reboot). Fast enough to run before every job; nothing is installed or recorded.
 A host's `expect_gpus` variable (8, H200 or 8x H200) says what was rented: fewer or other GPUs is a pod to
 return. A kernel log this user cannot read shows Xid events as "unreadable", never as none.
 
+`fleet apply`, `fleet facts` and bootstrap judge the same verdict from every field above but the PCIe replay
+counters: those are this command's note only (nvidia-smi has them only in its full `nvidia-smi -q -x`, 115 ms
+on an H200, the slowest nvidia-smi start: the routine probe leaves it out). Never the verdict either way.
+
 Exit status: 0 every host healthy (or without a GPU), 5 a host to return, 1 a host unreachable, 6 a host
 degraded or whose GPU health could not be read (in that order).
 """

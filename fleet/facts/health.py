@@ -1,7 +1,7 @@
 """GPU health facts (issue 36): what a rented pod's GPUs say about themselves, read-only, without DCGM.
 
-Three probe sections, each a command plus a pure parser (fleet/facts/sources.py rows `health`, `health_xml`, `xid`),
-run at once with the rest of the probe. Each field's source and meaning, from NVIDIA's documents:
+Three sections, each a command plus a pure parser (fleet/facts/sources.py rows `health`, `health_xml`, `xid`), run at
+once: the routine probe (apply, facts, verify, bootstrap) runs `health` and `xid`; `fleet health` all three. Each field's source and meaning, from NVIDIA's documents:
 
 - `nvidia-smi --query-gpu=...` (nvidia-smi(1) "--help-query-gpu"; NVML device queries), one line per GPU:
   `pcie.link.gen.current/max`, `pcie.link.width.current/max` (nvmlDeviceGetCurrPcieLinkGeneration / Width and
@@ -15,11 +15,17 @@ run at once with the rest of the probe. Each field's source and meaning, from NV
 - `nvidia-smi --query-remapped-rows=...` (nvmlDeviceGetRemappedRows; NVIDIA GPU Memory Error Management guide,
   "Row Remapping"): rows remapped for correctable and uncorrectable errors, PENDING (applied at the next GPU reset)
   and FAILURE (a remap failed: the RMA policy's case). A100 and later.
-- `nvidia-smi -q -x`, filtered (the XML's element names are NVIDIA's DTD, nvsmi_device_v13.dtd on driver 580):
   `gpu_recovery_action` (nvmlDeviceGetGpuRecoveryAction: None, Reset, Reboot, Drain P2P, Drain and Reset: what the
-  driver asks for after an error it cannot recover from alone), `replay_counter` and `replay_rollover_counter`
-  (nvmlDeviceGetPcieReplayCounter: link-level retries of PCIe packets; a rising count is a bad link or riser).
-  No `--query-gpu` field answers these two on every driver, so the XML is read (0.1 s, beside the others).
+  driver asks for after an error it cannot recover from alone) is a query field too on the drivers that have it (the
+  lent H200's 580 answers "None"): asked LAST in the same call; a driver that refuses it ("Field
+  \"gpu_recovery_action\" is not a valid field to query.") is asked again without it and leaves it None.
+- `nvidia-smi -q -x`, filtered (the XML's element names are NVIDIA's DTD, nvsmi_device_v13.dtd on driver 580):
+  `replay_counter` and `replay_rollover_counter` (nvmlDeviceGetPcieReplayCounter: link-level retries of PCIe packets;
+  a rising count is a bad link or riser; a note, never the verdict) and `gpu_recovery_action` again. No `--query-gpu`
+  field answers the replay counter, and `-d` cannot be combined with `-x`: only the whole `-q -x` has it (115 ms on
+  the lent H200, the slowest nvidia-smi start of a probe). So `health_xml` is `fleet health`'s (fleet/workflows/
+  health.py SOURCES), not the routine probe's: apply, facts, verify and bootstrap's record has no replay count, and
+  takes the recovery action from the query (health_facts: the XML's only where the query has none).
 - The kernel log (dmesg, else /dev/kmsg, else `journalctl -k -b`), for `NVRM: Xid (PCI:<bus>): <code>, ...` lines
   (NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors): nvidia-smi has no Xid field. A log this user may not read
   is "unreadable", never "clean": an unprivileged container often cannot read it.
@@ -34,7 +40,9 @@ import re
 from fleet.facts.gpu import _TIMEOUT, _value
 
 # The fields asked in ONE call, in this order; EVENT on drivers that know clocks_event_reasons (530 and later: the
-# lent H200's 580 answers both spellings), THROTTLE on older ones.
+# lent H200's 580 answers both spellings), THROTTLE on older ones. RECOVERY last, where the driver knows it (the
+# H200's 580 does): nvidia-smi names the first field it refuses, so a pre-530 driver names a clocks_event_reasons field
+# (asked again with the throttle spelling, no recovery action: it has none) and a 530-549 one names this.
 FIELDS = ("index,name,uuid,pci.bus_id,persistence_mode,pcie.link.gen.current,pcie.link.gen.max,"
           "pcie.link.width.current,pcie.link.width.max,ecc.mode.current,ecc.errors.uncorrected.volatile.total,"
           "ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.volatile.total,retired_pages.pending,"
@@ -43,6 +51,7 @@ FIELDS = ("index,name,uuid,pci.bus_id,persistence_mode,pcie.link.gen.current,pci
           "clocks_event_reasons.sw_power_cap,power.draw,enforced.power.limit,power.default_limit,temperature.gpu,"
           "temperature.memory,clocks.sm,clocks.max.sm")
 FIELDS_THROTTLE = FIELDS.replace("clocks_event_reasons.", "clocks_throttle_reasons.")
+RECOVERY = "gpu_recovery_action"
 REMAP_FIELDS = ("gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,"
                 "remapped_rows.failure")
 
@@ -52,26 +61,26 @@ HEALTH = (
     # the remapped rows meanwhile (a second NVML client at once: the time of the slower, not the sum)
     f"exec {{fleet_rr}}< <($t nvidia-smi --query-remapped-rows={REMAP_FIELDS} --format=csv,noheader,nounits 2>&1)\n"
     f"fq() {{ $t nvidia-smi --query-gpu=\"$1\" --format=csv,noheader,nounits 2>&1; }}\n"
-    f"out=$(fq {FIELDS}); rc=$?; spelling=event\n"
+    f"out=$(fq {FIELDS},{RECOVERY}); rc=$?; spelling=event; extra=' {RECOVERY}'\n"
+    f"case $out in *'\"{RECOVERY}\" is not a valid field'*)\n"
+    "  printf '@@rejected %s\\n' \"${out%%$'\\n'*}\"\n"
+    f"  out=$(fq {FIELDS}); rc=$?; extra=;; esac\n"
     "case $out in *'not a valid field'*)\n"
     "  printf '@@rejected %s\\n' \"${out%%$'\\n'*}\"\n"
-    f"  out=$(fq {FIELDS_THROTTLE}); rc=$?; spelling=throttle;; esac\n"
-    "printf '@@query %s %s\\n%s\\n@@remap\\n' \"$spelling\" \"$rc\" \"$out\"\n"
+    f"  out=$(fq {FIELDS_THROTTLE}); rc=$?; spelling=throttle; extra=;; esac\n"
+    "printf '@@query %s %s%s\\n%s\\n@@remap\\n' \"$spelling\" \"$rc\" \"$extra\" \"$out\"\n"
     "mapfile -u \"$fleet_rr\" rr; printf '%s' \"${rr[@]}\"\n"
     "true"
 )
 
+# `fleet health`'s only (see above): the PCIe replay counters, and the recovery action where the query has none. (A
+# probe of 83fa5ab..e611fe2 read the driver's and CUDA's versions here too: record.smi_versions still reads those.)
 _XML_KEYS = ("gpu_recovery_action", "replay_counter", "replay_rollover_counter")
-# The XML's driver and CUDA versions too (its top lines): the table's header said nothing else, and was a whole
-# nvidia-smi start of its own (~60 ms on the lent H200, beside the others on the driver). Where the XML has no
-# <cuda_version> (a driver or platform that leaves it out) the header is asked after it, as before (@@header).
-_XML_VERSIONS = ("driver_version", "cuda_version")
 HEALTH_XML = (
     f"{_TIMEOUT}\n"
     "command -v nvidia-smi >/dev/null 2>&1 || exit 0\n"
     "x=$($t nvidia-smi -q -x 2>&1)\n"
-    f"printf '%s\\n' \"$x\" | grep -E '<gpu id=|<({'|'.join(_XML_KEYS + _XML_VERSIONS)})>' || printf '%s\\n' \"$x\" | head -n 3\n"
-    "case $x in *'<cuda_version>'*) ;; *'<nvidia_smi_log'*) echo '@@header'; $t nvidia-smi 2>&1 | head -n 5 ;; esac\n"
+    f"printf '%s\\n' \"$x\" | grep -E '<gpu id=|<({'|'.join(_XML_KEYS)})>' || printf '%s\\n' \"$x\" | head -n 3\n"
     "true"
 )
 
@@ -128,19 +137,21 @@ def event_reasons(mask: str | None) -> list[str] | None:
         ([f"unknown_0x{bits & ~0x1FF:x}"] if bits & ~0x1FF else [])
 
 
-def parse_gpu_row(line: str) -> dict:
-    """One line of the health query (FIELDS, noheader,nounits) -> one GPU's health fields.
+def parse_gpu_row(line: str, recovery: bool = False) -> dict:
+    """One line of the health query (FIELDS, then RECOVERY where `recovery`: noheader,nounits) -> one GPU's health
+    fields; "recovery_action" None where the query did not ask it (a driver that refused it, a probe before it).
 
         0, NVIDIA H200, GPU-b07a36d3-..., 00000000:00:06.0, Enabled, 5, 5, 16, 16, Enabled, 0, 0, 0, [N/A],
         0x0000000000000001, Not Active, Not Active, Not Active, Not Active, Not Active, 102.47, 700.00, 700.00,
-        37, 36, 345, 1980
+        37, 36, 345, 1980, None
       -> {"index": 0, "name": "NVIDIA H200", "bus": "00000000:00:06.0", "persistence": True,
           "pcie": {"gen": 5, "gen_max": 5, "width": 16, "width_max": 16},
           "ecc": {"mode": True, "uncorrected_volatile": 0, "uncorrected_aggregate": 0, "corrected_volatile": 0},
           "retired_pending": None, "clock_events": ["gpu_idle"], "power": {"draw": 102.47, "limit": 700.0,
-          "default": 700.0}, "temperature": {"gpu": 37, "memory": 36}, "clocks": {"sm": 345, "sm_max": 1980}, ...}
+          "default": 700.0}, "temperature": {"gpu": 37, "memory": 36}, "clocks": {"sm": 345, "sm_max": 1980},
+          "recovery_action": "None"}
     """
-    names = FIELDS.split(",")
+    names = FIELDS.split(",") + ([RECOVERY] if recovery else [])
     values = [part.strip() for part in line.split(",")]
     if len(values) != len(names) or not values[0].isdigit():
         raise ValueError(f"not a health line of {len(names)} fields: {line.strip()[:200]!r}")
@@ -163,6 +174,7 @@ def parse_gpu_row(line: str) -> dict:
                   "default": _float(row["power.default_limit"])},
         "temperature": {"gpu": _int(row["temperature.gpu"]), "memory": _int(row["temperature.memory"])},
         "clocks": {"sm": _int(row["clocks.sm"]), "sm_max": _int(row["clocks.max.sm"])},
+        "recovery_action": _value(row[RECOVERY]) if recovery else None,
     }
 
 
@@ -189,15 +201,15 @@ def parse_health(text: str) -> dict:
     """The health section -> {"gpus": [...], "remapped": [...], "lost": [bus, ...], "spelling": "event" |
     "throttle", "rejected": message | None, "error": message | None, "installed": bool}.
 
-        @@query event 0
-        0, NVIDIA H200, GPU-b07a36d3-..., 00000000:00:06.0, Enabled, 5, 5, 16, 16, Enabled, 0, ...
+        @@query event 0 gpu_recovery_action
+        0, NVIDIA H200, GPU-b07a36d3-..., 00000000:00:06.0, Enabled, 5, 5, 16, 16, Enabled, 0, ..., None
         @@remap
         00000000:00:06.0, 0, 0, No, No
     """
     if text.strip() == "@@missing":
         return {"gpus": [], "remapped": [], "lost": [], "spelling": None, "rejected": None, "error": None,
                 "installed": False}
-    head = re.search(r"^@@query (\w+) (\d+)$", text, re.M)
+    head = re.search(r"^@@query (\w+) (\d+)(?: (\w+))?$", text, re.M)   # the third word: a probe before it has none
     if not head:
         raise ValueError("no '@@query' line in the health section")
     rejected = re.search(r"^@@rejected (.*)$", text, re.M)
@@ -210,7 +222,7 @@ def parse_health(text: str) -> dict:
         if gone:
             lost.append(gone[1] or gone[2])
         elif re.match(r"\s*\d+\s*,", line):
-            gpus.append(parse_gpu_row(line))
+            gpus.append(parse_gpu_row(line, recovery=head[3] == RECOVERY))
         else:
             other.append(line.strip())
     remapped = [row for row in map(parse_remap_row, remap.splitlines()) if row]
@@ -290,15 +302,18 @@ def same_bus(a: str | None, b: str | None) -> bool:
 
 def health_facts(section: dict, xml: dict, xid: dict, kernel_gpus: list[dict]) -> dict:
     """facts.health: one entry per GPU the driver answers for (its query fields, its remapped rows, its recovery
-    action and replay counter, its Xid events), the GPUs lost (named by nvidia-smi or seen by the kernel driver but
+    action, its replay counter where `xml` was read, its Xid events), the GPUs lost (named by nvidia-smi or seen by the kernel driver but
     not by NVML), and the kernel log's state."""
     xid = xid or {"log": "unreadable", "lines": 0, "events": []}
     gpus = []
     for g in section.get("gpus") or []:
         remap = next((r for r in section.get("remapped") or [] if same_bus(r["bus"], g["bus"])), None)
         extra = next((v for bus, v in (xml or {}).items() if same_bus(bus, g["bus"])), {})
+        # the recovery action: the query's, else the XML's (`fleet health` on a driver that refused the query field,
+        # or a record of a probe before it); the replay counter: the XML's only, so `fleet health`'s only
+        action = g.get("recovery_action") if g.get("recovery_action") is not None else extra.get("recovery_action")
         gpus.append({**g, "remapped": {k: v for k, v in remap.items() if k != "bus"} if remap else None,
-                     "recovery_action": extra.get("recovery_action"), "pcie_replay": extra.get("replay"),
+                     "recovery_action": action, "pcie_replay": extra.get("replay"),
                      "xid": sorted({e["code"] for e in xid["events"] if same_bus(e["bus"], g["bus"])})})
     # the kernel driver's GPUs in bus order (its numbering, and nvidia-smi's): a GPU NVML lost keeps its index here
     kernel = sorted(k["bus"] for k in kernel_gpus or [] if k.get("bus"))

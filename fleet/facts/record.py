@@ -43,7 +43,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
     uname = reader.read("uname")
     os_release = reader.read("os_release")
     smi = reader.read("nvidia_smi")
-    header = smi_versions(outputs)
+    header = smi_versions(reader, outputs)
     kernel_driver = reader.read("driver")
     tegra = reader.read("tegra")
     model = reader.read("dt_model")
@@ -181,11 +181,16 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
     }
 
 
-def smi_versions(outputs: dict[str, str]) -> dict:
-    """nvidia-smi's driver and CUDA versions, from the health_xml section's `-q -x` (one nvidia-smi start for the health
-    fields and these); a probe of an earlier fleet asked the table's header in a section of its own (a record
-    assembled again from its output reads that)."""
-    versions = gpu.parse_smi_versions(outputs.get("health_xml") or "")
+def smi_versions(reader: _Reader, outputs: dict[str, str]) -> dict:
+    """nvidia-smi's driver and CUDA versions, from the smi_version section (`nvidia-smi --version`, else the table's
+    header). A record assembled again from an earlier probe's output reads where that probe had them: its health_xml
+    section's `-q -x` (83fa5ab..e611fe2), else the table's header in a section of its own (before)."""
+    if "smi_version" in outputs:
+        return reader.read("smi_version")
+    try:
+        versions = gpu.parse_smi_versions(outputs.get("health_xml") or "")
+    except ValueError:   # an XML without the versions (a filtered one before 83fa5ab, an error)
+        versions = {"driver_version": None, "cuda_version": None}
     if versions["cuda_version"] is None and outputs.get("nvidia_smi_header"):
         try:
             versions = gpu.parse_smi_header(outputs["nvidia_smi_header"])

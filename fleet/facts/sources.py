@@ -78,12 +78,14 @@ SOURCES: tuple[Source, ...] = (
     Source("fabric", _fixed(gpu.FABRIC), gpu.parse_fabric,
            {"gpu_count": 0, "pairs": {}, "topology_error": None, "fabric": [], "nvswitch": False,
             "nvswitch_devices": [], "container": False, "service": None, "process": False, "packages": {}, "held": []}),
-    # GPU health (issue 36): the query fields and remapped rows, the recovery action and PCIe replays (and the driver's
-    # and CUDA's versions nvidia-smi reports, record.py smi_versions), the kernel log's Xid events (fleet/facts/health.py)
+    # the driver's and CUDA's versions nvidia-smi reports (`nvidia-smi --version`; record.py smi_versions)
+    Source("smi_version", _fixed(gpu.SMI_VERSION), gpu.parse_smi_versions, {"driver_version": None,
+                                                                             "cuda_version": None}),
+    # GPU health (issue 36): the query fields with the recovery action and the remapped rows, the kernel log's Xid
+    # events (fleet/facts/health.py); the PCIe replays are HEALTH_ONLY's
     Source("health", _fixed(health.HEALTH), health.parse_health,
            {"gpus": [], "remapped": [], "lost": [], "spelling": None, "rejected": None, "error": None,
             "installed": False}),
-    Source("health_xml", _fixed(health.HEALTH_XML), health.parse_health_xml, {}),
     Source("xid", _fixed(health.XID), health.parse_xid, {"log": "unreadable", "lines": 0, "events": []}),
     Source("cuda_toolkits", _fixed(cuda.TOOLKITS.strip()), cuda.parse_toolkits,
            {"toolkits": [], "links": {}, "nvcc_on_path": None}),
@@ -106,4 +108,10 @@ SOURCES: tuple[Source, ...] = (
     Source("torch", lambda s: software.torch_command(str(s["python_env"])), software.parse_torch),
 )
 
-BY_NAME = {source.name: source for source in SOURCES}
+# Sources `fleet health` runs (fleet/workflows/health.py) and the routine probe does not: `nvidia-smi -q -x` for the
+# PCIe replay counters (a note, never the verdict) is the slowest nvidia-smi start there is (115 ms on the lent H200).
+HEALTH_ONLY: tuple[Source, ...] = (
+    Source("health_xml", _fixed(health.HEALTH_XML), health.parse_health_xml, {}),
+)
+
+BY_NAME = {source.name: source for source in SOURCES + HEALTH_ONLY}

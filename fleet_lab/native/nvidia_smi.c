@@ -60,7 +60,10 @@ static const struct { const char *name, *header, *unit; } FIELDS[] = {  /* query
     {"clocks_event_reasons.sw_power_cap", "clocks_event_reasons.sw_power_cap", NULL},
     {"enforced.power.limit", "enforced.power.limit [W]", "W"}, {"power.default_limit", "power.default_limit [W]", "W"},
     {"temperature.memory", "temperature.memory", NULL},
-    {"clocks.sm", "clocks.current.sm [MHz]", "MHz"}, {"clocks.max.sm", "clocks.max.sm [MHz]", "MHz"}};
+    {"clocks.sm", "clocks.current.sm [MHz]", "MHz"}, {"clocks.max.sm", "clocks.max.sm [MHz]", "MHz"},
+    /* nvmlDeviceGetGpuRecoveryAction: driver 580 answers it by query ("None", the lent H200); a driver before 550 has
+     * no recovery action and refuses the field (recovery_known) */
+    {"gpu_recovery_action", "gpu_recovery_action", NULL}};
 static const struct { const char *alias, *name; } ALIASES[] = {
     {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"compute_capability", "compute_cap"},
     {"clocks.current.sm", "clocks.sm"}};
@@ -384,6 +387,7 @@ static void topo(void) {
 static const char *cuda_version(void);
 static const char *hv(int i, const char *key, const char *healthy);
 static int lost(int i);
+static int recovery_known(const char *driver);
 static int print_lost(int i);
 
 /* One `-q` line: the key padded so that " : " falls where the real 580 driver's does (column 55). */
@@ -409,11 +413,13 @@ static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -
         for (int i = 0; i < n; i++) {
             if (lost(i)) continue;   /* NVML cannot reach it: no block */
             fabric_of(i, &state, &status, &clique);
-            printf("\t<gpu id=\"%s\">\n\t\t<product_name>%s</product_name>\n\t\t<uuid>%s</uuid>\n"
-                   "\t\t<gpu_recovery_action>%s</gpu_recovery_action>\n\t\t<pci>\n\t\t\t<pci_bus_id>%s</pci_bus_id>\n"
+            printf("\t<gpu id=\"%s\">\n\t\t<product_name>%s</product_name>\n\t\t<uuid>%s</uuid>\n",
+                   bus_of(i), gpu_need("name"), uuid_of(i));
+            if (recovery_known(driver))
+                printf("\t\t<gpu_recovery_action>%s</gpu_recovery_action>\n", hv(i, "recovery", "None"));
+            printf("\t\t<pci>\n\t\t\t<pci_bus_id>%s</pci_bus_id>\n"
                    "\t\t\t<replay_counter>%s</replay_counter>\n\t\t\t<replay_rollover_counter>0</replay_rollover_counter>\n"
-                   "\t\t</pci>\n", bus_of(i), gpu_need("name"), uuid_of(i), hv(i, "recovery", "None"), bus_of(i),
-                   hv(i, "replay", "0"));
+                   "\t\t</pci>\n", bus_of(i), hv(i, "replay", "0"));
             printf(
                    "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t\t<cliqueId>%s</cliqueId>\n"
                    "\t\t\t<clusterUuid>%s</clusterUuid>\n\t\t</fabric>\n\t</gpu>\n", state, status, clique,
@@ -507,6 +513,9 @@ static const char *hv(int i, const char *key, const char *healthy) {
     return v ? v : healthy;
 }
 
+/* The recovery action (query field and -q -x element) from driver 550 on: an older one knows neither. */
+static int recovery_known(const char *driver) { return driver && atoi(driver) >= 550; }
+
 static int lost(int i) { return !strcmp(hv(i, "lost", "0"), "1"); }
 
 static int remapper(int i) { return strcmp(hv(i, "remapper", "yes"), "no") != 0; }   /* A100 and later remap rows */
@@ -554,6 +563,7 @@ static void print_value(int f, const char *driver, int nounits, int gpu_index) {
     else if (!strcmp(name, "utilization.gpu")) known = nheld ? "100" : "0";
     else if (!strcmp(name, "power.draw")) known = "69.42";
     else if (!strcmp(name, "persistence_mode")) known = hv(gpu_index, "persistence", "Enabled");
+    else if (!strcmp(name, "gpu_recovery_action")) known = hv(gpu_index, "recovery", "None");
     else if (!strcmp(name, "pcie.link.gen.current")) known = hv(gpu_index, "pcie_gen", "5");
     else if (!strcmp(name, "pcie.link.gen.max")) known = hv(gpu_index, "pcie_gen_max", "5");
     else if (!strcmp(name, "pcie.link.width.current")) known = hv(gpu_index, "pcie_width", "16");
@@ -594,7 +604,7 @@ static int query(char *spec, char *fmt, const char *driver) {
     int nf = split_commas(spec, fields);
     for (int i = 0; i < nf; i++) {
         fields[i] = (char *)canonical(fields[i]);
-        if (field_index(fields[i]) < 0) {
+        if (field_index(fields[i]) < 0 || (!strcmp(fields[i], "gpu_recovery_action") && !recovery_known(driver))) {
             printf("Field \"%s\" is not a valid field to query.\n\n", fields[i]);
             return 2;
         }

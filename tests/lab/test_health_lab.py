@@ -23,6 +23,7 @@ import test_bootstrap_lab
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-health.yaml"
 HOSTS = ("pod-healthy", "pod-xid79")
+OLD = "pod-old-driver"
 Q = "nvidia-smi --format=csv,noheader --query-gpu=index,"
 
 # fault -> (verdict, GPU 1's field in the verdict, what to ask the host, what GPU 1's line of the answer must be)
@@ -38,9 +39,7 @@ CASES = {
     "remap-failure": ("return", "remapped_rows.failure",
                       "nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.failure --format=csv,noheader",
                       "00000000:2A:00.0, Yes"),
-    "recovery-reset": ("return", "gpu_recovery_action",
-                       "nvidia-smi -q -x | grep -E '<gpu id=|gpu_recovery_action' | paste - - | tail -n 1",
-                       '\t<gpu id="00000000:2A:00.0">\t\t\t<gpu_recovery_action>Reset</gpu_recovery_action>'),
+    "recovery-reset": ("return", "gpu_recovery_action", Q + "gpu_recovery_action", "1, Reset"),
     "retired-pending": ("degraded", "retired_pages.pending", Q + "name,retired_pages.pending",
                         "1, Tesla V100-SXM2-32GB, Yes"),
     "thermal": ("degraded", "clocks_event_reasons.hw_thermal_slowdown",
@@ -56,12 +55,14 @@ CASES = {
 def pods(lab, tmp_path_factory):
     doc = yaml.safe_load(DEMO.read_text())
     doc["hosts"] = {name: doc["hosts"][name] for name in HOSTS}
+    # a healthy two-GPU pod on a driver before 550: no recovery action, the query field refused as such a driver does
+    doc["hosts"][OLD] = {"address": "127.0.1.78", "lab": {"profile": "h100x2-pod", "driver": "535.104.05"}}
     for host in doc["hosts"].values():
         host["address"] = host["address"].replace("127.0.1.", testing.test_net() + ".", 1)
     doc["facts_dir"] = "facts"
     inv = tmp_path_factory.mktemp("health") / "lab-health.yaml"
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    control.up(inv, list(HOSTS), lab.root)
+    control.up(inv, [*HOSTS, OLD], lab.root)
     yield lab, inv, load_inventory(inv)
     control.down(inv, lab.root)
     shutil.rmtree(inv.parent, ignore_errors=True)
@@ -156,3 +157,35 @@ def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_pat
     assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
     assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout == before
     assert "No such file" in before
+
+
+def test_a_gpu_asking_for_a_reset_is_a_pod_to_return_in_apply_and_in_health(pods):
+    """apply's probe reads the recovery action from the health query (no `nvidia-smi -q -x`: 115 ms on the lent H200);
+    `fleet health` reads -q -x too (its PCIe replay note). Both say "return this pod"; the host's own nvidia-smi, asked
+    after each way the driver answers it, says GPU 1 asks for a reset."""
+    _stage(pods, "recovery-reset")
+    try:
+        code, out, err = fleet("apply", str(pods[1]), "--limit", "pod-healthy", "--check")
+        health_code, health_out, health_err = fleet("health", str(pods[1]), "--limit", "pod-healthy")
+        asked = _ask(pods, "pod-healthy", Q + "gpu_recovery_action; nvidia-smi -q -x | grep -c '>Reset<'").stdout
+    finally:
+        _stage(pods, "healthy")
+    assert asked.splitlines() == ["0, None", "1, Reset", "1"], asked
+    assert code == 5, out + err
+    assert "return this pod" in out and "GPU 1: gpu_recovery_action=Reset" in out, out
+    assert health_code == 5 and "return this pod" in health_out, health_out + health_err
+    assert "GPU 1: gpu_recovery_action=Reset" in health_out, health_out
+
+
+def test_a_driver_before_550_is_asked_again_without_the_recovery_action(pods):
+    """The stand-in refuses gpu_recovery_action on driver 535 (nvidia-smi's message, exit 2) and has no such element in
+    -q -x: the health section asks again without it, every other field is read, the action is None (unknown), and
+    the pod is healthy."""
+    asked = _ask(pods, OLD, Q + "gpu_recovery_action; echo rc=$?; nvidia-smi -q -x | grep -c '<gpu_recovery_action>'")
+    assert asked.stdout.splitlines()[0] == 'Field "gpu_recovery_action" is not a valid field to query.', asked.stdout
+    assert "rc=2" in asked.stdout and asked.stdout.splitlines()[-1] == "0", asked.stdout
+    verdict, facts = _check(pods, OLD)
+    assert verdict.verdict == "healthy", verdict.reason
+    gpus = facts["health"]["gpus"]
+    assert [(g["index"], g["recovery_action"], g["pcie"]["width"], g["pcie_replay"]) for g in gpus] == \
+        [(0, None, 16, 0), (1, None, 16, 0)]

@@ -3,6 +3,7 @@ health.txt: the query fields, the remapped rows, `nvidia-smi -q -x`, the kernel 
 fleet/decide/health.py. The probe's own shell runs against a stand-in nvidia-smi on PATH that prints the captured
 rows, or refuses the new spelling as a pre-530 driver does."""
 
+import json
 import os
 import re
 import subprocess
@@ -72,54 +73,176 @@ def test_h200_remapped_rows_and_xml():
     assert xml == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0, "replay_rollover": 0}}
 
 
-def _run_xml_section(tmp_path, xml: str) -> tuple[str, list[str]]:
-    """health_xml's command in real bash, against a stand-in nvidia-smi printing `xml` for `-q -x` and Thor's table
-    header otherwise; -> (its output, the argument lists nvidia-smi was started with)."""
-    header = (Path(__file__).parents[1] / "data" / "captured" / "thor" / "nvidia_smi_header.txt").read_text()
-    (tmp_path / "xml").write_text(xml + "\n")
-    (tmp_path / "header").write_text(header)
+# What the lent H200's driver 580.159.04 answered (bench/results/2026-11-26-h200-profile-691d111/costs.txt, asked the
+# same day as the capture): `nvidia-smi --version` in 20 ms, and gpu_recovery_action as a query field ("None, 5" for
+# gpu_recovery_action,pcie.link.gen.current).
+H200_VERSION = ("NVIDIA-SMI version  : 580.159.04\nNVML version        : 580.159\nDRIVER version      : 580.159.04\n"
+                "CUDA Version        : 13.0\n")
+H200_RECOVERY = "None"
+THOR_HEADER = (Path(__file__).parents[1] / "data" / "captured" / "thor" / "nvidia_smi_header.txt").read_text()
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.159\n"
+
+# A stand-in nvidia-smi (python3, started by the section's own bash): the captured H200 row for the fields asked, as
+# a driver of `knows` answers them; a field it does not know gets nvidia-smi's refusal of the FIRST such field (exit
+# 2). Every start is logged with its arguments.
+FAKE_SMI = r"""#!/usr/bin/env python3
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+conf = json.load(open(os.path.join(here, "conf.json")))
+args = sys.argv[1:]
+open(os.path.join(here, "asked"), "a").write(" ".join(a.split("=")[0] for a in args) + "\n")
+if conf.get("fail"):
+    sys.stdout.write(conf["fail"]); sys.exit(18)
+if args == ["--version"]:
+    if conf.get("version") is None:
+        sys.stdout.write("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"); sys.exit(2)
+    sys.stdout.write(conf["version"]); sys.exit(0)
+if not args:
+    sys.stdout.write(conf["header"]); sys.exit(0)
+if args[0].startswith("--query-remapped-rows="):
+    print(conf["remap"]); sys.exit(0)
+if args[0].startswith("--query-gpu="):
+    fields = args[0].split("=", 1)[1].split(",")
+    for field in fields:
+        if field not in conf["knows"]:
+            print('Field "%s" is not a valid field to query.\n' % field); sys.exit(2)
+    print(", ".join(conf["knows"][f] for f in fields)); sys.exit(0)
+sys.exit(2)
+"""
+
+
+def _driver_fields(kind: str, recovery: str = H200_RECOVERY) -> dict:
+    """The query fields a driver of `kind` knows, with the captured H200's values: "580" every one (both clock-event
+    spellings and gpu_recovery_action, as the lent H200's does), "545" no recovery action, "525" not the
+    clocks_event_reasons spelling either (renamed in 530)."""
+    row = dict(zip(health.FIELDS.split(","), [v.strip() for v in _captured_row(health.FIELDS).split(",")]))
+    knows = {**row, **{k.replace("clocks_event_reasons.", "clocks_throttle_reasons."): v for k, v in row.items()}}
+    if kind == "580":
+        knows[health.RECOVERY] = recovery
+    if kind == "525":
+        knows = {k: v for k, v in knows.items() if not k.startswith("clocks_event_reasons.")}
+    return knows
+
+
+def _run(tmp_path, source: str, **conf) -> tuple[str, list[str]]:
+    """`source`'s command (fleet/facts/sources.py BY_NAME) in real bash against FAKE_SMI -> (output, the starts)."""
+    (tmp_path / "conf.json").write_text(json.dumps({"remap": _captured_remap(), "header": THOR_HEADER, **conf}))
     smi = tmp_path / "nvidia-smi"
-    smi.write_text(f'#!/bin/bash\necho "[$*]" >> {tmp_path}/asked\n'
-                   f'if [ "$*" = "-q -x" ]; then cat {tmp_path}/xml; else cat {tmp_path}/header; fi\n')
+    smi.write_text(FAKE_SMI)
     smi.chmod(0o755)
-    out = subprocess.run(["bash", "-c", health.HEALTH_XML], capture_output=True, text=True, timeout=60,
-                         env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout
-    return out, (tmp_path / "asked").read_text().split("\n")[:-1]
+    out = subprocess.run(["bash", "-c", BY_NAME[source].command({})], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}).stdout
+    asked = (tmp_path / "asked").read_text().splitlines()
+    (tmp_path / "asked").unlink()
+    return out, asked
 
 
-def test_the_xml_gives_the_versions_the_table_header_gave_with_one_nvidia_smi_start(tmp_path):
-    """The captured H200's `-q -x` through the section's own command: its driver and CUDA versions, which the table's
-    header (a second nvidia-smi start, no longer made) said on the real H100 (h100-device/probe.txt: 580.159.04, 13.0)."""
+def smi_versions(outputs: dict) -> dict:
+    from fleet.facts import record
+    return record.smi_versions(record._Reader(outputs, []), outputs)
+
+
+def test_the_versions_come_from_nvidia_smi_version_in_one_start(tmp_path):
+    """The H200's `--version` answer: its driver and CUDA versions, which the table's header said on the real H100
+    (h100-device/probe.txt: 580.159.04, 13.0), without the table (105 ms on the H200) or `-q -x` (115 ms)."""
     from fleet.facts import gpu
-    from fleet.facts.record import smi_versions
 
-    out, asked = _run_xml_section(tmp_path, _block("nvidia-smi -q -x"))
-    assert asked == ["[-q -x]"]
+    out, asked = _run(tmp_path, "smi_version", version=H200_VERSION)
+    assert asked == ["--version"]
     assert gpu.parse_smi_versions(out) == {"driver_version": "580.159.04", "cuda_version": "13.0"}
-    assert smi_versions({"health_xml": out})["cuda_version"] == "13.0"
-    assert health.parse_health_xml(out) == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0,
-                                                                   "replay_rollover": 0}}
+    assert smi_versions({"smi_version": out}) == {"driver_version": "580.159.04", "cuda_version": "13.0"}
 
 
-def test_an_xml_without_the_cuda_version_asks_the_table_header_after_it(tmp_path):
-    """A driver or platform whose XML leaves <cuda_version> out (Thor's is not captured): the section asks the table's
-    header then, as the probe did before, and the versions come from it."""
+@pytest.mark.parametrize("version", [None, "NVIDIA-SMI version  : 580.00\nNVML version        : 580.00\n"
+                                           "DRIVER version      : 580.00\n"])
+def test_an_nvidia_smi_without_version_or_its_cuda_line_asks_the_table_header(tmp_path, version):
+    """An nvidia-smi that refuses --version (an older one), or answers it without the CUDA line: the table's header
+    (Thor's captured one) is asked after it, as the probe did before 83fa5ab."""
     from fleet.facts import gpu
 
-    xml = "\n".join(line for line in _block("nvidia-smi -q -x").splitlines() if "<cuda_version>" not in line)
-    out, asked = _run_xml_section(tmp_path, xml)
-    assert asked == ["[-q -x]", "[]"]
+    out, asked = _run(tmp_path, "smi_version", version=version)
+    assert asked == ["--version", ""]
     assert gpu.parse_smi_versions(out) == {"driver_version": "580.00", "cuda_version": "13.0"}
-    assert health.parse_health_xml(out) == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0,
-                                                                   "replay_rollover": 0}}
 
 
-def test_a_failing_nvml_gives_no_versions_and_no_second_start(tmp_path):
+def test_a_failing_nvml_gives_no_versions(tmp_path):
     from fleet.facts import gpu
 
-    out, asked = _run_xml_section(tmp_path, "Failed to initialize NVML: Driver/library version mismatch")
-    assert asked == ["[-q -x]"]
+    out, asked = _run(tmp_path, "smi_version", fail=MISMATCH, version=H200_VERSION)
+    assert asked == ["--version", ""]            # the header asked too, as the brief's fallback: it fails the same
     assert gpu.parse_smi_versions(out) == {"driver_version": None, "cuda_version": None}
+    assert gpu.parse_smi_versions(MISMATCH + H200_VERSION) == {"driver_version": None, "cuda_version": None}
+
+
+def test_records_of_earlier_probes_keep_their_versions():
+    """A record assembled again from a probe of 83fa5ab..e611fe2 (versions in health_xml's `-q -x`, the captured H200's
+    through that probe's grep) or of before (the table's header in a section of its own)."""
+    old_grep = "<gpu id=|<(gpu_recovery_action|replay_counter|replay_rollover_counter|driver_version|cuda_version)>"
+    old = subprocess.run(["grep", "-E", old_grep], input=_block("nvidia-smi -q -x"), capture_output=True, text=True,
+                         check=True).stdout
+    assert smi_versions({"health_xml": old}) == {"driver_version": "580.159.04", "cuda_version": "13.0"}
+    assert smi_versions({"nvidia_smi_header": THOR_HEADER}) == {"driver_version": "580.00", "cuda_version": "13.0"}
+
+
+def test_the_routine_probe_has_no_q_x_and_fleet_health_keeps_it():
+    from fleet.facts.sources import SOURCES, settings_of
+    from fleet.workflows import health as health_check
+
+    probe = "\n".join(source.command(settings_of({})) for source in SOURCES)
+    assert "nvidia-smi -q -x" not in probe and "health_xml" not in [source.name for source in SOURCES]
+    assert "nvidia-smi -q -x" in health_check.script() and "health_xml" in health_check.SOURCES
+
+
+@pytest.mark.parametrize("kind, spelling, starts", [("580", "event", 1), ("545", "event", 2), ("525", "throttle", 2)])
+def test_the_health_query_asks_the_recovery_action_where_the_driver_knows_it(tmp_path, kind, spelling, starts):
+    """The section's own bash: driver 580 answers gpu_recovery_action in the one query; a driver that refuses it is asked
+    again without it (None, as -q -x leaves it before 550); a pre-530 one refuses clocks_event_reasons first."""
+    out, asked = _run(tmp_path, "health", knows=_driver_fields(kind))
+    queries = [a for a in asked if a.startswith("--query-gpu")]
+    assert len(queries) == starts, asked
+    parsed = health.parse_health(out)
+    assert parsed["spelling"] == spelling and parsed["error"] is None
+    assert parsed["gpus"][0]["recovery_action"] == ("None" if kind == "580" else None)
+    assert (parsed["rejected"] is None) == (kind == "580")
+    if kind == "545":
+        assert parsed["rejected"] == 'Field "gpu_recovery_action" is not a valid field to query.'
+
+
+def _routine(tmp_path, recovery: str) -> dict:
+    """apply's record now: the health section (the recovery action by query) and the kernel log, no `-q -x`."""
+    out, _ = _run(tmp_path, "health", knows=_driver_fields("580", recovery))
+    return assemble({"health": out, "xid": "@@via dmesg\n@@lines 812\n"}, expected=[])
+
+
+def _before(recovery: str) -> dict:
+    """apply's record before (e611fe2): the query without the recovery action, and `-q -x` filtered (captured H200)."""
+    xml = _captured_xml_filtered().replace("<gpu_recovery_action>None<", f"<gpu_recovery_action>{recovery}<")
+    return assemble({"health": H200_SECTION, "health_xml": xml, "xid": "@@via dmesg\n@@lines 812\n"}, expected=[])
+
+
+@pytest.mark.parametrize("recovery, verdict", [("None", "healthy"), ("Reset", "return"), ("Reboot", "return"),
+                                               ("Drain P2P", "degraded")])
+def test_every_decisive_rule_sees_what_it_saw_before(tmp_path, recovery, verdict):
+    """The captured H200: the record without `-q -x` holds every field the record with it held, but the replay counter
+    (a note only: decide/health.py), and decide_health finds the same."""
+    now, before = _routine(tmp_path, recovery), _before(recovery)
+    assert before["health"]["gpus"][0]["pcie_replay"] == 0 and now["health"]["gpus"][0]["pcie_replay"] is None
+    strip = lambda record: [{k: v for k, v in g.items() if k != "pcie_replay"} for g in record["health"]["gpus"]]
+    assert strip(now) == strip(before) and now["health"]["gpus"][0]["recovery_action"] == recovery
+    assert {k: v for k, v in now["health"].items() if k != "gpus"} == \
+        {k: v for k, v in before["health"].items() if k != "gpus"}
+    found = [decide_health(r, {"count": 1, "model": "H200"}) for r in (now, before)]
+    assert found[0].verdict == found[1].verdict == verdict, found[0].reason
+    assert found[0].findings == found[1].findings and found[0].reason == found[1].reason
+
+
+def test_fleet_health_takes_the_recovery_action_from_the_xml_where_the_query_has_none(tmp_path):
+    out, _ = _run(tmp_path, "health", knows=_driver_fields("545"))
+    xml = _captured_xml_filtered().replace("<gpu_recovery_action>None<", "<gpu_recovery_action>Reset<")
+    record = assemble({"health": out, "health_xml": xml, "xid": "@@via dmesg\n@@lines 812\n"}, expected=[])
+    assert record["health"]["gpus"][0]["recovery_action"] == "Reset"
+    assert record["health"]["gpus"][0]["pcie_replay"] == 0
+    assert decide_health(record).verdict == "return"
 
 
 def test_event_reason_bits_are_nvmls():

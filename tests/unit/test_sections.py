@@ -174,5 +174,5 @@ def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_
     text = probe.script()
     trace_waited = text.index('mapfile -u "$fleet_bg_facts_shells"')
     fingerprint = text.index("exec {fleet_bg_facts_verify_fingerprint}<")
-    first_other = min(text.index(f'mapfile -u "$fleet_bg_facts_{name}"') for name in ("uname", "health_xml", "torch"))
+    first_other = min(text.index(f'mapfile -u "$fleet_bg_facts_{name}"') for name in ("uname", "health", "torch"))
     assert trace_waited < fingerprint < first_other
