@@ -11,7 +11,8 @@
 # 3. each nvidia-smi call the probe makes, started alone on the host 5 times (median ms), and all of them at once
 #    as the probe starts them (what they cost together on the driver); and narrower -q -x candidates, timed, with the
 #    fields each holds (data for a next step, nothing reads them yet);
-# 4. 9 interleaved rounds of the no-op apply, `fleet facts` and `fleet run -- true` (end to end, with SSH), medians.
+# 4. 9 interleaved rounds of the no-op apply, `fleet facts` and `fleet run -- true` (end to end, with SSH), medians;
+# 5. the no-op's bytes (lib.sh record_bytes), every kind of shell asked, a forced `fleet verify`, `fleet health`.
 #
 # Writes 6 files under $OUT: transcript.txt (every step, the medians), setup.txt (lib.sh's), timings.txt (the rounds,
 # one "<what> <seconds>" line each), sections-apply.txt and sections-facts.txt (bench/sections.py's table),
@@ -22,6 +23,7 @@ note "first apply (converge)"
 step F apply "$INV"
 note "second apply: nothing to change, one command"
 step F apply "$INV"
+record_bytes
 
 for what in apply facts; do
   note "bench/sections.py --repeat 5 $what (median ms per section, timed on the host)"
@@ -72,4 +74,10 @@ print("\n".join(lines))
 PY
 
 rounds 9
-grep -E "^median" "$T"
+ask "converged"
+step F verify "$INV"
+python3 -c "import json; r=json.load(open('$FACTS')); v=r.get('verify') or {}; print('batches', (v.get('load') or {}).get('batches'))" >> "$T" 2>&1
+step F health "$INV" --set 'expect_gpus=1x H200'
+note "after verify and health: still one command"
+step F apply "$INV"
+grep -E "^median|no-op apply command" "$T"
