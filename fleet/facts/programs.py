@@ -58,8 +58,11 @@ class Program:
 
 # A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
 # ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
+# Root owns it: what fleet_trust passed is owned by root or the running user (the file and, a symlink, its target), so
+# bash's own -O (owned by the effective user, the link followed, as `stat -L -c %u` reads it) tells which, with no
+# process: owned by root is -O as root, not -O for anyone else (-e first: fleet_trust passes a path missing at its end).
 TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
+  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ -e "$1" ] && if [ "$EUID" = 0 ]; then [ -O "$1" ]; else [ ! -O "$1" ]; fi
 }
 """
 HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
