@@ -2,7 +2,7 @@
 that fleet command (N times, default 1) with every section of every remote command timed by the host itself (bash's $EPOCHREALTIME around each
 framed section, reported on stderr and taken out again before fleet reads it), then prints, per section name, the
 median milliseconds over the hosts and the runs, largest first, and the whole command's on-host time; then when each
-section ended, counted from the command's start (`NAME@end`): what a section that starts late waits for shows there.
+section ended, counted from the command's start (`end:NAME`): what a section that starts late waits for shows there.
 
 Figures for a person to read (bench/README.md), never assertions. Needs bash >= 5 on the hosts ($EPOCHREALTIME)."""
 
@@ -74,8 +74,8 @@ def main(argv: list[str]) -> int:
         except SystemExit as exc:
             rc = (exc.code if isinstance(exc.code, int) else 1) or rc
     print(report(TIMES), file=sys.stderr)
-    print(report({f"{name}@end": micros for name, micros in ENDS.items()}).replace(
-        "median ms  samples  section", "median ms  samples  section@end (from the command's start)"), file=sys.stderr)
+    print(report({f"end:{name}": micros for name, micros in ENDS.items()}).replace(
+        "median ms  samples  section", "median ms  samples  end:section (from the command's start)"), file=sys.stderr)
     return rc or 0
 
 

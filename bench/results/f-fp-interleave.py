@@ -18,15 +18,15 @@ for i in range(rounds + 1):
         if "passed (reused)" not in out.stdout + out.stderr and kind == "apply":
             print("NOT REUSED", t, out.stdout[-300:], file=sys.stderr)
 names = ["WHOLE-COMMAND", "facts.shells", "facts.verify_fingerprint", "check.verify.0", "facts.fabric",
-         "facts.shells@end", "facts.verify_fingerprint@end", "check.verify.0@end"]
+         "end:facts.shells", "end:facts.verify_fingerprint", "end:check.verify.0"]
 print(f"{kind}: medians of {rounds} interleaved rounds, ms (lab pod-580, converged, programs installed)")
 print(f"{'section':34s} {'before e611fe2':>15s} {'after':>8s}")
 for n in names:
     b, a = data["before"].get(n), data["after"].get(n)
     f = lambda v: f"{statistics.median(v):8.1f}" if v else "       -"
     print(f"{n:34s} {f(b):>15s} {f(a):>8s}")
-tails = {t: [e - s for e, s in zip(data[t]["facts.verify_fingerprint@end"], data[t]["facts.shells@end"])] for t in trees}
+tails = {t: [e - s for e, s in zip(data[t]["end:facts.verify_fingerprint"], data[t]["end:facts.shells"])] for t in trees}
 print(f"{'fingerprint end - shells end':34s} {statistics.median(tails['before']):15.1f} {statistics.median(tails['after']):8.1f}")
-if data["before"].get("check.verify.0@end"):
-    g = {t: [e - s for e, s in zip(data[t]["check.verify.0@end"], data[t]["facts.shells@end"])] for t in trees}
+if data["before"].get("end:check.verify.0"):
+    g = {t: [e - s for e, s in zip(data[t]["end:check.verify.0"], data[t]["end:facts.shells"])] for t in trees}
     print(f"{'gate end - shells end':34s} {statistics.median(g['before']):15.1f} {statistics.median(g['after']):8.1f}")
