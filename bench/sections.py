@@ -1,7 +1,8 @@
 """Where a probe's time goes ON the host: `python bench/sections.py [--repeat N] apply INVENTORY [fleet options]` runs
 that fleet command (N times, default 1) with every section of every remote command timed by the host itself (bash's $EPOCHREALTIME around each
 framed section, reported on stderr and taken out again before fleet reads it), then prints, per section name, the
-median milliseconds over the hosts and the runs, largest first, and the whole command's on-host time.
+median milliseconds over the hosts and the runs, largest first, and the whole command's on-host time; then when each
+section ended, counted from the command's start (`end:NAME`): what a section that starts late waits for shows there.
 
 Figures for a person to read (bench/README.md), never assertions. Needs bash >= 5 on the hosts ($EPOCHREALTIME)."""
 
@@ -18,14 +19,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fleet import connection, sections  # noqa: E402
 
 _MARK = re.compile(r"@@bench-t (\S+) (\d+)\n?")
+_END = re.compile(r"@@bench-e (\S+) (\d+)\n?")
 TIMES: dict[str, list[int]] = collections.defaultdict(list)
+ENDS: dict[str, list[int]] = collections.defaultdict(list)
 
 
 def _timed(original):
     def section(name, body, **kwargs):
         return ("bench_t0=$EPOCHREALTIME\n" + original(name, body, **kwargs) +
                 f"bench_t1=$EPOCHREALTIME; printf '@@bench-t %s %s\\n' {name} "
-                "\"$(( ${bench_t1/./} - ${bench_t0/./} ))\" >&2\n")
+                "\"$(( ${bench_t1/./} - ${bench_t0/./} ))\" >&2\n"
+                f"[ -z \"${{bench_all-}}\" ] || printf '@@bench-e %s %s\\n' {name} "
+                "\"$(( ${bench_t1/./} - ${bench_all/./} ))\" >&2\n")
     return section
 
 
@@ -36,9 +41,11 @@ def _run(original):
         result = original(self, script, **kwargs)
         for name, micros in _MARK.findall(result.stderr or ""):
             TIMES[name].append(int(micros))
+        for name, micros in _END.findall(result.stderr or ""):
+            ENDS[name].append(int(micros))
         try:
             from dataclasses import replace
-            return replace(result, stderr=_MARK.sub("", result.stderr or ""))
+            return replace(result, stderr=_END.sub("", _MARK.sub("", result.stderr or "")))
         except TypeError:
             return result
     return run
@@ -67,6 +74,8 @@ def main(argv: list[str]) -> int:
         except SystemExit as exc:
             rc = (exc.code if isinstance(exc.code, int) else 1) or rc
     print(report(TIMES), file=sys.stderr)
+    print(report({f"end:{name}": micros for name, micros in ENDS.items()}).replace(
+        "median ms  samples  section", "median ms  samples  end:section (from the command's start)"), file=sys.stderr)
     return rc or 0
 
 

@@ -24,10 +24,11 @@ class Section:
     output: str
 
 
-def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
+def section(name: str, body: str, *, stop_on_failure: bool = False, stdin: str = "</dev/null") -> str:
     """Shell that runs `body` in a subshell with stderr folded into stdout, framed by markers.
 
     With stop_on_failure the whole script ends after a failing section (later tasks depend on earlier ones).
+    `stdin`: the body's stdin redirection (never the script's own: a script sent on stdin would be read).
     """
     if not _NAME_RE.match(name):
         raise ValueError(f"section name {name!r} must be letters, digits and . _ : -")
@@ -35,7 +36,7 @@ def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
     return (
         f"printf '\\n{_BEGIN.format(name=name)}\\n'\n"
         # ':' first: an empty body (or one of only comments) would be a syntax error ending the whole script.
-        f"( :; {body}\n) 2>&1 </dev/null\n"
+        f"( :; {body}\n) 2>&1 {stdin}\n"
         "fleet_rc=$?\n"
         f"printf '\\n@@fleet:end {name} %d@@\\n' \"$fleet_rc\"\n"
         f"{stop}"
@@ -45,6 +46,10 @@ def section(name: str, body: str, *, stop_on_failure: bool = False) -> str:
 # What a section that ran past its deadline prints last (the report's reason ends with it).
 OVERRUN = "fleet: stopped after {seconds}s, its deadline (raise it with the task's timeout: SECONDS)"
 TIMED_OUT = 124     # timeout(1)'s status for a command that ran past its time
+# A section that needs a helper program the host lacks (fleet/facts/programs.py) says so on a line of its own and ends
+# with MISSING_EXIT: the engine sends it again with the program's text.
+MISSING = "@@fleet:program-missing "
+MISSING_EXIT = 97
 
 
 def bounded(body: str, seconds: int | None) -> str:
@@ -89,10 +94,11 @@ class Background:
     after: str | None = None
     before: str = ""
     plain: str = ""           # the section as section() frames it: where nothing keeps `after`, it runs so
+    feed: str = ""            # fed: the shell that writes `after` to its stdin once it is kept
 
 
 def background(name: str, body: str, *, keep_in: str | None = None, after: str | None = None,
-               before: str = "") -> Background:
+               before: str = "", fed: bool = False) -> Background:
     """A section that runs while the script goes on: its start runs it at once, framed as section() frames it, into
     a pipe the script holds open (bash process substitution, an fd in a variable); its collect prints what it printed,
     waiting for it to end. All starts, then all collects, in order: the output is what the sections would print one
@@ -103,14 +109,32 @@ def background(name: str, body: str, *, keep_in: str | None = None, after: str |
     after: a variable another background section keeps (keep_in): this one reads it, so it starts as soon as that one
     has ended (the script waits for that one alone, then starts this), not after every other; where no section of the
     script keeps it, this one runs as a plain section, after the background ones.
-    before: shell the script itself runs just before starting it (assignments later sections read)."""
+    before: shell the script itself runs just before starting it (assignments later sections read).
+    fed (with `after`): it starts at once, with the other sections, and reads `after`'s value on its stdin, written
+    there (then closed) as soon as the section keeping it has ended: what it takes before reading its stdin overlaps
+    that section. One fed section a script: it is a bash coprocess (whose pipe's writing end no section started after
+    it holds, so it sees the end of its input); where nothing keeps `after`, it runs as a plain section reading the
+    variable's value on its stdin."""
     fd = "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-    framed = section(name, body)
-    start = f"{before.rstrip(chr(10)) + chr(10) if before else ''}exec {{{fd}}}< <(exec </dev/null\n{framed})"
+    before = before.rstrip(chr(10)) + chr(10) if before else ""
+    if fed:
+        if not after:
+            raise ValueError(f"section {name!r}: fed needs `after`, the variable it reads on its stdin")
+        co = "fleet_co_" + fd[len("fleet_bg_"):]
+        framed = section(name, body, stdin="")
+        # the coprocess's reading end, held by a descriptor of the script's own: bash closes the coprocess's once it ends
+        start = f'{before}coproc {co} {{ {framed}}}\nexec {{{fd}}}<&"${{{co}[0]}}"'
+        # written only while the coprocess runs (one that ended unset its array): SIGPIPE ignored for that write
+        feed = (f'if [ -n "${{{co}[1]-}}" ]; then fleet_w=${{{co}[1]}}; trap \'\' PIPE; '
+                f'printf \'%s\' "${{{after}-}}" >&"$fleet_w" 2>/dev/null; trap - PIPE; exec {{fleet_w}}>&-; fi')
+        plain = section(name, body, stdin=f'<<< "${{{after}-}}"')
+    else:
+        framed = plain = section(name, body)
+        start, feed = f"{before}exec {{{fd}}}< <(exec </dev/null\n{framed})", ""
     # mapfile, not cat: a builtin (a probe collects ~30 of these; each process is ~1-2 ms of a small host's CPU)
     read = f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; '
     collect = read + (_keep(keep_in) if keep_in else "") + 'printf %s "${fleet_lines[@]}"'
-    return Background(name, start, collect, keep_in, after, before, framed)
+    return Background(name, start, collect, keep_in, after, before, plain, feed)
 
 
 def _keep(var: str) -> str:
@@ -135,7 +159,7 @@ def together(parts) -> str:
         return _shared_once(text, TRUST_FN)
 
     parts = [Background(p.name, shared(p.start), shared(p.collect), p.keep_in, p.after, shared(p.before),
-                        shared(p.plain)) if isinstance(p, Background) else shared(p) for p in parts]
+                        shared(p.plain), p.feed) if isinstance(p, Background) else shared(p) for p in parts]
     hoisted = any(_HOISTED in (p.start + p.plain if isinstance(p, Background) else p) for p in parts)
     background_parts = [p for p in parts if isinstance(p, Background)]
     keepers: dict[str, Background] = {}     # variable -> the started section keeping it
@@ -150,20 +174,28 @@ def together(parts) -> str:
     # a section waiting for a variable nothing here keeps runs as a plain one (its `before` first)
     plain = [(p.before.rstrip("\n") + "\n" if p.before else "") + p.plain if isinstance(p, Background) else p
              for p in parts if not isinstance(p, Background) or p not in started]
-    text, waited, launched = [], {}, set()
+    text, waited, launched, fed = [], {}, set(), set()
 
     def launch(p: Background) -> None:
         if p.name in launched:
             return
-        if p.after:
+        if p.after and not p.feed:
             wait(keepers[p.after])
         launched.add(p.name)
         text.append(p.start)
+
+    def feed(p: Background) -> None:   # a fed section's input: once what it reads is kept (never before it starts)
+        if p.feed and p.name not in fed:
+            launch(p)
+            wait(keepers[p.after])
+            fed.add(p.name)
+            text.append(p.feed)
 
     def wait(p: Background) -> None:
         if p.name in waited:
             return
         launch(p)
+        feed(p)
         held = "fleet_bo_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
         text.append(p.collect.replace('printf %s "${fleet_lines[@]}"', f'printf -v {held} %s "${{fleet_lines[@]}}"'))
         waited[p.name] = f'printf %s "${held}"'
@@ -171,9 +203,13 @@ def together(parts) -> str:
     for p in started:
         if not p.after:
             launch(p)
+    for p in started:   # a fed one last of those started at once: no section it waits for holds its input's pipe
+        if p.feed:
+            launch(p)
     for p in started:
         if p.after:
             launch(p)
+            feed(p)
     text += [waited.get(p.name, p.collect) for p in started] + plain
     text = "\n".join(text)
     return f"{TRUST_FN}\n{text}" if hoisted else text

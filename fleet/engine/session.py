@@ -57,8 +57,10 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
         parts = facts_probe.parts(asked_with, programs_of(last))
     except ValueError as error:
         raise HostError(f"{host.name}: {error}; fix the variable in the inventory") from None
-    found = run_sections(conn, sections.together([*parts, *checks]), what, timeout)
-    installed = _again(conn, asked_with, found, what, timeout, install)
+    upgrade = _upgrades(asked_with, programs_of(last)) if install else []
+    found = run_sections(conn, sections.together([*parts, *checks, *upgrade]), what, timeout)
+    installed = _installed(found) if upgrade else []
+    installed += _again(conn, asked_with, found, what, timeout, install)
     facts = facts_probe.parse(found, host.name)
     if variables(facts, host.vars) != asked_with:
         found.update(run_sections(conn, facts_probe.script(variables(facts, host.vars), programs_of(facts)), what,
@@ -91,7 +93,29 @@ def _again(conn: Connection, vars: dict, found: dict, what: str, timeout, instal
                                               programs.prelude([program], ()) + programs.use(program)))
     more = run_sections(conn, sections.together(again), what, timeout)
     found.update(more)
-    return [f for name, sec in more.items() if name.startswith("install.") for f in programs.installed(sec.output)]
+    return _installed(more)
+
+
+def _installed(found: dict) -> list[str]:
+    from fleet.resources import programs
+
+    return [f for name, sec in found.items() if name.startswith("install.") for f in programs.installed(sec.output)]
+
+
+def _upgrades(vars: dict, have: tuple[str, ...]) -> list[str]:
+    """Sections installing this fleet's version of a facts program where the host holds another fleet's (same name,
+    another digest: a fleet upgrade changed its text) and not this one's: the probe runs that source with its text
+    this once, and the next probe runs it from /var/lib/fleet/bin (else every probe would carry the text until the
+    host lost the old file). Only for an apply (the caller's `install`); a host holding none was never given them."""
+    from fleet.facts.programs import shipped
+    from fleet.facts.sources import SOURCES, settings_of
+    from fleet.resources import programs
+
+    settings, out = settings_of(vars), []
+    for program in dict.fromkeys(p for source in SOURCES if (p := shipped(source.name, settings)) is not None):
+        if program.file not in have and any(f.rsplit("-", 1)[0] == program.name for f in have):
+            out.append(sections.section(f"install.{program.file}", programs.prelude([program], ()) + programs.use(program)))
+    return out
 
 
 def programs_of(facts: dict | None) -> tuple[str, ...]:

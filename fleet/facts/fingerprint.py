@@ -46,15 +46,20 @@ def part_name(key: str) -> str:
 
 def fingerprint_script(python_env: str, *, capture: bool = True) -> str:
     """Bash printing `name value` lines: only file reads and the probe's own trace of the shells, no Python, no GPU.
-    `capture`: it traces the shells itself where the script it runs in has not, or, run as a program with
-    TRACE_ON_STDIN (`bash FILE --trace-on-stdin <<< "$fleet_shells_out"`), reads the trace the probe kept from its
-    stdin (False: inside the facts probe, whose shells source always keeps its trace for it: the trace's text is not
-    sent twice).
+    It takes first what the trace does not give (the driver, the venv's Python, torch's RECORD digest, the hook, the
+    ld cache, the libcuda the script's own environment and the bare loader take, the loader's files, the packages),
+    then reads the trace and takes what it gives (each kind's LD_LIBRARY_PATH and the libcuda it resolves, each kind's
+    environment), and prints every line in one fixed order: read from stdin, the trace can arrive while the first
+    parts are taken (the probe feeds it the trace as soon as its shells source ends: fleet/sections.py `fed`).
+    `capture`: it traces the shells itself unless run as a program with TRACE_ON_STDIN (`bash FILE --trace-on-stdin`,
+    the trace on its stdin); False: it always reads the trace from stdin (inside the facts probe: the trace's text is
+    not sent twice). Read from stdin, a trace saying the shells' own program was missing (programs.MISSING) is said
+    again, and the script ends with MISSING_EXIT: there is nothing to take the shells' parts from.
 
-    Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob): a probe runs on every host
-    at every apply, and each process it starts costs ~1-2 ms of the host's CPU."""
-    return f"""{_trace() if capture else ""}
-{select_python(python_env)}
+    Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob, one sha256sum for the four
+    environments): a probe runs on every host at every apply, and each process it starts costs ~1-2 ms of the host's
+    CPU."""
+    return f"""{select_python(python_env)}
 fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
 declare -A fleet_seen
 fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
@@ -72,64 +77,73 @@ fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIB
   [ -n "${{fleet_seen[$fleet_c]+x}}" ] || fleet_seen[$fleet_c]=$(fleet_stat "$(readlink -f "$fleet_c")")
   fleet_r=${{fleet_seen[$fleet_c]}}
 }}
-fleet_ld_of() {{  # fleet_v: the LD_LIBRARY_PATH a fresh session's shell of this kind ends up with, as the probe's own
-  # trace of the startup files found it (facts.shells: the same trace, so the gate starts no shell of its own)
-  local line kind=
-  fleet_v=
-  while IFS= read -r line; do
-    case $line in
-      "@@shell "*) kind=${{line#@@shell }} ;;
-      "@@value LD_LIBRARY_PATH="*) [ "$kind" = "$1" ] && fleet_v=${{line#@@value LD_LIBRARY_PATH=}} ;;
-    esac
-  done <<< "${shells.CAPTURED}"
-}}
 fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
   [ -r "$1" ] || {{ echo none; return; }}
   local line=; IFS= read -r line < "$1"; printf '%s\\n' "$line"
 }}
-echo "driver $(fleet_first_line /proc/driver/nvidia/version)"
-echo "python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
+# what the trace does not give, first
+fleet_p1="driver $(fleet_first_line /proc/driver/nvidia/version)"
+fleet_p1+=$'\\n'"python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
 fleet_recs=$(shopt -s nullglob; printf '%s\\n' "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD)
 case $fleet_recs in
   *$'\\n'*) fleet_rec=$(ls -d $fleet_recs 2>/dev/null | head -n 1) ;;  # several: ls's order picks, as it always did
   *) fleet_rec=$fleet_recs ;;
 esac
 fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
-echo "torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
+fleet_p1+=$'\\n'"torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
 fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
-echo "hook ${{fleet_h:0:16}}"
+fleet_p1+=$'\\n'"hook ${{fleet_h:0:16}}"
 fleet_ni=${{LD_LIBRARY_PATH:-}}
-fleet_ld_of interactive; fleet_i=$fleet_v
-fleet_ld_of login; fleet_l=$fleet_v
-echo "ld.noninteractive $fleet_ni"
-echo "ld.interactive $fleet_i"
-echo "ld.login $fleet_l"
-fleet_libcuda "$fleet_ni"; echo "libcuda.noninteractive $fleet_r"
-fleet_libcuda "$fleet_i"; echo "libcuda.interactive $fleet_r"
-fleet_libcuda "$fleet_l"; echo "libcuda.login $fleet_r"
-fleet_libcuda ""; echo "libcuda.bare $fleet_r"
+fleet_libcuda "$fleet_ni"; fleet_r_ni=$fleet_r
+fleet_libcuda ""; fleet_r_bare=$fleet_r
 fleet_h=$(shopt -s nullglob; cat /etc/ld.so.preload /etc/ld.so.conf /etc/ld.so.conf.d/*.conf 2>/dev/null | sha256sum)
-echo "ld.files ${{fleet_h:0:16}}"
-# each kind's whole relevant environment, as the probe's trace found it (facts.shells: the variables, the commands
-# and where each python finds torch), as a digest per kind; line numbers are not part of it (a comment moves them)
-declare -A fleet_env
-fleet_kind=
-while IFS= read -r line; do
-  case $line in
-    "@@shell "*) fleet_kind=${{line#@@shell }} ;;
-    "@@value LD_LIBRARY_PATH="*|"@@unset LD_LIBRARY_PATH") ;;  # the ld.KIND parts
-    "@@value "*|"@@unset "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\n' ;;
-  esac
-done <<< "${shells.CAPTURED}"
-for fleet_kind in noninteractive interactive login bare; do
-  fleet_h=$(printf '%s' "${{fleet_env[$fleet_kind]-}}" | sha256sum); echo "env.$fleet_kind ${{fleet_h:0:16}}"
-done
+fleet_p3="ld.files ${{fleet_h:0:16}}"
 # what torch loads beside itself: every distribution in its site-packages and the nvidia/* libraries there
 if [ -n "$fleet_rec" ]; then
   fleet_site=${{fleet_rec%/torch-*.dist-info/RECORD}}
   fleet_h=$(shopt -s nullglob; cd "$fleet_site" 2>/dev/null && printf '%s\n' *.dist-info nvidia/* | sha256sum)
-  echo "packages ${{fleet_h:0:16}}"
-else echo "packages none"; fi
+  fleet_p5="packages ${{fleet_h:0:16}}"
+else fleet_p5="packages none"; fi
+{_trace(capture)}
+# what the trace gives: one pass over it (facts.shells): each kind's LD_LIBRARY_PATH as its shell ends up with it
+# (the last value set; unset keeps it), and each kind's whole relevant environment (the variables, the commands and
+# where each python finds torch) as a digest per kind; line numbers are not part of it (a comment moves them)
+declare -A fleet_env fleet_ldk
+fleet_kind=
+while IFS= read -r line; do
+  case $line in
+    "@@shell "*) fleet_kind=${{line#@@shell }} ;;
+    "@@value LD_LIBRARY_PATH="*) [ -z "$fleet_kind" ] || fleet_ldk[$fleet_kind]=${{line#@@value LD_LIBRARY_PATH=}} ;;  # the ld.KIND parts
+    "@@unset LD_LIBRARY_PATH") ;;
+    "@@value "*|"@@unset "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\\n' ;;
+  esac
+done <<< "${shells.CAPTURED}"
+fleet_i=${{fleet_ldk[interactive]-}} fleet_l=${{fleet_ldk[login]-}}
+fleet_libcuda "$fleet_i"; fleet_r_i=$fleet_r
+fleet_libcuda "$fleet_l"; fleet_r_l=$fleet_r
+# the four digests by one sha256sum (a here-string ends the text with the newline its last line has; the empty
+# text's digest is the empty input's)
+fleet_p4= fleet_n=0 fleet_empty=; command -v sha256sum >/dev/null && fleet_empty=e3b0c44298fc1c14
+declare -a fleet_hs=()
+fleet_hs_args=()
+for fleet_kind in noninteractive interactive login bare; do
+  [ -n "${{fleet_env[$fleet_kind]-}}" ] && fleet_hs_args+=("/dev/fd/$((3 + fleet_n))")
+  fleet_n=$((fleet_n + 1))
+done
+if [ "${{#fleet_hs_args[@]}}" -gt 0 ]; then
+  while IFS=' ' read -r fleet_h fleet_f; do fleet_hs[${{fleet_f#/dev/fd/}}]=${{fleet_h:0:16}}; done < <(sha256sum -- "${{fleet_hs_args[@]}}" \\
+    3<<< "${{fleet_env[noninteractive]%$'\\n'}}" 4<<< "${{fleet_env[interactive]%$'\\n'}}" \\
+    5<<< "${{fleet_env[login]%$'\\n'}}" 6<<< "${{fleet_env[bare]%$'\\n'}}")
+fi
+fleet_n=3
+for fleet_kind in noninteractive interactive login bare; do
+  fleet_h=${{fleet_hs[$fleet_n]-}}; [ -n "${{fleet_env[$fleet_kind]-}}" ] || fleet_h=$fleet_empty
+  fleet_p4+=${{fleet_p4:+$'\\n'}}"env.$fleet_kind $fleet_h"
+  fleet_n=$((fleet_n + 1))
+done
+printf '%s\\n' "$fleet_p1" "ld.noninteractive $fleet_ni" "ld.interactive $fleet_i" "ld.login $fleet_l" \\
+  "libcuda.noninteractive $fleet_r_ni" "libcuda.interactive $fleet_r_i" "libcuda.login $fleet_r_l" \\
+  "libcuda.bare $fleet_r_bare" "$fleet_p3" "$fleet_p4" "$fleet_p5"
 """
 
 
@@ -137,18 +151,26 @@ else echo "packages none"; fi
 TRACE_ON_STDIN = "--trace-on-stdin"
 
 
-def _trace() -> str:
+def _trace(capture: bool) -> str:
     """Shell: $fleet_shells_out, the shells' trace: from stdin where the program was given TRACE_ON_STDIN (the
-    probe's own, kept by its shells source), else traced here unless this script already holds it."""
-    return (f'if [ "${{1-}}" = {TRACE_ON_STDIN} ]; then {shells.CAPTURED}=$(cat); exec </dev/null\n'
-            f"else {shells.capture()}\nfi")
+    probe's own, kept by its shells source) or where it does not capture, else traced here unless this script already
+    holds it. Read from stdin, a trace saying the shells' program was missing is said again (MISSING, MISSING_EXIT)."""
+    from fleet.sections import MISSING, MISSING_EXIT
+
+    read = (f"{shells.CAPTURED}=$(cat); exec </dev/null\n"
+            f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*)\n'
+            f'  while IFS= read -r line; do [[ $line != {shlex.quote(MISSING)}* ]] || printf \'%s\\n\' "$line"; done '
+            f'<<< "${shells.CAPTURED}"; exit {MISSING_EXIT};; esac')
+    if not capture:
+        return read
+    return f'if [ "${{1-}}" = {TRACE_ON_STDIN} ]; then {read}\nelse {shells.capture()}\nfi'
 
 
 def probe_part(python_env: str) -> str:
-    """The facts probe's source, inline: the host's parts of the fingerprint, taken once per probe as soon as the
-    shells' trace is kept (it reads it); the probe keeps what it prints in $fleet_fp_host (sources.Source kept_as),
-    where the verify gate finds them. Run from its installed program instead: fleet/facts/programs.py
-    fingerprint_part."""
+    """The facts probe's source, inline: the host's parts of the fingerprint, started with the other sources and handed
+    the shells' trace on its stdin as soon as it is kept (fleet/sections.py `fed`): what reads no trace is taken
+    meanwhile. The probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the verify gate finds
+    them. Run from its installed program instead: fleet/facts/programs.py fingerprint_part."""
     return f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null"
 
 

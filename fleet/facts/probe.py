@@ -38,8 +38,8 @@ def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
         if only is not None and source.name not in only:
             continue
         program = installed.get(source.name)
-        if source.name == "verify_fingerprint":   # the trace on its stdin; nothing to read where shells lacked its own
-            out[source.name] = programs.fingerprint_part(str(settings["python_env"]), program, installed.get("shells"))
+        if source.name == "verify_fingerprint":   # the trace on its stdin (fed: fleet/sections.py)
+            out[source.name] = programs.fingerprint_part(str(settings["python_env"]), program)
         elif program is not None:
             out[source.name] = programs.from_bin(program)
         else:
@@ -56,14 +56,15 @@ def parts(vars: dict | None = None, have=None, only=None) -> list:
     # LC_ALL=C: parsers read English tool output whatever locale the user's shell set. Set inside each
     # section (a subshell), so check sections the engine appends to this script keep the user's locale.
     # The shells' trace is kept in a variable of the script too: the verify fingerprint (a source `kept_as` a variable)
-    # reads it and starts as soon as the trace has ended, while the other sources still run; the verify gate the engine
-    # adds reads the fingerprint and starts as soon as it has ended (sections.background `after`).
+    # reads it: it starts at once with the others, takes what the trace does not give, and is fed the trace on its
+    # stdin as soon as it has ended (sections.background `fed`); the verify gate the engine adds reads the fingerprint
+    # and starts as soon as it has ended (sections.background `after`).
     # The fingerprint keeps the user's locale, as the gate's own (ls and glob order are parts of it).
     settings, kept, out = settings_of(vars), {source.name: source.kept_as for source in SOURCES}, []
     for name, body in bodies(vars, have, only).items():
         if kept[name]:
             out.append(background(f"facts.{name}", body, keep_in=kept[name], after=shells.CAPTURED,
-                                  before=fingerprint.kept_for(settings)))
+                                  before=fingerprint.kept_for(settings), fed=True))
         else:
             out.append(background(f"facts.{name}", f"export LC_ALL=C\n{body}",
                                   keep_in=shells.CAPTURED if name == "shells" else None))

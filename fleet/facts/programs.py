@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from fleet import shell
+from fleet.sections import MISSING, MISSING_EXIT   # noqa: F401 (the section protocol's; used and re-exported here)
 
 BIN = "/var/lib/fleet/bin"
-MISSING = "@@fleet:program-missing "
 INSTALLED = "@@fleet:program-installed "
-MISSING_EXIT = 97
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,11 @@ class Program:
 
 # A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
 # ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
+# Root owns it: what fleet_trust passed is owned by root or the running user (the file and, a symlink, its target), so
+# bash's own -O (owned by the effective user, the link followed, as `stat -L -c %u` reads it) tells which, with no
+# process: owned by root is -O as root, not -O for anyone else (-e first: fleet_trust passes a path missing at its end).
 TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ "$(stat -L -c %u -- "$1" 2>/dev/null)" = 0 ]
+  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ -e "$1" ] && if [ "$EUID" = 0 ]; then [ -O "$1" ]; else [ ! -O "$1" ]; fi
 }
 """
 HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
@@ -103,23 +105,18 @@ def fingerprint_program(venv: str) -> Program:
     return Program("fleet-fingerprint", fingerprint_script(venv))
 
 
-def fingerprint_part(python_env: str, program: Program | None = None, after: Program | None = None) -> str:
-    """The facts probe's fingerprint source (fleet/facts/fingerprint.py probe_part): `program`, the installed
-    fingerprint program, run with the trace the probe kept on its stdin where the host has it, else the script inline.
-    `after`: the installed shells' trace the shells source ran. Where the host lacks either, the section says so
-    (MISSING, MISSING_EXIT): the gate then takes its own (taken()), and the engine asks again with the text."""
-    from fleet.facts import fingerprint, shells
+def fingerprint_part(python_env: str, program: Program | None = None) -> str:
+    """The facts probe's fingerprint source (fleet/facts/fingerprint.py probe_part), fed the shells' trace on its stdin
+    (fleet/sections.py `fed`): `program`, the installed fingerprint program, run with TRACE_ON_STDIN where the host
+    has it, else the script inline. Where the host lacks it, or the trace says the shells' own program was missing, the
+    section says so (MISSING, MISSING_EXIT): the gate then takes its own (taken()), and the engine asks again with the
+    text."""
+    from fleet.facts import fingerprint
 
-    lines = []
-    if after is not None:   # the shells source said it lacked its program: the trace is not there to read
-        lines.append(f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*) '
-                     f"printf '{MISSING}%s\\n' {after.file}; exit {MISSING_EXIT};; esac")
     if program is not None:
-        lines.append(HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
-                     + f'bash {program.path} {fingerprint.TRACE_ON_STDIN} 2>/dev/null <<< "${shells.CAPTURED}"')
-    else:
-        lines.append(fingerprint.probe_part(python_env))
-    return "\n".join(lines)
+        return (HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+                + f"bash {program.path} {fingerprint.TRACE_ON_STDIN} 2>/dev/null")
+    return fingerprint.probe_part(python_env)
 
 
 def taken() -> str:

@@ -186,3 +186,34 @@ def test_a_user_with_sudo_gets_it_installed_as_root(lab):
     program = verify_program()
     out = ok(lab, "spark", f"id -un; stat -c '%u %a' {program.path}; sha256sum < {program.path}").split("\n")
     assert out[0] == "nvidia" and out[1] == "0 755" and out[2].split()[0] == program.digest, out
+
+
+def test_a_host_holding_an_older_fleet_s_fingerprint_gets_this_one_in_the_probe_itself(lab, sent):
+    """A fleet upgrade changes the fingerprint's text (its digest): a host holding the older file runs the source
+    with its text once, and that same command of an apply installs this version; the probes after run it from
+    /var/lib/fleet/bin and carry none of its text. --check installs nothing."""
+    lab.reset([HOST])
+    apply(lab)                                                                  # installs them
+    fingerprint = fingerprint_program(VENV)
+    older = f"{fingerprint.name}-0123456789abcdef"                              # an older fleet's, as the record says
+    ok(lab, HOST, f"mv {fingerprint.path} /var/lib/fleet/bin/{older}")
+    path = lab.inventory.facts_dir / f"{HOST}.json"
+    record = recorded(lab)
+    record["programs"] = sorted({*record["programs"], older} - {fingerprint.file})
+    path.write_text(json.dumps(record))
+    own = [line for line in own_lines() if line in fingerprint.text]           # its lines no other source holds
+    assert len(own) > 20
+
+    sent.clear()
+    apply(lab, "--check")
+    assert not ok(lab, HOST, f"test -e {fingerprint.path} && echo there; :")    # --check: nothing installed
+    assert f"install.{fingerprint.file}" not in sent[0]
+    sent.clear()
+    apply(lab)
+    assert f"@@fleet:begin install.{fingerprint.file}@@" in sent[0] and own[0] in sent[0]   # the probe itself
+    assert on_host(lab, fingerprint.path) == ("0 755 | 0 755", fingerprint.digest)
+    assert fingerprint.file in recorded(lab)["programs"]
+    sent.clear()
+    code, doc = apply(lab, "--check")
+    assert doc["stats"][HOST]["remote_commands"] == 1 and f"bash {fingerprint.path} --trace-on-stdin" in sent[0]
+    assert not [line for line in own if line in sent[0]]

@@ -188,3 +188,45 @@ def test_a_driver_without_the_fabric_fields_is_read_from_q(tmp_path):
     assert "not a valid field" not in out
     assert [gpu.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
     assert parsed["fabric"][0]["clique"] == "32766"
+
+
+OLD_FABRIC = (DATA / "e611fe2-fabric.sh").read_text()   # e611fe2's section: topo, query and lspci one after another
+
+
+def fakes(tmp_path, query_ok: bool, marks: bool) -> dict:
+    """nvidia-smi and lspci stand-ins (the 8-GPU outputs, the query's without a trailing newline); with `marks`, each
+    waits (up to 10 s) until the other two have started and writes how many it saw started (NAME.saw): only started
+    at once can all three see three."""
+    def wait(name: str) -> str:
+        return (f"touch {tmp_path}/{name}.started; for i in $(seq 200); do n=$(ls {tmp_path} | grep -c started); "
+                f"[ $n -ge 3 ] && break; sleep 0.05; done; echo $n > {tmp_path}/{name}.saw\n") if marks else ""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/bash\n" + wait("${1%%=*}") +
+                   f"if [ \"$1\" = topo ]; then cat {DATA / 'topo-8-gpu3-off.txt'}; "
+                   f"elif [ \"$1\" = -q ]; then cat {DATA / 'q-8-gpu3-failed.txt'}; "
+                   + ("else printf '00000000:18:00.0, Completed, Success, 7'; fi\n" if query_ok else
+                      "else echo 'Field \"fabric.state\" is not a valid field to query.'; exit 2; fi\n"))
+    lspci = tmp_path / "lspci"
+    lspci.write_text("#!/bin/bash\n" + wait("lspci") +
+                     "echo '18:00.0 Bridge: NVIDIA Corporation NVSwitch'; echo '19:00.0 Bridge: NVIDIA NVSwitch'\n")
+    for tool in (smi, lspci):
+        tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize("query_ok", [True, False])
+def test_topo_query_and_lspci_run_at_once_printing_what_they_printed_one_after_another(tmp_path, query_ok):
+    """The same bytes as e611fe2's section (a query answered, a query refused: `-q` read; no nvidia-smi), in the same
+    order; and the three tools run at once (each sees the other two started)."""
+    def run(text, env):
+        return subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=env, timeout=60).stdout
+
+    env = fakes(tmp_path, query_ok, marks=False)
+    new = run(BY_NAME["fabric"].command({}), env)
+    assert new == run(OLD_FABRIC, env) and "lspci 2\n" in new and "@@query\n" in new
+    bare = {**env, "PATH": "/usr/bin:/bin"}
+    assert run(BY_NAME["fabric"].command({}), bare) == run(OLD_FABRIC, bare)
+    fakes(tmp_path, query_ok, marks=True)
+    assert run(BY_NAME["fabric"].command({}), env) == new
+    saw = {name: int((tmp_path / f"{name}.saw").read_text()) for name in ("topo", "--query-gpu", "lspci")}
+    assert min(saw.values()) >= 3, saw      # (a refused query's `-q` is a fourth, after it)

@@ -169,10 +169,44 @@ def test_trust_fn_is_defined_once_and_every_kind_of_section_still_judges(local, 
 
 def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_sources_run():
     """On the lent H200 the fingerprint and the verify gate ran after the slowest source (nvidia-smi -q -x), in series
-    after it; they read only the shells' trace: they start as soon as it has ended, before any other is waited for."""
+    after it; they read only the shells' trace: the fingerprint starts with the others (what reads no trace is taken
+    meanwhile) and is fed the trace as soon as it has ended, before any other is waited for."""
     from fleet.facts import probe
     text = probe.script()
+    fingerprint = text.index("coproc fleet_co_facts_verify_fingerprint")
     trace_waited = text.index('mapfile -u "$fleet_bg_facts_shells"')
-    fingerprint = text.index("exec {fleet_bg_facts_verify_fingerprint}<")
+    fed = text.index('printf \'%s\' "${fleet_shells_out-}" >&"$fleet_w"')
     first_other = min(text.index(f'mapfile -u "$fleet_bg_facts_{name}"') for name in ("uname", "health", "torch"))
-    assert trace_waited < fingerprint < first_other
+    assert fingerprint < trace_waited < fed < first_other
+
+
+def test_a_fed_section_starts_at_once_and_reads_the_kept_value_on_its_stdin(local, tmp_path):
+    """`fp` takes its first half while `trace` still runs (it writes a mark `trace` waits for), then reads the trace on
+    its stdin to its end: no section started after it holds that pipe open (a gate after it, a plain section). A fed
+    section that ends without reading its stdin does not end the script (SIGPIPE); where nothing keeps what it reads
+    it runs as a plain section reading the variable's value."""
+    from fleet.sections import background, together
+    early = tmp_path / "early"
+    parts = [background("facts.trace", f"for i in $(seq 100); do [ -e {early} ] && break; sleep 0.05; done; "
+                                       f"[ -e {early} ] && echo saw the first half; echo two", keep_in="fleet_tr"),
+             background("facts.other", "sleep 0.3; echo other"),
+             background("facts.fp", f'touch {early}; echo first; t=$(cat); echo "[$t]"', keep_in="fleet_fp",
+                        after="fleet_tr", fed=True, before="venv=/v"),
+             background("check.gate.0", 'echo "gate: $fleet_fp $venv"', after="fleet_fp"),
+             section("plain", "echo plain")]
+    result = local.run(together(parts), timeout=60)
+    found = split_sections(result.stdout)
+    assert found["facts.trace"].output == "saw the first half\ntwo"
+    assert found["facts.fp"] == Section("facts.fp", 0, "first\n[saw the first half\ntwo]")
+    assert found["check.gate.0"].output == "gate: first\n[saw the first half\ntwo] /v"
+    assert [line for line in result.stdout.splitlines() if line.startswith("@@fleet:begin")] == [
+        f"@@fleet:begin {name}@@" for name in ("facts.trace", "facts.other", "facts.fp", "check.gate.0", "plain")]
+
+    parts = [background("facts.trace", "sleep 0.2; seq 20000", keep_in="fleet_tr"),   # more than a pipe holds
+             background("facts.fp", "echo gone; exit 97", after="fleet_tr", fed=True),
+             section("plain", "echo still here")]
+    found = split_sections(local.run(together(parts), timeout=60).stdout)
+    assert found["facts.fp"] == Section("facts.fp", 97, "gone") and found["plain"].output == "still here"
+
+    alone = together([background("facts.fp", 't=$(cat); echo "[$t]"', after="fleet_tr", fed=True, before="fleet_tr=x")])
+    assert split_sections(local.run(alone, timeout=60).stdout)["facts.fp"] == Section("facts.fp", 0, "[x]")
