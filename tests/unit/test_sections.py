@@ -210,3 +210,18 @@ def test_a_fed_section_starts_at_once_and_reads_the_kept_value_on_its_stdin(loca
 
     alone = together([background("facts.fp", 't=$(cat); echo "[$t]"', after="fleet_tr", fed=True, before="fleet_tr=x")])
     assert split_sections(local.run(alone, timeout=60).stdout)["facts.fp"] == Section("facts.fp", 0, "[x]")
+
+
+def test_what_others_wait_for_starts_first():
+    """The shells' trace heads the probe's slowest chain (trace -> fingerprint -> verify's gate): it is started before
+    the ~30 other sources (on the lent H200 it began ~15 ms into the probe behind them); the output order is the
+    sources' order still."""
+    import re
+    from fleet.facts import probe
+    text = probe.script()
+    starts = re.findall(r"exec \{fleet_bg_(\w+)\}<", text)
+    assert starts[0] == "facts_shells" and "facts_uname" in starts[1:]
+    import subprocess
+    from fleet.facts.sources import SOURCES
+    out = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=120).stdout   # this machine's
+    assert re.findall(r"^@@fleet:begin facts\.(\w+)@@$", out, re.M) == [s.name for s in SOURCES]
