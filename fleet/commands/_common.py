@@ -9,6 +9,18 @@ from fleet.connection import DEAD_AFTER, ConnectOptions
 from fleet.report import Reporter
 
 
+def command(subparsers, name: str, help: str, description: str, *options, func=None) -> argparse.ArgumentParser:
+    """The subcommand's parser, its description printed as written, each of `options` (add_inventory, add_json, ...)
+    added in order, and `func` what it runs."""
+    parser = subparsers.add_parser(name, help=help, description=description,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    for add in options:
+        add(parser)
+    if func is not None:
+        parser.set_defaults(func=func)
+    return parser
+
+
 def add_inventory(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:
     if default:
         parser.add_argument("inventory", nargs="?", default=default, metavar="INVENTORY",

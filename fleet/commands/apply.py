@@ -27,8 +27,7 @@ that follows will count it.
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("apply", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.command(subparsers, "apply", HELP, DESCRIPTION)
     _common.add_inventory(parser)
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of each host's roles, in this order (comma-separated; default: the "

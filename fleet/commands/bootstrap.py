@@ -29,8 +29,7 @@ into its own entry; every other host keeps fleet's pins for NVIDIA's real keyrin
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("bootstrap", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.command(subparsers, "bootstrap", HELP, DESCRIPTION)
     parser.add_argument("target", nargs="+", metavar="SSH_LINE_OR_TARGET",
                         help="the SSH line as pasted (quote it), or user@host[:port]")
     parser.add_argument("-p", "--port", type=parse.flag(parse.count, most=65535), default=None, metavar="PORT", help="SSH port (default 22)")

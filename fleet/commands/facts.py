@@ -35,8 +35,7 @@ Exit status is 1 if any host was unreachable (its column shows the age of its la
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("facts", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.command(subparsers, "facts", HELP, DESCRIPTION)
     _common.add_inventory(parser)
     _common.add_json(parser)
     parser.add_argument("--cached", action="store_true",

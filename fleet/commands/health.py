@@ -31,13 +31,8 @@ degraded or whose GPU health could not be read (in that order).
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("health", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common.add_inventory(parser)
-    _common.add_set(parser)
-    _common.add_json(parser)
-    _common.add_connect(parser)
-    parser.set_defaults(func=run)
+    _common.command(subparsers, "health", HELP, DESCRIPTION, _common.add_inventory, _common.add_set, _common.add_json,
+                    _common.add_connect, func=run)
 
 
 def run(args: argparse.Namespace, env) -> int:

@@ -17,11 +17,7 @@ and its roles in order. The inventory is checked as `fleet validate` checks it; 
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("hosts", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common.add_inventory(parser)
-    _common.add_json(parser)
-    parser.set_defaults(func=run)
+    _common.command(subparsers, "hosts", HELP, DESCRIPTION, _common.add_inventory, _common.add_json, func=run)
 
 
 def run(args: argparse.Namespace, env) -> int:

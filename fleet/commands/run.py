@@ -22,8 +22,7 @@ of it runs on after fleet has gone (start what must outlive it with setsid or sy
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("run", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.command(subparsers, "run", HELP, DESCRIPTION)
     _common.add_inventory(parser)
     _common.add_json(parser)
     parser.add_argument("--sudo", action="store_true", help="run the command with sudo on non-root hosts")

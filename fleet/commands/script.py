@@ -27,8 +27,7 @@ the facts'.
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("script", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.command(subparsers, "script", HELP, DESCRIPTION)
     parser.add_argument("inventory", nargs="?", default=None, metavar="INVENTORY",
                         help="inventory YAML file (optional with --from-facts: its roles and variables apply)")
     parser.add_argument("--limit", "-l", action="append", metavar="NAME", help="the one host to script")

@@ -19,11 +19,7 @@ when not. No host is contacted.
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("validate", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common.add_inventory(parser)
-    _common.add_set(parser)
-    parser.set_defaults(func=run)
+    _common.command(subparsers, "validate", HELP, DESCRIPTION, _common.add_inventory, _common.add_set, func=run)
 
 
 def run(args: argparse.Namespace, env) -> int:

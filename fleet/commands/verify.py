@@ -20,13 +20,8 @@ when the last run is older than verify_max_age (default 24h). Nothing else is ap
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("verify", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common.add_inventory(parser)
-    _common.add_set(parser)
-    _common.add_json(parser)
-    _common.add_connect(parser)
-    parser.set_defaults(func=run)
+    _common.command(subparsers, "verify", HELP, DESCRIPTION, _common.add_inventory, _common.add_set, _common.add_json,
+                    _common.add_connect, func=run)
 
 
 def run(args: argparse.Namespace, env) -> int:
