@@ -34,3 +34,42 @@ def lab(tmp_path_factory):
         yield started
     finally:
         testing.stop_test_lab(started)
+
+
+@pytest.fixture(scope="session")
+def fresh_apply(lab):
+    """The four lab hosts fresh, then `fleet apply --check`, `fleet apply` and `fleet apply` again, each --json:
+    {run: (exit status, document, stderr)}, and "records": each host's own verify record (/var/lib/fleet/verify.json,
+    as its verify run wrote it) read right after the first apply. test_apply_lab.py and test_check_plan_lab.py ask
+    their questions of these same runs: a fresh converge of the four hosts is the costliest step of the suite."""
+    import io
+    import json
+    import shutil
+
+    from rich.console import Console
+
+    from fleet.cli import main
+    from fleet.env import Environment
+    from fleet.facts.software import VERIFY_PATH
+
+    def fleet_json(*argv):
+        out, err = io.StringIO(), io.StringIO()
+        env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
+        code = main([*argv, "--json"], env)
+        try:
+            return code, json.loads(out.getvalue()), err.getvalue()
+        except ValueError:
+            raise AssertionError(f"not JSON (exit {code}):\n{out.getvalue()}\n{err.getvalue()}") from None
+
+    hosts = ("thor", "spark", "pod-570", "pod-580")
+    lab.reset(list(hosts))
+    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
+    inv = str(lab.inventory_path)
+    runs = {"check": fleet_json("apply", inv, "--check"), "first": fleet_json("apply", inv)}
+    runs["records"] = {}
+    for name in hosts:
+        with lab.connect(name) as conn:
+            result = conn.run(f"cat {VERIFY_PATH}")
+            runs["records"][name] = json.loads(result.stdout) if result.exit == 0 else None
+    runs["second"] = fleet_json("apply", inv)
+    return runs
