@@ -73,3 +73,37 @@ def fresh_apply(lab):
             runs["records"][name] = json.loads(result.stdout) if result.exit == 0 else None
     runs["second"] = fleet_json("apply", inv)
     return runs
+
+
+@pytest.fixture(scope="session")
+def converged_fresh(lab, tmp_path_factory):
+    """converged_fresh(name) -> (exit status, JSON document) of `fleet apply --limit NAME` of the lab inventory that
+    leaves lab host NAME as a fresh host converged, its facts record written by that run. The session's first call
+    for a host resets it and applies (the real converge), then keeps its writes (fleet_lab.control.snapshot); a
+    later call puts those writes back (control.restore: the host as that converge left it, restarted) and applies,
+    which must change nothing. Modules that need a converged host to work on, not a converge to look at, share one
+    converge this way instead of each making its own."""
+    import json
+
+    from fleet_lab import control
+    from helpers import fleet_json
+
+    kept = tmp_path_factory.mktemp("converged-hosts")
+    inv = str(lab.inventory_path)
+
+    def converge(name: str) -> tuple[int, dict]:
+        again = (kept / name).is_dir()
+        if again:
+            control.restore(lab.inventory_path, [name], kept, lab.root)
+        else:
+            lab.reset([name])
+        (lab.inventory.facts_dir / f"{name}.json").unlink(missing_ok=True)
+        code, doc = fleet_json("apply", inv, "--limit", name)
+        if again:   # the kept writes are a converged host: the apply finds nothing to do
+            host = doc["hosts"][name]
+            assert code == 0 and host["changed"] == 0 and host["failed"] == 0, json.dumps(host, indent=1)[-3000:]
+        elif code == 0:
+            control.snapshot(lab.inventory_path, [name], kept, lab.root)
+        return code, doc
+
+    return converge

@@ -67,13 +67,12 @@ def verify(inventory) -> tuple[int, dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def converged(lab):
-    """pod-580 fresh, applied once: torch in the venv, fleet's hooks in place, compat installed and not used."""
-    lab.reset([HOST])
-    inventory = str(lab.inventory_path)
-    code, doc = fleet_json("apply", inventory, "--limit", HOST)
+def converged(lab, converged_fresh):
+    """pod-580 fresh, applied once: torch in the venv, fleet's hooks in place, compat installed and not used
+    (conftest.py: that converge shared with other modules)."""
+    code, doc = converged_fresh(HOST)
     assert code == 0, json.dumps(doc["hosts"][HOST], indent=1)[-3000:]
-    return inventory
+    return str(lab.inventory_path)
 
 
 
