@@ -192,20 +192,24 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
     hosts = paths.hosts_dir(root)
     names = [s.name for s in lab_specs(inventory)] if inventory is not None else \
         ([e.name for e in hosts.iterdir()] if hosts.is_dir() else [])
-    stopped, failed = [], []
-    for name in names:
+
+    def down_one(name: str) -> HostState | str | None:
         host = LabHost(name, root)
         rec = host.record() or {}
         if not host.dir.exists():
-            continue
+            return None
         try:
             host.stop()   # returns once every process of the host has ended and its address is free
         except LabError as err:   # keep its files (the overlay may still be in use); stop the others
-            failed.append(str(err))
-            continue
+            return str(err)
         shutil.rmtree(host.dir, ignore_errors=True)
-        stopped.append(HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
-                                 rec.get("driver", "?"), "stopped"))
+        return HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
+                         rec.get("driver", "?"), "stopped")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:   # each host on its own, as up() starts them
+        done = list(pool.map(down_one, names))
+    stopped = [d for d in done if isinstance(d, HostState)]
+    failed = [d for d in done if isinstance(d, str)]
     if hosts.is_dir() and not any(hosts.iterdir()):
         hosts.rmdir()
     if not hosts.exists():
@@ -255,25 +259,31 @@ def reset(inventory, names, root=None) -> list[HostState]:
 
 
 def snapshot(inventory, names, to: Path, root=None) -> list[HostState]:
-    """Keep what each named host wrote (its upper dir) in `to`/NAME for restore(): the host stopped for the copy
-    (nothing writes while it is taken) and started again as restart() starts it."""
-    def keep(host: LabHost) -> None:
+    """Keep what each named host wrote (its upper dir) in `to`/NAME, and its kernel driver in `to`/NAME.driver, for
+    restore(): the host stopped for the copy (nothing writes while it is taken) and started again as restart()
+    starts it."""
+    def keep(host: LabHost, spec: HostSpec) -> None:
         shutil.rmtree(to / host.name, ignore_errors=True)
         (to / host.name).mkdir(parents=True)
         _run_cp(host.dir / "upper", to / host.name)
+        (to / f"{host.name}.driver").write_text(spec.driver + "\n")
     return _restart(inventory, names, None, root, keep)
 
 
 def restore(inventory, names, kept: Path, root=None) -> list[HostState]:
     """Each named host as snapshot() kept it: stopped, everything it wrote since replaced by the kept writes, and
-    started again as restart() starts it (a pod restarted on its own disk: nothing re-applied)."""
-    def put_back(host: LabHost) -> None:
-        if not (kept / host.name).is_dir():
-            raise LabError(f"no snapshot of lab host {host.name} in {kept}: take one with snapshot() first")
+    started again on the kernel driver it had then, as restart() starts it (nothing re-applied)."""
+    def put_back(host: LabHost, spec: HostSpec) -> None:
         host.wipe()
         (host.dir / "upper").mkdir(parents=True)
         _run_cp(kept / host.name, host.dir / "upper")
-    return _restart(inventory, names, None, root, put_back)
+    states = []
+    for name in names:
+        if not (kept / f"{name}.driver").is_file():
+            raise LabError(f"no snapshot of lab host {name} in {kept}: take one with snapshot() first")
+        driver = (kept / f"{name}.driver").read_text().strip()
+        states += _restart(inventory, [name], driver, root, put_back)
+    return states
 
 
 def _run_cp(src: Path, dst: Path) -> None:
@@ -295,7 +305,7 @@ def restart(inventory, names, driver: str | None = None, root=None) -> list[Host
 
 
 def _restart(inventory, names, driver: str | None, root, stopped=None) -> list[HostState]:
-    """restart(), with `stopped(host)` run on each host while it is down (snapshot, restore)."""
+    """restart(), with `stopped(host, spec)` run on each host while it is down (snapshot, restore)."""
     check_machine()
     root = paths.lab_root(root)
     specs = lab_specs(inventory, list(names))
@@ -318,7 +328,7 @@ def _restart(inventory, names, driver: str | None, root, stopped=None) -> list[H
                            "they end with it, so there is nothing to snapshot or restore")
         host.stop()
         if stopped:
-            stopped(host)
+            stopped(host, spec)
         if spec.driver != rec.get("driver"):
             host.swap_driver(spec, mirror_dir)
         host.write_proc_driver(spec)
