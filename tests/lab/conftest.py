@@ -82,17 +82,19 @@ def converged_fresh(lab, tmp_path_factory):
     for a host resets it and applies (the real converge), then keeps its writes (fleet_lab.control.snapshot); a
     later call puts those writes back (control.restore: the host as that converge left it, restarted) and applies,
     which must change nothing. Modules that need a converged host to work on, not a converge to look at, share one
-    converge this way instead of each making its own."""
+    converge this way instead of each making its own. converged_fresh.fresh[NAME]: (exit status, document) of that
+    real converge."""
     import json
 
     from fleet_lab import control
+    from fleet_lab.host import LabHost
     from helpers import fleet_json
 
     kept = tmp_path_factory.mktemp("converged-hosts")
     inv = str(lab.inventory_path)
 
     def converge(name: str) -> tuple[int, dict]:
-        again = (kept / name).is_dir()
+        again = (kept / name).is_dir() and LabHost(name, lab.root).running()   # (a host taken down: converge anew)
         if again:
             control.restore(lab.inventory_path, [name], kept, lab.root)
         else:
@@ -104,6 +106,8 @@ def converged_fresh(lab, tmp_path_factory):
             assert host["changed"] == 0, json.dumps(host, indent=1)[-3000:]
         elif code == 0:
             control.snapshot(lab.inventory_path, [name], kept, lab.root)
+            converge.fresh[name] = (code, doc)
         return code, doc
 
+    converge.fresh = {}
     return converge
