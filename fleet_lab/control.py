@@ -192,20 +192,24 @@ def down(inventory=None, root=None, purge: bool = False) -> list[HostState]:
     hosts = paths.hosts_dir(root)
     names = [s.name for s in lab_specs(inventory)] if inventory is not None else \
         ([e.name for e in hosts.iterdir()] if hosts.is_dir() else [])
-    stopped, failed = [], []
-    for name in names:
+
+    def down_one(name: str) -> HostState | str | None:
         host = LabHost(name, root)
         rec = host.record() or {}
         if not host.dir.exists():
-            continue
+            return None
         try:
             host.stop()   # returns once every process of the host has ended and its address is free
         except LabError as err:   # keep its files (the overlay may still be in use); stop the others
-            failed.append(str(err))
-            continue
+            return str(err)
         shutil.rmtree(host.dir, ignore_errors=True)
-        stopped.append(HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
-                                 rec.get("driver", "?"), "stopped"))
+        return HostState(name, rec.get("address", "?"), rec.get("port", 22), rec.get("profile", "?"),
+                         rec.get("driver", "?"), "stopped")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:   # each host on its own, as up() starts them
+        done = list(pool.map(down_one, names))
+    stopped = [d for d in done if isinstance(d, HostState)]
+    failed = [d for d in done if isinstance(d, str)]
     if hosts.is_dir() and not any(hosts.iterdir()):
         hosts.rmdir()
     if not hosts.exists():
@@ -254,15 +258,55 @@ def reset(inventory, names, root=None) -> list[HostState]:
     return up(inventory, [s.name for s in specs], root)
 
 
+def snapshot(inventory, names, to: Path, root=None) -> list[HostState]:
+    """Keep what each named host wrote (its upper dir) in `to`/NAME, and its kernel driver in `to`/NAME.driver, for
+    restore(): the host stopped for the copy (nothing writes while it is taken) and started again as restart()
+    starts it."""
+    def keep(host: LabHost, spec: HostSpec) -> None:
+        shutil.rmtree(to / host.name, ignore_errors=True)
+        (to / host.name).mkdir(parents=True)
+        _run_cp(host.dir / "upper", to / host.name)
+        (to / f"{host.name}.driver").write_text(spec.driver + "\n")
+    return _restart(inventory, names, None, root, keep)
+
+
+def restore(inventory, names, kept: Path, root=None) -> list[HostState]:
+    """Each named host as snapshot() kept it: stopped, everything it wrote since replaced by the kept writes, and
+    started again on the kernel driver it had then, as restart() starts it (nothing re-applied)."""
+    def put_back(host: LabHost, spec: HostSpec) -> None:
+        host.wipe()
+        (host.dir / "upper").mkdir(parents=True)
+        _run_cp(kept / host.name, host.dir / "upper")
+    states = []
+    for name in names:
+        if not (kept / f"{name}.driver").is_file():
+            raise LabError(f"no snapshot of lab host {name} in {kept}: take one with snapshot() first")
+        driver = (kept / f"{name}.driver").read_text().strip()
+        states += _restart(inventory, [name], driver, root, put_back)
+    return states
+
+
+def _run_cp(src: Path, dst: Path) -> None:
+    # cp -a keeps whiteouts and opaque-dir xattrs, as LabHost.provision copies a profile layer
+    done = subprocess.run(["cp", "-a", f"{src}/.", str(dst)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LabError(f"copying {src} to {dst} failed: {done.stderr.strip()[:300]}")
+
+
 def restart(inventory, names, driver: str | None = None, root=None) -> list[HostState]:
     """Stop each named host and start it again KEEPING what it wrote (its upper dir), as a pod restarts; with
     `driver`, on a host of that kernel driver: /proc/driver/nvidia/version and the user-space libcuda (which the
     container runtime mounts from the host) change, nothing else, and nothing is re-applied. The start runs the
     host's /pre_start.sh when it has one (the image's start command, as RunPod's start.sh does), then sshd. The
     host's record then holds that driver: the next `up` from the inventory makes it afresh with its own."""
-    check_machine()
     if driver is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}", driver):
         raise InputError(f"--driver {driver!r} is not a driver version such as 580.159.04")
+    return _restart(inventory, names, driver, root)
+
+
+def _restart(inventory, names, driver: str | None, root, stopped=None) -> list[HostState]:
+    """restart(), with `stopped(host, spec)` run on each host while it is down (snapshot, restore)."""
+    check_machine()
     root = paths.lab_root(root)
     specs = lab_specs(inventory, list(names))
     mirror_dir = mirror.ensure(root)
@@ -279,7 +323,12 @@ def restart(inventory, names, driver: str | None = None, root=None) -> list[Host
         spec.extra["mirror"] = mirror_dir.name
         spec.extra["mirror_address"] = mirror_address
         spec = dataclasses.replace(spec, driver=driver or rec.get("driver") or spec.driver)
+        if stopped and spec.prof.container_disk_gb:
+            raise LabError(f"lab host {spec.name} keeps its writes on its own tmpfs (a small container disk): "
+                           "they end with it, so there is nothing to snapshot or restore")
         host.stop()
+        if stopped:
+            stopped(host, spec)
         if spec.driver != rec.get("driver"):
             host.swap_driver(spec, mirror_dir)
         host.write_proc_driver(spec)

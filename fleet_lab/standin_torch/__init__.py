@@ -33,24 +33,32 @@ def _fill(shape, make):
 
 
 def _new(size, make, device=None, dtype=None):
-    t = Tensor(_fill(_shape(size), make), dtype=dtype)
+    """`make(rng)` for each value, drawn when first read from an RNG seeded now from the global one (so
+    manual_seed makes the same tensors again, whatever order they are read in)."""
+    shape, seed = _shape(size), _random.getrandbits(64)
+
+    def values():
+        rng = _random.Random(seed)
+        return _fill(shape, lambda: make(rng))
+
+    t = Tensor._deferred(shape, values, dtype=dtype)
     return t.to(device) if device is not None else t
 
 
 def randn(*size, device=None, dtype=None, **_):
-    return _new(size, lambda: _random.gauss(0.0, 1.0), device, dtype)
+    return _new(size, lambda rng: rng.gauss(0.0, 1.0), device, dtype)
 
 
 def rand(*size, device=None, dtype=None, **_):
-    return _new(size, _random.random, device, dtype)
+    return _new(size, lambda rng: rng.random(), device, dtype)
 
 
 def zeros(*size, device=None, dtype=None, **_):
-    return _new(size, lambda: 0.0, device, dtype)
+    return _new(size, lambda rng: 0.0, device, dtype)
 
 
 def ones(*size, device=None, dtype=None, **_):
-    return _new(size, lambda: 1.0, device, dtype)
+    return _new(size, lambda rng: 1.0, device, dtype)
 
 
 def tensor(data, device=None, dtype=None, **_):

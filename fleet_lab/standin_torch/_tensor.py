@@ -1,5 +1,12 @@
 """Tensors of the fleet lab stand-in torch: nested Python lists of floats, on "cpu" or "cuda:N".
-Moving to CUDA goes through torch.cuda's real driver checks; the arithmetic itself is pure Python."""
+Moving to CUDA goes through torch.cuda's real driver checks; the arithmetic itself is pure Python.
+
+A tensor's values are computed when they are first read (tolist, item, .cpu() then read, allclose, sum ...),
+not when it is made: the real torch queues a CUDA kernel and returns at once ("By default, GPU operations are
+asynchronous", PyTorch's CUDA semantics), and a result is seen only when read back. Every value read is exact;
+what is never read (verify's load, 4096x4096 matmuls on every GPU that it only counts) is never computed, which
+pure Python could not do in the seconds a GPU takes. Shapes, devices and the driver are checked when the op is
+called, as the real torch checks them."""
 
 
 class dtype:
@@ -51,17 +58,39 @@ def _flat(data):
 
 class Tensor:
     def __init__(self, data, dtype=None, device_="cpu"):
-        self._data = _map(data.tolist() if isinstance(data, Tensor) else data, float)
+        self._values = _map(data.tolist() if isinstance(data, Tensor) else data, float)
+        self._shape, self._compute = None, None
         self.dtype = dtype or float32
         self.device = device(device_)
 
+    @classmethod
+    def _deferred(cls, shape, compute, dtype=None, device_="cpu"):
+        """A tensor of `shape` whose values `compute()` gives (nested lists) when first read."""
+        t = cls.__new__(cls)
+        t._values, t._shape, t._compute = None, tuple(shape), compute
+        t.dtype = dtype or float32
+        t.device = device(device_)
+        return t
+
+    @property
+    def _data(self):
+        if self._values is None:
+            self._values, self._compute = _map(self._compute(), float), None
+        return self._values
+
     @property
     def shape(self):
+        if self._shape is not None:
+            return self._shape
         dims, d = [], self._data
         while isinstance(d, list):
             dims.append(len(d))
             d = d[0] if d else None
         return tuple(dims)
+
+    def _like(self, dtype=None, device_=None):
+        """The same values (computed once, when either is read) under another dtype or device."""
+        return Tensor._deferred(self.shape, lambda: self._data, dtype or self.dtype, device_ or str(self.device))
 
     def size(self, dim=None):
         return self.shape if dim is None else self.shape[dim]
@@ -78,16 +107,16 @@ class Tensor:
 
     def to(self, target=None, *args, dtype=None, non_blocking=False, **_):
         if isinstance(target, dtype_cls):
-            return Tensor(self._data, target, str(self.device))
+            return self._like(target)
         if target is None:
-            return Tensor(self._data, dtype or self.dtype, str(self.device))
+            return self._like(dtype)
         dev = device(target)
         if dev.type == "cuda":
             from torch import cuda
             cuda._lazy_init()
             if dev.index >= cuda.device_count():
                 raise RuntimeError("CUDA error: invalid device ordinal")
-        return Tensor(self._data, dtype or self.dtype, str(dev))
+        return self._like(dtype, str(dev))
 
     def cuda(self, index=None, non_blocking=False):
         return self.to("cuda" if index is None else f"cuda:{index}")
@@ -137,12 +166,14 @@ class Tensor:
 
     def __matmul__(self, other):
         self._same_device(other, "mm")
-        a, b = self._data, other._data
-        if self.dim() != 2 or other.dim() != 2 or len(a[0]) != len(b):
+        if self.dim() != 2 or other.dim() != 2 or self.shape[1] != other.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape} and {other.shape})")
-        cols = list(zip(*b))
-        return Tensor([[sum(x * y for x, y in zip(row, col)) for col in cols] for row in a],
-                      self.dtype, str(self.device))
+
+        def product():
+            cols = list(zip(*other._data))
+            return [[sum(x * y for x, y in zip(row, col)) for col in cols] for row in self._data]
+
+        return Tensor._deferred((self.shape[0], other.shape[1]), product, self.dtype, str(self.device))
 
     def sum(self):
         return Tensor(sum(_flat(self._data)), self.dtype, str(self.device))

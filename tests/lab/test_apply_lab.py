@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 
 import pytest
 from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
+from fleet.facts.software import VERIFY_PATH
+from helpers import sh
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
 
@@ -42,15 +43,15 @@ def changed(doc: dict, host: str) -> set[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def applied(lab):
-    """Fresh hosts, then: --check, apply, apply again. Each step's JSON document is kept for the tests."""
-    lab.reset(list(HOSTS))
-    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
-    inv = str(lab.inventory_path)
-    runs = {}
-    runs["check"] = fleet_json("apply", inv, "--check")
-    runs["first"] = fleet_json("apply", inv)
-    runs["second"] = fleet_json("apply", inv)
+def applied(lab, fresh_apply):
+    """Fresh hosts, then: --check, apply, apply again (conftest.py's fresh_apply, shared with
+    test_check_plan_lab.py). Each step's JSON document is kept for the tests; the tests below that ask the hosts
+    need them converged: a host reset since those runs (another module ran in between) is converged again."""
+    runs = {name: fresh_apply[name][:2] for name in ("check", "first", "second")}
+    reset = [name for name in HOSTS if sh(lab, name, f"test -e {VERIFY_PATH}").exit != 0]
+    if reset:
+        code, doc = fleet_json("apply", str(lab.inventory_path), *(f"--limit={name}" for name in reset))
+        assert code == 0, json.dumps(doc, indent=1)[-4000:]
     return lab, runs
 
 

@@ -5,41 +5,17 @@ asked of the host itself (its verify record, written by the host's own verify ru
 
 from __future__ import annotations
 
-import io
-import json
-import shutil
-
 import pytest
-from rich.console import Console
-
-from fleet.cli import main
-from fleet.env import Environment
-from fleet.facts.software import VERIFY_PATH
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
 COUNTS = ("ok", "changed", "skipped", "failed")
 
 
-def fleet_json(*argv: str) -> tuple[int, dict, str]:
-    out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
-    code = main(list(argv), env)
-    return code, json.loads(out.getvalue()), err.getvalue()
-
-
 @pytest.fixture(scope="module")
-def plan_and_apply(lab):
-    lab.reset(list(HOSTS))
-    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
-    inv = str(lab.inventory_path)
-    check = fleet_json("apply", inv, "--check", "--json")
-    applied = fleet_json("apply", inv, "--json")
-    records = {}
-    for name in HOSTS:
-        with lab.connect(name) as conn:   # the host's own verify record, as its verify run wrote it
-            result = conn.run(f"cat {VERIFY_PATH}")
-            records[name] = json.loads(result.stdout) if result.exit == 0 else None
-    return check, applied, records
+def plan_and_apply(fresh_apply):
+    """Fresh hosts, `fleet apply --check --json`, `fleet apply --json`, each host's verify record after it
+    (conftest.py's fresh_apply, shared with test_apply_lab.py)."""
+    return fresh_apply["check"], fresh_apply["first"], fresh_apply["records"]
 
 
 def test_check_counts_every_task_as_the_apply_that_follows(plan_and_apply):

@@ -27,9 +27,8 @@ def fresh_after(lab):
 
 
 @pytest.fixture(scope="module")
-def applied(lab):
-    lab.reset([HOST])
-    code, doc = fleet_json("apply", str(lab.inventory_path), "--limit", HOST)
+def applied(lab, converged_fresh):
+    code, doc = converged_fresh(HOST)       # a fresh host converged (conftest.py: shared with other modules)
     assert code == 0, doc
     return lab
 

@@ -40,12 +40,15 @@ def facts_that_matter(inventory_dir) -> dict:
             "cutlass": record["cutlass"], "compat": record["cuda"]["compat"]}
 
 
-def test_script_converges_then_changes_nothing_and_matches_apply(lab, tmp_path):
+def test_script_converges_then_changes_nothing_and_matches_apply(lab, tmp_path, converged_fresh):
     inventory = tmp_path / "lab.yaml"
     shutil.copy(lab.inventory_path, inventory)         # facts of this test beside its own copy
-    # the reference: the pod as `fleet apply` leaves it
-    lab.reset([POD])
-    reference = apply(inventory)
+    # the reference: the pod as `fleet apply` leaves a fresh one (conftest's converged_fresh, shared with other
+    # modules), that converge's report, and the facts this test's inventory records of the pod (nothing to change)
+    code, doc = converged_fresh(POD)
+    assert code == 0, json.dumps(doc["hosts"][POD])[-3000:]
+    reference = converged_fresh.fresh[POD][1]["hosts"][POD]
+    assert apply(inventory)["changed"] == 0
     wanted = facts_that_matter(tmp_path)
     assert wanted["verify"]["passed"] is True
 

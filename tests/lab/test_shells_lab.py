@@ -68,8 +68,8 @@ def inventory(pod_lab):
 
 @pytest.fixture(scope="module")
 def perf_inventory(pod_lab, tmp_path_factory):
-    """The pod's perf smoke switched on: the stand-in torch cannot run it (no mem_get_info, pure-Python
-    matmul), so a test that passes with it proves the smoke was skipped."""
+    """The pod's perf smoke switched on: the stand-in torch cannot run it (no mem_get_info), so a test that
+    passes with it proves the smoke was skipped."""
     doc = yaml.safe_load(pod_lab.inventory_path.read_text())
     doc["hosts"][POD]["vars"] = {"verify_perf": True}
     path = tmp_path_factory.mktemp("shells-perf") / "lab.yaml"

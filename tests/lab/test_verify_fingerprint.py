@@ -4,7 +4,6 @@ work); a change to anything verify proved runs it again and says which; a change
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -25,10 +24,9 @@ def recorded_verify(lab) -> dict:
 
 
 @pytest.fixture(scope="module")
-def converged(lab):
-    lab.reset([HOST])
-    shutil.rmtree(lab.inventory.facts_dir / f"{HOST}.json", ignore_errors=True)
-    apply(lab)
+def converged(lab, converged_fresh):
+    code, doc = converged_fresh(HOST)       # a fresh host converged (conftest.py: shared with other modules)
+    assert code == 0, json.dumps(doc, indent=1)[-3000:]
     return lab
 
 

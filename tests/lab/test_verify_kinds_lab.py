@@ -67,13 +67,12 @@ def verify(inventory) -> tuple[int, dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def converged(lab):
-    """pod-580 fresh, applied once: torch in the venv, fleet's hooks in place, compat installed and not used."""
-    lab.reset([HOST])
-    inventory = str(lab.inventory_path)
-    code, doc = fleet_json("apply", inventory, "--limit", HOST)
+def converged(lab, converged_fresh):
+    """pod-580 fresh, applied once: torch in the venv, fleet's hooks in place, compat installed and not used
+    (conftest.py: that converge shared with other modules)."""
+    code, doc = converged_fresh(HOST)
     assert code == 0, json.dumps(doc["hosts"][HOST], indent=1)[-3000:]
-    return inventory
+    return str(lab.inventory_path)
 
 
 
@@ -147,13 +146,12 @@ def test_a_preload_of_the_compat_libcuda_is_named_as_the_preload(lab, converged)
         assert f"fix: take {COMPAT}/libcuda.so.1 out of /etc/ld.so.preload" in detail
 
 
-def test_a_compat_needing_pod_is_judged_in_a_bare_process_as_a_bare_process_answers(lab):
+def test_a_compat_needing_pod_is_judged_in_a_bare_process_as_a_bare_process_answers(lab, converged_fresh):
     """pod-570 (driver 570, CUDA 13.0 wheel: compat decided): verify's bare verdict is what a process that reads
     no startup file gets from torch on the host, whether or not compat reaches such processes (the cuda_compat
     role's part of issue 23); where it does not, the failure names the bare kind, the driver's libcuda and why."""
     pod = "pod-570"
-    lab.reset([pod])
-    fleet_json("apply", str(lab.inventory_path), "--limit", pod)   # its verify may fail: judged below
+    converged_fresh(pod)   # fresh, converged (conftest.py: shared by modules); its verify may fail: judged below
     answer = ok(lab, pod, "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root /opt/fleet/venv/bin/python -c "
                           "'import torch; print(torch.cuda.is_available())' 2>/dev/null").split()[-1]
     code, doc = fleet_json("verify", str(lab.inventory_path), "--limit", pod)

@@ -11,7 +11,6 @@ checked against the host itself (pip, the host's verify record), never against f
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -63,10 +62,9 @@ def torch_installed(lab) -> bool:
 
 
 @pytest.fixture(scope="module")
-def converged(lab):
-    lab.reset([HOST])
-    shutil.rmtree(lab.inventory.facts_dir / f"{HOST}.json", ignore_errors=True)
-    apply(lab.inventory_path)
+def converged(lab, converged_fresh):
+    code, doc = converged_fresh(HOST)       # a fresh host converged (conftest.py: shared with other modules)
+    assert code == 0, json.dumps(doc, indent=1)[-3000:]
     zero_changes(apply(lab.inventory_path))
     assert host_verify(lab)["passed"] is True and torch_installed(lab)
     return lab

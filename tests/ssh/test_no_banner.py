@@ -40,6 +40,7 @@ def listener(answer: bytes | None):
         yield sock.getsockname()[1]
     finally:
         stop.set()
+        sock.shutdown(socket.SHUT_RDWR)   # wakes the accept() the serving thread waits in (close alone does not)
         sock.close()
         for conn in held:
             conn.close()

@@ -125,8 +125,8 @@ def test_the_steps_time_their_copies_and_sample_nvidia_smi_while_every_gpu_works
 
 
 class _Stuck(FakeTorch):
-    """A GPU whose work never finishes a batch in the sampled window (the lab's pure-Python torch at 4096²), or
-    whose tensors cannot be made: the readings were not taken under load, so nothing may pass on them."""
+    """A GPU whose work never finishes a batch in the sampled window (a hung or far too slow GPU), or whose
+    tensors cannot be made: the readings were not taken under load, so nothing may pass on them."""
 
     def __init__(self, fail=False):
         super().__init__()

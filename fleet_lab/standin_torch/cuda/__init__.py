@@ -133,8 +133,9 @@ def can_device_access_peer(device, peer):
     return bool(can.value)
 
 
-# No mem_get_info: verify's perf smoke (a pure-Python 8192² matmul here) and its all-reduce stop at its absence,
-# which tests/lab/test_verify_stale_lab.py and test_shells_lab.py take as the lab's failing perf smoke.
+# No mem_get_info: verify's perf smoke (it would time matmuls whose values the stand-in computes only when read:
+# no GPU's figures) and its all-reduce stop at its absence, which tests/lab/test_verify_stale_lab.py and
+# test_shells_lab.py take as the lab's failing perf smoke.
 
 
 class _DeviceProperties:
