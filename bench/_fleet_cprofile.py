@@ -35,7 +35,11 @@ def main() -> int:
         with open(out, "w") as fh:
             stats = pstats.Stats(main_profile, stream=fh)
             for profile in _profiles:
-                stats.add(profile)
+                try:
+                    profile.disable()
+                    stats.add(profile)
+                except (TypeError, ValueError):   # a thread that never ran anything to profile
+                    pass
             stats.sort_stats("cumulative").print_stats(80)
             stats.sort_stats("tottime").print_stats(50)
     return rc

@@ -316,7 +316,10 @@ def plain_table(table: Table) -> str:
 
 
 def _plain(cell: Any) -> str:
-    text = cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+    if isinstance(cell, str) and "[" not in cell and ":" not in cell:
+        text = cell   # what Text.from_markup gives for it (no tag, no :emoji: code), without its ~80 µs a cell
+    else:
+        text = cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
     return " ".join(text.replace("\t", " ").split("\n")).strip()
 
 
