@@ -14,7 +14,8 @@
 # 4. 9 interleaved rounds of the no-op apply, `fleet facts` and `fleet run -- true` (end to end, with SSH), medians;
 # 5. the no-op's bytes (lib.sh record_bytes), every kind of shell asked, a forced `fleet verify`, `fleet health`.
 #
-# Writes 6 files under $OUT: transcript.txt (every step, the medians), setup.txt (lib.sh's), timings.txt (the rounds,
+# Writes 7 files under $OUT: transcript.txt (every step, the medians), setup.txt (lib.sh's), timings.txt (the rounds,
+# timings-compiled.txt the same with fleet's bytecode compiled,
 # one "<what> <seconds>" line each), sections-apply.txt and sections-facts.txt (bench/sections.py's table),
 # smi.txt ("<ms> <call>" lines). tests/unit/test_h200_remote_records.py loads them from tests/data/h200-device/remote/.
 set -u
@@ -74,6 +75,11 @@ print("\n".join(lines))
 PY
 
 rounds 9
+# Every fleet command above compiled fleet's Python again where PYTHONDONTWRITEBYTECODE is set (as in this machine's
+# shells, and the earlier H200 runs): an installed fleet has its bytecode. The same rounds with it compiled.
+note "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE-unset}; the same 9 rounds with fleet's bytecode compiled"
+(unset PYTHONDONTWRITEBYTECODE; python3 -m compileall -q fleet /tmp/fleet-site >/dev/null 2>&1
+ export -n PYTHONDONTWRITEBYTECODE; rounds 9 timings-compiled.txt)
 ask "converged"
 step F verify "$INV"
 python3 -c "import json; r=json.load(open('$FACTS')); v=r.get('verify') or {}; print('batches', (v.get('load') or {}).get('batches'))" >> "$T" 2>&1

@@ -11,12 +11,13 @@ ask() { note "asked by a plain SSH client (tests/data/h200-device/ask_kinds.py):
         PYTHONPATH=/tmp/fleet-site python3 tests/data/h200-device/ask_kinds.py 127.0.0.1 2222 root \
           /tmp/fleet-sshd/client_ed25519 >> "$T" 2>&1; }
 # Interleaved rounds of the no-op apply, facts and `run -- true`; one line per timing: "<what> <seconds>".
-rounds() { local n=$1 i; for i in $(seq "$n"); do
-  { TIMEFORMAT="apply-noop %R"; time F apply "$INV" -q >/dev/null 2>&1; } 2>> "$OUT/timings.txt"
-  { TIMEFORMAT="facts %R"; time F facts "$INV" >/dev/null 2>&1; } 2>> "$OUT/timings.txt"
-  { TIMEFORMAT="run-true %R"; time F run "$INV" -q -- true >/dev/null 2>&1; } 2>> "$OUT/timings.txt"
+# rounds N [FILE]: FILE under $OUT (default timings.txt).
+rounds() { local n=$1 i f=$OUT/${2:-timings.txt}; for i in $(seq "$n"); do
+  { TIMEFORMAT="apply-noop %R"; time F apply "$INV" -q >/dev/null 2>&1; } 2>> "$f"
+  { TIMEFORMAT="facts %R"; time F facts "$INV" >/dev/null 2>&1; } 2>> "$f"
+  { TIMEFORMAT="run-true %R"; time F run "$INV" -q -- true >/dev/null 2>&1; } 2>> "$f"
 done
-python3 - "$OUT/timings.txt" >> "$T" <<'PY'
+python3 - "$f" >> "$T" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
