@@ -198,7 +198,10 @@ def run_sections(conn: Connection, script: str, what: str,
         # defaults would make every `when:` false and every check "did not run", and a host fleet could not see
         # would be reported in state. It is a failure, naming what was not observed.
         cut = (f"after {timeout:g} s, its deadline" if result.exit == 124 and timeout else f"exit {result.exit}")
-        facts = [name[len("facts."):] for name in missing if name.startswith("facts.")]
+        from fleet.facts.sources import BY_NAME   # named in the order the probe prints them, not the order it starts them
+        order = {name: i for i, name in enumerate(BY_NAME)}
+        facts = sorted((name[len("facts."):] for name in missing if name.startswith("facts.")),
+                       key=lambda n: order.get(n, len(order)))
         others = [name for name in missing if not name.startswith("facts.")]
         shown = "; ".join(filter(None, [f"facts.{{{','.join(facts)}}}" if len(facts) > 1 else
                                         "".join(f"facts.{n}" for n in facts),
