@@ -66,7 +66,8 @@ def fleet(inventory: Path, *args: str, runner: str | None = None, env: dict | No
     argv[argv.index("INV")] = str(inventory)
     wall, rc, rss, text = spawn(argv, env=env)
     try:
-        doc = json.loads(text[text.index("{"):])
+        # stderr is merged in (the progress before, "run log: ..." after the document): the one JSON document
+        doc, _ = json.JSONDecoder().raw_decode(text, text.index("{"))
     except ValueError:
         raise SystemExit(f"fleet {' '.join(args)} printed no JSON (exit {rc}):\n{text[-3000:]}")
     hosts, stats = doc.get("hosts", {}), doc.get("stats", {})
