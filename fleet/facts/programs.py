@@ -114,8 +114,7 @@ def fingerprint_part(python_env: str, program: Program | None = None) -> str:
     from fleet.facts import fingerprint
 
     if program is not None:
-        return (HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
-                + f"bash {program.path} {fingerprint.TRACE_ON_STDIN} 2>/dev/null")
+        return from_bin(program, f" {fingerprint.TRACE_ON_STDIN} 2>/dev/null")
     return fingerprint.probe_part(python_env)
 
 
