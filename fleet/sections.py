@@ -129,12 +129,34 @@ def background(name: str, body: str, *, keep_in: str | None = None, after: str |
                 f'printf \'%s\' "${{{after}-}}" >&"$fleet_w" 2>/dev/null; trap - PIPE; exec {{fleet_w}}>&-; fi')
         plain = section(name, body, stdin=f'<<< "${{{after}-}}"')
     else:
-        framed = plain = section(name, body)
-        start, feed = f"{before}exec {{{fd}}}< <(exec </dev/null\n{framed})", ""
+        plain = section(name, body)
+        start, feed = f"{before}exec {{{fd}}}< <(exec </dev/null\n{_in_own_shell(name, body)})", ""
     # mapfile, not cat: a builtin (a probe collects ~30 of these; each process is ~1-2 ms of a small host's CPU)
     read = f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; '
     collect = read + (_keep(keep_in) if keep_in else "") + 'printf %s "${fleet_lines[@]}"'
     return Background(name, start, collect, keep_in, after, before, plain, feed)
+
+
+# a body that sets a trap of its own (its EXIT trap would replace the frame's) or replaces its shell (`exec PROGRAM`:
+# nothing would print the end) keeps section()'s subshell
+_OWN_SHELL_UNSAFE = re.compile(r"\btrap\b|\bexec\b(?!\s*(?:\{|[0-9]*[<>]))")
+
+
+def _in_own_shell(name: str, body: str) -> str:
+    """section(name, body) for a shell that runs nothing else (a background section's process substitution): the
+    same output, one process fewer. The body runs in that shell itself, stdin /dev/null and stderr folded into
+    stdout, and an EXIT trap prints the end with the body's status (its `exit N` included), where section() starts a
+    subshell for the body and prints the end after it. A probe holds ~30 such sections: ~30 forks of the script's
+    bash fewer on every host at every probe. Bodies the trap cannot frame keep the subshell (_OWN_SHELL_UNSAFE)."""
+    if _OWN_SHELL_UNSAFE.search(body):
+        return section(name, body)
+    if not _NAME_RE.match(name):
+        raise ValueError(f"section name {name!r} must be letters, digits and . _ : -")
+    return (
+        f"printf '\\n{_BEGIN.format(name=name)}\\n'\n"
+        f"trap 'printf \"\\n@@fleet:end {name} %d@@\\n\" \"$?\"' EXIT\n"
+        f"exec 2>&1 </dev/null\n:; {body}\n"
+    )
 
 
 def _keep(var: str) -> str:

@@ -225,3 +225,50 @@ def test_what_others_wait_for_starts_first():
     from fleet.facts.sources import SOURCES
     out = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=120).stdout   # this machine's
     assert re.findall(r"^@@fleet:begin facts\.(\w+)@@$", out, re.M) == [s.name for s in SOURCES]
+
+
+@pytest.mark.parametrize("body", [
+    "echo out; echo err >&2; exit 3",            # exit N, stderr folded in, in order
+    "printf 'no newline'",
+    "printf 'two\\n\\n'",
+    "read -r x; echo \"read: [$x] $?\"",          # stdin is /dev/null
+    "ls /nonexistent-fleet-path",                  # the last command's status
+    "f() { return 7; }; f",
+    "set -e; false; echo not reached",
+    "",
+    "# only a comment",
+    "cat <<'E'\nhere\nE",
+    "trap 'echo own trap' EXIT; echo body",        # a trap of its own: section()'s subshell
+    "exec /bin/echo replaced",                     # exec of a program: section()'s subshell
+    "exec 5>/dev/null; echo fd-only",
+])
+def test_a_background_section_prints_what_section_prints(local, body):
+    """A background section runs its body in its process substitution's own shell, an EXIT trap printing the end
+    (one fork fewer than section()'s subshell): byte for byte what section() prints, for every way a body ends."""
+    from fleet.sections import _OWN_SHELL_UNSAFE, background, together
+    plain = local.run(section("facts.x", body)).stdout
+    bg = local.run(together([background("facts.x", body)])).stdout
+    assert bg == plain
+    assert split_sections(bg)["facts.x"].rc == split_sections(plain)["facts.x"].rc
+    start = background("facts.x", body).start
+    own_shell = "trap 'printf" in start
+    assert own_shell == (not _OWN_SHELL_UNSAFE.search(body)), start
+
+
+def test_a_background_section_in_its_own_shell_forks_once_fewer(local):
+    """What the frame saves, counted by the kernel: the processes a script of 20 background sections starts."""
+    from fleet import sections
+    from fleet.sections import background, together
+
+    def forks(text: str) -> int:   # in a PID namespace of its own: no other process of the machine counted
+        import shlex
+        counted = local.run("unshare --pid --fork --mount-proc bash -c " + shlex.quote(
+            "a=$(cat /proc/sys/kernel/ns_last_pid)\n" + text + "\n"
+            "b=$(cat /proc/sys/kernel/ns_last_pid); echo \"@@forks $((b - a))\"")).stdout
+        return int(counted.rsplit("@@forks ", 1)[1])
+
+    bodies = [background(f"facts.s{i}", "echo hi") for i in range(20)]
+    subshell = [sections.Background(b.name, b.start.replace(
+        b.start.split("\n", 1)[1], sections.section(b.name, "echo hi") + ")"), b.collect) for b in bodies]
+    assert local.run(together(subshell)).stdout == local.run(together(bodies)).stdout
+    assert forks(together(subshell)) - forks(together(bodies)) == 20
