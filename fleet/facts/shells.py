@@ -91,11 +91,28 @@ _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; the
 # interpreter a pip runs (its #! line); then each distinct python asked once where it finds torch (find_spec: no
 # import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
 _CMDS = r"""fleet_pys=
-declare -A fleet_real
+declare -A fleet_real fleet_path
+# `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
+# found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
+# (an alias, a function, a name the startup files hashed, a non-executable file the only one found, set +h, nothing
+# at all) command -v itself answers
 for c in """ + " ".join(COMMANDS) + r"""; do
-  p=$(command -v "$c" 2>/dev/null) || p=
+  if [ -z "${BASH_ALIASES[$c]+x}" ] && [ -z "${BASH_CMDS[$c]+x}" ] && ! declare -F "$c" >/dev/null &&
+     [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
+  else p=$(command -v "$c" 2>/dev/null) || p=; fi
+  fleet_path[$c]=$p
+done
+# every path's real file by one readlink (GNU: one line each, NUL-ended, all or the status says not); else one each
+fleet_rs=()
+for c in """ + " ".join(COMMANDS) + r"""; do case ${fleet_path[$c]} in /*) fleet_rs+=("${fleet_path[$c]}") ;; esac; done
+if [ "${#fleet_rs[@]}" -gt 1 ] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && mapfile -d '' -t fleet_r < <(readlink -f -z -- "${fleet_rs[@]}" 2>/dev/null; printf '%s' "$?") &&
+   [ "${fleet_r[-1]}" = 0 ] && [ "${#fleet_r[@]}" = $(( ${#fleet_rs[@]} + 1 )) ]; then
+  for i in "${!fleet_rs[@]}"; do fleet_real[${fleet_rs[$i]}]=${fleet_r[$i]}; done
+fi
+for c in """ + " ".join(COMMANDS) + r"""; do
+  p=${fleet_path[$c]}
   r=; x=
-  case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null); fleet_real[$p]=$r ;; esac
+  case $p in /*) [ -n "${fleet_real[$p]+x}" ] || fleet_real[$p]=$(readlink -f -- "$p" 2>/dev/null); r=${fleet_real[$p]} ;; esac
   if [ "$c" = nvcc ] && [ -n "$r" ]; then
     t=${r%/bin/nvcc}
     if [ -r "$t/version.json" ]; then x=$(grep -m1 -A3 '"cuda" *:' "$t/version.json" | grep -m1 -o '"version" *: *"[^"]*"'); x=${x##*: }; x=${x//\"/}
@@ -141,7 +158,7 @@ def command() -> str:
         # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
         '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
         # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
-        "u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)",
+        loader.USEPAM,
         "u=${u##* }; case ${u,,} in yes) pam=1;; *) pam=;; esac",
         "if [ -n \"$pam\" ] && [ -r /etc/environment ]; then n=0",
         "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l#\"${l%%[![:space:]]*}\"}; l=${l#export }",

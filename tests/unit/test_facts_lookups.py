@@ -1,0 +1,95 @@
+"""The probe's builtin answers to what it used to ask processes for, held to those processes: what the shells' trace
+prints for each command a user types equals `command -v` and `readlink -f` in the same shell, and the UsePAM line
+equals `cat | grep -iE | head -n 1`, run for real by this machine's bash in each case."""
+
+import os
+import subprocess
+
+import pytest
+
+from fleet.facts import loader, shells
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lookups")
+    for sub in ("bin1", "v/bin", "rel", "bin2"):
+        (d / sub).mkdir(parents=True)
+    (d / "bin1/python3").write_text("#!/bin/sh\necho py\n")
+    (d / "bin1/python3").chmod(0o755)
+    (d / "bin1/nvcc").write_text("not executable")          # command -v names it all the same; hash does not
+    (d / "bin1/nvcc").chmod(0o644)
+    os.symlink("/nonexistent/python", d / "bin1/python")       # dangling
+    os.symlink("/usr/bin/python3", d / "v/bin/python3")        # a venv's chain of links
+    os.symlink("python3", d / "v/bin/python")
+    (d / "v/bin/pip").write_text(f"#!{d}/v/bin/python3\n")
+    (d / "v/bin/pip").chmod(0o755)
+    (d / "v/pyvenv.cfg").write_text("home = /usr/bin\n")
+    (d / "rel/pip").write_text("#!/bin/sh\n")
+    (d / "rel/pip").chmod(0o755)
+    (d / "bin2/nvcc").write_text("#!/bin/sh\n")               # an executable nvcc after a non-executable one
+    (d / "bin2/nvcc").chmod(0o755)
+    return d
+
+
+CASES = {
+    "venv first": "PATH={d}/v/bin:/usr/bin:/bin",
+    "non-executable and dangling": "PATH={d}/bin1:/usr/bin:/bin",
+    "non-executable before an executable": "PATH={d}/bin1:{d}/bin2:/usr/bin:/bin",
+    "aliases": "PATH={d}/v/bin:/usr/bin:/bin; alias python3='/usr/bin/python3 -s'; alias pip=\"echo it's\"",
+    "aliases expanded": "shopt -s expand_aliases; PATH={d}/v/bin:/usr/bin; alias nvcc=ls",
+    "a function": "PATH={d}/v/bin:/usr/bin:/bin; python() {{ :; }}",
+    "no hashing": "PATH={d}/v/bin:/usr/bin:/bin; set +h",
+    "nothing found": "PATH=/nonexistent",
+    "relative entries": "cd {d}; PATH=rel:.:/usr/bin:/bin",
+    "an empty entry": "cd {d}/rel; PATH=:/usr/bin:/bin",
+    "hashed before PATH changed": "PATH=/usr/bin:/bin; hash python3; PATH={d}/v/bin:/usr/bin:/bin",
+    "hashed by hand": "PATH=/usr/bin:/bin; hash -p /bin/true python3",
+}
+
+ORACLE = r"""for c in python3 python pip nvcc; do
+  p=$(command -v "$c" 2>/dev/null) || p=
+  r=; case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null) ;; esac
+  printf '%s\t%s\t%s\n' "$c" "$p" "$r"
+done"""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("interactive", [False, True])
+def test_each_command_resolves_as_command_v_and_readlink_say(tree, case, interactive):
+    setup = CASES[case].format(d=tree)
+    flags = ["--norc", "--noprofile"] + (["-i"] if interactive else [])
+
+    def run(body: str) -> str:
+        return subprocess.run(["bash", *flags, "-c", f"{setup}\n{body}"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=60).stdout
+
+    want = run(ORACLE).splitlines()
+    got = ["\t".join(line[len("@@cmd "):].split("\t")[:3]) for line in run(shells._CMDS).splitlines()
+           if line.startswith("@@cmd ")]
+    assert got == want
+    assert len(want) == 4
+
+
+SSHD = [({}, "UsePAM yes\n"), ({}, "# x\n  usepam No\nUsePAM yes\n"), ({"a.conf": "UsePAM no\n"}, "UsePAM yes\n"),
+        ({"b.conf": "X 1\n", "a.conf": "Port 2\n"}, "\tUSEPAM\tyes\n"), ({}, "#UsePAM yes\n"), ({}, ""),
+        ({}, "UsePAM yes"), ({"z.conf": "UsePAMx yes\n"}, "UsePAM  yes\r\n"), ({}, None),
+        ({"a.conf": "Include x\n", "b.conf": "usepam YES\n"}, "UsePAM no\n")]
+
+
+@pytest.mark.parametrize("drop_ins,main", SSHD)
+def test_the_usepam_line_is_what_cat_grep_head_print(tmp_path, drop_ins, main):
+    (tmp_path / "sshd_config.d").mkdir()
+    for name, text in drop_ins.items():
+        (tmp_path / "sshd_config.d" / name).write_text(text)
+    if main is not None:
+        (tmp_path / "sshd_config").write_text(main)
+    pipeline = ("u=$(cat /etc/ssh/sshd_config.d/*.conf /etc/ssh/sshd_config 2>/dev/null | "
+                "grep -iE '^[[:space:]]*UsePAM[[:space:]]' | head -n 1)")
+
+    def run(snippet: str) -> str:
+        text = (snippet + '\nprintf "[%s]" "$u"').replace("/etc/ssh", str(tmp_path))
+        return subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=60,
+                              env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
+
+    assert run(loader.USEPAM) == run(pipeline)
