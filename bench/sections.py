@@ -34,6 +34,28 @@ def _timed(original):
     return section
 
 
+def _timed_own_shell(original):
+    """The same timing for a background section framed in its own shell (sections._in_own_shell): the end is printed
+    by an EXIT trap, so the trap prints the time too (the frame is the one that ships: no extra subshell)."""
+    def own(name, body):
+        text = original(name, body)
+        trap = "trap 'printf \"\\n@@fleet:end"
+        if trap not in text:          # a body that keeps section()'s subshell: section() is timed already
+            return text
+        head, rest = text.split(trap, 1)
+        report = (f"bench_t1=$EPOCHREALTIME; printf '\\''@@bench-t %s %s\\n'\\'' {name} "
+                  "\"$(( ${bench_t1/./} - ${bench_t0/./} ))\" >&3; "
+                  f"[ -z \"${{bench_all-}}\" ] || printf '\\''@@bench-e %s %s\\n'\\'' {name} "
+                  "\"$(( ${bench_t1/./} - ${bench_all/./} ))\" >&3; ")
+        # the trap's own status first (what the section reports), the times to the script's stderr (fd 3, kept
+        # before the body's stderr is folded into its stdout)
+        rest = rest.replace("' EXIT\n", "; " + report + "' EXIT\n", 1)
+        rest = rest.replace("exec 2>&1 </dev/null\n", "exec 3>&2 2>&1 </dev/null\n", 1)
+        return "bench_t0=$EPOCHREALTIME\n" + head + "trap 'fleet_rc=$?; printf \"\\n@@fleet:end" + \
+            rest.replace('@@\\n\" \"$?\"; ', '@@\\n\" \"$fleet_rc\"; ', 1)
+    return own
+
+
 def _run(original):
     def run(self, script, **kwargs):
         script = ("bench_all=$EPOCHREALTIME\n" + script + "\nbench_end=$EPOCHREALTIME; printf '@@bench-t "
@@ -63,6 +85,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--repeat"]:
         repeat, argv = int(argv[1]), argv[2:]
     sections.section = _timed(sections.section)
+    sections._in_own_shell = _timed_own_shell(sections._in_own_shell)
     from fleet.facts import probe
     probe.section = sections.section           # imported by name there
     connection.Connection.run = _run(connection.Connection.run)
