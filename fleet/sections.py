@@ -166,7 +166,7 @@ def _keep(var: str) -> str:
             f"while [ \"${{{var}%$'\\n'}}\" != \"${var}\" ]; do {var}=${{{var}%$'\\n'}}; done; ")
 
 
-def together(parts) -> str:
+def together(parts, first: str = "") -> str:
     """One script of sections (section()'s strings) and background ones (background()'s): the background ones all
     start first and are collected in their order, then the others run one after the other. A background section that
     reads what another keeps (`after`) starts as soon as that one has ended: the script waits for it alone (its
@@ -175,7 +175,9 @@ def together(parts) -> str:
     fleet.shell.TRUST_FN (~6 KB of functions that ~5 sections of a probe carry) is defined once at the top where
     sections carry it: each section's subshell sees the script's functions. A body that runs in a bash of its own
     keeps its copy: bounded()'s here-document (any quoted here-document is left as it is: a helper program's
-    text too) and shell.as_root's (base64: the text does not appear)."""
+    text too) and shell.as_root's (base64: the text does not appear).
+    `first`: shell the script runs right after those functions, before any section starts (every section inherits
+    what it sets: the probe's fleet_trust_prime); dropped where no section carries them."""
     from fleet.shell import TRUST_FN
 
     def shared(text: str) -> str:
@@ -239,7 +241,8 @@ def together(parts) -> str:
             feed(p)
     text += [waited.get(p.name, p.collect) for p in started] + plain
     text = "\n".join(text)
-    return f"{TRUST_FN}\n{text}" if hoisted else text
+    first = first.rstrip("\n") + "\n" if first and hoisted else ""
+    return f"{TRUST_FN}\n{first}{text}" if hoisted else text
 
 
 # left where a section's copy of a shared function text was taken out (a comment: bash ignores it)

@@ -58,7 +58,8 @@ def probe(conn: Connection, host: Host, last: dict | None, checks: tuple[str, ..
     except ValueError as error:
         raise HostError(f"{host.name}: {error}; fix the variable in the inventory") from None
     upgrade = _upgrades(asked_with, programs_of(last)) if install else []
-    found = run_sections(conn, sections.together([*parts, *checks, *upgrade]), what, timeout)
+    found = run_sections(conn, sections.together([*parts, *checks, *upgrade],
+                                                 first=facts_probe.prime(asked_with, programs_of(last))), what, timeout)
     installed = _installed(found) if upgrade else []
     installed += _again(conn, asked_with, found, what, timeout, install)
     facts = facts_probe.parse(found, host.name)

@@ -12,15 +12,16 @@ the section says so (`lacking`), and `again` asks those sources once more with t
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 
 from fleet import __version__
 from fleet.sections import Section, background, section, together
 from fleet.facts import fingerprint, programs, shells
 from fleet.facts.record import assemble
-from fleet.facts.sources import DEFAULTS, SOURCES, settings_of
+from fleet.facts.sources import DEFAULTS, SOURCES, settings_of, trusted_paths
 
-__all__ = ["DEFAULTS", "again", "bodies", "lacking", "parts", "script", "parse"]
+__all__ = ["DEFAULTS", "again", "bodies", "lacking", "parts", "prime", "script", "parse"]
 
 
 def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
@@ -71,9 +72,22 @@ def parts(vars: dict | None = None, have=None, only=None) -> list:
     return out
 
 
+def prime(vars: dict | None = None, have=None) -> str:
+    """Shell that takes, once at the probe's start, what the trust judgements of its sections ask stat and ls
+    (fleet/shell.py fleet_trust_prime): the venv's python and what it reads at start, the paths fleet writes into as
+    root, the CUTLASS checkout, the helper programs `have` lists. ~15 judgements a probe each started a stat and an
+    ls (and its `ls --version`) of the same few directories; each section now finds them taken."""
+    settings = settings_of(vars)
+    env, cutlass = str(settings["python_env"]), str(settings["cutlass_dir"])
+    paths = [*trusted_paths(settings), cutlass, f"{cutlass}/.git/config",
+             *(f"{programs.BIN}/{name}" for name in sorted(have or ()))]
+    return ("fleet_trust_prime " + " ".join(shlex.quote(p) for p in dict.fromkeys(paths)) +
+            f" --judge {shlex.quote(env + '/bin/python')}")
+
+
 def script(vars: dict | None = None, have=None) -> str:
     """The whole probe as one bash script: one `facts.<source>` section per source, all running at once."""
-    return together(parts(vars, have))
+    return together(parts(vars, have), first=prime(vars, have))
 
 
 def lacking(sections: dict[str, Section]) -> dict[str, list[str]]:

@@ -92,6 +92,22 @@ _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; the
 # import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
 _CMDS = r"""fleet_pys=
 declare -A fleet_real fleet_path
+# x: what `grep -m1 -A3 '"cuda" *:' FILE | grep -m1 -o '"version" *: *"[^"]*"'` prints, by builtins (two processes
+# fewer a kind, and no alias of grep an interactive shell's startup files made)
+fleet_nvcc_json() {
+  local l n=-1 rest m=
+  x=
+  while IFS= read -r l || [ -n "$l" ]; do
+    if [ "$n" -lt 0 ]; then [[ $l =~ \"cuda\"\ *: ]] || continue; n=4; fi
+    [ "$n" -gt 0 ] || break
+    n=$((n - 1)); rest=$l
+    while [[ $rest =~ \"version\"\ *:\ *\"[^\"]*\" ]]; do
+      m+=${m:+$'\n'}${BASH_REMATCH[0]}; rest=${rest#*"${BASH_REMATCH[0]}"}
+    done
+    [ -z "$m" ] || break
+  done < "$1"
+  x=$m
+}
 # `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
 # found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
 # (an alias, a function, a name the startup files hashed, a non-executable file the only one found, set +h, nothing
@@ -115,7 +131,7 @@ for c in """ + " ".join(COMMANDS) + r"""; do
   case $p in /*) [ -n "${fleet_real[$p]+x}" ] || fleet_real[$p]=$(readlink -f -- "$p" 2>/dev/null); r=${fleet_real[$p]} ;; esac
   if [ "$c" = nvcc ] && [ -n "$r" ]; then
     t=${r%/bin/nvcc}
-    if [ -r "$t/version.json" ]; then x=$(grep -m1 -A3 '"cuda" *:' "$t/version.json" | grep -m1 -o '"version" *: *"[^"]*"'); x=${x##*: }; x=${x//\"/}
+    if [ -r "$t/version.json" ]; then fleet_nvcc_json "$t/version.json"; x=${x##*: }; x=${x//\"/}
     elif [ -r "$t/version.txt" ]; then read -r x < "$t/version.txt"; x=${x##* }; fi
   elif [ "$c" = pip ] && [ -n "$r" ]; then
     IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac

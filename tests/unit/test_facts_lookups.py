@@ -93,3 +93,34 @@ def test_the_usepam_line_is_what_cat_grep_head_print(tmp_path, drop_ins, main):
                               env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
 
     assert run(loader.USEPAM) == run(pipeline)
+
+
+VERSION_JSON = [
+    # CUDA 13.0's own (pretty-printed, the toolkit's version two lines under "cuda")
+    '{\n   "cuda" : {\n      "name" : "CUDA SDK",\n      "version" : "13.0.2"\n   },\n   "cuda_cccl" : {\n'
+    '      "name" : "CUDA C++ Core Compute Libraries",\n      "version" : "13.0.85"\n   }\n}\n',
+    '{"cuda": {"name": "CUDA SDK", "version": "12.8.1"}, "nvcc": {"version": "12.8.93"}}',
+    '{\n "cuda":\n {\n  "a": 1,\n  "b": 2,\n  "c": 3,\n  "version": "9.9"\n }\n}\n',      # beyond -A3: nothing
+    '{\n "nvcc": {"version": "1.2"},\n "cuda": {\n "version": "13.1.0" }\n}',
+    '{"version": "x"}\n',
+    '',
+    '{\n "cuda" : { "version" : "13.0.0", "version" : "13.0.1" }\n}',
+    '{\n "cuda":{"version":"13.0.48"}\n}',       # compact: what the old grep kept, kept
+    '"cuda" : x\n"version" : "a: b"\n',
+]
+
+
+@pytest.mark.parametrize("text", VERSION_JSON)
+def test_nvcc_version_json_is_read_as_grep_reads_it(tmp_path, text):
+    (tmp_path / "version.json").write_text(text)
+    f = str(tmp_path / "version.json")
+    pipeline = (f"x=$(grep -m1 -A3 '\"cuda\" *:' {f} | grep -m1 -o '\"version\" *: *\"[^\"]*\"')")
+    funcs = shells._CMDS.split("\nfor c in", 1)[0]      # the helper functions the block defines first
+    builtin = f"{funcs}\nfleet_nvcc_json {f}"
+    tail = '; x=${x##*: }; x=${x//\\"/}; printf "[%s]" "$x"'
+
+    def run(snippet: str) -> str:
+        return subprocess.run(["bash", "-c", snippet + tail], capture_output=True, text=True, timeout=60,
+                              env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
+
+    assert run(builtin) == run(pipeline)
