@@ -176,8 +176,9 @@ def together(parts, first: str = "") -> str:
     sections carry it: each section's subshell sees the script's functions. A body that runs in a bash of its own
     keeps its copy: bounded()'s here-document (any quoted here-document is left as it is: a helper program's
     text too) and shell.as_root's (base64: the text does not appear).
-    `first`: shell the script runs right after those functions, before any section starts (every section inherits
-    what it sets: the probe's fleet_trust_prime); dropped where no section carries them."""
+    `first`: shell the script runs once the sections others wait for have started, before every other section (each
+    inherits what it sets: the probe's fleet_trust_prime; the trace started before it judges its own program, off
+    the chain the rest waits on); dropped where no section carries those functions."""
     from fleet.shell import TRUST_FN
 
     def shared(text: str) -> str:
@@ -229,6 +230,9 @@ def together(parts, first: str = "") -> str:
     for p in started:   # what others wait for first (the probe's shells' trace: its slowest chain starts there)
         if not p.after and p.keep_in in awaited:
             launch(p)
+    first = first if hoisted else ""
+    if first:           # then `first` (its processes are not on that chain), then every other section
+        text.append(first.rstrip("\n"))
     for p in started:
         if not p.after:
             launch(p)
@@ -240,9 +244,10 @@ def together(parts, first: str = "") -> str:
             launch(p)
             feed(p)
     text += [waited.get(p.name, p.collect) for p in started] + plain
+    if first and not started:   # no background section: before the plain ones
+        text.insert(0, first.rstrip("\n"))
     text = "\n".join(text)
-    first = first.rstrip("\n") + "\n" if first and hoisted else ""
-    return f"{TRUST_FN}\n{first}{text}" if hoisted else text
+    return f"{TRUST_FN}\n{text}" if hoisted else text
 
 
 # left where a section's copy of a shared function text was taken out (a comment: bash ignores it)

@@ -120,7 +120,10 @@ def test_a_primed_judgement_starts_no_process(tree):
 def test_the_probe_primes_what_its_sections_judge():
     text = probe.script({}, ["fleet-shell-trace-0123456789abcdef"])
     first = text.index("fleet_trust_prime /opt/fleet/venv")
-    assert first < text.index("@@fleet:begin")          # before any section starts
+    # after the shells' trace starts (the chain the rest waits on: it judges its own program), before every other
+    begins = [text.index(f"@@fleet:begin {name}@@") for name in ("facts.paths", "facts.python", "facts.cutlass",
+                                                                 "facts.verify_fingerprint", "facts.torch")]
+    assert text.index("@@fleet:begin facts.shells@@") < first < min(begins)
     line = text[first:].split("\n", 1)[0]
     assert "--judge /opt/fleet/venv/bin/python" in line
     assert "/var/lib/fleet/bin/fleet-shell-trace-0123456789abcdef" in line and "/opt/cutlass/.git/config" in line
