@@ -110,14 +110,17 @@ else fleet_p5="packages none"; fi
 # where each python finds torch) as a digest per kind; line numbers are not part of it (a comment moves them)
 declare -A fleet_env fleet_ldk
 fleet_kind=
-while IFS= read -r line; do
+# its lines split in the shell's memory, not read: read takes one system call a byte of the here-string's pipe, and
+# this is the fingerprint's only work between the trace and the gate (empty lines, which split drops, match no case)
+fleet_ifs=$IFS; IFS=$'\n'; set -f; fleet_tl=(${shells.CAPTURED}); set +f; IFS=$fleet_ifs
+for line in "${{fleet_tl[@]}}"; do
   case $line in
     "@@shell "*) fleet_kind=${{line#@@shell }} ;;
     "@@value LD_LIBRARY_PATH="*) [ -z "$fleet_kind" ] || fleet_ldk[$fleet_kind]=${{line#@@value LD_LIBRARY_PATH=}} ;;  # the ld.KIND parts
     "@@unset LD_LIBRARY_PATH") ;;
     "@@value "*|"@@unset "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\\n' ;;
   esac
-done <<< "${shells.CAPTURED}"
+done
 fleet_i=${{fleet_ldk[interactive]-}} fleet_l=${{fleet_ldk[login]-}}
 fleet_libcuda "$fleet_i"; fleet_r_i=$fleet_r
 fleet_libcuda "$fleet_l"; fleet_r_l=$fleet_r

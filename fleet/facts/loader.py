@@ -48,7 +48,10 @@ QUERY = r"""fleet_ldq() {
   printf '@@ldvar LD_LIBRARY_PATH=%s\n' "${LD_LIBRARY_PATH-@unset@}"
   local o l p t= f=0
   o=$(LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }libcuda.so.1" /bin/true 2>&1)
-  while IFS= read -r l; do
+  # line by line, as `while read ... <<< "$o"` reads it, without read's one system call a byte on a pipe
+  o+=$'\n'
+  while [ -n "$o" ]; do
+    l=${o%%$'\n'*}; o=${o#*$'\n'}
     l=${l#*:$'\t'}
     case $l in
       "find library=libcuda.so.1"*) f=1 ;;
@@ -63,7 +66,7 @@ QUERY = r"""fleet_ldq() {
       *"/libcuda"*" (0x"*) p=${l#"${l%%[![:space:]]*}"}; p=${p%% (0x*}; printf '@@ldobj %s\t%s\n' "$p" "$(readlink -f -- "$p" 2>/dev/null)" ;;
       *"libcuda"*"cannot be preloaded"*) printf '@@ldmissing %s\n' "$l" ;;
     esac
-  done <<< "$o"
+  done
 }
 fleet_ldq"""
 
@@ -83,7 +86,8 @@ def command() -> str:
         f'env -i PATH={BARE_PATH} HOME="$HOME" bash --norc --noprofile -c {_q(QUERY)} </dev/null 2>&1',
         "lc=$(command -v ldconfig || echo /sbin/ldconfig)",
         # the ld cache's libcuda entries, in the cache's order (the loader takes the first of its arch)
-        "\"$lc\" -p 2>/dev/null | while IFS= read -r l; do case $l in *libcuda.so*' => '*)"
+        # (grep first: read takes one system call a byte of a pipe, and the whole cache is ~1000 lines)
+        "\"$lc\" -p 2>/dev/null | grep -F 'libcuda.so' | while IFS= read -r l; do case $l in *libcuda.so*' => '*)"
         " p=${l##* => }; printf '@@cache %s\\t%s\\t%s\\n' \"${l%% (*}\" \"$p\" \"$(readlink -f -- \"$p\" 2>/dev/null)\";; esac; done",
         # every directory line of /etc/ld.so.conf and the files it includes (comments and includes left out)
         "for f in /etc/ld.so.conf /etc/ld.so.conf.d/*.conf; do [ -r \"$f\" ] || continue; n=0",

@@ -124,3 +124,47 @@ def test_nvcc_version_json_is_read_as_grep_reads_it(tmp_path, text):
                               env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
 
     assert run(builtin) == run(pipeline)
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(tmp_path_factory):
+    """A directory holding a libcuda.so.1 the real loader takes (a copy of libm: trace mode runs no code of it)."""
+    d = tmp_path_factory.mktemp("cuda")
+    libm = next(p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+                            "/lib/aarch64-linux-gnu/libm.so.6", "/usr/lib64/libm.so.6") if os.path.exists(p))
+    (d / "lib").mkdir()
+    (d / "lib" / "libcuda.so.1.0").write_bytes(open(libm, "rb").read())
+    os.symlink("libcuda.so.1.0", d / "lib" / "libcuda.so.1")
+    for i in range(30):
+        (d / f"empty{i:02d}").mkdir()
+    return d
+
+
+LOADER_CASES = {
+    "none found": "unset LD_LIBRARY_PATH LD_PRELOAD",
+    "on LD_LIBRARY_PATH": "export LD_LIBRARY_PATH={d}/lib",
+    "after empty directories": "export LD_LIBRARY_PATH={d}/empty00:{d}/empty01:{d}/lib",
+    "a long search": "export LD_LIBRARY_PATH=" + ":".join("{d}/empty%02d" % i for i in range(30)) + ":{d}/lib",
+    "preloaded": "export LD_PRELOAD={d}/lib/libcuda.so.1",
+    "preload missing": "export LD_PRELOAD=/nonexistent/libcuda.so.1",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOADER_CASES))
+def test_the_loader_query_reads_ld_debug_as_a_read_loop_does(fake_cuda, case):
+    """fleet_ldq walks LD_DEBUG's lines in the variable (read on a here-string takes a system call a byte): the same
+    lines as `while IFS= read -r l; do ...; done <<< "$o"`, held to that loop on the real loader's output."""
+    setup = LOADER_CASES[case].format(d=fake_cuda)
+    loop = loader.QUERY.replace("  o+=$'\\n'\n  while [ -n \"$o\" ]; do\n    l=${o%%$'\\n'*}; o=${o#*$'\\n'}\n",
+                                "  while IFS= read -r l; do\n").replace("    esac\n  done\n}", "    esac\n  done <<< \"$o\"\n}")
+    assert loop != loader.QUERY
+
+    def run(query: str) -> str:
+        return subprocess.run(["bash", "--norc", "-c", f"{setup}\n{query}"], capture_output=True, text=True,
+                              timeout=60, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}).stdout
+
+    got = run(loader.QUERY)
+    assert got == run(loop)
+    assert "@@ldvar LD_LIBRARY_PATH=" in got
+    if case in ("on LD_LIBRARY_PATH", "after empty directories", "a long search", "preloaded"):
+        assert f"@@ldobj {fake_cuda}/lib/libcuda.so.1" in got or "@@ldfind" in got
