@@ -248,12 +248,8 @@ fleet_trust() {
   for fleet_p in "$@"; do
     case $fleet_p in *$'\n'*) printf '%s... has a newline in its name\n' "${fleet_p%%$'\n'*}"; return;; /*) ;;
       *) printf '%s is not an absolute path\n' "$fleet_p"; return;; esac
-    fleet_c=$fleet_p
-    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
-      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
-      fleet_c=${fleet_c%/*}
-    done
   done
+  fleet_components "$@"
   fleet_all+=(/)
   # what fleet_trust_prime took at this script's start (a probe's: a path that existed then, its stat line) is not
   # asked again; a path missing then is asked here (a section may have made it since)
@@ -332,6 +328,15 @@ fleet_trust() {
     fleet_trust "${fleet_r[@]}"
   fi
 }
+fleet_components() {  # PATH...: each and every parent below /, once, onto the caller's fleet_all (fleet_want: taken)
+  local fleet_c
+  for fleet_c in "$@"; do
+    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
+      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
+      fleet_c=${fleet_c%/*}
+    done
+  done
+}
 fleet_root_group_alone() {  # root's group (gid 0) has no member but root, in /etc/group and as a primary group
   local fleet_x fleet_y fleet_z fleet_w
   while IFS=: read -r fleet_x fleet_y fleet_z fleet_w; do
@@ -374,13 +379,7 @@ fleet_trust_prime() {  # PATH... [--judge PROGRAM...]: stat and ls every compone
       case $fleet_p in *$'\n'*) ;; /*) fleet_args+=("$fleet_p");; esac
     done
   done
-  for fleet_p in "${fleet_args[@]}"; do
-    fleet_c=$fleet_p
-    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
-      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
-      fleet_c=${fleet_c%/*}
-    done
-  done
+  fleet_components "${fleet_args[@]}"
   fleet_want[/]=1; fleet_all+=(/)
   while IFS= read -r fleet_l; do
     IFS=$'\t' read -r fleet_u _ _ _ _ fleet_f <<< "$fleet_l"

@@ -48,7 +48,12 @@ def test_the_host_converged_and_the_no_op_is_one_command_with_under_half_the_byt
 
 
 def test_every_kind_of_shell_gets_the_venv_s_python_pip_and_torch_and_verify_loaded_the_gpu(data):
-    text = data["transcript.txt"]
+    every_kind_gets_the_venv(data["transcript.txt"])
+
+
+def every_kind_gets_the_venv(text: str) -> None:
+    """A transcript's plain-SSH-client answers (tests/data/h200-device/ask_kinds.py) and its forced verify and health:
+    each kind of shell the venv's python3 with CUDA and its pip, load batches run on the GPU, the GPU healthy."""
     kinds = [line for line in text.splitlines() if line.startswith('{"kind": ')]
     assert len(kinds) == 4
     for line in kinds[:3]:

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from test_h200_remote_records import every_kind_gets_the_venv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200-device"
 
@@ -46,14 +47,7 @@ def test_the_session_s_probe_converged_in_one_command_under_half_the_bytes():
 
 
 def test_every_kind_of_shell_still_gets_the_venv_and_verify_loaded_the_gpu():
-    text = read("remote2", "transcript.txt")
-    kinds = [line for line in text.splitlines() if line.startswith('{"kind": ')]
-    assert len(kinds) == 4
-    for line in kinds[:3]:
-        assert '"python3": "/opt/torch/.venv/bin/python3"' in line and '"cuda": true, "count": 1' in line
-        assert "from /opt/torch/.venv/lib/python3.12/site-packages/pip" in line
-    assert int(re.search(r"^batches \{'0': (\d+)\}", text, re.M)[1]) > 0
-    assert re.search(r"^h100\thealthy\t1\t", text, re.M)
+    every_kind_gets_the_venv(read("remote2", "transcript.txt"))
 
 
 def test_the_remote_run_s_figures_as_measured():

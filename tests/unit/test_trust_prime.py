@@ -27,17 +27,13 @@ def bash(script: str) -> str:
 def tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("prime")
     os.chmod(root, 0o755)
-    (root / "safe/venv/bin").mkdir(parents=True)
-    site = root / "safe/venv/lib/python3.11/site-packages"
-    site.mkdir(parents=True)
-    (root / "safe/venv/pyvenv.cfg").write_text("home = /usr/bin\n")
-    os.symlink("/usr/bin/python3", root / "safe/venv/bin/python")
-    (site / "ok.pth").write_text("/x\n")
-    (root / "badpth/venv/bin").mkdir(parents=True)
+    for name in ("safe", "badpth"):      # a venv each: its python a link to the system's, a .pth in its site
+        (root / name / "venv/bin").mkdir(parents=True)
+        (root / name / "venv/lib/python3.11/site-packages").mkdir(parents=True)
+        (root / name / "venv/pyvenv.cfg").write_text("home = /usr/bin\n")
+        os.symlink("/usr/bin/python3", root / name / "venv/bin/python")
+    (root / "safe/venv/lib/python3.11/site-packages/ok.pth").write_text("/x\n")
     bsite = root / "badpth/venv/lib/python3.11/site-packages"
-    bsite.mkdir(parents=True)
-    (root / "badpth/venv/pyvenv.cfg").write_text("home = /usr/bin\n")
-    os.symlink("/usr/bin/python3", root / "badpth/venv/bin/python")
     (bsite / "planted.pth").write_text("import os\n")
     os.chown(bsite / "planted.pth", NOBODY, NOBODY)
     (root / "nobody/sub").mkdir(parents=True)
