@@ -251,7 +251,7 @@ def together(parts, first: str = "") -> str:
 
 
 # left where a section's copy of a shared function text was taken out (a comment: bash ignores it)
-_HOISTED = "\n# fleet: TRUST_FN defined at the top\n"
+_HOISTED = "\n# TRUST_FN: at the top\n"
 # a quoted here-document: bounded()'s body (a bash of its own reads it, seeing none of the script's functions) or
 # data (a helper program's text, fleet/resources/programs.py ship(), installed by its digest): left as it is
 _OWN_TEXT = re.compile(r"<<'([A-Za-z0-9_]+)'\n.*?\n\1\n", re.S)

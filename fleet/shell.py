@@ -225,6 +225,21 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
 #                                         started
 #   fleet_trusted_python PYTHON ARGS...   the same for a Python, started with -s (no user site) from / (so neither
 #                                         `-c` nor `-m` imports a module planted in the working directory)
+#   fleet_trust_prime PATH... [--judge PROGRAM...]
+#                            at a read-only script's start (a probe's, facts/probe.prime): fleet_trust of every PATH and
+#                            of what fleet_judge judges for each PROGRAM, once, its output dropped, keeping what its stat,
+#                            ls and readlink -m (a symlink on the way) answered in fleet_pst, fleet_pfl, fleet_plk; every
+#                            section started after it inherits them, and fleet_trust asks only for what they do not
+#                            hold. Only a path stat answered for is kept: a path missing then (a section may make it),
+#                            or one stat could not answer for, is asked again where it is judged; a target behind a
+#                            link is kept only where no path before it was refused (fleet_trust stops there)
+#
+# (Notes here, not in the text: every probe carries TRUST_FN.) fleet_root_group_alone: root's group (gid 0) has no
+# member but root, in /etc/group and as a primary group. fleet_judge_paths PROGRAM: fleet_s, the paths fleet_judge
+# judges for it (the caller's array). fleet_judged PROGRAM: $fleet_prog is its path when fleet_judge passes it; else
+# why, on stderr, and 126 (127: none). ACLs: one `ls -ldU` for every component that exists, in that order (its 11th
+# character is '+' for an ACL), getfacl's lines read as `user:alice:rwx [#effective:r-x]`; a symlink on the way: its
+# target is judged too (once: a target's own links are judged by their owners).
 #
 # What "safe" means, failing closed at every step:
 # - every component from the path up to / exists or is missing at the end (a venv to be made), owned by root or the
@@ -240,7 +255,7 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
 # - a symlink on the way: its target is judged too;
 # - a path with a newline in it, or that is not absolute, is refused.
 TRUST_REFUSED = 126
-TRUST_FN = r"""declare -gA fleet_pst fleet_pfl fleet_plk 2>/dev/null   # fleet_trust_prime's, per script
+TRUST_FN = r"""declare -gA fleet_pst fleet_pfl fleet_plk 2>/dev/null
 fleet_trust() {
   local fleet_p fleet_c fleet_l fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f fleet_below fleet_i fleet_e
   local -a fleet_all=() fleet_have=() fleet_links=() fleet_flags=()
@@ -248,11 +263,13 @@ fleet_trust() {
   for fleet_p in "$@"; do
     case $fleet_p in *$'\n'*) printf '%s... has a newline in its name\n' "${fleet_p%%$'\n'*}"; return;; /*) ;;
       *) printf '%s is not an absolute path\n' "$fleet_p"; return;; esac
+    fleet_c=$fleet_p
+    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
+      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
+      fleet_c=${fleet_c%/*}
+    done
   done
-  fleet_components "$@"
   fleet_all+=(/)
-  # what fleet_trust_prime took at this script's start (a probe's: a path that existed then, its stat line) is not
-  # asked again; a path missing then is asked here (a section may have made it since)
   local -a fleet_ask=() fleet_got=()
   for fleet_c in "${fleet_all[@]}"; do
     if [ -n "${fleet_pst[$fleet_c]+x}" ]; then fleet_st[$fleet_c]=${fleet_pst[$fleet_c]}; else fleet_ask+=("$fleet_c"); fi
@@ -261,11 +278,10 @@ fleet_trust() {
     case $fleet_l in *': No such file or directory') continue;; esac
     IFS=$'\t' read -r fleet_u fleet_n fleet_g fleet_m fleet_t fleet_f <<< "$fleet_l"
     case $fleet_u in ''|*[!0-9]*) printf '%s cannot be examined (%s)\n' "$1" "$fleet_l"; return;; esac
-    fleet_st[$fleet_f]=$fleet_l
+    fleet_st[$fleet_f]=$fleet_l; [ -z "${fleet_trust_rec-}" ] || fleet_pst[$fleet_f]=$fleet_l
   done < <(LC_ALL=C stat -c $'%u\t%U\t%g\t%a\t%F\t%n' -- "${fleet_ask[@]}" 2>&1)
   for fleet_c in "${fleet_all[@]}"; do [ -z "${fleet_st[$fleet_c]+x}" ] || fleet_have+=("$fleet_c"); done
   [ -n "${fleet_st[/]+x}" ] || { printf '/ cannot be examined (stat did not answer)\n'; return; }
-  # ACLs: one `ls -ldU` for every component that exists, in that order; the 11th character is '+' for an ACL
   if [ -z "${fleet_ls_gnu+x}" ]; then
     fleet_ls_gnu=; case $(LC_ALL=C ls --version 2>/dev/null) in *GNU*) fleet_ls_gnu=1;; esac; fi
   if [ -n "$fleet_ls_gnu" ]; then
@@ -276,7 +292,8 @@ fleet_trust() {
     fleet_i=0
     for fleet_c in "${fleet_have[@]}"; do
       if [ -n "${fleet_pfl[$fleet_c]+x}" ]; then fleet_flags+=("${fleet_pfl[$fleet_c]}")
-      else fleet_flags+=("${fleet_got[$fleet_i]}"); fleet_i=$((fleet_i + 1)); fi
+      else fleet_flags+=("${fleet_got[$fleet_i]}"); fleet_i=$((fleet_i + 1))
+        [ -z "${fleet_trust_rec-}" ] || fleet_pfl[$fleet_c]=${fleet_flags[-1]}; fi
     done
   elif ! command -v getfacl >/dev/null 2>&1; then
     printf 'whether %s has a POSIX ACL cannot be told here (no getfacl, and ls is not GNU ls): install the acl package\n' "$1"; return
@@ -287,7 +304,7 @@ fleet_trust() {
     fleet_c=${fleet_have[$fleet_i]}
     command -v getfacl >/dev/null 2>&1 || { fleet_acl[$fleet_c]=unreadable; continue; }
     fleet_e=
-    while IFS= read -r fleet_l; do   # user:alice:rwx  [#effective:r-x]; default:group:staff:rwx
+    while IFS= read -r fleet_l; do
       case $fleet_l in user:?*:*|group:?*:*|default:user:?*:*|default:group:?*:*) ;; *) continue;; esac
       fleet_l=${fleet_l//$'\t'/ }
       fleet_m=${fleet_l%% *}; fleet_m=${fleet_m##*:}
@@ -321,23 +338,16 @@ fleet_trust() {
       fleet_c=${fleet_c%/*}
     done
   done
-  # a symlink on the way: its target is judged too (once: a target's own links are judged by their owners)
   if [ "${#fleet_links[@]}" != 0 ] && [ -z "${fleet_trust_resolved-}" ]; then
     local fleet_trust_resolved=1 fleet_r=()
-    for fleet_p in "${fleet_links[@]}"; do fleet_r+=("${fleet_plk[$fleet_p]-$(readlink -m -- "$fleet_p")}"); done
+    for fleet_p in "${fleet_links[@]}"; do
+      fleet_c=${fleet_plk[$fleet_p]-$(readlink -m -- "$fleet_p")}; fleet_r+=("$fleet_c")
+      [ -z "${fleet_trust_rec-}" ] || fleet_plk[$fleet_p]=$fleet_c
+    done
     fleet_trust "${fleet_r[@]}"
   fi
 }
-fleet_components() {  # PATH...: each and every parent below /, once, onto the caller's fleet_all (fleet_want: taken)
-  local fleet_c
-  for fleet_c in "$@"; do
-    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
-      [ -n "${fleet_want[$fleet_c]+x}" ] || { fleet_want[$fleet_c]=1; fleet_all+=("$fleet_c"); }
-      fleet_c=${fleet_c%/*}
-    done
-  done
-}
-fleet_root_group_alone() {  # root's group (gid 0) has no member but root, in /etc/group and as a primary group
+fleet_root_group_alone() {
   local fleet_x fleet_y fleet_z fleet_w
   while IFS=: read -r fleet_x fleet_y fleet_z fleet_w; do
     [ "$fleet_z" = 0 ] || continue; [ -z "$fleet_w" ] || [ "$fleet_w" = root ] || return 1
@@ -351,7 +361,7 @@ fleet_judge() {
   fleet_judge_paths "$1"
   fleet_trust "${fleet_s[@]}"
 }
-fleet_judge_paths() {  # PROGRAM: fleet_s, the paths fleet_judge judges for it (the caller's array)
+fleet_judge_paths() {
   local fleet_v=${1%/bin/*} fleet_j
   fleet_s=("$1")
   if [ "$fleet_v" != "$1" ] && [ -e "$fleet_v/pyvenv.cfg" ]; then
@@ -364,55 +374,7 @@ fleet_judge_paths() {  # PROGRAM: fleet_s, the paths fleet_judge judges for it (
     esac
   fi
 }
-fleet_trust_prime() {  # PATH... [--judge PROGRAM...]: stat and ls every component of each, and of what fleet_judge
-  # judges for each PROGRAM, once, at a read-only script's start (a probe's: every section started after it inherits
-  # what it took, and fleet_trust asks only for what it did not); a symlink on the way, its target too. Nothing is
-  # judged here: fleet_trust judges what these processes answered, as it judges what its own answer. Only a path
-  # stat answered for is taken: one missing, or that stat could not answer for, is asked again where it is judged.
-  local fleet_p fleet_c fleet_l fleet_u fleet_f fleet_i fleet_judging=
-  local -a fleet_args=() fleet_all=() fleet_have=() fleet_flags=() fleet_r=() fleet_s=()
-  local -A fleet_want=()
-  for fleet_p in "$@"; do
-    case $fleet_p in --judge) fleet_judging=1; continue;; esac
-    if [ -n "$fleet_judging" ]; then fleet_judge_paths "$fleet_p"; else fleet_s=("$fleet_p"); fi
-    for fleet_p in "${fleet_s[@]}"; do   # what fleet_trust refuses outright is not taken
-      case $fleet_p in *$'\n'*) ;; /*) fleet_args+=("$fleet_p");; esac
-    done
-  done
-  fleet_components "${fleet_args[@]}"
-  fleet_want[/]=1; fleet_all+=(/)
-  while IFS= read -r fleet_l; do
-    IFS=$'\t' read -r fleet_u _ _ _ _ fleet_f <<< "$fleet_l"
-    case $fleet_u in ''|*[!0-9]*) continue;; esac
-    [ -n "${fleet_want[$fleet_f]+x}" ] || continue
-    fleet_pst[$fleet_f]=$fleet_l; fleet_have+=("$fleet_f")
-  done < <(LC_ALL=C stat -c $'%u\t%U\t%g\t%a\t%F\t%n' -- "${fleet_all[@]}" 2>/dev/null)
-  if [ -z "${fleet_ls_gnu+x}" ]; then
-    fleet_ls_gnu=; case $(LC_ALL=C ls --version 2>/dev/null) in *GNU*) fleet_ls_gnu=1;; esac; fi
-  if [ -n "$fleet_ls_gnu" ] && [ "${#fleet_have[@]}" != 0 ]; then
-    mapfile -t fleet_flags < <(LC_ALL=C ls -ldU -- "${fleet_have[@]}" 2>/dev/null)
-    if [ "${#fleet_flags[@]}" = "${#fleet_have[@]}" ]; then
-      for fleet_i in "${!fleet_have[@]}"; do fleet_pfl[${fleet_have[$fleet_i]}]=${fleet_flags[$fleet_i]}; done
-    fi
-  fi
-  # a symlink on the way: where it leads (readlink -m, as fleet_trust resolves it), taken the same way, once
-  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) || return 0
-  [ -z "${fleet_prime_resolved-}" ] || return 0
-  local fleet_prime_resolved=1
-  for fleet_p in "${fleet_args[@]}"; do
-    fleet_c=$fleet_p
-    while [ -n "$fleet_c" ] && [ "$fleet_c" != / ]; do
-      case ${fleet_pst[$fleet_c]-} in *$'\t'"symbolic link"$'\t'*) fleet_r+=("$fleet_p"); break;; esac
-      fleet_c=${fleet_c%/*}
-    done
-  done
-  [ "${#fleet_r[@]}" != 0 ] || return 0
-  mapfile -d '' -t fleet_flags < <(readlink -m -z -- "${fleet_r[@]}" 2>/dev/null)
-  [ "${#fleet_flags[@]}" = "${#fleet_r[@]}" ] || return 0
-  for fleet_i in "${!fleet_r[@]}"; do fleet_plk[${fleet_r[$fleet_i]}]=${fleet_flags[$fleet_i]}; done
-  fleet_trust_prime "${fleet_flags[@]}"
-}
-fleet_judged() {  # PROGRAM: $fleet_prog is its path when fleet_judge passes it; else why, on stderr, and 126 (127: none)
+fleet_judged() {
   local fleet_why
   fleet_prog=$1
   case $fleet_prog in */*) ;; *) fleet_prog=$(type -P -- "$1") || { echo "fleet: $1: command not found" >&2; return 127; };; esac
@@ -432,6 +394,19 @@ fleet_trusted_python() {
   fleet_judged "$1" || return
   shift; ( cd / && "$fleet_prog" -s "$@" )
 }"""
+# fleet_trust_prime (TRUST_FN's notes above): only a probe's script defines it (facts/probe.prime), after TRUST_FN; a snippet that
+# carries TRUST_FN into a bash of its own (sudo, timeout) carries none of it
+TRUST_PRIME = r"""fleet_trust_prime() {
+  local fleet_p fleet_j= fleet_trust_rec=1
+  local -a fleet_a=() fleet_s
+  for fleet_p; do
+    [ "$fleet_p" != --judge ] || { fleet_j=1; continue; }
+    if [ -n "$fleet_j" ]; then fleet_judge_paths "$fleet_p"; else fleet_s=("$fleet_p"); fi
+    for fleet_p in "${fleet_s[@]}"; do case $fleet_p in *$'\n'*) ;; /*) fleet_a+=("$fleet_p");; esac; done
+  done
+  fleet_trust "${fleet_a[@]}" >/dev/null
+}
+"""
 
 
 def trusted(program: str) -> str:

@@ -17,12 +17,12 @@ WATCHED_LIBRARIES = (
 
 # ---- toolkits ---------------------------------------------------------------------------------------
 
+# (cuda-compat alone creates /usr/local/cuda-X.Y/compat: that directory is not a toolkit)
 TOOLKITS = r"""
 for d in /usr/local/cuda /usr/local/cuda-*; do
   [ -e "$d" ] || continue
   if [ -L "$d" ]; then printf 'link %s -> %s\n' "$d" "$(readlink -f -- "$d")"; continue; fi
   [ -d "$d" ] || continue
-  # cuda-compat alone creates /usr/local/cuda-X.Y/compat: that directory is not a toolkit
   [ -e "$d/version.json" ] || [ -e "$d/bin/nvcc" ] || [ -e "$d/targets" ] || [ -e "$d/lib64" ] || continue
   printf 'toolkit %s\n' "$d"
   if [ -r "$d/version.json" ]; then

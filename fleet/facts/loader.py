@@ -42,13 +42,13 @@ BARE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # Run inside a shell of one kind, after its startup files (shells.py appends it to each traced shell's body).
 # `fleet_ldq` prints the process's LD_PRELOAD and LD_LIBRARY_PATH as the loader sees them, the loader's search for
 # libcuda.so.1 (LD_DEBUG's lines for that library, pid stripped), the trace's libcuda objects, and the real file
-# (symlinks resolved) behind each.
+# (symlinks resolved) behind each. It walks LD_DEBUG's lines in its variable, as `while read ... <<< "$o"` would read
+# them but without read's one system call a byte of a pipe (a comment here, not in the text every kind carries).
 QUERY = r"""fleet_ldq() {
   printf '@@ldvar LD_PRELOAD=%s\n' "${LD_PRELOAD-@unset@}"
   printf '@@ldvar LD_LIBRARY_PATH=%s\n' "${LD_LIBRARY_PATH-@unset@}"
   local o l p t= f=0
   o=$(LD_DEBUG=libs LD_TRACE_LOADED_OBJECTS=1 LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }libcuda.so.1" /bin/true 2>&1)
-  # line by line, as `while read ... <<< "$o"` reads it, without read's one system call a byte on a pipe
   o+=$'\n'
   while [ -n "$o" ]; do
     l=${o%%$'\n'*}; o=${o#*$'\n'}

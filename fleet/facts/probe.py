@@ -19,7 +19,7 @@ from fleet import __version__
 from fleet.sections import Section, background, section, together
 from fleet.facts import fingerprint, programs, shells
 from fleet.facts.record import assemble
-from fleet.facts.sources import DEFAULTS, SOURCES, settings_of, trusted_paths
+from fleet.facts.sources import DEFAULTS, ROOT_PATHS, SOURCES, settings_of
 
 __all__ = ["DEFAULTS", "again", "bodies", "lacking", "parts", "prime", "script", "parse"]
 
@@ -77,12 +77,17 @@ def prime(vars: dict | None = None, have=None) -> str:
     (fleet/shell.py fleet_trust_prime): the venv's python and what it reads at start, the paths fleet writes into as
     root, the CUTLASS checkout, the helper programs `have` lists. ~15 judgements a probe each started a stat and an
     ls (and its `ls --version`) of the same few directories; each section now finds them taken."""
+    from fleet.shell import TRUST_PRIME
+
     settings = settings_of(vars)
     env, cutlass = str(settings["python_env"]), str(settings["cutlass_dir"])
-    paths = [*trusted_paths(settings), cutlass, f"{cutlass}/.git/config",
+    # a path whose child is listed too is taken with it (every parent is); a pod volume's paths that the host lacks
+    # are never taken (a missing path is asked where it is judged): only the settings' own
+    paths = [*(str(settings[name]) for name in ROOT_PATHS if settings.get(name)), f"{cutlass}/.git/config",
              *(f"{programs.BIN}/{name}" for name in sorted(have or ()))]
-    return ("fleet_trust_prime " + " ".join(shlex.quote(p) for p in dict.fromkeys(paths)) +
-            f" --judge {shlex.quote(env + '/bin/python')}")
+    judged = env + "/bin/python"
+    paths = [p for p in dict.fromkeys(paths) if not any(q.startswith(p.rstrip("/") + "/") for q in [*paths, judged])]
+    return TRUST_PRIME + "fleet_trust_prime " + " ".join(map(shlex.quote, paths)) + f" --judge {shlex.quote(judged)}"
 
 
 def script(vars: dict | None = None, have=None) -> str:

@@ -144,6 +144,7 @@ def parse_python(text: str) -> dict:
 # METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
 # packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
 # last verify, which the engine re-runs only when its fingerprint changes (fleet/resources/verify_gate.py).
+# (the version is torch.__version__ as an import says it, 2.11.0+cu130, where the dist-info may say 2.11.0)
 _TORCH_READ = r"""json() { j=${1//\\/\\\\}; j=${j//\"/\\\"}; }
 version=
 while IFS= read -r line || [ -n "$line" ]; do
@@ -156,7 +157,6 @@ if [ -r "$site/torch/version.py" ]; then
     if [ -z "$cuda" ] && [[ $line =~ $re_cuda ]]; then cuda=${BASH_REMATCH[1]}; fi
     if [ -z "$v" ] && [[ $line =~ $re_version ]]; then v=${BASH_REMATCH[1]}; fi
   done < "$site/torch/version.py"
-  # torch.__version__ as an import says it (2.11.0+cu130), where the dist-info may say 2.11.0
   [ -n "$v" ] && version=$v
   error=
 else cuda=; error='cannot read torch/version.py'; fi

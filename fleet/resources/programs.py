@@ -35,9 +35,10 @@ from fleet.facts.programs import (BIN, HAVE, INSTALLED, MISSING, MISSING_EXIT, T
                                   fingerprint_program, missing, trace_program)
 
 
-FUNCTIONS = HAVE + rf"""fleet_program() {{  # FILE SHA256: ${{fleet_at_FILE}} (each - an _) is where the section runs it:
-  # {BIN}/FILE where it is trusted and whole; else where fleet_install put the text this command carries
-  # (fleet_ship_FILE); else it says it is missing (the controller sends the text in another command)
+# fleet_program FILE SHA256: ${fleet_at_FILE} (each - an _) is where the section runs it: {BIN}/FILE where it is
+# trusted and whole; else where fleet_install put the text this command carries (fleet_ship_FILE); else it says it is
+# missing (the controller sends the text in another command). (Notes here, not in the text every check carries.)
+FUNCTIONS = HAVE + rf"""fleet_program() {{
   local f=fleet_ship_${{1//-/_}} v=fleet_at_${{1//-/_}}
   if fleet_bin_ok "$1" "$2"; then printf -v "$v" %s "{BIN}/$1"; return 0; fi
   if ! declare -F "$f" >/dev/null; then printf '{MISSING}%s\n' "$1"; return {MISSING_EXIT}; fi

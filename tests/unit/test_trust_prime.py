@@ -13,13 +13,13 @@ import subprocess
 import pytest
 
 from fleet.facts import probe
-from fleet.shell import TRUST_FN
+from fleet.shell import TRUST_FN, TRUST_PRIME
 
 NOBODY = 65534
 
 
 def bash(script: str) -> str:
-    return subprocess.run(["bash", "-c", f"{TRUST_FN}\n{script}"], capture_output=True, text=True, timeout=60,
+    return subprocess.run(["bash", "-c", f"{TRUST_FN}\n{TRUST_PRIME}\n{script}"], capture_output=True, text=True, timeout=60,
                           env={"PATH": os.environ["PATH"], "LC_ALL": "C"}).stdout
 
 
@@ -100,7 +100,7 @@ def test_what_a_section_made_after_the_prime_is_judged_as_it_is_now(tree, tmp_pa
 def test_a_primed_judgement_starts_no_process(tree):
     """Counted in a PID namespace of its own (no other process of the machine counted), by builtins alone."""
     path = shlex.quote(f"{tree}/safe/venv/bin/python")
-    text = (f"{TRUST_FN}\nfleet_trust_prime --judge {path}\n"
+    text = (f"{TRUST_FN}\n{TRUST_PRIME}\nfleet_trust_prime --judge {path}\n"
             "read -r a < /proc/sys/kernel/ns_last_pid\n"
             f"fleet_judge {path} > /dev/null\n"
             "read -r b < /proc/sys/kernel/ns_last_pid; echo \"@@$((b - a))\"")
@@ -115,7 +115,7 @@ def test_a_primed_judgement_starts_no_process(tree):
 
 def test_the_probe_primes_what_its_sections_judge():
     text = probe.script({}, ["fleet-shell-trace-0123456789abcdef"])
-    first = text.index("fleet_trust_prime /opt/fleet/venv")
+    first = text.index("\nfleet_trust_prime /opt/cutlass/.git/config") + 1
     # after the shells' trace starts (the chain the rest waits on: it judges its own program), before every other
     begins = [text.index(f"@@fleet:begin {name}@@") for name in ("facts.paths", "facts.python", "facts.cutlass",
                                                                  "facts.verify_fingerprint", "facts.torch")]
