@@ -103,3 +103,16 @@ def test_the_split_of_a_no_op_facts_on_one_lease():
     assert {len(v) for v in rows.values()} == {12}
     assert med["base"] == [0.748, 0.489, 0.207, 0.138] and med["new"] == [0.711, 0.46, 0.202, 0.133]
     assert all(n <= b for n, b in zip(med["new"], med["base"]))
+
+
+def test_the_final_code_converged_and_every_kind_still_gets_the_venv():
+    """final3/: the session's final code on the H200: in state in one command, under half the bytes, every kind of
+    shell asked as a user asks it, verify loading the GPU, health healthy; its figures as measured."""
+    text = read("final3", "transcript.txt")
+    assert len(re.findall(r"^h100\t13\t0\t0\t18\tpassed \(reused\)\thealthy\t[\d.]+\t1$", text, re.M)) == 2
+    sent = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", text)[1])
+    assert sent == 23198 and sent <= 50561 / 2
+    every_kind_gets_the_venv(text)
+    assert sections(read("final3", "sections-apply.txt"))["WHOLE-COMMAND"] == 182.7
+    assert ratios(read("final3", "timings.txt")) == {"apply-noop": 1.23, "facts": 1.18}
+    assert ratios(read("final3", "timings-compiled.txt")) == {"apply-noop": 1.36, "facts": 1.22}
