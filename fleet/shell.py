@@ -227,10 +227,10 @@ def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, own
 #                                         `-c` nor `-m` imports a module planted in the working directory)
 #   fleet_trust_prime PATH... [--judge PROGRAM...]
 #                            at a read-only script's start (a probe's, facts/probe.prime): fleet_trust of every PATH and
-#                            of what fleet_judge judges for each PROGRAM, once, its output dropped, keeping what its stat,
-#                            ls and readlink -m (a symlink on the way) answered in fleet_pst, fleet_pfl, fleet_plk; every
-#                            section started after it inherits them, and fleet_trust asks only for what they do not
-#                            hold. Only a path stat answered for is kept: a path missing then (a section may make it),
+#                            of what fleet_judge judges for each PROGRAM, once, its output dropped, keeping what its
+#                            stat, ls and readlink -m (a symlink on the way) answered in fleet_pst, fleet_pfl, fleet_plk;
+#                            every section started after it inherits them, and fleet_trust asks only for what they do
+#                            not hold. Only a path stat answered for is kept: a path missing then (a section may make it),
 #                            or one stat could not answer for, is asked again where it is judged; a target behind a
 #                            link is kept only where no path before it was refused (fleet_trust stops there)
 #
@@ -394,8 +394,8 @@ fleet_trusted_python() {
   fleet_judged "$1" || return
   shift; ( cd / && "$fleet_prog" -s "$@" )
 }"""
-# fleet_trust_prime (TRUST_FN's notes above): only a probe's script defines it (facts/probe.prime), after TRUST_FN; a snippet that
-# carries TRUST_FN into a bash of its own (sudo, timeout) carries none of it
+# fleet_trust_prime (TRUST_FN's notes above): only a probe's script defines it (facts/probe.prime), after TRUST_FN;
+# a snippet that carries TRUST_FN into a bash of its own (sudo, timeout) carries none of it
 TRUST_PRIME = r"""fleet_trust_prime() {
   local fleet_p fleet_j= fleet_trust_rec=1
   local -a fleet_a=() fleet_s

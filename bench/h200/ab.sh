@@ -7,8 +7,8 @@
 #   bash bench/h200/ab.sh      (from the project root on the H200, .gpu and .ab carried)
 #
 # Both converge the host, then: each tree's bench/sections.py over 5 no-op applies (the probe timed on the host), and
-# $ROUNDS (default 9) interleaved rounds of base and new no-op apply, `fleet facts` and `fleet run -- true` (each tree first
-# in every other round), fleet's bytecode compiled for both (an installed fleet's case). Writes $OUT/transcript.txt, $OUT/ab.txt ("<tree>-<what> <seconds>" lines)
+# $ROUNDS (default 9) interleaved rounds of base and new no-op apply, `fleet facts` and `fleet run -- true` (each
+# tree first in every other round), fleet's bytecode compiled for both (an installed fleet's case). Writes $OUT/transcript.txt, $OUT/ab.txt ("<tree>-<what> <seconds>" lines)
 # and $OUT/sections-{base,new}.txt.
 set -u
 source tests/data/h200-device/lib.sh

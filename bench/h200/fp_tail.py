@@ -39,7 +39,8 @@ for line in lines:
         out.append(mark.format("fp:" + re.sub(r"[^A-Za-z0-9_]+", "_", line[:24])))
 text = "\n".join(out)
 # the pre-trace part ends where it reads the trace
-text = text.replace("fleet_shells_out=$(cat); exec </dev/null", mark.format("fp-pre-done") + "\nfleet_shells_out=$(cat); exec </dev/null", 1)
+read_trace = "fleet_shells_out=$(cat); exec </dev/null"
+text = text.replace(read_trace, mark.format("fp-pre-done") + "\n" + read_trace, 1)
 closed = "exec {fleet_bg_facts_shells}<&-; "       # the trace's collect: its mapfile has read it all
 at = text.index(closed) + len(closed)
 text = text[:at] + mark.format("trace-ended") + "; " + text[at:]

@@ -19,7 +19,8 @@ NOBODY = 65534
 
 
 def bash(script: str) -> str:
-    return subprocess.run(["bash", "-c", f"{TRUST_FN}\n{TRUST_PRIME}\n{script}"], capture_output=True, text=True, timeout=60,
+    return subprocess.run(["bash", "-c", f"{TRUST_FN}\n{TRUST_PRIME}\n{script}"], capture_output=True, text=True,
+                          timeout=60,
                           env={"PATH": os.environ["PATH"], "LC_ALL": "C"}).stdout
 
 
