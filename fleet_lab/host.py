@@ -34,6 +34,12 @@ _CHILDREN: dict[int, subprocess.Popen] = {}   # hosts started by this process: r
 SSHD_CONFIG = "/etc/ssh/fleet-lab/sshd_config"
 # What a container's processes start with (Docker's defaults for root): the start command and `docker exec`.
 CONTAINER_ENV = "HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Where fleet keeps its own state on a host (fleet/engine/hostlock.py, fleet/resources/programs.py, the venv's and
+# the checkout's defaults). The overlay's lower layer is this machine's live /, so what fleet run HERE left there (a
+# `fleet script` or a local apply as root takes its lock in /var/lib/fleet; a unit test runs one) would show in every
+# lab host, which must look as no fleet ever touched it: a whiteout hides each in a fresh host's upper dir (a host
+# that then makes one gets an opaque directory, which keeps hiding this machine's).
+MACHINE_FLEET_STATE = ("/var/lib/fleet", "/opt/fleet", "/opt/cutlass")
 
 
 def sshd_config(spec: HostSpec) -> str:
@@ -78,6 +84,7 @@ class LabHost:
         # cp -a keeps the layer's whiteouts (0/0 devices) and opaque-dir xattrs, which overlayfs reads
         # in an upper dir exactly as in a lower one. (A second lower layer inside / is refused: ELOOP.)
         _run(["cp", "-a", f"{profile_layer}/.", str(layer)], "copying the profile layer")
+        hide_machine_state(layer)
         prof = spec.prof
         layers.put(layer, "/etc/hostname", spec.name + "\n")
         hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1\tlocalhost\n"
@@ -324,6 +331,25 @@ class LabHost:
         """Forget everything the host wrote (its upper dir)."""
         for sub in ("upper", "work"):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
+
+
+def hide_machine_state(layer: Path) -> None:
+    """A whiteout in a fresh upper dir for each of MACHINE_FLEET_STATE the profile layer does not provide; the
+    directories above it made with this machine's owner and mode (an upper directory lends the merged one both)."""
+    for path in MACHINE_FLEET_STATE:
+        if os.path.lexists(layer / path.lstrip("/")):
+            continue
+        parent = Path("/")
+        for part in Path(path).parent.parts[1:]:
+            parent = parent / part
+            made = layer / parent.relative_to("/")
+            if not made.is_dir():
+                made.mkdir()
+                real = os.stat(parent) if parent.is_dir() else None
+                if real is not None:
+                    os.chmod(made, real.st_mode & 0o7777)
+                    os.chown(made, real.st_uid, real.st_gid)
+        layers.whiteout(layer, path)
 
 
 def answers_ssh(address: str, port: int, timeout: float = 10.0) -> bool:

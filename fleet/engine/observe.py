@@ -62,22 +62,26 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     max_age = None if forced else gate_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
-    install = not setup.check_mode   # --check writes nothing: a program's text runs from a temporary copy
+    # --check writes nothing: a program's text runs from a temporary copy; nor does a probe of a host its last
+    # record refuses (a refused host is never written to: its checks' programs are not installed either)
+    install = not setup.check_mode and not (guess is not None and guess.decisions.refuse)
     guessed = _sections_of(guess, max_age, without_records, session.programs_of(last_facts), install)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
     facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess), install=install)
     decided = _decide(setup, host, facts, guess)
+    if decided.decisions.refuse:   # nothing is planned, applied nor judged: no more commands, nothing installed
+        return Observed(host.name, dict(facts), decided, MappingProxyType({}))
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
         check_sections(decided, max_age, without_records=without_records, have=session.programs_of(facts),
-                       install=install)
+                       install=not setup.check_mode)
     if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
         found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     # a helper program the host turned out to lack (removed, changed): those checks again, with its text
     lacking = {t.id for t in decided.tasks if programs.missing(getattr(found.get(f"check.{t.id}"), "output", ""))}
     if lacking:
         again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking,
-                               install=install)
+                               install=not setup.check_mode)
         found.update(session.run_sections(conn, sections.together(again), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     # the helper programs the host has now: the listing, and what the checks after it installed (their lines are

@@ -42,10 +42,14 @@ def real(lab, tmp_path_factory):
     real.before = {"seed": cuinit(real, "seed"), "nvml": real.sh("nvml", NVML_STATE).stdout,
                    "minimal": real.sh("minimal", "python3 -m venv /tmp/v 2>&1; for t in git curl; do "
                                                  "command -v $t >/dev/null || echo $t: missing; done").stdout}
-    real.runs = {"check": fleet_json("apply", str(inv), "--check"), "first": fleet_json("apply", str(inv))}
+    real.runs, real.after = {}, {}
+    for run, argv in (("check", ["--check"]), ("first", [])):
+        real.runs[run] = fleet_json("apply", str(inv), *argv)
+        real.after[run] = real.sh("nvml", NVML_STATE).stdout   # the refused host, asked after each mode
     real.facts = {name: json.loads((inv.parent / "facts" / f"{name}.json").read_text()) for name in doc["hosts"]}
     real.runs["second"] = fleet_json("apply", str(inv), *(f"--limit={h}" for h in SECOND))
     real.runs["again"] = fleet_json("apply", str(inv), "--limit=nvml")   # refused again, still untouched
+    real.after["again"] = real.sh("nvml", NVML_STATE).stdout
     yield real
     control.down(inv, lab.root)
     shutil.rmtree(inv.parent, ignore_errors=True)
@@ -55,6 +59,7 @@ class _Real:
     def __init__(self, lab, inv, runs, facts):
         self.lab, self.inv, self.runs, self.facts = lab, inv, runs, facts
         self.before: dict = {}
+        self.after: dict = {}
 
     def tasks(self, run: str, host: str) -> dict[tuple[str, str], dict]:
         return {(t["role"], t["task"]): t for t in self.runs[run][1]["hosts"][host]["tasks"]}
@@ -227,11 +232,14 @@ def test_nvml_mismatch_is_refused_with_the_reboot_and_nothing_is_touched(real):
     assert "  570.133.20  " in smi   # the kernel module still answers
     facts = real.facts["nvml"]
     assert facts["driver"]["version"] == "570.133.20" and facts["driver"]["nvml_error"]["mismatch"] is True
+    assert "ls: cannot access '/var/lib/fleet': No such file or directory" in real.before["nvml"]
     for run in ("check", "first", "again"):
         code, doc = real.runs[run]
         host = doc["hosts"]["nvml"]
         assert code == 1 and "Driver/library version mismatch" in host["refuse"] and "reboot" in host["refuse"], host
         assert host["changed"] == 0 and not [t for t in host["tasks"] if t["status"] in ("changed", "failed")]
+        # never written to, in any mode: no lock, no helper program (a probe's check once installed them), no venv
+        assert real.after[run] == real.before["nvml"], run
     assert real.sh("nvml", NVML_STATE).stdout == real.before["nvml"]
 
 

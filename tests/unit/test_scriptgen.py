@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -94,8 +98,25 @@ def script_for(tmp_path, names):
     return path, work
 
 
+# As root the script takes the host's apply lock in /var/lib/fleet, as on a pod. Here that is this machine's, which
+# every lab host sees (its overlay's lower layer is this machine's /): so as root it runs in a mount namespace of its
+# own whose /var/lib is an overlay writing into a directory of the test's.
+PRIVATE_VAR_LIB = ('mount -t overlay overlay -o lowerdir=/var/lib,upperdir="$1",workdir="$2" /var/lib && '
+                   'shift 2 && exec bash "$@"')
+
+
 def run(path, cwd):
-    return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=600)
+    if os.geteuid() != 0:
+        return subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=cwd, timeout=600)
+    private = Path(tempfile.mkdtemp(prefix="fleet-var-lib-"))
+    try:
+        (private / "upper").mkdir()
+        (private / "work").mkdir()
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", PRIVATE_VAR_LIB, "sh",
+                               str(private / "upper"), str(private / "work"), str(path)],
+                              capture_output=True, text=True, cwd=cwd, timeout=600)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def test_converges_then_changes_nothing(tmp_path):
