@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from rich.markup import escape
 from rich.table import Table
 
+from fleet.facts.readings import moves_on_its_own
+
 # Bookkeeping that always differs, or detail already summarised elsewhere in the table.
 SKIP = {"host", "gathered_at", "fleet_version", "probe.raw", "probe.notes", "library_sources", "system.disks",
         "torch.warnings", "cuda.compat.all", "system.mem_available_mb", "shells.home", "verify.cuda",
         "verify.perf.look", "verify_fingerprint", "verify.verdict", "verify.was_passed"}
-# Figures that move a little between any two gathers: not drift.
-DRIFT_SKIP = {"system.disk_free_gb"}
 # Unique per host by nature: they would always "differ" in the table (they stay in records and drift).
 TABLE_SKIP = re.compile(r"^gpus\.\d+\.uuid$")
 # Readings of a working GPU that move by the second (GPU health, issue 36), and the health's copy of each GPU's uuid:
@@ -147,11 +147,13 @@ def compare(records: dict[str, dict | None], columns: list[Column] | None = None
 
 
 def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, str]]:
-    """What changed between two records of one host: [(path, before, after)] (a driver upgrade, a library gone)."""
+    """What changed between two records of one host: [(path, before, after)] (a driver upgrade, a library gone).
+    The facts that move on their own (fleet/facts/readings.py: the kernel log's length, temperatures, free disk)
+    are no change of the host: left out."""
     before, after = flatten(previous), flatten(current)
     paths = list(dict.fromkeys([*before, *after]))
-    return [(path, before.get(path, ABSENT), after.get(path, ABSENT))
-            for path in paths if path not in DRIFT_SKIP and before.get(path, ABSENT) != after.get(path, ABSENT)]
+    return [(path, before.get(path, ABSENT), after.get(path, ABSENT)) for path in paths
+            if not moves_on_its_own(path) and before.get(path, ABSENT) != after.get(path, ABSENT)]
 
 
 def render(comparison: Comparison, *, show_all: bool = False) -> Table:

@@ -18,7 +18,7 @@ from fleet.record import store
 def run_facts(lab, *argv) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=220, color_system=None, soft_wrap=True),
-                      err_console=Console(file=err, width=220, color_system=None))
+                      err_console=Console(file=err, width=220, color_system=None, soft_wrap=True))
     code = main(["facts", str(lab.inventory_path), *argv], env)
     return code, out.getvalue(), err.getvalue()
 
@@ -97,13 +97,21 @@ def test_table_shows_differences_first(lab, gathered):
 
 
 def test_drift_after_a_change_on_the_host(lab, gathered):
-    """Install fleet's env hook marker on pod-580 by hand; the next gather's drift names it."""
+    """Install fleet's env hook marker on pod-580 by hand; the next gather's drift names it, and only it: the kernel
+    log, which every process on this machine writes to (another lab's hosts too), grew meanwhile and is no change
+    of the host (fleet/facts/readings.py)."""
     with lab.connect("pod-580") as conn:
         assert conn.run("printf '# BEGIN fleet env_hooks\\n# END fleet env_hooks\\n' > /etc/profile.d/fleet.sh").ok
+        assert conn.run("echo 'fleet test: the kernel log moves on its own' > /dev/kmsg").ok
     code, out, err = run_facts(lab, "--limit", "pod-580", "--drift")
     assert code == 0, err
-    assert "pod-580: 2 changes since the previous record" in out
+    assert "pod-580: 2 changes since the previous record" in out, out
     assert "env.hook_installed" in out and "/etc/profile.d/fleet.sh" in out
+    changes = [line.split("\t")[0] for line in out.splitlines() if line.count("\t") == 2]   # path, before, after
+    assert "env.hook_installed" in changes and not [path for path in changes if "kernel_log" in path], changes
+    lines = [store.read(lab.inventory.facts_dir, "pod-580", previous=p)["health"]["kernel_log_lines"]
+             for p in (True, False)]
+    assert lines[1] > lines[0], lines   # it did move
     lab.reset(["pod-580"])
 
 
