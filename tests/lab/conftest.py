@@ -54,7 +54,8 @@ def fresh_apply(lab):
 
     def fleet_json(*argv):
         out, err = io.StringIO(), io.StringIO()
-        env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
+        env = Environment(console=Console(file=out, width=240),
+                          err_console=Console(file=err, width=240, soft_wrap=True))   # whole sentences
         code = main([*argv, "--json"], env)
         try:
             return code, json.loads(out.getvalue()), err.getvalue()

@@ -18,17 +18,31 @@ def ok(lab, host: str, script: str, sudo: bool = False) -> str:
     return res.stdout
 
 
-def fleet_json(*argv: str) -> tuple[int, dict]:
-    """`fleet ARGV --json` in this process -> (exit status, the JSON it printed)."""
+def fleet(*argv: str, width: int = 240, terminal: bool = False, cwd=None) -> tuple[int, str, str]:
+    """`fleet ARGV` in this process, as a person at a `width`-column console sees it -> (exit status, stdout, stderr).
+
+    stderr is read for its sentences: it never wraps (soft_wrap), so a message naming a path of the checkout (the
+    built-in roles' directory) reads the same from a clone under any path; stdout wraps at `width` as a terminal's
+    would (what the output budget tests measure)."""
     from rich.console import Console
 
     from fleet.cli import main
     from fleet.env import Environment
 
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
-    code = main([*argv, "--json"], env)
+    env = Environment(console=Console(file=out, width=width, force_terminal=terminal or None, color_system=None),
+                      err_console=Console(file=err, width=width, color_system=None, soft_wrap=True),
+                      **({"cwd": cwd} if cwd is not None else {}))
+    code = main(list(argv), env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def fleet_json(*argv: str) -> tuple[int, dict]:
+    """`fleet ARGV --json` in this process -> (exit status, the JSON it printed)."""
+    argv = list(argv)
+    argv.insert(argv.index("--") if "--" in argv else len(argv), "--json")  # fleet's flags go before --
+    code, out, err = fleet(*argv)
     try:
-        return code, json.loads(out.getvalue())
+        return code, json.loads(out)
     except ValueError:
-        raise AssertionError(f"not JSON (exit {code}):\n{out.getvalue()}\n{err.getvalue()}") from None
+        raise AssertionError(f"not JSON (exit {code}):\n{out}\n{err}") from None

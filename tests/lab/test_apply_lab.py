@@ -7,35 +7,14 @@ torch imports and which libcuda answers.
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from rich.console import Console
 
-from fleet.cli import main
-from fleet.env import Environment
 from fleet.facts.software import VERIFY_PATH
-from helpers import sh
+from helpers import fleet, fleet_json, sh
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
-
-
-def fleet(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
-    code = main(list(argv), env)
-    return code, out.getvalue(), err.getvalue()
-
-
-def fleet_json(*argv: str) -> tuple[int, dict]:
-    argv = list(argv)
-    argv.insert(argv.index("--") if "--" in argv else len(argv), "--json")  # fleet's flags go before --
-    code, out, err = fleet(*argv)
-    try:
-        return code, json.loads(out)
-    except ValueError:
-        raise AssertionError(f"not JSON (exit {code}):\n{out}\n{err}") from None
 
 
 def changed(doc: dict, host: str) -> set[tuple[str, str]]:

@@ -5,31 +5,23 @@ JSON report of the same state, and a second apply that changes nothing)."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 
 import pytest
-from rich.console import Console
-
-from fleet.cli import main
-from fleet.env import Environment
+from helpers import fleet
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
 WIDTH = 100
 
 
 def fleet_text(*argv: str, width: int = WIDTH, terminal: bool = True) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=width, force_terminal=terminal, color_system=None),
-                      err_console=Console(file=err, width=width, color_system=None))
-    code = main(list(argv), env)
-    text = out.getvalue()
+    code, text, err = fleet(*argv, width=width, terminal=terminal)   # stderr never wraps: any checkout path
     keep = os.environ.get("FLEET_TEST_TRANSCRIPTS")   # where to keep transcripts for the note (optional)
     if keep:
         with open(os.path.join(keep, "transcript.txt"), "a") as f:
             f.write(f"$ fleet {' '.join(argv)}   (exit {code})\n{text}\n")
-    return code, text, err.getvalue()
+    return code, text, err
 
 
 @pytest.fixture(scope="module")
