@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,10 +15,6 @@ class Environment:
     err_console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False, soft_wrap=True))
     cwd: Path = field(default_factory=Path.cwd)
     debug: bool = False
-
-    @property
-    def interactive(self) -> bool:
-        return self.console.is_terminal and sys.stdin.isatty()
 
     def home(self) -> Path:
         return Path(os.path.expanduser("~"))

@@ -17,8 +17,6 @@ from fleet.inventory import Host
 from fleet.connection.base import DEAD_AFTER, ConnectOptions, Connection, Result, dead_after_default
 from fleet.connection.capture import MAX_CAPTURE, TAIL, TRUNCATED, Capture, OutputCallback
 from fleet.connection.local import LocalConnection
-# The shell text lives in fleet/shell.py; these names stay importable from here for callers of the old module.
-from fleet.shell import exports as _exports, stdin_for, wrap_bash, write_file_script  # noqa: F401
 
 __all__ = ["DEAD_AFTER", "MAX_CAPTURE", "TAIL", "TRUNCATED", "Capture", "ConnectOptions", "Connection",
            "LocalConnection", "OutputCallback", "Result", "connect", "dead_after_default", "open_connection"]

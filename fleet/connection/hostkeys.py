@@ -92,8 +92,8 @@ def read_known_hosts(path: Path) -> tuple[list, dict[str, str], list[str]]:
 
 class KnownHosts:
     """One known_hosts file, read once: its usable entries indexed by plain host name (hashed names apart),
-    its revoked keys and its warnings. `keys_for(name)` is what one connection needs: the keys listed for that
-    name, plain or hashed, as paramiko would find them (exact names; no wildcards in either)."""
+    its revoked keys and its warnings. `listed(name)` is what one connection needs: the keys listed for that
+    name, plain or hashed, as paramiko would find them (exact names; no wildcards in either), each with its line."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -106,9 +106,6 @@ class KnownHosts:
                     self.hashed.append((name, entry.key, number))
                 else:
                     self.plain.setdefault(name, []).append((entry.key, number))
-
-    def keys_for(self, name: str) -> list[paramiko.PKey]:
-        return [key for key, _where in self.listed(name)]
 
     def listed(self, name: str) -> list[tuple[paramiko.PKey, str]]:
         """The keys listed for `name`, each with the file:line that lists it (what a refusal names)."""

@@ -32,10 +32,9 @@ from fleet.connection.ssh_config import Target, resolve
 from fleet.connection.base import Connection, ConnectOptions, Result
 from fleet.connection.capture import Capture
 from fleet.shell import STARTED
-from fleet.connection.hostkeys import (Policy, _warn_once, fingerprint, host_key_name, known_hosts,
-                                      read_known_hosts)
+from fleet.connection.hostkeys import Policy, _warn_once, fingerprint, host_key_name, known_hosts
 
-__all__ = ["SSHConnection", "fingerprint", "host_key_name", "read_known_hosts"]
+__all__ = ["SSHConnection"]
 
 KEEPALIVE_SECONDS = 15
 # Seconds the login shell may take to start fleet's command (its startup files: conda's init, an NFS home): past

@@ -188,14 +188,6 @@ def native_cuda(host: Host) -> str | None:
 
 
 
-def driver_runs(host: Host, cuda: str) -> bool:
-    """Full support or minor-version compatibility: no cuda-compat needed (Jetson: its JetPack's CUDA)."""
-    native = native_cuda(host)
-    if native is not None and version_key(native) >= version_key(cuda):
-        return True
-    return not host.jetson and minor_compat_runs(host.driver, cuda)
-
-
 def compat_dir(v: Vars) -> str:
     return f"/usr/local/cuda-{v.cuda_version}/compat"
 

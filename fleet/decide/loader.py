@@ -19,7 +19,8 @@ and `dirs` the ERE of harmful directories that resource matches on the host itse
 from __future__ import annotations
 
 from fleet.decide.gpu import compat_harm
-from fleet.knowledge.loader_paths import COMPAT_DIR_ERE, KINDS, STUB_DIR_ERE, is_compat, is_stub
+from fleet.knowledge.loader_paths import KINDS
+from fleet.remote.loader_rules import COMPAT_DIR_ERE, STUB_DIR_ERE, is_compat, is_stub
 
 FLEET_COMPAT_CONF = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"   # the cuda_compat role's gated drop-in
 STUB_HARM = "a stub libcuda: CUDA_ERROR_STUB_LIBRARY (34)"

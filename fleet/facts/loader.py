@@ -33,7 +33,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from fleet.knowledge.loader_paths import KINDS, is_compat, is_stub, version_of  # noqa: F401
+from fleet.knowledge.loader_paths import KINDS
+from fleet.remote.loader_rules import is_compat, is_stub, version_of
 from fleet.remote import loader_rules as rules
 
 SHELL_KIND = {"noninteractive": "ssh", "interactive": "interactive", "login": "login"}   # shells.KINDS -> ours

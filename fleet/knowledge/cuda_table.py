@@ -79,17 +79,6 @@ def cuda_max_for_driver(driver: str | None) -> str | None:
     return best
 
 
-def driver_supports(driver: str | None, cuda: str) -> bool:
-    """True when `driver` runs CUDA `cuda` natively (no compat package needed)."""
-    needed = min_driver_for(cuda)
-    if not driver or needed is None:
-        return False
-    try:
-        return compare_versions(driver, needed) >= 0
-    except ValueError:
-        return False
-
-
 # ---------------------------------------------------------------- minor-version compatibility
 
 # Minor-version compatibility: a build of any 12.x runs on a driver >= 525.60.13, of any 13.x on a

@@ -13,8 +13,7 @@ these; fleet/decide/loader.py judges which of them harm this host.
 """
 from __future__ import annotations
 
-# The patterns themselves live in fleet/remote/loader_rules.py, a stdlib module below every fleet package that the
-# verify program carries to the host: one copy, read here and there.
-from fleet.remote.loader_rules import COMPAT_DIR_ERE, STUB_DIR_ERE, is_compat, is_stub, version_of  # noqa: F401
+# The directories' patterns (COMPAT_DIR_ERE, STUB_DIR_ERE, is_compat, is_stub) live in fleet/remote/loader_rules.py,
+# a stdlib module below every fleet package that the verify program carries to the host: read from there.
 
 KINDS = ("bare", "ssh", "interactive", "login")

@@ -167,10 +167,6 @@ class Reporter:
         """Commentary about the output (what was written, what was folded): stderr, so a pipe gets data only."""
         self._err.print(f"[dim]{message}[/dim]", soft_wrap=True)
 
-    def stderr_line(self, host: str, line: str) -> None:
-        """A line a remote command wrote on its stderr: on ours, named by its host (`fleet run`, text mode)."""
-        self._err.print(f"[dim]{markup_safe(host)} stderr:[/dim] {markup_safe(line)}", soft_wrap=True)
-
     def warn(self, message: str) -> None:
         self._err.print(f"[yellow]warning:[/yellow] {markup_safe(message)}")
 

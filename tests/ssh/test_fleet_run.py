@@ -10,7 +10,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.connection.ssh import fingerprint
+from fleet.connection.hostkeys import fingerprint
 
 
 def captured_env(tmp_path):

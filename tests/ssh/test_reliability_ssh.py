@@ -10,7 +10,7 @@ from mockssh.server import SERVER_KEY_PATH
 
 from fleet.connection import MAX_CAPTURE, ConnectOptions, connect
 from fleet.errors import HostKeyError
-from fleet.connection.ssh import read_known_hosts
+from fleet.connection.hostkeys import read_known_hosts
 
 SERVER_B64 = paramiko.RSAKey(filename=SERVER_KEY_PATH).get_base64()
 BAD_LINES = [

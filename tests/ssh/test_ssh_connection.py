@@ -13,7 +13,8 @@ from mockssh.server import SERVER_KEY_PATH
 from fleet.connection import ConnectOptions, connect
 from fleet.shell import stdin_for, wrap_bash, write_file_script
 from fleet.errors import HostError, HostKeyError
-from fleet.connection.ssh import SSHConnection, fingerprint
+from fleet.connection.hostkeys import fingerprint
+from fleet.connection.ssh import SSHConnection
 
 SERVER_FP = fingerprint(paramiko.RSAKey(filename=SERVER_KEY_PATH))
 

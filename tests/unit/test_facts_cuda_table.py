@@ -40,13 +40,6 @@ def test_compare_versions_numeric_not_textual():
         cuda_table.version_key("580.xx")
 
 
-def test_driver_supports():
-    assert cuda_table.driver_supports("580.159.04", "13.0")
-    assert not cuda_table.driver_supports("570.133.20", "13.0")
-    assert not cuda_table.driver_supports(None, "13.0")
-    assert not cuda_table.driver_supports("580.159.04", "11.8")  # unknown release: do not claim support
-
-
 def test_table_is_ordered_by_driver_too():
     """A newer CUDA never needs an older driver: the table has no transcription slip."""
     releases = cuda_table.cuda_releases()
