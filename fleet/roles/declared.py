@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from fleet import variables
-from fleet.roles import _JINJA, template_cache
+from fleet.roles import template_cache
+from fleet.roles.sandbox import JINJA
 
 _CONTEXT = {"facts", "decisions", "host"}      # what rendering adds beside the variables
 
@@ -42,7 +43,7 @@ def names_read(role) -> set[str]:
     texts += [t.read_text(encoding="utf-8") for t in sorted((role.path.parent / "templates").glob("*"))]
 
     def find() -> set[str]:
-        return set().union(*(_undeclared(meta, _JINJA, text) for text in texts))
+        return set().union(*(_undeclared(meta, JINJA, text) for text in texts))
     return template_cache.names(texts, find) - _CONTEXT
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet import roles
+from fleet.roles import sandbox
 
 TEMPLATE = Path(__file__).parents[2] / "roles" / "env_hooks" / "templates" / "env.sh.j2"
 DECISIONS = {"cuda": {"path": "/usr/local/cuda-13.0"}, "compat": {"use": False, "path": None},
@@ -17,7 +17,7 @@ OLD = "/usr/local/cuda-12.4/bin:/opt/fleet/venv/bin:/usr/local/bin:/usr/bin:/bin
 
 
 def hook(tmp_path, venv_on_path) -> Path:
-    text = roles._compiled_file(TEMPLATE.read_text(), "env.sh.j2", str(TEMPLATE)).render(
+    text = sandbox.compiled_file(TEMPLATE.read_text(), "env.sh.j2", str(TEMPLATE)).render(
         decisions=DECISIONS, env_hooks_venv_on_path=venv_on_path, python_env="/opt/fleet/venv",
         cutlass_dir="/opt/cutlass")
     out = tmp_path / "env.sh"

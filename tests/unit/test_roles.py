@@ -280,7 +280,7 @@ def test_a_missing_roles_path_is_one_sentence_with_its_line(tmp_path):
 
 
 def test_compiled_texts_are_shared_but_each_host_renders_its_own_values(tmp_path, pod570):
-    """Rendering compiles each distinct text once (fleet.roles._compiled*): the second host must still get its
+    """Rendering compiles each distinct text once (fleet/roles/sandbox.py compiled*): the second host must still get its
     own values, conditions and template output, and a render error its file:line every time."""
     role = write_role(tmp_path, "r", """\
         defaults: {greeting: hi, wanted: true}

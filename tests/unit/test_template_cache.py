@@ -16,7 +16,7 @@ import pytest
 PROBE = """
 import json, jinja2
 from fleet import roles
-from fleet.roles import declared
+from fleet.roles import declared, sandbox
 compiled = parsed = 0
 compile_, parse_ = jinja2.Environment.compile, jinja2.Environment.parse
 def counting_compile(self, *a, **k):
@@ -28,7 +28,7 @@ loaded = roles.load_roles(None, [roles.BUILTIN_DIR])
 known = declared.variables_of(loaded)
 when = next(r for r in loaded if r.name == "cuda_compat").when
 print(json.dumps({"compiled": compiled, "parsed": parsed, "known": sorted(known), "when": when,
-                  "when_value": bool(roles._expression(when)(decisions={"compat": {"use": True}}))}))
+                  "when_value": bool(sandbox.expression(when)(decisions={"compat": {"use": True}}))}))
 """
 
 
@@ -84,12 +84,12 @@ def test_an_expression_jinja_refuses_is_refused_with_a_cache_too(tmp_path, monke
     """The cached form is a template setting `result`; Jinja's own expression check still runs first."""
     import jinja2
 
-    from fleet import roles
+    from fleet.roles import sandbox
     from fleet.roles import template_cache
     monkeypatch.setenv("FLEET_CACHE_DIR", str(tmp_path))
     template_cache._bytecode.cache_clear()
-    roles._expression.cache_clear()
+    sandbox.expression.cache_clear()
     with pytest.raises(jinja2.TemplateSyntaxError):
-        roles._expression(expr)
+        sandbox.expression(expr)
     template_cache._bytecode.cache_clear()
     assert json.dumps(sorted(p.name for p in (tmp_path / "jinja").iterdir())) == "[]"
