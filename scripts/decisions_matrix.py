@@ -175,7 +175,7 @@ ONE_GPU_TOPO = "\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-2
 
 def fabric_situation(container, nvswitch, topo, query, service, packages) -> dict:
     """The h100-pod-570 record with its fabric facts parsed, by fleet's own parsers, from these outputs."""
-    from fleet.facts import gpu
+    from fleet.facts import fabric
     from fleet.facts.record import fabric_facts
 
     facts = copy.deepcopy(record("h100-pod-570"))
@@ -184,7 +184,7 @@ def fabric_situation(container, nvswitch, topo, query, service, packages) -> dic
     section = (f"@@topo\n{topo_text}@@query\n{query_text}@@nvswitch\n{'/dev/nvidia-nvswitch0' if nvswitch else ''}\n"
                f"@@container\n{'dockerenv' if container else ''}\n@@service\n"
                f"{'systemctl ' + service if service else ''}\n@@packages\n{packages}")
-    facts["fabric"] = fabric_facts(gpu.parse_fabric(section), facts["driver"]["version"])
+    facts["fabric"] = fabric_facts(fabric.parse_fabric(section), facts["driver"]["version"])
     return facts
 
 

@@ -5,7 +5,7 @@ set -u
 O=$OUT/costs.txt
 Q1=$(python3 -c 'import sys; sys.path.insert(0,"."); from fleet.facts import gpu, health; print(gpu.QUERY_FULL)')
 Q2=$(python3 -c 'import sys; sys.path.insert(0,"."); from fleet.facts import gpu, health; print(health.FIELDS)')
-Q3=$(python3 -c 'import sys; sys.path.insert(0,"."); from fleet.facts import gpu, health; print(gpu.FABRIC_QUERY)')
+Q3=$(python3 -c 'import sys; sys.path.insert(0,"."); from fleet.facts import fabric; print(fabric.FABRIC_QUERY)')
 R=$(python3 -c 'import sys; sys.path.insert(0,"."); from fleet.facts import gpu, health; print(health.REMAP_FIELDS)')
 ALL=$(python3 -c "import sys; f=[]; [f.append(x) for q in sys.argv[1:] for x in q.split(',') if x not in f]; print(','.join(f))" "$Q1" "$Q2" "$Q3")
 t() { local name=$1; shift; local i s e ms=(); for i in 1 2 3 4 5 6 7; do s=$EPOCHREALTIME; "$@" >/dev/null 2>&1; e=$EPOCHREALTIME

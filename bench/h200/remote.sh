@@ -37,10 +37,10 @@ note "each nvidia-smi call of the probe, alone (median of 5, ms), then all at on
 python3 - "$OUT/smi.txt" >> "$T" 2>&1 <<'PY'
 import re, statistics, subprocess, sys, time
 sys.path.insert(0, ".")
-from fleet.facts import gpu, health
+from fleet.facts import fabric, gpu, health
 calls = {"nvidia_smi": f"nvidia-smi --query-gpu={gpu.QUERY_FULL} --format=csv,noheader,nounits",
          "fabric topo": "nvidia-smi topo -m",
-         "fabric query": f"nvidia-smi --query-gpu={gpu.FABRIC_QUERY} --format=csv,noheader",
+         "fabric query": f"nvidia-smi --query-gpu={fabric.FABRIC_QUERY} --format=csv,noheader",
          "health query": f"nvidia-smi --query-gpu={health.FIELDS} --format=csv,noheader,nounits",
          "health remapped": f"nvidia-smi --query-remapped-rows={health.REMAP_FIELDS} --format=csv,noheader,nounits",
          "health_xml": "nvidia-smi -q -x",

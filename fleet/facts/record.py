@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.knowledge.cuda_table import compare_versions, cuda_max_for_driver
 from fleet.knowledge import platforms
-from fleet.facts import fingerprint, gpu, health, loader, shells
+from fleet.facts import fabric, fingerprint, gpu, health, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
 
@@ -106,8 +106,8 @@ def fabric_facts(section: dict, driver_version: str | None, container: bool | No
     manager (service, process, packages) against the driver: they must be the exact same version. A container is
     one by the section's own markers or by facts.system's (`container`)."""
     section = {**section, "container": bool(section.get("container") or container)}
-    fm_version = gpu.fabric_manager_version(section.get("packages") or {})
-    gpus = [{**g, "ready": gpu.fabric_ready(g)} for g in section.get("fabric") or []]
+    fm_version = fabric.fabric_manager_version(section.get("packages") or {})
+    gpus = [{**g, "ready": fabric.fabric_ready(g)} for g in section.get("fabric") or []]
     return {
         **section, "fabric": gpus,
         "manages_fabric": bool(section.get("nvswitch")) and not section.get("container"),

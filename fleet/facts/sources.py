@@ -14,6 +14,7 @@ from typing import Any, Callable
 from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, programs, shells, software, system
 from fleet.knowledge.storage import ON_VOLUME
 from fleet.variables import STACK
+from fleet.facts import fabric   # the multi-GPU pods' section (issue 28)
 
 DEFAULTS = {name: STACK[name].default for name in ("python_env", "cutlass_dir")}   # the probe's own settings
 
@@ -75,7 +76,7 @@ SOURCES: tuple[Source, ...] = (
     Source("tegra", _fixed(gpu.TEGRA), gpu.parse_tegra_release),
     Source("dt_model", _fixed(gpu.DT_MODEL), gpu.parse_dt_model),
     Source("nvidia_smi", _fixed(gpu.NVIDIA_SMI), gpu.parse_nvidia_smi, {"gpus": [], "rejected": None}),
-    Source("fabric", _fixed(gpu.FABRIC), gpu.parse_fabric,
+    Source("fabric", _fixed(fabric.FABRIC), fabric.parse_fabric,
            {"gpu_count": 0, "pairs": {}, "topology_error": None, "fabric": [], "nvswitch": False,
             "nvswitch_devices": [], "container": False, "service": None, "process": False, "packages": {}, "held": []}),
     # the driver's and CUDA's versions nvidia-smi reports (`nvidia-smi --version`; record.py smi_versions)

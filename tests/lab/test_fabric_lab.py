@@ -243,7 +243,7 @@ def test_stand_in_nvidia_smi_speaks_the_real_formats(fab, lab):
     legend byte for byte, `-q`'s field column; the 8-GPU board's matrix, fabric blocks, XML and NVLink lines read by
     fleet's own parsers and the standard library's."""
     import xml.etree.ElementTree as ET
-    from fleet.facts.gpu import parse_fabric_query, parse_topology
+    from fleet.facts.fabric import parse_fabric_query, parse_topology
     real_topo = (CAPTURED / "topo-m.txt").read_text()
     with lab.connect("pod-580") as conn:
         one = conn.run("nvidia-smi topo -m").stdout
@@ -261,7 +261,7 @@ def test_stand_in_nvidia_smi_speaks_the_real_formats(fab, lab):
     fabric = parse_fabric_query(fab.sh("hgx-healthy", "nvidia-smi -q").stdout)
     assert [(g["state"], g["status"], g["clique"]) for g in fabric] == [("Completed", "Success", "32766")] * 8
     # the probe's fast path asks the same four fields by query, as driver 580 answers them: the same facts
-    from fleet.facts.gpu import FABRIC_QUERY
+    from fleet.facts.fabric import FABRIC_QUERY
     for board in ("hgx-healthy", "hgx-gpu-off"):
         asked = fab.sh(board, f"nvidia-smi --query-gpu={FABRIC_QUERY} --format=csv,noheader").stdout
         by_query = parse_fabric_query("".join(f"csv {line}\n" for line in asked.splitlines()))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fleet.decide import decide
 from fleet.decide.fabric import packages_for
-from fleet.facts import gpu
+from fleet.facts import fabric
 from fleet.facts.record import fabric_facts
 
 DATA = Path(__file__).parents[1] / "data"
@@ -20,7 +20,7 @@ def facts(topo=None, query=None, nvswitch=False, container=False, service="", pa
     query_text = (DATA / "fabric" / query).read_text() if query else ""
     section = (f"@@topo\n{topo_text}@@query\n{query_text}@@nvswitch\n{'/dev/nvidia-nvswitch0' if nvswitch else ''}\n"
                f"@@container\n{'dockerenv' if container else ''}\n@@service\n{service}\n@@packages\n{packages}")
-    record["fabric"] = fabric_facts(gpu.parse_fabric(section), record["driver"]["version"])
+    record["fabric"] = fabric_facts(fabric.parse_fabric(section), record["driver"]["version"])
     return copy.deepcopy(record)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts import gpu
+from fleet.facts import fabric
 from fleet.facts.sources import BY_NAME
 
 DATA = Path(__file__).parents[1] / "data" / "fabric"
@@ -22,41 +22,41 @@ def read(name: str) -> str:
 
 
 def test_eight_nvswitch_gpus_every_pair_nv18():
-    topo = gpu.parse_topology(read("topo-8-nv18.txt"))
+    topo = fabric.parse_topology(read("topo-8-nv18.txt"))
     assert topo["gpus"] == 8
     assert len(topo["pairs"]) == 28                      # 8 choose 2, the NIC column left out
     assert set(map(str, topo["pairs"].values())) == {str({"kind": "nvlink", "links": 18})}
 
 
 def test_gpu_off_the_fabric_pairs_fall_back_to_pcie():
-    topo = gpu.parse_topology(read("topo-8-gpu3-off.txt"))
+    topo = fabric.parse_topology(read("topo-8-gpu3-off.txt"))
     off = {pair: link["kind"] for pair, link in topo["pairs"].items() if link["kind"] != "nvlink"}
     assert off == {"0-3": "NODE", "1-3": "NODE", "2-3": "NODE", "3-4": "SYS", "3-5": "SYS", "3-6": "SYS", "3-7": "SYS"}
 
 
 def test_one_gpu_has_no_pairs():
-    assert gpu.parse_topology(ONE_GPU_TOPO) == {"gpus": 1, "pairs": {}}
+    assert fabric.parse_topology(ONE_GPU_TOPO) == {"gpus": 1, "pairs": {}}
 
 
 def test_topology_not_a_matrix_raises():
     with pytest.raises(ValueError, match="GPU0"):
-        gpu.parse_topology("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+        fabric.parse_topology("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
 
 
 def test_fabric_states_per_gpu():
-    done = gpu.parse_fabric_query(read("q-8-completed.txt"))
+    done = fabric.parse_fabric_query(read("q-8-completed.txt"))
     assert [g["bus"] for g in done][:2] == ["00000000:18:00.0", "00000000:28:00.0"]
-    assert [gpu.fabric_ready(g) for g in done] == [True] * 8
-    failed = gpu.parse_fabric_query(read("q-8-gpu3-failed.txt"))
-    assert [gpu.fabric_ready(g) for g in failed] == [True, True, True, False, True, True, True, True]
+    assert [fabric.fabric_ready(g) for g in done] == [True] * 8
+    failed = fabric.parse_fabric_query(read("q-8-gpu3-failed.txt"))
+    assert [fabric.fabric_ready(g) for g in failed] == [True, True, True, False, True, True, True, True]
     assert failed[3]["status"] == "NVML_ERROR_NOT_READY"
-    assert {gpu.fabric_ready(g) for g in gpu.parse_fabric_query(read("q-8-in-progress.txt"))} == {False}
+    assert {fabric.fabric_ready(g) for g in fabric.parse_fabric_query(read("q-8-in-progress.txt"))} == {False}
 
 
 def test_pcie_gpu_fabric_not_applicable():
     text = "GPU 00000000:00:07.0\n    Fabric\n        State                             : N/A\n"
-    (one,) = gpu.parse_fabric_query(text)
-    assert one["state"] is None and gpu.fabric_ready(one) is None
+    (one,) = fabric.parse_fabric_query(text)
+    assert one["state"] is None and fabric.fabric_ready(one) is None
 
 
 def section(topo: str, query: str, nvswitch="", container="", service="", packages="") -> str:
@@ -65,7 +65,7 @@ def section(topo: str, query: str, nvswitch="", container="", service="", packag
 
 
 def test_section_bare_metal_with_fabric_manager_one_version_behind():
-    parsed = gpu.parse_fabric(section(
+    parsed = fabric.parse_fabric(section(
         read("topo-8-nv18.txt"), read("q-8-in-progress.txt"),
         nvswitch="/dev/nvidia-nvswitch0\n/dev/nvidia-nvswitch1\nlspci 4\n", service="systemctl failed\n",
         packages="nvidia-fabricmanager-570 570.158.01-1 hi \nlibnvidia-nscq-570 570.158.01-1 ii \n"
@@ -74,22 +74,22 @@ def test_section_bare_metal_with_fabric_manager_one_version_behind():
     assert parsed["service"] == "failed" and parsed["process"] is False
     assert parsed["packages"] == {"nvidia-fabricmanager-570": "570.158.01-1", "libnvidia-nscq-570": "570.158.01-1"}
     assert parsed["held"] == ["nvidia-fabricmanager-570"]
-    assert gpu.fabric_manager_version(parsed["packages"]) == "570.158.01"
+    assert fabric.fabric_manager_version(parsed["packages"]) == "570.158.01"
 
 
 def test_section_container_no_nvswitch_devices():
-    parsed = gpu.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-in-progress.txt"), container="dockerenv\n"))
+    parsed = fabric.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-in-progress.txt"), container="dockerenv\n"))
     assert parsed["container"] and not parsed["nvswitch"] and parsed["service"] is None
-    assert gpu.fabric_manager_version(parsed["packages"]) is None
+    assert fabric.fabric_manager_version(parsed["packages"]) is None
 
 
 def test_section_without_nvidia_smi_and_broken_topology():
-    parsed = gpu.parse_fabric("@@nvswitch\n@@container\n@@service\nsystemctl inactive\n@@packages\n")
+    parsed = fabric.parse_fabric("@@nvswitch\n@@container\n@@service\nsystemctl inactive\n@@packages\n")
     assert parsed["gpu_count"] == 0 and parsed["service"] == "inactive"
-    broken = gpu.parse_fabric(section("No devices were found\n", ""))
+    broken = fabric.parse_fabric(section("No devices were found\n", ""))
     assert broken["topology_error"] and broken["gpu_count"] == 0
     with pytest.raises(ValueError):
-        gpu.parse_fabric("garbage")
+        fabric.parse_fabric("garbage")
 
 
 def test_probe_shell_reads_a_fake_nvidia_smi(tmp_path):
@@ -107,14 +107,14 @@ def test_probe_shell_reads_a_fake_nvidia_smi(tmp_path):
                          check=True).stdout
     parsed = BY_NAME["fabric"].parser(out)
     assert parsed["gpu_count"] == 8
-    assert [gpu.fabric_ready(g) for g in parsed["fabric"]].count(False) == 1
+    assert [fabric.fabric_ready(g) for g in parsed["fabric"]].count(False) == 1
     assert parsed["pairs"]["3-4"] == {"kind": "SYS", "cell": "SYS"}
 
 
 def test_a_container_by_the_identity_markers_never_manages_the_fabric():
     from fleet.facts.record import fabric_facts
 
-    parsed = gpu.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-completed.txt"),
+    parsed = fabric.parse_fabric(section(read("topo-8-nv18.txt"), read("q-8-completed.txt"),
                                       nvswitch="/dev/nvidia-nvswitch0\n"))
     assert fabric_facts(parsed, "570.133.20")["manages_fabric"] is True
     seen = fabric_facts(parsed, "570.133.20", container=True)
@@ -130,13 +130,13 @@ def test_the_real_single_h100_outputs():
     import re as _re
     topo = (REAL / "topo-m.txt").read_text().replace("rc=0\n", "")
     assert "\x1b[4m" in topo                                   # the capture is as nvidia-smi wrote it
-    assert gpu.parse_topology(topo) == {"gpus": 1, "pairs": {}}
+    assert fabric.parse_topology(topo) == {"gpus": 1, "pairs": {}}
     wanted = _re.compile(r"^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:")
     query = "\n".join(line for line in (REAL / "q.txt").read_text().splitlines() if wanted.search(line))
-    assert gpu.parse_fabric_query(query) == [{"bus": "00000000:00:06.0", "state": None, "status": None,
+    assert fabric.parse_fabric_query(query) == [{"bus": "00000000:00:06.0", "state": None, "status": None,
                                              "clique": None}]
     section = f"@@topo\n{topo}\n@@query\n{query}\n@@nvswitch\n@@container\ndockerenv\n@@service\n@@packages\n"
-    facts = gpu.parse_fabric(section)
+    facts = fabric.parse_fabric(section)
     assert (facts["gpu_count"], facts["pairs"], facts["topology_error"]) == (1, {}, None)
     assert (facts["nvswitch"], facts["container"], facts["service"], facts["packages"]) == (False, True, None, {})
 
@@ -152,7 +152,7 @@ def _fabric_section_with(tmp_path, smi: str) -> str:
     (bin_dir / "nvidia-smi").write_text("#!/bin/bash\n" + smi)
     (bin_dir / "nvidia-smi").chmod(0o755)
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
-    out = subprocess.run([shutil.which("bash"), "-c", gpu.FABRIC], capture_output=True, text=True, env=env,
+    out = subprocess.run([shutil.which("bash"), "-c", fabric.FABRIC], capture_output=True, text=True, env=env,
                          timeout=60)
     return out.stdout
 
@@ -168,8 +168,8 @@ def test_a_driver_that_knows_the_fabric_fields_is_asked_them_alone(tmp_path):
            "-q) echo 'asked -q'; exit 3;;\nesac\n")
     out = _fabric_section_with(tmp_path, smi)
     assert "asked -q" not in out
-    parsed = gpu.parse_fabric(out)
-    assert parsed["gpu_count"] == 2 and [gpu.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
+    parsed = fabric.parse_fabric(out)
+    assert parsed["gpu_count"] == 2 and [fabric.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
     assert parsed["fabric"][0] == {"bus": "00000000:18:00.0", "state": "Completed", "status": "Success",
                                    "clique": "32766"}
 
@@ -184,9 +184,9 @@ def test_a_driver_without_the_fabric_fields_is_read_from_q(tmp_path):
            "*fabric.state*) echo 'Field \"fabric.state\" is not a valid field to query.'; exit 2;;\n"
            f"-q) printf '%s' '{blocks}';;\nesac\n")
     out = _fabric_section_with(tmp_path, smi)
-    parsed = gpu.parse_fabric(out)
+    parsed = fabric.parse_fabric(out)
     assert "not a valid field" not in out
-    assert [gpu.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
+    assert [fabric.fabric_ready(g) for g in parsed["fabric"]] == [True, False]
     assert parsed["fabric"][0]["clique"] == "32766"
 
 

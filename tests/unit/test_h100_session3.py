@@ -5,7 +5,7 @@ import gzip
 import json
 from pathlib import Path
 
-from fleet.facts import gpu
+from fleet.facts import fabric
 
 D = Path(__file__).resolve().parents[1] / "data" / "h100-device" / "session3"
 
@@ -32,7 +32,7 @@ def test_the_real_fabric_query_line_parses_as_no_fabric():
     transcript = (D / "transcript.txt").read_text()
     line = next(x for x in transcript.splitlines() if x.startswith("00000000:00:06.0, "))
     four = ", ".join(line.split(", ")[:4])           # the probe asks four of the five fields the transcript shows
-    (one,) = gpu.parse_fabric_query(f"csv {four}\n")
+    (one,) = fabric.parse_fabric_query(f"csv {four}\n")
     assert one == {"bus": "00000000:00:06.0", "state": None, "status": None, "clique": None}
-    assert gpu.fabric_ready(one) is None
+    assert fabric.fabric_ready(one) is None
     assert "query 0.02" in transcript and "-q 0.1" in transcript
