@@ -299,7 +299,7 @@ def render() -> str:
         "- The host's Python against the torch release, both ends (2.9 to 2.12: 3.10 to 3.14; 2.5 to 2.8: 3.9 to",
         "  3.13): PyTorch RELEASE.md (fleet/knowledge/torch.py RELEASES).",
         "- One fix per answer: every refusal's offered variables, fed back, are accepted",
-        "  (tests/unit/test_decide_round_two.py runs it over every row below).",
+        "  (tests/unit/test_decide_one_fix_per_answer.py runs it over every row below).",
         "",
         "| situation | CUDA | verdict | compat | torch | reason |",
         "|---|---|---|---|---|---|",

@@ -4,7 +4,7 @@
 #
 #   bash bench/h200/health.sh
 #
-# Writes three files into $OUT, which tests/unit/test_h200_health_records.py loads from tests/data/h200-device/health/:
+# Writes three files into $OUT, which tests/unit/test_real_h200_health.py loads from tests/data/h200-device/health/:
 #   health.json  `fleet health --json` of the real GPU through fleet's SSH connection (expect_gpus "1x H200"): the
 #                verdict, its findings and facts.health (every field as the driver answered it, the kernel log's state)
 #   load.json    verify's own under-load and bandwidth steps (fleet/remote/verify_host.py) on the real GPU with the

@@ -17,7 +17,7 @@
 # Writes 7 files under $OUT: transcript.txt (every step, the medians), setup.txt (lib.sh's), timings.txt (the rounds,
 # timings-compiled.txt the same with fleet's bytecode compiled,
 # one "<what> <seconds>" line each), sections-apply.txt and sections-facts.txt (bench/sections.py's table),
-# smi.txt ("<ms> <call>" lines). tests/unit/test_h200_remote_records.py loads them from tests/data/h200-device/remote/.
+# smi.txt ("<ms> <call>" lines). tests/unit/test_real_h200_probe_timed_on_the_host.py loads them from tests/data/h200-device/remote/.
 set -u
 source tests/data/h200-device/lib.sh
 note "first apply (converge)"

@@ -16,7 +16,7 @@
 #    of the family, a UUID of another box at the top of /etc/bash.bashrc (`ssh host cmd` and interactive shells);
 #    `fleet apply`, every kind asked;
 # 4. phase "clean": every trap undone, `fleet apply` (the machine stays warm and converged for the next run), asked.
-# tests/unit/test_h200_shells_records.py loads the two files from tests/data/h200-device/shells/.
+# tests/unit/test_real_h200_every_kind_of_shell.py loads the two files from tests/data/h200-device/shells/.
 set -uo pipefail
 OUT=${OUT:-/tmp/shells-out}
 mkdir -p "$OUT"

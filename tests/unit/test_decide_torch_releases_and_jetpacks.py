@@ -8,7 +8,7 @@ import pytest
 
 from fleet.decide import decide
 # what a text proposes, as round two reads
-from test_decide_round_two import OUTSIDE_FIX, matrix, offered, texts, wheel
+from test_decide_one_fix_per_answer import OUTSIDE_FIX, matrix, offered, texts, wheel
 
 
 H100_580 = {"driver": "580.95.05"}

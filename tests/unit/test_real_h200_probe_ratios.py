@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from test_h200_remote_records import every_kind_gets_the_venv
+from test_real_h200_probe_timed_on_the_host import every_kind_gets_the_venv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200-device"
 
