@@ -47,7 +47,7 @@ def read_gpu(entry: dict, platform: str) -> Gpu:
     else:
         capability = capability_from_name(name)
         source = "from the name" if capability else "unknown"
-    return Gpu(name, capability, source, gpu_kind(name, platform))
+    return Gpu(name, capability, source, platforms.gpu_kind(name, platform))
 
 
 def capability_from_name(name: str) -> str | None:
@@ -55,10 +55,6 @@ def capability_from_name(name: str) -> str | None:
         if re.search(pattern, name):
             return capability
     return None
-
-
-def gpu_kind(name: str, platform: str) -> str:
-    return platforms.gpu_kind(name, platform)
 
 
 def forward_compat_refusal(gpu: Gpu) -> str | None:
