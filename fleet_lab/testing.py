@@ -1,5 +1,9 @@
 """Plain helpers behind the `lab` pytest fixture (tests/lab/conftest.py): a TEST lab with its own root
-and its own inventory on 127.0.2.x, so it never meets a demo lab on 127.0.1.x."""
+and its own inventory on 127.0.2.x, so it never meets a demo lab on 127.0.1.x; and the tests' own two helpers:
+
+    lab.write_inventory(path, {"pod-580": {"nap": "5"}}, roles=["napper"])   # the lab's inventory, narrowed
+    wait_for(lambda: marker.exists(), "the command to start")               # a state reached, never a timing
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import fcntl
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +74,23 @@ class TestLab:
     def up(self, names=None):
         return control.up(self.inventory_path, names, self.root)
 
+    def write_inventory(self, path: Path, hosts, *, facts_dir: str = "facts", drop: tuple = (), **top) -> Path:
+        """The test inventory narrowed to `hosts` (a name, names, or name -> variables merged over the host's own)
+        and written to `path`: what `fleet lab up` wrote into it kept (its vars, key, host keys, keyring digests),
+        its groups dropped, the facts records in `facts_dir` (relative: beside the file), the top-level keys in
+        `drop` left out, and each other keyword a top-level key of its own (roles=[...], roles_path=[...])."""
+        doc = yaml.safe_load(self.inventory_path.read_text())
+        wanted = ({hosts: {}} if isinstance(hosts, str) else dict(hosts) if isinstance(hosts, dict)
+                  else dict.fromkeys(hosts, {}))
+        doc["hosts"] = {name: {**doc["hosts"][name], "vars": {**doc["hosts"][name].get("vars", {}), **extra}}
+                        if extra else doc["hosts"][name] for name, extra in wanted.items()}
+        for key in ("groups", *drop):
+            doc.pop(key, None)
+        doc.update(facts_dir=str(facts_dir), **top)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
+
     def connect(self, name: str):
         """A fleet connection to one lab host (close it, or use it in a with-block)."""
         from fleet.connection import ConnectOptions, connect
@@ -112,3 +134,17 @@ def stop_test_lab(lab: TestLab) -> None:
             del os.environ["FLEET_LAB_ROOT"]
         if lab.lock:
             lab.lock.close()   # closing releases the flock
+
+
+def wait_for(condition, what, seconds: float = 600.0, every: float = 0.05):
+    """Ask `condition()` until it answers something true, and return that; fail naming `what` (a sentence, or a
+    function giving one: what the host shows then) after `seconds`, a bound on a hang and never a speed expectation
+    (these tests run on busy two-core machines beside other labs)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {seconds:g} s: {what() if callable(what) else what}")
+        time.sleep(every)

@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 
 from fleet.cli import main
@@ -32,14 +31,8 @@ def fleet(*argv: str) -> tuple[int, str, str]:
 
 
 def inventory(lab, tmp_path: Path, roles: list[str], roles_dir: Path | None = None, host: str = POD) -> Path:
-    lab_doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc = {"facts_dir": "facts", "roles": roles, "vars": lab_doc["vars"], "hosts": {host: lab_doc["hosts"][host]},
-           **{name: lab_doc[name] for name in ("key", "known_hosts", "keyring_pins") if name in lab_doc}}
-    if roles_dir is not None:
-        doc["roles_path"] = [str(roles_dir)]
-    path = tmp_path / "inventory.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return lab.write_inventory(tmp_path / "inventory.yaml", host, roles=roles,
+                               **({"roles_path": [str(roles_dir)]} if roles_dir is not None else {}))
 
 
 def role(roles_dir: Path, name: str, text: str) -> None:

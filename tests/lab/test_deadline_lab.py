@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
 
 from helpers import ok, sh
 from test_user_role_lab import fleet
@@ -24,13 +23,8 @@ tasks:
 def inventory(lab, tmp_path: Path, naps: dict[str, str]) -> Path:
     (tmp_path / "roles" / "napper").mkdir(parents=True)
     (tmp_path / "roles" / "napper" / "role.yaml").write_text(ROLE)
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {name: {**doc["hosts"][name], "vars": {"nap": nap}} for name, nap in naps.items()}
-    doc.pop("groups", None)
-    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=["roles"], roles=["napper"])
-    path = tmp_path / "pods.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return lab.write_inventory(tmp_path / "pods.yaml", {name: {"nap": nap} for name, nap in naps.items()},
+                               roles_path=["roles"], roles=["napper"])
 
 
 def test_a_task_past_its_deadline_is_stopped_on_its_host_and_the_other_host_finishes(lab, tmp_path):

@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 
-import yaml
 
 from helpers import ok
 
@@ -29,11 +28,7 @@ def test_a_quiet_step_gets_heartbeat_lines_on_a_terminal(lab, tmp_path):
               cmd: "i=0; while [ ! -e /tmp/hb/go ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; [ -e /tmp/hb/go ] && touch /tmp/hb/done"
               creates: /tmp/hb/done
         """))
-    lab_doc = yaml.safe_load(lab.inventory_path.read_text())
-    inv = tmp_path / "inv.yaml"
-    inv.write_text(yaml.safe_dump({"roles": ["slow"], "roles_path": [str(tmp_path / "roles")],
-                                   "vars": lab_doc["vars"], "hosts": {POD: lab_doc["hosts"][POD]},
-                                   **{k: lab_doc[k] for k in ("key", "known_hosts", "keyring_pins") if k in lab_doc}}))
+    inv = lab.write_inventory(tmp_path / "inv.yaml", POD, roles=["slow"], roles_path=[str(tmp_path / "roles")])
     lab.reset([POD])
     ok(lab, POD, "mkdir -p /tmp/hb")
     master, slave = pty.openpty()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from fleet.engine import hostlock
 from fleet.engine import Setup, converge
 from fleet.errors import HostError
 from fleet.roles import load_role
+from fleet_lab.testing import wait_for
 
 HOST = "pod-580"
 LOCK = "/var/lib/fleet/apply.lock.d"
@@ -38,15 +38,9 @@ def role(tmp_path):
 
 
 def poll(lab, script: str) -> str:
-    """Run `script` on the host until it prints something (a hang bound of 600 s, not a speed expectation)."""
-    deadline = time.monotonic() + 600
+    """Run `script` on the host until it prints something."""
     with lab.connect(HOST) as conn:
-        while time.monotonic() < deadline:
-            out = conn.run(script).stdout.strip()
-            if out:
-                return out
-            time.sleep(0.1)
-    raise AssertionError(f"{HOST}: nothing from {script!r} within 60 s")
+        return wait_for(lambda: conn.run(script).stdout.strip(), f"{HOST}: output from {script!r}", every=0.1)
 
 
 def holder(lab) -> tuple[threading.Thread, dict]:

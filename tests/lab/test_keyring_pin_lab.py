@@ -20,16 +20,9 @@ ASK = ("dpkg-query -W -f='${Status}' cuda-keyring 2>/dev/null | grep -q 'ok inst
 
 
 def inventory(lab, tmp_path: Path, pins: bool) -> Path:
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    assert Path(doc["keyring_pins"]).is_file()        # `fleet lab up` names the lab's digests
-    if not pins:
-        doc.pop("keyring_pins")                       # the shipped table alone: NVIDIA's real digest
-    doc["hosts"] = {POD: doc["hosts"][POD]}
-    doc.pop("groups", None)
-    doc["facts_dir"] = str(tmp_path / "facts")
-    path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    assert Path(yaml.safe_load(lab.inventory_path.read_text())["keyring_pins"]).is_file()   # `fleet lab up` names
+    # the lab's digests; without them, the shipped table alone: NVIDIA's real digest
+    return lab.write_inventory(tmp_path / "pod.yaml", POD, drop=() if pins else ("keyring_pins",))
 
 
 def lab_digest(lab) -> str:

@@ -16,7 +16,6 @@ import textwrap
 import time
 
 import pytest
-import yaml
 
 from helpers import ok
 
@@ -38,12 +37,8 @@ def setup(lab, tmp_path):
               cmd: "i=0; while [ -e /tmp/live/wait ] && [ ! -e /tmp/live/go ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; touch /tmp/live/done"
               creates: /tmp/live/done
         """))
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    inv = tmp_path / "inv.yaml"
-    inv.write_text(yaml.safe_dump({
-        "roles": ["live"], "roles_path": [str(tmp_path / "roles")], "vars": doc["vars"],
-        "hosts": {name: doc["hosts"][name] for name in (SLOW, FAST)},
-        **{k: doc[k] for k in ("key", "known_hosts", "keyring_pins") if k in doc}}))
+    inv = lab.write_inventory(tmp_path / "inv.yaml", (SLOW, FAST), roles=["live"],
+                              roles_path=[str(tmp_path / "roles")])
     lab.reset([SLOW, FAST])
     for name in (SLOW, FAST):
         ok(lab, name, "mkdir -p /tmp/live")

@@ -9,10 +9,8 @@ import json
 import os
 import signal
 import threading
-import time
 
 import pytest
-import yaml
 
 from rich.console import Console
 
@@ -21,6 +19,7 @@ from fleet.env import Environment
 from fleet_lab.host import LabHost
 from helpers import ok, sh
 from test_apply_lab import fleet_json
+from fleet_lab.testing import wait_for
 
 KEYRING = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb"  # the lab mirror answers
 ROLE = """\
@@ -57,15 +56,9 @@ def drill_inventory(lab, tmp_path, role: str, hosts: dict) -> str:
     """The test lab's inventory, limited to `hosts` (name -> extra vars), with the drill role on roles_path."""
     (tmp_path / "roles" / "drill").mkdir(parents=True)
     (tmp_path / "roles" / "drill" / "role.yaml").write_text(role)
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {n: dict(doc["hosts"][n], vars={**doc["hosts"][n].get("vars", {}), **v}) for n, v in hosts.items()}
-    doc.pop("groups", None)
-    doc["roles_path"] = [str(tmp_path / "roles")]
-    doc["roles"] = ["drill"]          # the hosts' own role list (--roles drill narrows it, issue 15)
-    doc["facts_dir"] = str(tmp_path / "facts")
-    path = tmp_path / "inv.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
+    # the hosts' own role list is the drill (--roles drill narrows it, issue 15)
+    return str(lab.write_inventory(tmp_path / "inv.yaml", hosts, roles_path=[str(tmp_path / "roles")],
+                                   roles=["drill"]))
 
 
 class _Watched(io.StringIO):
@@ -105,14 +98,6 @@ def end_sleep(lab, name: str) -> None:
                 os.kill(pid, signal.SIGTERM)
         except (OSError, ProcessLookupError):
             pass
-
-
-def wait_for(condition, what: str, seconds: float = 600):
-    """Poll for a condition; `seconds` bounds a hang, it is not a speed expectation (CI machines are busy)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_a_host_that_dies_mid_apply_is_unreachable_in_its_task_and_a_rerun_converges(lab, tmp_path):

@@ -14,24 +14,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from fleet_lab.host import LabHost
 from fleet_lab.paths import host_dir
+from fleet_lab.testing import wait_for
 
 HOSTS = ("thor", "spark", "pod-570", "pod-580")
-
-
-def wait_for(predicate, seconds: float, what: str) -> None:
-    """Poll `predicate` until it holds; fail after `seconds` (a deadline, not a measurement)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not within {seconds:g}s: {what}")
 
 
 def start_fleet(*argv: str) -> tuple[subprocess.Popen, list[str]]:
@@ -50,12 +40,12 @@ def interrupt_when(argv: tuple[str, ...], seen, what: str) -> tuple[int, str, li
     lines)."""
     proc, err = start_fleet(*argv)
     try:
-        wait_for(lambda: any(seen(line) for line in err) or proc.poll() is not None, 300, what)
+        wait_for(lambda: any(seen(line) for line in err) or proc.poll() is not None, what, 300)
         assert proc.poll() is None, "apply ended before it could be interrupted:\n" + "".join(err)
         proc.send_signal(signal.SIGINT)
         # A hang bound, not a speed expectation (a loaded CI machine): that fleet stopped rather than finished is
         # what the exit status and the hosts' state prove.
-        wait_for(lambda: proc.poll() is not None, 600, "fleet to stop after Ctrl-C")
+        wait_for(lambda: proc.poll() is not None, "fleet to stop after Ctrl-C", 600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -96,12 +86,12 @@ def test_a_host_that_stops_answering_fails_in_bounded_time_while_others_finish(f
                             "touch /root/fleet-started; sleep 6; echo finished")
     frozen: list[int] = []
     try:
-        wait_for(marker.exists, 600, "the command to start on pod-570")
+        wait_for(marker.exists, "the command to start on pod-570", 600)
         frozen = LabHost("pod-570", fresh.root).pids()
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         # Without a deadline fleet would wait forever: the frozen host's TCP connection stays open.
-        wait_for(lambda: proc.poll() is not None, 600, "fleet to give the frozen host up")
+        wait_for(lambda: proc.poll() is not None, "fleet to give the frozen host up", 600)
     finally:
         for pid in frozen:
             try:

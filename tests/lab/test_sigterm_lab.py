@@ -9,13 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from helpers import ok, sh
+from fleet_lab.testing import wait_for
 
 POD = "pod-570"
 ROLE = """description: a step that waits for a file
@@ -28,21 +27,7 @@ tasks:
 def inventory(lab, tmp_path: Path, nap: str) -> Path:
     (tmp_path / "roles" / "waiter").mkdir(parents=True)
     (tmp_path / "roles" / "waiter" / "role.yaml").write_text(ROLE)
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {POD: {**doc["hosts"][POD], "vars": {"nap": nap}}}
-    doc.pop("groups", None)
-    doc.update(facts_dir=str(tmp_path / "facts"), roles_path=["roles"], roles=["waiter"])
-    path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
-def until(what, seconds: float = 30.0):
-    """Poll `what()` until it is true (a wait, not a timing: the assertion is on the state reached)."""
-    end = time.monotonic() + seconds
-    while not what() and time.monotonic() < end:
-        time.sleep(0.2)
-    return what()
+    return lab.write_inventory(tmp_path / "pod.yaml", {POD: {"nap": nap}}, roles_path=["roles"], roles=["waiter"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -53,7 +38,7 @@ def test_a_signalled_apply_stops_its_remote_work_and_frees_the_lock(lab, tmp_pat
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "apply", str(inv)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="300"))
     try:
-        assert until(lambda: sh(lab, POD, f"pgrep -f 'sleep {nap}'").exit == 0), "the step never started"
+        wait_for(lambda: sh(lab, POD, f"pgrep -f 'sleep {nap}'").exit == 0, "the step to start")
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -63,8 +48,8 @@ def test_a_signalled_apply_stops_its_remote_work_and_frees_the_lock(lab, tmp_pat
     assert proc.returncode == 128 + sig, out
     assert "interrupted" in out and POD in out, out
     # the host: nothing of the script runs on, the lock is free, and the next apply goes through
-    assert until(lambda: sh(lab, POD, f"pgrep -f 'sleep {nap}|fleet-go'").stdout == ""), \
-        sh(lab, POD, "ps -eo pid,ppid,sid,args").stdout
+    wait_for(lambda: sh(lab, POD, f"pgrep -f 'sleep {nap}|fleet-go'").stdout == "",
+             lambda: "nothing of the script left: " + sh(lab, POD, "ps -eo pid,ppid,sid,args").stdout)
     assert ok(lab, POD, "flock -n /var/lib/fleet/apply.lock echo free").split() == ["free"]
     assert ok(lab, POD, "[ -e /var/tmp/fleet-went ] && echo went || echo not").split() == ["not"]
     ok(lab, POD, "touch /var/tmp/fleet-go")

@@ -14,31 +14,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from helpers import ok, sh
-
-
-def until(what, seconds: float = 30.0):
-    """Poll `what()` until it is true (a wait, not a timing: the assertion is on the state reached)."""
-    end = time.monotonic() + seconds
-    while not what() and time.monotonic() < end:
-        time.sleep(0.2)
-    return what()
+from fleet_lab.testing import wait_for
 
 
 def one_host(lab, tmp_path: Path, name: str, **vars) -> Path:
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {name: {**doc["hosts"][name], "vars": {**doc["hosts"][name].get("vars", {}), **vars}}}
-    doc.pop("groups", None)
-    doc["facts_dir"] = str(tmp_path / "facts")
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return lab.write_inventory(tmp_path / f"{name}.yaml", {name: vars})
 
 
 def sessions_of(lab, host: str, nap: str) -> tuple[set[str], set[str]]:
@@ -60,7 +45,7 @@ def cut_short(lab, host: str, argv: list[str], nap: str) -> tuple[set[str], str,
         return bool(seen[-1][0]) or proc.poll() is not None
 
     try:
-        until(started, 90)
+        wait_for(started, "the command to be seen on the host, or fleet to end")
         assert proc.poll() is None, f"fleet ended before its command was seen on the host: {proc.communicate()[0]}"
         sids, users = next((look for look in reversed(seen) if look[0]), (set(), set()))
         assert sids, "the command never started on the host"
@@ -77,8 +62,8 @@ def cut_short(lab, host: str, argv: list[str], nap: str) -> tuple[set[str], str,
 def nothing_left(lab, host: str, sids: set[str], nap: str) -> None:
     """The host: no `sleep NAP`, and no process at all in the command's session (its shell, fleet's watchdog)."""
     left = f"pgrep -f '^sleep {nap}$'; for s in {' '.join(sorted(sids))}; do pgrep -s \"$s\"; done; true"
-    assert until(lambda: sh(lab, host, left, sudo=True).stdout.strip() == ""), \
-        (sids, sh(lab, host, left, sudo=True))
+    wait_for(lambda: sh(lab, host, left, sudo=True).stdout.strip() == "",
+             lambda: f"nothing left in sessions {sids}: {sh(lab, host, left, sudo=True)}")
 
 
 @pytest.mark.parametrize("host,sudo", [("pod-570", False), ("spark", True)], ids=["root", "sudo"])

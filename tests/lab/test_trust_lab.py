@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
 
 from helpers import ok, sh
 from test_user_role_lab import fleet
@@ -29,13 +28,7 @@ findmnt -n -o TARGET /workspace; stat -c '%a' /workspace
 
 
 def inventory(lab, tmp_path: Path, host: str = POD, **vars) -> Path:
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["hosts"] = {host: {**doc["hosts"][host], "vars": {**doc["hosts"][host].get("vars", {}), **vars}}}
-    doc.pop("groups", None)
-    doc["facts_dir"] = str(tmp_path / "facts")
-    path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return lab.write_inventory(tmp_path / "pod.yaml", {host: vars})
 
 
 def planted(lab) -> str:

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from fleet.record import store
+from fleet_lab.testing import wait_for
 from resource_shell import make
 
 WRITER = """
@@ -23,13 +24,6 @@ for i in range(1, 100000):
     store.write(facts_dir, "pod", {"host": "pod", "n": i, "pad": [str(i) * 64] * 20000})  # ~1-2 MB each
     print(i, flush=True)
 """
-
-
-def wait_for(condition, what: str, seconds: float = 600):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
 
 
 def whole_record(path):
@@ -66,7 +60,7 @@ def test_killed_while_rewriting_the_bashrc_block(tmp_path, round_):
     try:
         # the rewrite has begun once its temp file exists; kill the whole process group in the middle of it
         wait_for(lambda: any(p.name.startswith(".fleet-block.") for p in tmp_path.iterdir()) or proc.poll() is not None,
-                 "the block's temp file")
+                 "the block's temp file", every=0.005)
         time.sleep(0.01 * round_)   # a little later each round: early, mid, late in the write
         os.killpg(proc.pid, signal.SIGKILL)
     finally:

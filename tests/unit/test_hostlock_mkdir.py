@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from fleet.engine import hostlock
 from fleet.connection import LocalConnection
 from fleet.inventory import Host
+from fleet_lab.testing import wait_for
 
 TOOLS = ["mkdir", "head", "date", "cat", "sed", "cut", "mv", "rm", "sleep"]
 BASH = shutil.which("bash")
@@ -52,10 +52,7 @@ def second(env) -> subprocess.CompletedProcess:
 
 
 def wait_gone(path: Path) -> None:
-    deadline = time.monotonic() + 600
-    while path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not path.exists()
+    wait_for(lambda: not path.exists(), f"{path} to be gone")
 
 
 def test_a_second_apply_is_refused_naming_the_holder_then_runs_once_it_is_gone(no_flock, isolated_home):
