@@ -29,3 +29,9 @@ def program(name: str) -> str:
 def programs() -> list[str]:
     """The names of every fleet/remote/*.sh (for the lint)."""
     return sorted(p.name[:-3] for p in resources.files(__name__).iterdir() if p.name.endswith(".sh"))
+
+
+@functools.cache
+def text(filename: str) -> str:
+    """fleet/remote/<filename> as written (an awk program: nothing stripped, it ships as it reads)."""
+    return resources.files(__name__).joinpath(filename).read_text(encoding="utf-8")
