@@ -5,7 +5,7 @@
 # file of fleet_hook_files counts when one of its lines holds $fleet_hook_marker. The three are set before this.
 # Only the variables named are read: anything else may hold a secret.
 # shellcheck disable=SC2154  # fleet_env_vars, fleet_hook_files, fleet_hook_marker: set by the lines before this
-fleet_new=''; (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && fleet_new=1
+fleet_new=; (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && fleet_new=1
 for v in "${fleet_env_vars[@]}"; do
   if [ -n "$fleet_new" ]; then
     a=${!v@a}; if [[ $a == *x* ]] && [ -n "${!v+x}" ]; then val=${!v}; ok=1; else ok=; fi

@@ -10,12 +10,12 @@ printf 'env %s\nenv_exists %s\nexecutable %s\n' "$env_dir" "$env_exists" "$py"
 # X.Y is the one its interpreter's name says (python3.12 -> 3.12) and that interpreter is there. A Python upgraded
 # in place within X.Y keeps the cfg's patch level; only X.Y decides anything.
 if [ "$env_exists" = yes ] && [ -r "$env_dir/pyvenv.cfg" ]; then
-  real=$(readlink -f "$py"); xy=${real##*/python}; cfg=''
+  real=$(readlink -f "$py"); xy=${real##*/python}; cfg=
   while IFS= read -r l || [ -n "$l" ]; do
     case $l in version*=*) k=${l%%=*}; k=${k%% *}
       case $k in version|version_info) cfg=${l#*=}; cfg=${cfg// /}; break;; esac;; esac
   done < "$env_dir/pyvenv.cfg"
-  if [[ $cfg =~ ^([0-9]+\.[0-9]+)(\.[0-9]+)? ]]; then cfg=${BASH_REMATCH[0]}; else cfg=''; fi
+  if [[ $cfg =~ ^([0-9]+\.[0-9]+)(\.[0-9]+)? ]]; then cfg=${BASH_REMATCH[0]}; else cfg=; fi
   if [ -x "$real" ] && [ -n "$cfg" ] && { [ "${cfg%.*}" = "$xy" ] || [ "$cfg" = "$xy" ]; }; then
     echo "version $cfg"; echo 'source pyvenv.cfg'; exit 0; fi
 fi

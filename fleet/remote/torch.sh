@@ -15,7 +15,7 @@ else set -- "$HOME"/.local/lib/python3*/site-packages /usr/local/lib/python3*/di
 # PYTHONPATH's directories first, split on its colons
 # shellcheck disable=SC2086
 if [ -n "${PYTHONPATH:-}" ]; then ifs=$IFS; IFS=:; set -- $PYTHONPATH "$@"; IFS=$ifs; fi
-meta=''; for d in "$@"; do for m in "$d"/torch-*.dist-info/METADATA; do [ -r "$m" ] && { meta=$m; site=$d; break 2; }; done; done
+meta=; for d in "$@"; do for m in "$d"/torch-*.dist-info/METADATA; do [ -r "$m" ] && { meta=$m; site=$d; break 2; }; done; done
 [ -n "$meta" ] || { echo '{"installed": false}'; exit 0; }
 # Read with bash builtins only (sed, head and a printf|sed per JSON string were ~10 processes): the first `Version:`
 # line of METADATA, and the first `cuda`/`__version__` assignment of torch/version.py.
@@ -26,7 +26,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$meta"
 re_cuda="^cuda[^=]*= *[\"']([^\"']*)[\"']" re_version="^__version__[^=]*= *[\"']([^\"']*)[\"']"
 if [ -r "$site/torch/version.py" ]; then
-  cuda='' v=''
+  cuda=; v=
   while IFS= read -r line || [ -n "$line" ]; do
     if [ -z "$cuda" ] && [[ $line =~ $re_cuda ]]; then cuda=${BASH_REMATCH[1]}; fi
     if [ -z "$v" ] && [[ $line =~ $re_version ]]; then v=${BASH_REMATCH[1]}; fi

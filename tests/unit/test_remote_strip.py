@@ -61,3 +61,15 @@ def test_retry_patterns_are_the_python_tables():
     text = remote.program("retry")
     assert "case $fleet_l in " + "|".join(f"*{shlex.quote(t)}*" for t in shell.TRANSIENT) + ")" in text
     assert "grep -qE" + "".join(f" -e {shlex.quote(t)}" for t in shell.SELF_RETRIED) + " --" in text
+
+
+def test_the_helper_program_functions_name_fleets_own_constants():
+    """bin_ok.sh, program_run.sh and program_install.sh write the protocol's constants out: they are Python's."""
+    from fleet.facts import programs
+
+    bin_ok, run, install = (remote.program(n) for n in ("bin_ok", "program_run", "program_install"))
+    assert f'"{programs.BIN}/$1"' in bin_ok
+    assert f"printf '{programs.MISSING}%s\\n' \"$1\"; return {programs.MISSING_EXIT}" in run
+    assert f'"{programs.BIN}/$1"' in run
+    assert f"b={programs.BIN}\n" in install and f"printf '{programs.INSTALLED}%s\\n'" in install
+    assert f"could not install {programs.BIN}/$1" in install
