@@ -3,7 +3,7 @@
 The probe is ONE remote command holding the facts script and every task's check, rendered from what came
 before (the host's last facts record, or this converge's previous Observed); if the live facts render the checks
 differently (first run, a changed host), one more command runs the checks again. A check that runs a helper
-program (fleet/resources/programs.py) carries its text only where the facts it was rendered from lack its file;
+program (fleet/programs.py) carries its text only where the facts it was rendered from lack its file;
 where the host says it lacks one all the same, one more command runs those checks with the text. Decide-and-render runs once per
 probe for the live facts; the guess is reused for them where the two differ only in readings of the moment
 (decided.READINGS), and after changes the previous Observed is the guess (no decide for it).
@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from fleet import sections
-from fleet.resources import programs
+from fleet import programs
 from fleet.connection import Connection
 from fleet.errors import FleetError, InputError
 from fleet.inventory import Host

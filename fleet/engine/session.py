@@ -78,9 +78,9 @@ def _again(conn: Connection, vars: dict, found: dict, what: str, timeout, instal
     """The facts sources whose section said the host lacks their program, asked again with their text inline (into
     `found`); with `install`, that command installs the programs again too. -> the program files it installed."""
     from fleet.facts import probe as facts_probe
-    from fleet.facts.programs import shipped
+    from fleet.facts.probe import shipped
     from fleet.facts.sources import settings_of
-    from fleet.resources import programs
+    from fleet import programs
 
     lacking = facts_probe.lacking(found)
     if not lacking:
@@ -98,7 +98,7 @@ def _again(conn: Connection, vars: dict, found: dict, what: str, timeout, instal
 
 
 def _installed(found: dict) -> list[str]:
-    from fleet.resources import programs
+    from fleet import programs
 
     return [f for name, sec in found.items() if name.startswith("install.") for f in programs.installed(sec.output)]
 
@@ -108,9 +108,9 @@ def _upgrades(vars: dict, have: tuple[str, ...]) -> list[str]:
     another digest: a fleet upgrade changed its text) and not this one's: the probe runs that source with its text
     this once, and the next probe runs it from /var/lib/fleet/bin (else every probe would carry the text until the
     host lost the old file). Only for an apply (the caller's `install`); a host holding none was never given them."""
-    from fleet.facts.programs import shipped
+    from fleet.facts.probe import shipped
     from fleet.facts.sources import SOURCES, settings_of
-    from fleet.resources import programs
+    from fleet import programs
 
     settings, out = settings_of(vars), []
     for program in dict.fromkeys(p for source in SOURCES if (p := shipped(source.name, settings)) is not None):
@@ -120,7 +120,7 @@ def _upgrades(vars: dict, have: tuple[str, ...]) -> list[str]:
 
 
 def programs_of(facts: dict | None) -> tuple[str, ...]:
-    """The helper program files the host had when these facts were taken (fleet/facts/programs.py)."""
+    """The helper program files the host had when these facts were taken (fleet/programs.py)."""
     found = facts.get("programs") if isinstance(facts, dict) else None
     return tuple(found) if isinstance(found, list) else ()
 

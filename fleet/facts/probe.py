@@ -5,7 +5,7 @@ sections to the script, runs the lot as one remote command, and hands the sectio
 Everything the script does is read-only. Values from vars reach the shell through shlex.quote only.
 
 `script(vars, have)`: a source whose output an installed helper program gives (the shells' trace, the fingerprint:
-fleet/facts/programs.py) runs that program where `have` (the last record's `programs`) lists its file, and carries its
+fleet/programs.py) runs that program where `have` (the last record's `programs`) lists its file, and carries its
 text only where it does not: a converged host's probe holds neither text. Where the host lacks the file all the same,
 the section says so (`lacking`), and `again` asks those sources once more with the text.
 """
@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 
 from fleet import __version__
 from fleet.sections import Section, background, section, together
-from fleet.facts import fingerprint, programs, shells
+from fleet import programs
+from fleet.facts import fingerprint, shells
 from fleet.facts.record import assemble
 from fleet.facts.sources import DEFAULTS, ROOT_PATHS, SOURCES, settings_of
 
@@ -27,25 +28,37 @@ __all__ = ["DEFAULTS", "again", "bodies", "lacking", "parts", "prime", "script",
 def bodies(vars: dict | None = None, have=None, only=None) -> dict[str, str]:
     """Source name -> shell body, in the order the script runs them (fleet/facts/sources.py declares them).
     `have`: the helper program files the host had at its last probe (facts.programs): a source whose output an
-    installed program gives (fleet/facts/programs.py shipped: the shells' trace, the fingerprint) runs that program
+    installed program gives (fleet/programs.py shipped: the shells' trace, the fingerprint) runs that program
     where the host has its file, judged right before it runs, and its text goes inline only where it does not (None:
     nothing known, every text inline). `only`: these sources alone."""
     settings = settings_of(vars)
     have = frozenset(have or ())
     installed = {source.name: program for source in SOURCES
-                 if (program := programs.shipped(source.name, settings)) is not None and program.file in have}
+                 if (program := shipped(source.name, settings)) is not None and program.file in have}
     out = {}
     for source in SOURCES:
         if only is not None and source.name not in only:
             continue
         program = installed.get(source.name)
         if source.name == "verify_fingerprint":   # the trace on its stdin (fed: fleet/sections.py)
-            out[source.name] = programs.fingerprint_part(str(settings["python_env"]), program)
+            out[source.name] = fingerprint.fingerprint_part(str(settings["python_env"]), program)
         elif program is not None:
             out[source.name] = programs.from_bin(program)
         else:
             out[source.name] = source.command(settings)
     return out
+
+
+def shipped(name: str, settings: dict) -> programs.Program | None:
+    """The installed program that prints what the facts source `name` prints, for these settings (fleet/facts/sources.py
+    settings_of), or None: the shells' trace (`bash PROGRAM`, the verify program's too) and the fingerprint's parts
+    (`bash PROGRAM --trace-on-stdin`, the trace the probe kept on its stdin; the verify gate's own where it runs
+    without the probe)."""
+    if name == "shells":
+        return shells.trace_program()
+    if name == "verify_fingerprint":
+        return fingerprint.fingerprint_program(str(settings["python_env"]))
+    return None
 
 
 def parts(vars: dict | None = None, have=None, only=None) -> list:
@@ -96,7 +109,7 @@ def script(vars: dict | None = None, have=None) -> str:
 
 
 def lacking(sections: dict[str, Section]) -> dict[str, list[str]]:
-    """Source name -> the program files its section says the host lacks (fleet/facts/programs.py MISSING): where the
+    """Source name -> the program files its section says the host lacks (fleet/programs.py MISSING): where the
     last record listed a program the host no longer has whole and trusted (removed, changed, made writable)."""
     out = {}
     for name, sec in sections.items():

@@ -32,7 +32,8 @@ from fleet.engine.session import gather
 from fleet.errors import HostError
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
-from fleet.resources import assert_, programs
+from fleet import programs
+from fleet.resources import assert_
 from fleet.resources.compat_gate import GATE as COMPAT_GATE
 
 NEEDS_CHANGE = 10

@@ -1,6 +1,6 @@
-"""fleet's helper programs on a lab host (fleet/resources/programs.py): installed by the digest of their text, run
+"""fleet's helper programs on a lab host (fleet/programs.py): installed by the digest of their text, run
 from /var/lib/fleet/bin, shipped only where the host lacks them; the facts' own two (the shells' trace, the
-fingerprint of what verify proves: fleet/facts/programs.py) run from there too once the host has them.
+fingerprint of what verify proves: fleet/programs.py) run from there too once the host has them.
 
 Each claim is asked of the host itself (stat, sha256sum in a plain shell), and the bytes are those of the very
 commands fleet sent (recorded at the connection, with what the host answered). One fresh pod with the verify role
