@@ -103,7 +103,7 @@ def with_verify_variables(facts: dict, host, roles) -> dict:
 
 
 def _gather_live(args, env, reporter, hosts, facts_dir, roles_path=None):
-    from fleet.engine import session
+    from fleet.engine import probe, session
     from fleet.record import store
     from fleet.connection.parallel import on_hosts
 
@@ -113,7 +113,7 @@ def _gather_live(args, env, reporter, hosts, facts_dir, roles_path=None):
 
     def work(conn, host):
         # the last record says where the venv was (a pod's /workspace volume): the probe asks that python
-        facts = session.gather(conn, host, store.read(facts_dir, host.name))
+        facts = probe.gather(conn, host, store.read(facts_dir, host.name))
         facts = with_verify_variables(facts, host, roles.get(host.name, []))
         session.record(facts_dir, host.name, facts)
         return facts

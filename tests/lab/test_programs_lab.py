@@ -79,7 +79,7 @@ def bin_listing(lab) -> str:
 def own_lines() -> list[str]:
     """The long lines of the shells' trace and of the fingerprint as a probe carries them inline: text no other facts
     source's body holds."""
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.facts.fingerprint import fingerprint_script
 
     others = "\n".join(body for name, body in probe.bodies().items() if name not in ("shells", "verify_fingerprint"))
@@ -157,18 +157,18 @@ def test_the_facts_are_the_same_from_the_installed_programs_as_inline(lab):
     bytes on the same host (one probe each, the facts sources alone)."""
     from fleet import sections
     from fleet.engine import session
-    from fleet.facts import probe
+    from fleet.engine import probe
 
     lab.reset([HOST])
     code, _ = apply(lab)                                                        # installs them
     host = lab.inventory.hosts[HOST]
     last = recorded(lab)
-    have = session.programs_of(last)
+    have = probe.programs_of(last)
     assert {trace_program().file, fingerprint_program(VENV).file} <= set(have), have
     settings = session.variables(last, host.vars)
     with lab.connect(HOST) as conn:
-        inline = session.run_sections(conn, sections.together(probe.parts(settings, ())), "probe")
-        installed = session.run_sections(conn, sections.together(probe.parts(settings, have)), "probe")
+        inline = probe.run_sections(conn, sections.together(probe.parts(probe.Needs.of(settings))), "probe")
+        installed = probe.run_sections(conn, sections.together(probe.parts(probe.Needs.of(settings, have))), "probe")
     for name in ("facts.shells", "facts.verify_fingerprint"):
         assert installed[name].rc == inline[name].rc == 0, (name, installed[name].output[-500:])
         assert installed[name].output == inline[name].output, name

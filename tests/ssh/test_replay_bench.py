@@ -80,7 +80,7 @@ def test_the_recorded_no_op_runs_the_trace_and_the_fingerprint_from_the_host_and
     import base64
     import gzip
 
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.facts.fingerprint import fingerprint_script
     from fleet.facts.shells import trace_program
 
