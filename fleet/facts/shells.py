@@ -24,9 +24,11 @@ different value. Only those lines leave the host (a startup file may export secr
 
 from __future__ import annotations
 
+import functools
 import re
 
 from fleet import remote
+from fleet.programs import Program
 from fleet.shell import quote
 from fleet.facts import loader
 from fleet.remote import loader_rules
@@ -347,3 +349,10 @@ def reach_sentence(torch: dict | None, python_env: str) -> str | None:
     for other in reach.get("others") or []:
         said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
     return said
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> Program:
+    """The trace of the startup files (`command`), as a helper program (fleet/programs.py): what the probe runs
+    from /var/lib/fleet/bin once the host has it, and what the verify program runs as `bash PATH`."""
+    return Program("fleet-shell-trace", command() + "\n")
