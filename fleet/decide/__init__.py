@@ -23,6 +23,7 @@ from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryD
 from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
 from fleet.decide.versions import MIN_DRIVER, known_releases
+from fleet.knowledge.cuda_table import newer_family, planned_release
 
 __all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS"]
 
@@ -64,11 +65,17 @@ def _unplanned_cuda(host, v) -> str | None:
     """A CUDA release `cuda_version` may name only because a JetPack ships it (11.4: JetPack 5's), on a host fleet
     plans for: fleet installs no CUDA older than its driver table (12.0). The fix: this JetPack's own CUDA, else
     the CUDA of the torch index the user named, else the default (each of which the torch decision then matches)."""
-    if not host.has_gpu or v.cuda_version in MIN_DRIVER:
+    if not host.has_gpu or planned_release(v.cuda_version):
         return None
     index = index_cuda(v.torch_index_url) if "torch_index_url" in v.explicit else None
     offer = (host.jetson.cuda if host.jetson else None) or (index if index in MIN_DRIVER else None) \
         or DEFAULTS["cuda_version"]
+    if newer_family(v.cuda_version):
+        newest = known_releases().split(", ")[-1]
+        return (f"CUDA {v.cuda_version} is a major release newer than any fleet knows: its driver table ends at "
+                f"{newest} (CUDA release notes), and no minor-version compatibility rule of a CUDA "
+                f"{v.cuda_version.split('.')[0]}.x family is known to say which driver runs it: "
+                f"set cuda_version={offer}")
     return (f"CUDA {v.cuda_version} is the CUDA JetPack {_shipped_by(v.cuda_version)} ships, and fleet plans CUDA "
             f"{known_releases().split(', ')[0]} or newer on this host: set cuda_version={offer}")
 
