@@ -16,6 +16,7 @@ from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, jetson_refusal, read_host
 from fleet.decide.loader import decide_loader
+from fleet.decide.offers import repo_refusal
 from fleet.decide.shells import judge as judge_shells
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
@@ -37,7 +38,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     old = jetson_refusal(host)
     if old:
         return _not_decided(facts, host, v, old)
-    unplanned = _unplanned_cuda(host, v)
+    unplanned = _unplanned_cuda(host, v) or repo_refusal(host, v)
     if unplanned:
         return _not_decided(facts, host, v, unplanned)
     cuda = decide_cuda(host, v)
@@ -86,8 +87,9 @@ def _shipped_by(cuda: str) -> str:
 
 
 def _not_decided(facts: dict, host, v, refuse: str) -> Decisions:
-    """A Jetson release fleet does not plan for (JetPack 5), or a CUDA it does not plan: nothing is decided, so no
-    other text offers a fix beside the refusal's (one fix per answer, issue 24)."""
+    """A Jetson release fleet does not plan for (JetPack 5), a CUDA it does not plan, or a distribution whose NVIDIA
+    repository does not serve the toolkit (issue 47): nothing is decided, so no other text offers a fix beside the
+    refusal's (one fix per answer, issue 24)."""
     note = "not decided: fleet does not plan for this (see the refusal)"
     compat = CompatDecision(False, note, None, None, host.compat)
     return Decisions(

@@ -65,6 +65,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = Fal
         release = None if index else _twelve_release(host, v, cuda)   # this torch has no 12.x that covers the GPUs
         if release:   # the nearest release that has one (torch 2.12 on Blackwell: 2.11.0 on cu128), in the one offer
             index = release[1]
+        if not index and any(g.capability and variant_misses(cuda, g.capability) for g in host.gpus):
+            continue   # no wheel built with this CUDA runs on the GPU (Blackwell before 12.8): no offer of it
         torch = (f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
                  if index else " (no official torch variant covers the GPU: check torch_version)")
         if release:
@@ -128,10 +130,12 @@ def _needs_repo(host: Host, v: Vars, cuda: str | None = None) -> bool:
 def repo_serves(host: Host, v: Vars, cuda: str) -> bool:
     """NVIDIA's repository for this distribution serves CUDA `cuda` (fleet/knowledge/apt_repos.py first_cuda), or
     the toolkit does not come from there."""
-    row = host.apt_distro
-    if not row or not row.first_cuda or not _needs_repo(host, v, cuda):
+    if not _needs_repo(host, v, cuda):
         return True
-    return version_key(cuda)[:2] >= version_key(row.first_cuda)[:2]
+    row = host.apt_distro
+    if row is None:   # RPM only, or no repository fleet knows: nothing to install from
+        return False
+    return not row.first_cuda or version_key(cuda)[:2] >= version_key(row.first_cuda)[:2]
 
 
 def repo_starts_later(host: Host, v: Vars, cuda: str) -> str | None:
@@ -141,10 +145,37 @@ def repo_starts_later(host: Host, v: Vars, cuda: str) -> str | None:
         return None
     row = host.apt_distro
     offer = repo_offer(host, v)
-    fix = offer or (f"install driver >= {family_min_driver(row.first_cuda)}, which runs CUDA {row.first_cuda} by "
-                    f"minor-version compatibility, or use a host whose distribution's repository serves CUDA {cuda}")
+    old = next((g for g in host.gpus if g.capability and version_key(row.first_cuda)[0] >= 13
+                and tuple(int(p) for p in g.capability.split(".")) < CUDA13_FIRST_CAPABILITY), None)
+    if offer:
+        fix = offer
+    elif old:   # CUDA 13 dropped it, and this repository serves no 12.x
+        fix = (f"{old.label} (capability {old.capability}) runs no CUDA 13 (CUDA 13.0 dropped sm_50 to sm_72), so "
+               f"install CUDA {cuda} on it by hand, or use a host whose distribution's repository serves CUDA 12.x")
+    else:
+        fix = (f"install driver >= {family_min_driver(row.first_cuda)}, which runs CUDA {row.first_cuda} by "
+               f"minor-version compatibility, or use a host whose distribution's repository serves CUDA {cuda}")
     return (f"NVIDIA's {row.repo} repository serves CUDA {row.first_cuda} and newer, not {cuda} (NVIDIA driver "
             f"installation guide; fleet/knowledge/apt_repos.py): {fix}")
+
+
+def repo_refusal(host: Host, v: Vars) -> str | None:
+    """Where the toolkit must come from NVIDIA's apt repository for this distribution and none serves it: a
+    distribution NVIDIA serves only as RPM (or not at all), or a repository that starts after the CUDA asked.
+    Refused before anything else is decided, so the answer offers one fix (issue 24)."""
+    if not host.has_gpu or not _needs_repo(host, v, v.cuda_version) or host.driver is None:
+        return None
+    if host.distro is None:
+        from fleet.decide.cuda import no_repo   # late: cuda imports this module
+        return no_repo(host, v)
+    early = repo_starts_later(host, v, v.cuda_version)
+    if early:
+        return early
+    row = host.apt_distro   # CUDA 13 dropped the GPU and this repository serves no 12.x to offer instead
+    if not row.first_cuda or version_key(row.first_cuda)[0] < 13:
+        return None
+    dropped = cuda13_dropped(host, v)
+    return dropped if dropped and not twelve_offer(host, v, need_12=True) else None
 
 
 def repo_offer(host: Host, v: Vars) -> str | None:
@@ -166,7 +197,7 @@ def repo_offer(host: Host, v: Vars) -> str | None:
         asked = index_cuda(v.torch_index_url)
         if asked and asked.split(".")[0] != cuda.split(".")[0]:
             index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
-                          and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
+                          and version_key(c) <= version_key(cuda) and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
                                                            g.capability) for g in host.gpus)), None)
             if index is None:
                 return None
