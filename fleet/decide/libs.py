@@ -15,7 +15,8 @@ redistrib platform (developer.download.nvidia.com/compute/cudss/redist/libcudss/
 libcudss-linux-aarch64-0.7.1.4_cuda12-archive.tar.xz beside the _cuda13 one) and the `arm64` directory of
 the apt repository (ubuntu2204/arm64), with that repository's keyring; JetPack 7 runs the unified SBSA CUDA 13
 and stays linux-sbsa / sbsa (fleet/decide/host.py Host.repo_arch, redist_platform). NVPL is published for Arm
-SBSA servers only (its redistrib lists linux-sbsa), so its rows stay SBSA on every Arm host.
+SBSA servers only (compute/nvpl/redist/nvpl_blas has a linux-sbsa directory alone, and NVIDIA's conda packages of
+it are constrained to arm-variant sbsa, where cuDSS's have a Tegra variant), so its rows stay SBSA on every Arm host.
 """
 from __future__ import annotations
 
