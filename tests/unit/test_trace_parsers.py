@@ -1,6 +1,6 @@
-"""The shells' trace is read by one parser on both sides: the facts (fleet/facts/shells.py parse) and the verify
-program on the host (which names the startup file:line behind a failed kind). Held against what the two parsers
-it replaced made of the same traces (tests/data/trace/expected.json, recorded by tests/data/trace/record.py before
+"""The shells' trace is read by one parser (fleet/remote/trace.py) on both sides: the facts (fleet/facts/shells.py
+parse) and the verify program on the host (which names the startup file:line behind a failed kind). Held against
+what the two parsers it replaced made of the same traces (tests/data/trace/expected.json, recorded by tests/data/trace/record.py before
 they became one): a real H100's (tests/data/h100-device/issue11), the lab's pod-580 (tests/data/verify_kinds),
 this machine's bash on the startup files of tests/data/trace/record.py, and a hand-written one with every odd
 line the parsers must survive."""
@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from fleet.facts import shells
+from fleet.remote import trace
+from fleet.remote.verify import loader
 
 import verify_program
 
@@ -62,11 +64,11 @@ def verify_view(text: str, monkeypatch) -> dict:
     tracked variable's file:line per kind (the HOME the trace says, as on its host)."""
     home = re.search(r"^@@home (.*)$", text, re.M)
     monkeypatch.setenv("HOME", home.group(1) if home else "/root")
-    program = verify_program.fresh(run=False)
-    program["_TRACE"]["parsed"] = trace = program["parse_trace"](text)
-    return {"startup_line": {kind: {d: program["startup_line"](kind, d, trace) for d in directories(text)}
+    run = verify_program.fresh(run=False)
+    run.shells = trace.parse(text)     # as Run.shell_trace reads what FLEET_VERIFY_TRACE's command prints
+    return {"startup_line": {kind: {d: loader.startup_line(run, kind, d) for d in directories(text)}
                              for kind in VERIFY_KINDS},
-            "variable_line": {kind: {name: program["variable_line"](kind, name) for name in shells.TRACKED}
+            "variable_line": {kind: {name: loader.variable_line(run, kind, name) for name in shells.TRACKED}
                               for kind in VERIFY_KINDS}}
 
 
