@@ -277,10 +277,6 @@ def where(setter: dict | None, home: str = "") -> str | None:
     return f"{via[0]} (via {origin})" if via else origin
 
 
-def _unset(value: str) -> str | None:
-    return None if value == "@unset@" else value
-
-
 def compat_dirs(path: str | None) -> list[str]:
     return [d for d in (path or "").split(":") if COMPAT_DIR.search(d)]
 

@@ -26,7 +26,8 @@ import functools
 import posixpath
 from datetime import datetime, timezone
 
-from fleet.facts.programs import fingerprint_program, trace_program  # noqa: F401 (the verify program's helpers)
+from fleet.facts import fingerprint
+from fleet.facts.programs import fingerprint_program, trace_program
 from fleet.facts.software import VERIFY_PATH
 from fleet.resources import programs, verify_gate
 from fleet.resources.assert_ import Assert, json_result
@@ -105,7 +106,7 @@ class Verify(Assert):
             if last is None:   # the host vouched for a record this probe could not read back
                 why = "the host reports a current verify record, but it could not be read back; run fleet verify"
                 return CheckResult(False, why, error=why), {}
-            last = verify_gate.judged(last, [])   # the host vouched for it: nothing it proved has changed
+            last = fingerprint.judged(last, [])   # the host vouched for it: nothing it proved has changed
             result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
             return result, {"verify": {**last, "reused": True, "checked_at": _now(),
                                        "reason": f"reused: nothing it proved has changed since {last.get('at')}"
@@ -130,14 +131,12 @@ class Verify(Assert):
     def fold(self, facts: dict, record: dict) -> dict:
         from fleet.facts.record import with_last_verify
 
-        record = verify_gate.judged(record, [])   # it ran on the host as last probed: its verdict holds
+        record = fingerprint.judged(record, [])   # it ran on the host as last probed: its verdict holds
         return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
 
 
 def _compared(last: dict) -> str:
-    from fleet.facts.fingerprint import compared
-
-    said = compared(last.get("fingerprint_parts") if isinstance(last.get("fingerprint_parts"), dict) else None)
+    said = fingerprint.compared(last.get("fingerprint_parts") if isinstance(last.get("fingerprint_parts"), dict) else None)
     return f" (compared: {said})" if said else ""
 
 
