@@ -272,7 +272,7 @@ def situations() -> list[tuple[str, dict, dict]]:
 
 
 # The sweep (issue 47): every combination below, each answered by `fleet decide` and each refusal's offered variables
-# fed back once (tests/unit/test_decide_round_four.py). Desktop and Arm servers: GPU x kernel driver x wanted CUDA
+# fed back once (tests/unit/test_decide_distributions_and_later_cuda.py). Desktop and Arm servers: GPU x kernel driver x wanted CUDA
 # (its torch index) x torch release x distribution; Jetsons: release x CUDA asked x torch source x cuDSS and NVPL
 # sources.
 SWEEP_GPUS = {   # label: (record, platform or None, GPU name, capability)

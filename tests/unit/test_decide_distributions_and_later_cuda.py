@@ -11,7 +11,7 @@ import pytest
 
 from fleet.decide import decide
 from test_decide import run_cli
-from test_decide_round_two import matrix, offered
+from test_decide_one_fix_per_answer import matrix, offered
 
 H100_580 = {"driver": "580.95.05"}
 DEBIAN13 = {"os_id": "debian", "os_version": "13", "driver": "580.95.05"}
