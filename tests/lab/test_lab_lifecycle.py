@@ -53,6 +53,33 @@ def test_writes_stay_on_their_host(lab):
     assert sh(lab, "pod-580", f"test -e {marker}").exit == 1
 
 
+def test_what_fleet_keeps_on_this_machine_never_shows_in_a_lab_host(lab):
+    """A lab host's lower layer is this machine's live /: what fleet keeps here (a local `fleet script` as root takes
+    its lock in /var/lib/fleet) would show in every lab host. A fresh host hides each such path with a whiteout (the
+    directories above it keep this machine's owner and mode); what the host then makes there is its own alone (an
+    opaque directory, which goes on hiding this machine's), across a restart."""
+    import stat
+
+    from fleet_lab.host import MACHINE_FLEET_STATE
+
+    lab.reset(["pod-570"])
+    upper = LabHost("pod-570", lab.root).dir / "upper"
+    try:
+        for path in MACHINE_FLEET_STATE:
+            hidden = os.lstat(upper / path.lstrip("/"))
+            assert stat.S_ISCHR(hidden.st_mode) and hidden.st_rdev == 0, path     # overlayfs' whiteout: 0/0
+        asked = sh(lab, "pod-570", "for p in /var/lib/fleet /opt/fleet /opt/cutlass; do ls -d $p; done 2>&1; "
+                                   "stat -c '%U %a' /var/lib /opt").stdout.splitlines()
+        assert [line.split(": ")[-1] for line in asked[:3]] == ["No such file or directory"] * 3, asked
+        assert asked[3:] == [f"{Path(d).owner()} {oct(os.stat(d).st_mode & 0o7777)[2:]}" for d in ("/var/lib", "/opt")]
+        ok(lab, "pod-570", "mkdir -p /var/lib/fleet && touch /var/lib/fleet/mine")
+        lab.restart(["pod-570"])
+        assert ok(lab, "pod-570", "ls -A /var/lib/fleet").split() == ["mine"]
+        assert os.getxattr(upper / "var/lib/fleet", "trusted.overlay.opaque") == b"y"
+    finally:
+        lab.reset(["pod-570"])
+
+
 def test_reset_gives_a_fresh_host_with_the_same_host_key(lab):
     key = (lab.root / "hosts" / "pod-570" / "hostkey" / "ssh_host_ed25519_key.pub").read_text()
     ok(lab, "pod-570", "touch /var/tmp/written-before-reset")

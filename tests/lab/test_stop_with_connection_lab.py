@@ -45,7 +45,7 @@ def cut_short(lab, host: str, argv: list[str], nap: str) -> tuple[set[str], str,
         return bool(seen[-1][0]) or proc.poll() is not None
 
     try:
-        wait_for(started, "the command to be seen on the host, or fleet to end")
+        wait_for(started, "the command to be seen on the host, or fleet to end", every=0.2)
         assert proc.poll() is None, f"fleet ended before its command was seen on the host: {proc.communicate()[0]}"
         sids, users = next((look for look in reversed(seen) if look[0]), (set(), set()))
         assert sids, "the command never started on the host"
@@ -63,7 +63,7 @@ def nothing_left(lab, host: str, sids: set[str], nap: str) -> None:
     """The host: no `sleep NAP`, and no process at all in the command's session (its shell, fleet's watchdog)."""
     left = f"pgrep -f '^sleep {nap}$'; for s in {' '.join(sorted(sids))}; do pgrep -s \"$s\"; done; true"
     wait_for(lambda: sh(lab, host, left, sudo=True).stdout.strip() == "",
-             lambda: f"nothing left in sessions {sids}: {sh(lab, host, left, sudo=True)}")
+             lambda: f"nothing left in sessions {sids}: {sh(lab, host, left, sudo=True)}", every=0.2)
 
 
 @pytest.mark.parametrize("host,sudo", [("pod-570", False), ("spark", True)], ids=["root", "sudo"])
