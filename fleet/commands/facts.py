@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fleet.commands import _common
+from fleet.commands import _common, _history
 
 HELP = "gather and record every host's facts; compare hosts side by side"
 DESCRIPTION = """\
@@ -49,6 +49,7 @@ def register(subparsers) -> None:
                         help="table (default: drawn on a terminal, tab-separated in a pipe), md, csv or html")
     parser.add_argument("-o", "--output", metavar="FILE", default=None,
                         help="write the md/csv/html report to FILE (atomically) instead of stdout")
+    _history.add_arguments(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
 
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.record import store
     from fleet.engine.session import check_variables
 
+    if _history.asked(args):   # a question over the history store: no host is contacted
+        return _history.run(args, env)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
     if not args.cached:
@@ -72,6 +75,8 @@ def run(args: argparse.Namespace, env) -> int:
         outcomes = _read_cached(hosts, inventory.facts_dir)
     else:
         outcomes = _gather_live(args, env, reporter, hosts, inventory.facts_dir, inventory.roles_path)
+        from fleet.store.sink import record_outcomes   # until sinks.for_run: each host's report into the store
+        record_outcomes(inventory, "facts", outcomes)
     records = {name: outcome.value for name, outcome in outcomes.items()}
     last = {name: record or store.read(inventory.facts_dir, name) for name, record in records.items()}
     if args.json:
