@@ -6,4 +6,4 @@ PyYAML, Jinja2 and Rich are installed.
 
 # Order is the order `fleet --help` lists them in.
 NAMES = ("apply", "verify", "health", "facts", "hosts", "validate", "bootstrap", "forget", "run", "decide", "script",
-         "lab", "completion")
+         "serve", "collect", "lab", "completion")

@@ -38,6 +38,11 @@ def register(subparsers) -> None:
                         help="write the script here (mode 0755) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
+    parser.add_argument("--report", metavar="URL|dir:PATH", default=None,
+                        help="after every run, send the run's report to `fleet serve` at URL (https://, or http:// "
+                             "to a loopback address; the token from FLEET_REPORT_TOKEN in the pod's environment) or "
+                             "write it into the directory PATH (for `fleet collect`); kept and sent next time "
+                             "when the target cannot be reached")
     _common.add_set(parser)
     _common.add_connect(parser, forks=False)
     parser.set_defaults(func=run)
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace, env) -> int:
         plan = decide(record)
         made_from = f"{args.from_facts} (gathered {record.get('gathered_at')})"
     plans = script_runtime.variants(decide, plan)
-    text = render_script(plan, host, plans=plans, made_from=made_from)
+    text = render_script(plan, host, plans=plans, made_from=made_from, report=_report_target(args.report))
     if args.output:
         _write(env.cwd / args.output, text)
         reporter.progress(host.name, f"script written to {args.output} "
@@ -83,6 +88,23 @@ def run(args: argparse.Namespace, env) -> int:
         env.console.file.write(text)
         env.console.file.flush()
     return ExitStatus.OK
+
+
+def _report_target(target: str | None) -> str | None:
+    """--report's URL|dir:PATH, checked before anything runs."""
+    from fleet.errors import InputError
+    from fleet.store.serve import is_loopback
+    from urllib.parse import urlsplit
+
+    if target is None:
+        return None
+    parts = urlsplit(target)
+    if target.startswith("dir:/") or parts.scheme == "https" and parts.hostname:
+        return target
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return target
+    raise InputError(f"--report {target!r}: give an https:// URL of `fleet serve`, http:// to a loopback address, "
+                     "or dir:/ABSOLUTE/PATH (a directory `fleet collect` reads)")
 
 
 def _host(args, record: dict | None):

@@ -42,7 +42,8 @@ fleet_changed=0
 fleet_applied=''
 fleet_first() { printf '%s\n' "$1" | sed -n '/^@@diff@@$/q;/./{p;q}'; }
 fleet_tail() { printf '%s\n' "$1" | grep -v '^[[:space:]]*$' | tail -n 8 | tr '\n' '|' | sed 's/|$//;s/|/ | /g'; }
-fleet_end() { printf 'changed=%d\n' "$fleet_changed"; exit "$1"; }
+fleet_report() { :; }
+fleet_end() { printf 'changed=%d\n' "$fleet_changed"; fleet_report "$1"; exit "$1"; }
 fleet_fail() { printf 'FAILED  %s: %s\n' "$1" "$2" >&2; fleet_end 1; }
 # fleet_task LABEL N: run check N; apply N only when the check answers 10 (not in state).
 fleet_task() {
@@ -75,7 +76,7 @@ def gather_plan(conn, host: Host, roles) -> Decided:
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
-                  made_from: str | None = None) -> str:
+                  made_from: str | None = None, report: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
     which the script picks one on the host from the kernel driver it finds there."""
@@ -91,7 +92,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
     made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
-           _PRELUDE, shell.TRUST_FN,
+           _PRELUDE, shell.TRUST_FN, *([_report(report, host, verify_path)] if report else []),
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
@@ -121,6 +122,18 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out.append("esac")
     out.append("fleet_end 0")
     return "\n".join(out) + "\n"
+
+
+def _report(target: str, host: Host, verify_path: str) -> str:
+    """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET
+    (fleet/remote/report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
+    args = " ".join(shlex.quote(a) for a in (target, host.name, __version__))
+    return ("# -- the report after every run (fleet script --report) -----------------------------------\n"
+            f"fleet_report_program={shlex.quote(remote.source('report_send'))}\n"
+            "fleet_report() {\n  local py; py=$(command -v python3) && fleet_judged \"$py\" 2>/dev/null || "
+            "{ printf 'report: not sent: no trusted python3\\n'; return 0; }\n"
+            f'  (cd / && "$py" -s -c "$fleet_report_program" {args} "$1" "$fleet_changed" '
+            f"{shlex.quote(verify_path)} </dev/null) || true\n}}")
 
 
 def _start_gate(root: bool) -> str:
