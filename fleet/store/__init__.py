@@ -28,6 +28,10 @@ from fleet.store import db
 
 DEFAULT_EXPIRE_AFTER = 7 * 86400     # PuppetDB's node-ttl default
 DEFAULT_RETAIN = 365 * 86400         # history kept a year (PuppetDB's users lose theirs after 14 days)
+# when and why verify ran, and the fingerprint of the files it proved: they differ between two runs that proved the
+# same (a pod's start script runs verify every time)
+BOOKKEEPING = {"verify.at", "verify.checked_at", "verify.reason", "verify.reused", "verify.fingerprint",
+               "verify.summary_at"}
 MAX_CHANGES = 200                    # fact paths kept per row's "what changed"
 
 
@@ -236,7 +240,8 @@ def digest_of(facts: dict, status: str, exit_code) -> str:
     between any two gathers), the status and the exit code."""
     from fleet.report.compare import DRIFT_SKIP, flatten
 
-    rows = sorted((path, value) for path, value in flatten(facts).items() if path not in DRIFT_SKIP)
+    rows = sorted((path, value) for path, value in flatten(facts).items()
+                  if path not in DRIFT_SKIP and path not in BOOKKEEPING)
     text = json.dumps([rows, status, exit_code], separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

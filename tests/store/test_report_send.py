@@ -11,7 +11,7 @@ import pytest
 
 from fleet import remote
 from fleet.store import open_store, query
-from serve_process import ServeProcess
+from fleet_lab.report_server import ServeProcess
 from tests_cli import fleet_facts
 
 TOKEN = "pod-report-token-0123456789abcdef"

@@ -1,4 +1,5 @@
-"""A real `fleet serve` process on a free loopback port, started and stopped (SIGKILL: a crash) by a test."""
+"""A real `fleet serve` process on a free loopback port, started and stopped (SIGKILL: a crash) by a test or a
+benchmark: the lab's pods reach it there (they share the loopback network with the controller)."""
 
 import os
 import signal
