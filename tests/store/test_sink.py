@@ -1,0 +1,53 @@
+"""HistorySink is a fleet.record.sinks.Sink: each host's report of a run into the store; a store that cannot be
+opened costs one line on stderr, never the run; `fleet facts` on a real (local) host leaves its report there."""
+
+import io
+import json
+import socket
+
+from fleet.record.sinks import Run, Sink
+from fleet.store import Settings, open_store, query
+from fleet.store.sink import HistorySink
+from store_helpers import record
+from tests_cli import fleet_facts
+
+
+def test_each_hosts_report_of_a_run_goes_into_the_store(store_url):
+    sink: Sink = HistorySink(Settings(store_url))
+    run = Run("apply", None)
+    sink.begin(run)
+    sink.host(run, "pod-a", {"status": "ok", "record": record("pod-a"), "changes": ["torch: install"]})
+    sink.host(run, "pod-b", {"status": "unreachable", "record": None})
+    sink.host(run, "pod-a", {"status": "ok", "record": record("pod-a")})        # the same run, the same host: once
+    sink.end(run, 1)
+    with open_store(store_url) as store:
+        rows = {row.host: (row.kind, row.status) for row in query.hosts(store)}
+        assert rows == {"pod-a": ("apply", "ok"), "pod-b": ("apply", "unreachable")}
+        assert store.rows("SELECT COUNT(*) FROM receipts")[0][0] == 2
+
+
+def test_a_store_that_cannot_be_opened_is_one_warning_and_the_run_goes_on(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    err = io.StringIO()
+    sink = HistorySink(Settings(f"sqlite:///{blocker}/history.sqlite3"), err=err)
+    run = Run("facts", None)
+    sink.begin(run)
+    for name in ("pod-a", "pod-b"):
+        sink.host(run, name, {"status": "ok", "record": record(name)})
+    sink.end(run, 0)
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fleet: warning: history store sqlite:///")
+    assert "not reachable, this run is not kept there" in lines[0]
+
+
+def test_fleet_facts_on_a_real_host_keeps_its_report(tmp_path, monkeypatch, store_url):
+    monkeypatch.setenv("FLEET_STORE", store_url)
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("hosts:\n  here: {connection: local}\n")
+    code, out, err = fleet_facts(tmp_path, inventory, "--json")
+    assert code == 0, err
+    code, out, err = fleet_facts(tmp_path, inventory, "--where", "system.hostname == " + socket.gethostname(),
+                                 "--json")
+    (host,) = json.loads(out)["hosts"]
+    assert (host["host"], host["kind"], host["status"]) == ("here", "facts", "ok")
