@@ -16,18 +16,21 @@ def free_port() -> int:
 
 
 class ServeProcess:
-    def __init__(self, store_url: str, token: str, port: int | None = None, cwd=None):
+    def __init__(self, store_url: str, token: str, port: int | None = None, cwd=None, tls: tuple | None = None):
         self.store_url, self.token, self.port, self.cwd = store_url, token, port or free_port(), cwd
+        self.tls = tls            # (certificate, key) PEM paths
         self.proc = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/reports"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1/reports"
 
     def start(self) -> "ServeProcess":
         env = {**os.environ, "FLEET_SERVE_TOKEN": self.token}
         self.proc = subprocess.Popen([sys.executable, "-m", "fleet", "serve", "--store", self.store_url,
-                                      "--listen", f"127.0.0.1:{self.port}"], env=env, cwd=self.cwd,
+                                      "--listen", f"127.0.0.1:{self.port}",
+                                      *(["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
+                                        if self.tls else [])], env=env, cwd=self.cwd,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         while True:   # until it listens, or it has died saying why

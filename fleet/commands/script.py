@@ -99,6 +99,9 @@ def _report_target(target: str | None) -> str | None:
     if target is None:
         return None
     parts = urlsplit(target)
+    if parts.username or parts.password:
+        raise InputError(f"--report: the URL carries a user or password, which would be written into the script; "
+                         "the pod's token comes from FLEET_REPORT_TOKEN in its environment")
     if target.startswith("dir:/") or parts.scheme == "https" and parts.hostname:
         return target
     if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):

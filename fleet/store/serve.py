@@ -52,8 +52,8 @@ def is_loopback(host: str) -> bool:
 def check_token(token: str | None, where: str) -> str:
     token = (token or "").strip()
     if len(token) < TOKEN_MIN or any(ch.isspace() or not ch.isprintable() for ch in token):
-        raise InputError(f"{where}: the token must be at least {TOKEN_MIN} printable characters without spaces "
-                         "(make one with: openssl rand -hex 32)")
+        raise InputError(f"{where} is not a usable token (unset, or shorter than {TOKEN_MIN} printable characters "
+                         "without spaces); make one with: openssl rand -hex 32")
     return token
 
 
