@@ -63,10 +63,43 @@ def run(args: argparse.Namespace, env) -> int:
             else:
                 doc = {"store": found.url, "hosts": [row.as_json() for row in matching]}
                 shown = printer.hosts_table(matching, where, now=now)
+        if getattr(args, "format", "table") != "table" and not args.history and since is None:
+            records = query.documents(store, [row.host for row in matching])
+            return _export(args, env, reporter, matching, records, now)
     if args.json:
         # JSON escapes every control character (ensure_ascii: C1 ones too): a report's text stays data
         env.console.file.write(json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n")
         env.console.file.flush()
     else:
         reporter.print(shown)
+    return ExitStatus.OK
+
+
+def _export(args, env, reporter, matching, records: dict, now: float) -> int:
+    """--format md|csv|html over the hosts a question selected: their newest records side by side, as
+    `fleet facts --format` shows gathered ones (every remote string escaped by those printers)."""
+    from datetime import datetime, timezone
+
+    from fleet import __version__
+    from fleet.atomic import write_atomic
+    from fleet.errors import ExitStatus
+    from fleet.record.store import describe_age
+    from fleet.report import compare, export, html, safe_value
+
+    last = safe_value(records)
+    ages = {row.host: describe_age(now - row.last_seen) + (" (expired)" if row.expired else "") for row in matching}
+    columns = [compare.Column(row.host, age=ages[row.host]) for row in matching if row.host in last]
+    comparison = compare.compare({c.host: last[c.host] for c in columns}, columns)
+    if args.format == "html":
+        text = html.render(comparison, last, ages, version=__version__,
+                           generated=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    else:
+        text = (export.markdown if args.format == "md" else export.csv_text)(comparison, ages)
+    if args.output:
+        path = env.cwd / args.output
+        write_atomic(path, text.encode(), mode=0o644)
+        reporter.progress("facts", f"{args.format} report of {len(columns)} host(s) written to {path}")
+    else:
+        env.console.file.write(text)
+        env.console.file.flush()
     return ExitStatus.OK

@@ -133,6 +133,13 @@ def hosts(store, *, where: list[Where] = (), failed: bool = False, stale: float 
     return found
 
 
+def documents(store, names) -> dict[str, dict]:
+    """The newest document of each named host (for the facts report of the hosts a question selected)."""
+    wanted = set(names)
+    return {host: store.engine.load(document) for host, document in
+            store.rows("SELECT host, document FROM hosts WHERE report IS NOT NULL ORDER BY host") if host in wanted}
+
+
 def history(store, host: str, *, since: float | None = None) -> list[dict]:
     """One host's rows, oldest first: when, what ran, how it ended, what changed from the row before."""
     e = store.engine

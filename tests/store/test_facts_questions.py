@@ -70,3 +70,13 @@ def test_history_and_since(tmp_path, filled):
 def test_a_bad_filter_is_bad_input(tmp_path, filled):
     code, _, err = fleet(tmp_path, filled, "--where", "driver.version ~ 580")
     assert code == 2 and "--where 'driver.version ~ 580' is not a filter" in err
+
+
+def test_the_facts_report_of_the_hosts_a_question_selects(tmp_path, filled):
+    code, out, err = fleet(tmp_path, filled, "--where", "driver.version >= 580", "--format", "html", "-o", "q.html")
+    assert code == 0, err
+    page = (tmp_path / "q.html").read_text()
+    assert "<title>fleet facts: pod-580</title>" in page and "580.159.04" in page
+    code, out, _ = fleet(tmp_path, filled, "--stale", "1h", "--format", "csv")
+    header = out.splitlines()[0]
+    assert code == 0 and "pod-570" in header and "pod-580" not in header and "570.133.20" in out
