@@ -168,9 +168,10 @@ class Store:
                                 (seen_at, at, report["kind"], report["host"]))
                 else:
                     cur.execute(e.sql("UPDATE hosts SET last_seen = ?, last_at = ?, kind = ?, status = ?, exit = ?, "
-                                      "digest = ?, report = ?, document = " + e.json_param + " WHERE host = ?"),
+                                      "digest = ?, report = ?, shown = ?, document = " + e.json_param
+                                      + " WHERE host = ?"),
                                 (seen_at, at, report["kind"], report["status"], report.get("exit"), digest, row_id,
-                                 document, report["host"]))
+                                 json.dumps(shown_of(facts)), document, report["host"]))
             if at < first_seen:
                 cur.execute(e.sql("UPDATE hosts SET first_seen = ? WHERE host = ?"), (at, report["host"]))
             conn.commit()
@@ -229,6 +230,20 @@ class _Borrow:
         finally:
             if self.store._lock is not None:
                 self.store._lock.release()
+
+
+SHOWN = {"verify": ("verify", "passed"), "health": ("health", "verdict"), "driver": ("driver", "version")}
+
+
+def shown_of(facts: dict) -> dict:
+    """What every answer shows of a host (kept beside its document: no JSON path read per host to show it)."""
+    out = {}
+    for name, path in SHOWN.items():
+        value = facts
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        out[name] = value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value)
+    return out
 
 
 def open_store(url: str) -> Store:

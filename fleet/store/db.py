@@ -5,7 +5,8 @@ a postgresql:// store is opened).
               at_s (when it ran, epoch seconds), received_s, fleet_version, status, exit, digest, changes (the
               drift from the row before, JSON), document (the facts: JSON text on SQLite, jsonb on PostgreSQL)
     hosts     one row per host: first_seen, last_seen, last_at, and its newest row's kind, status, exit, digest,
-              report (that row's id) and document, so "the latest record per host where ..." reads one table
+              report (that row's id), shown (what every answer shows: verify, health, driver, as a small JSON
+              object) and document, so "the latest record per host where ..." reads one table
     receipts  every report id ever stored (until the retention purges it): a report sent twice counts once
 
 The SQL is written once with `?` placeholders; PostgreSQL's `%s` is put in by `sql()`. The only differences
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS hosts (
   exit INTEGER,
   digest TEXT,
   report BIGINT,
+  shown TEXT,
   document {json}
 );
 CREATE TABLE IF NOT EXISTS receipts (

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from fleet.errors import InputError
+from fleet.store import SHOWN
 
 OPS = ("==", "!=", "<=", ">=", "<", ">")
 COLUMNS = {"status", "kind", "exit"}            # the report's own fields, besides its facts
-SHOWN = {"verify": ["verify", "passed"], "health": ["health", "verdict"], "driver": ["driver", "version"]}
 _WHERE = re.compile(r"^\s*([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$", re.S)
 _VERSION = re.compile(r"^\d+(?:\.\d+)*")
 _NULL = {"null", "none", "-"}
@@ -106,7 +106,7 @@ def hosts(store, *, where: list[Where] = (), failed: bool = False, stale: float 
     now = now or time.time()
     e = store.engine
     exprs, params = [], []
-    paths = [*SHOWN.values(), *(w.path for w in where if not _column(w))]
+    paths = [w.path for w in where if not _column(w)]
     for path in paths:
         sql, args = e.path_expr(list(path))
         exprs.append(sql)
@@ -117,15 +117,13 @@ def hosts(store, *, where: list[Where] = (), failed: bool = False, stale: float 
     if stale is not None:
         conditions.append("last_seen < ?")
         cond_params.append(now - stale)
-    sql = ("SELECT host, first_seen, last_seen, kind, status, exit" + "".join(f", {x}" for x in exprs)
+    sql = ("SELECT host, first_seen, last_seen, kind, status, exit, shown" + "".join(f", {x}" for x in exprs)
            + " FROM hosts WHERE report IS NOT NULL" + "".join(f" AND {c}" for c in conditions) + " ORDER BY host")
     found = []
     for row in store.rows(sql, (*params, *cond_params)):
-        values = [e.value(raw) for raw in row[6:]]
-        shown = dict(zip(SHOWN, values[:len(SHOWN)]))
-        extracted = iter(values[len(SHOWN):])
+        extracted = iter([e.value(raw) for raw in row[7:]])
         result = HostRow(row[0], row[1], row[2], row[3], row[4], row[5],
-                         expire_after is not None and row[2] < now - expire_after, shown)
+                         expire_after is not None and row[2] < now - expire_after, json.loads(row[6] or "{}"))
         for w in where:
             result.values[w.text] = getattr(result, w.path[0]) if _column(w) else next(extracted)
         if all(matches(result.values[w.text], w.op, w.value) for w in where):
@@ -143,7 +141,7 @@ def documents(store, names) -> dict[str, dict]:
 def history(store, host: str, *, since: float | None = None) -> list[dict]:
     """One host's rows, oldest first: when, what ran, how it ended, what changed from the row before."""
     e = store.engine
-    exprs = [e.path_expr(path) for path in SHOWN.values()]
+    exprs = [e.path_expr(list(path)) for path in SHOWN.values()]
     sql = ("SELECT at_s, kind, status, exit, fleet_version, changes" + "".join(f", {x[0]}" for x in exprs)
            + " FROM reports WHERE host = ?" + (" AND at_s >= ?" if since is not None else "") + " ORDER BY at_s, id")
     params = [arg for x in exprs for arg in x[1]] + [host] + ([since] if since is not None else [])
@@ -158,20 +156,22 @@ def history(store, host: str, *, since: float | None = None) -> list[dict]:
 def changed_since(store, since: float) -> list[dict]:
     """Per host with a stored change since `since`: how many rows, the newest, and each fact that changed (its
     value before the first of them, and after the last)."""
-    per_host: dict[str, dict] = {}
-    for host, at, kind, status, changes in store.rows(
-            "SELECT host, at_s, kind, status, changes FROM reports WHERE at_s >= ? ORDER BY host, at_s, id", (since,)):
-        entry = per_host.setdefault(host, {"host": host, "reports": 0, "first_report": False, "changes": {}})
-        entry["reports"] += 1
-        entry.update(last_at=_iso(at), kind=kind, status=status)
-        parsed = json.loads(changes)
-        if not parsed and entry["reports"] == 1:
-            entry["first_report"] = _first_row(store, host, at)
-        for path, before, after in parsed:
-            seen = entry["changes"].setdefault(path, {"path": path, "before": before, "after": after})
-            seen["after"] = after
-    return [{**entry, "changes": [c for c in entry["changes"].values() if c["before"] != c["after"]]}
-            for entry in per_host.values()]
+    from itertools import groupby
+
+    found = []
+    rows = store.rows("SELECT host, at_s, kind, status, changes FROM reports WHERE at_s >= ? ORDER BY host, at_s, id",
+                      (since,))
+    for host, group in groupby(rows, key=lambda row: row[0]):
+        group = list(group)
+        changes: dict[str, list] = {}
+        for path, before, after in json.loads("[" + ",".join(row[4][1:-1] for row in group if row[4] != "[]") + "]"):
+            seen = changes.setdefault(path, [before, after])
+            seen[1] = after
+        last = group[-1]
+        found.append({"host": host, "reports": len(group), "last_at": _iso(last[1]), "kind": last[2],
+                      "status": last[3], "first_report": group[0][4] == "[]" and _first_row(store, host, group[0][1]),
+                      "changes": [{"path": p, "before": b, "after": a} for p, (b, a) in changes.items() if b != a]})
+    return found
 
 
 def _first_row(store, host: str, at: float) -> bool:
