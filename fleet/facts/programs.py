@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass
 from functools import cached_property
 
-from fleet import shell
+from fleet import remote, shell
 from fleet.sections import MISSING, MISSING_EXIT   # noqa: F401 (the section protocol's; used and re-exported here)
 
 BIN = "/var/lib/fleet/bin"
@@ -56,19 +56,10 @@ class Program:
         return "${fleet_at_" + self.file.replace("-", "_") + "}"
 
 
-# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
-# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
-# Root owns it: what fleet_trust passed is owned by root or the running user (the file and, a symlink, its target), so
-# bash's own -O (owned by the effective user, the link followed, as `stat -L -c %u` reads it) tells which, with no
-# process: owned by root is -O as root, not -O for anyone else (-e first: fleet_trust passes a path missing at its end).
-TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ -e "$1" ] && if [ "$EUID" = 0 ]; then [ -O "$1" ]; else [ ! -O "$1" ]; fi
-}
-"""
-HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
-  local h; fleet_bin_trusted {BIN}/$1 && h=$(sha256sum < {BIN}/$1 2>/dev/null) && [ "${{h%% *}}" = "$2" ]
-}}
-"""
+# fleet_bin_trusted PATH (a helper program is judged by fleet_trust, and must be root's own besides) and fleet_bin_ok
+# FILE SHA256: fleet/remote/bin_trusted.sh and bin_ok.sh (BIN written there, held equal by a test).
+TRUSTED = shell.TRUST_FN + "\n" + remote.program("bin_trusted") + "\n"
+HAVE = TRUSTED + remote.program("bin_ok") + "\n"
 
 
 def lacks(program: Program, then: str) -> str:
