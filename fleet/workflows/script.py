@@ -125,15 +125,13 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
 
 
 def _report(target: str, host: Host, verify_path: str) -> str:
-    """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET
-    (fleet/remote/report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
-    args = " ".join(shlex.quote(a) for a in (target, host.name, __version__))
+    """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET (fleet/remote/report.sh
+    and report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
+    values = {"program": remote.source("report_send"), "target": target, "host": host.name,
+              "version": __version__, "verify": verify_path}
     return ("# -- the report after every run (fleet script --report) -----------------------------------\n"
-            f"fleet_report_program={shlex.quote(remote.source('report_send'))}\n"
-            "fleet_report() {\n  local py; py=$(command -v python3) && fleet_judged \"$py\" 2>/dev/null || "
-            "{ printf 'report: not sent: no trusted python3\\n'; return 0; }\n"
-            f'  (cd / && "$py" -s -c "$fleet_report_program" {args} "$1" "$fleet_changed" '
-            f"{shlex.quote(verify_path)} </dev/null) || true\n}}")
+            + "".join(f"fleet_report_{name}={shlex.quote(value)}\n" for name, value in values.items())
+            + remote.program("report"))
 
 
 def _start_gate(root: bool) -> str:
