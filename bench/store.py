@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -57,14 +58,16 @@ def fill(store, hosts: int, runs: int, now: float) -> float:
     return time.perf_counter() - started
 
 
-def timed(call, rounds: int = 7) -> tuple[float, int]:
+def timed(call, rounds: int = 7) -> tuple[float, float, int]:
+    """Median and least wall ms of `rounds` calls (the least: the cost with the fewest other processes in the
+    way, on a shared machine), and the answer's length."""
     seconds, size = [], 0
     for _ in range(rounds):
         started = time.perf_counter()
         found = call()
         seconds.append(time.perf_counter() - started)
         size = len(found)
-    return statistics.median(seconds) * 1000, size
+    return statistics.median(seconds) * 1000, min(seconds) * 1000, size
 
 
 def queries(url: str, hosts: int, runs: int) -> dict:
@@ -85,7 +88,9 @@ def queries(url: str, hosts: int, runs: int) -> dict:
         }
         figures = {name: timed(ask) for name, ask in asks.items()}
     return {"fill_s": round(fill_s, 1), "reports_per_s_fill": round(hosts * runs / fill_s), "rows": rows,
-            "queries_ms": {name: {"ms": round(ms, 1), "answers": n} for name, (ms, n) in figures.items()}}
+            "load_average": round(os.getloadavg()[0], 1),
+            "queries_ms": {name: {"median": round(ms, 1), "least": round(least, 1), "answers": n}
+                           for name, (ms, least, n) in figures.items()}}
 
 
 def hwm_kb(pid: int) -> int:
@@ -143,7 +148,7 @@ async def stream(url: str, pods: int, server, cluster_url: str) -> dict:
         await killer
     wall = time.perf_counter() - started
     hwm.append(hwm_kb(server.proc.pid))
-    return {"pods": pods, "wall_s": round(wall, 2), "reports_per_s": round(pods / wall),
+    return {"load_average": round(os.getloadavg()[0], 1), "pods": pods, "wall_s": round(wall, 2), "reports_per_s": round(pods / wall),
             "attempts": attempts, "outcomes": {k: list(outcomes.values()).count(k) for k in set(outcomes.values())},
             "server_peak_rss_mb": [round(kb / 1024, 1) for kb in hwm]}
 
