@@ -146,8 +146,9 @@ class Store:
                               "ORDER BY at_s DESC, id DESC LIMIT 1"), (report["host"], at))
             before = cur.fetchone()
             previous = e.load(before[1]) if before is not None else None
-            # a host that did not answer keeps its last facts: only its status is new
-            facts = report.get("facts") or (previous if not seen and previous else {})
+            # a report without facts (a host that did not answer, a run that gathers none) keeps the host's last
+            # facts: only its status is new
+            facts = report.get("facts") or previous or {}
             digest = digest_of(facts, report["status"], report.get("exit"))
             document = json.dumps(facts, sort_keys=True, separators=(",", ":"))
             outcome = "unchanged" if before is not None and before[0] == digest else "stored"

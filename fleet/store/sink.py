@@ -33,11 +33,14 @@ class HistorySink:
         if store is None:
             return
         status = report.get("status") if report.get("status") in STATUSES else "failed"
+        changed = report.get("changed")
+        if not isinstance(changed, int) or isinstance(changed, bool):
+            changed = len(report["changes"]) if isinstance(report.get("changes"), list) else None
         envelope = schema.envelope(
             report_id=hashlib.sha256(f"{run.id}/{name}".encode()).hexdigest()[:32], host=name,
             kind=run.command if run.command in schema.KINDS else "run", at=datetime.now(timezone.utc),
-            status=status, facts=report.get("record"), exit=report.get("exit"),
-            changed=len(report.get("changes") or []) if report.get("changes") is not None else None)
+            status=status, facts=report.get("record"), changed=changed,
+            exit=report.get("exit") if isinstance(report.get("exit"), int) else None)
         try:
             store.add(schema.check(envelope))
         except Exception as exc:   # noqa: BLE001 - a destination that fails never costs the run
@@ -70,6 +73,20 @@ class HistorySink:
 
     def _say(self, line: str) -> None:
         print(f"fleet: warning: {line}", file=self.err, flush=True)
+
+
+def sink_for(run, facts_dir=None) -> HistorySink:
+    """The history sink of a run (fleet.record.sinks.for_run): the store its inventory names (FLEET_STORE over
+    it), else SQLite beside the facts records."""
+    from types import SimpleNamespace
+
+    from fleet.inventory import load_inventory
+    from fleet.store import settings
+
+    inventory = load_inventory(run.inventory, keys_must_exist=False) if run.inventory else None
+    if inventory is None and facts_dir is not None:
+        inventory = SimpleNamespace(store={}, facts_dir=facts_dir)
+    return HistorySink(settings(inventory))
 
 
 def record_outcomes(inventory, command: str, outcomes: dict, *, check: bool = False) -> None:

@@ -51,3 +51,25 @@ def test_fleet_facts_on_a_real_host_keeps_its_report(tmp_path, monkeypatch, stor
                                  "--json")
     (host,) = json.loads(out)["hosts"]
     assert (host["host"], host["kind"], host["status"]) == ("here", "facts", "ok")
+
+
+def test_a_run_that_gathers_no_facts_keeps_the_hosts_last_facts(store_url):
+    sink = HistorySink(Settings(store_url))
+    first, health = Run("facts", None), Run("health", None)
+    sink.host(first, "pod-a", {"status": "ok", "record": record("pod-a", driver="580.65.06")})
+    sink.host(health, "pod-a", {"status": "failed", "record": None, "changed": 0})
+    sink.end(health, 5)
+    with open_store(store_url) as store:
+        (row,) = query.hosts(store)
+        assert (row.kind, row.status, row.shown["driver"]) == ("health", "failed", "580.65.06")
+
+
+def test_the_sink_of_a_run_finds_the_inventorys_store(tmp_path, monkeypatch):
+    from fleet.store.sink import sink_for
+
+    monkeypatch.delenv("FLEET_STORE", raising=False)
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("store: sqlite:///db/h.sqlite3\nhosts:\n  here: {connection: local}\n")
+    assert sink_for(Run("apply", inventory)).settings.url == f"sqlite:///{tmp_path / 'db' / 'h.sqlite3'}"
+    assert sink_for(Run("bootstrap", None), facts_dir=tmp_path / "facts").settings.url == \
+        f"sqlite:///{tmp_path / 'facts' / 'history.sqlite3'}"
