@@ -108,6 +108,16 @@ class Store:
                 self._local.conn = conn
         return conn
 
+    def _forget(self, conn) -> None:
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        if conn in self._all:
+            self._all.remove(conn)
+        try:
+            conn.close()
+        except Exception:   # already broken
+            pass
+
     def close(self) -> None:
         for conn in self._all:
             try:
@@ -228,6 +238,8 @@ class _Borrow:
                     self.conn.rollback()
                 except Exception:   # the connection itself broke: the original error says why
                     pass
+                if getattr(self.conn, "broken", False) or getattr(self.conn, "closed", False):
+                    self.store._forget(self.conn)   # a server that restarted: the next use connects again
         finally:
             if self.store._lock is not None:
                 self.store._lock.release()

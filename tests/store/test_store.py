@@ -127,3 +127,16 @@ def test_reopening_the_store_keeps_everything(store_url):
     with open_store(store_url) as again:
         assert [row.host for row in query.hosts(again, now=T0)] == ["pod-a"]
         assert again.add(report("pod-a", T0 + 1)) == "unchanged"
+
+
+def test_a_postgresql_that_restarts_is_connected_to_again(pg_cluster):
+    import psycopg
+
+    url = pg_cluster.database("restarts")
+    with open_store(url) as store:
+        store.add(report("pod-a", T0))
+        with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:   # the server ends every session
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'restarts'")
+        with pytest.raises(psycopg.OperationalError):
+            store.add(report("pod-a", T0 + 1, facts=record("pod-a", driver="580.65.06")))
+        assert store.add(report("pod-a", T0 + 2, facts=record("pod-a", driver="580.65.06"))) == "stored"
