@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from fleet import __version__, remote, shell
+from fleet.connection import ConnectOptions
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.probe import gather
 from fleet.errors import HostError
@@ -67,6 +69,45 @@ fleet_confirm() {
   [ "$rc" -eq 0 ] || fleet_fail "$1" "applied, but the check still says: $(fleet_first "$out")"
 }
 '''
+
+
+@dataclass(frozen=True)
+class ScriptRequest:
+    """What `fleet script` was asked, as parsed from its flags: decide from `record` (--from-facts, offline; its
+    file named by `from_facts`), else from facts gathered over `connect`."""
+
+    record: dict | None = None
+    from_facts: str | None = None
+    connect: ConnectOptions | None = None
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    text: str                             # the script
+    plans: dict                           # the run-time variants it carries (script_runtime.variants)
+    host: str
+
+
+def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host, message: None) -> ScriptRun:
+    """One host's script: its facts gathered in ONE remote command (or the record given), the decisions and
+    rendered tasks as `fleet apply` makes them (nothing is recorded), the run-time variants, the text."""
+    from fleet.workflows import script_runtime
+
+    def decide(facts: dict) -> Decided:
+        return decide_tasks(roles, host, facts)
+
+    if request.record is None:
+        from fleet.connection import connect
+
+        progress(host.name, "gathering facts (one command) to decide from")
+        with connect(host, request.connect) as conn:
+            plan = gather_plan(conn, host, roles)
+        made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    else:
+        plan = decide(request.record)
+        made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
+    plans = script_runtime.variants(decide, plan)
+    return ScriptRun(render_script(plan, host, plans=plans, made_from=made_from), plans, host.name)
 
 
 def gather_plan(conn, host: Host, roles) -> Decided:
