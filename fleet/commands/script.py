@@ -44,35 +44,36 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:
+    from fleet.engine import session
     from fleet.errors import ExitStatus
     from fleet.report import reporter_for
     from fleet.report.script import ScriptPrinter
     from fleet.workflows.script import ScriptRequest, make_script
 
-    reporter = reporter_for(args, env)
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
-    host, roles = _host(args, record)     # bad input: exit 2, nothing touched
-    request = ScriptRequest(record=record, from_facts=args.from_facts,
-                            connect=_common.connect_options(args, reporter))
+    host, roles_path = _named(args, record)
+    reporter = reporter_for(args, env)
+    only, connect = _common.role_names(args), _common.connect_options(args, reporter)
+    roles = session.roles_of([host], roles_path, only)[host.name]   # bad input: exit 2, nothing touched
+    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect)
     printer = ScriptPrinter(reporter, output=env.cwd / args.output if args.output else None, shown_as=args.output)
-    printer.finish(make_script(host, roles, request, progress=reporter.progress))
+    result = make_script(host, roles, request, progress=reporter.progress)
+    printer.finish(result)
     return ExitStatus.OK
 
 
-def _host(args, record: dict | None):
-    """The host to script, with --set over its variables, and its roles, every variable checked: from the inventory
-    (--limit, or the record's host), or, with only --from-facts, the record's host with default variables and the
-    built-in roles."""
-    from fleet.engine import session
-    from fleet.inventory import set_vars
-
-    host, roles_path = _named(args, record)
-    set_vars([host], _common.overrides(args))
-    return host, session.roles_of([host], roles_path, _common.role_names(args))[host.name]
-
-
 def _named(args, record: dict | None):
-    """The host to script and its inventory's roles_path."""
+    """The host to script, with --set over its variables (checked with its roles), and its inventory's roles_path:
+    from the inventory (--limit, or the record's host), or, with only --from-facts, the record's host with default
+    variables and the built-in roles."""
+    from fleet.inventory import set_values, set_vars
+
+    host, roles_path = _chosen(args, record)
+    set_vars([host], set_values(getattr(args, "assignments", None) or []))
+    return host, roles_path
+
+
+def _chosen(args, record: dict | None):
     from fleet.errors import InputError
     from fleet.inventory import Host, load_inventory
 

@@ -97,17 +97,28 @@ def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host,
         return decide_tasks(roles, host, facts)
 
     if request.record is None:
-        from fleet.connection import connect
-
         progress(host.name, "gathering facts (one command) to decide from")
-        with connect(host, request.connect) as conn:
-            plan = gather_plan(conn, host, roles)
+        plan = _gathered(host, roles, request.connect)
         made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
     else:
         plan = decide(request.record)
         made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
-    plans = script_runtime.variants(decide, plan)
-    return ScriptRun(render_script(plan, host, plans=plans, made_from=made_from), plans, host.name)
+    prepared = script_runtime.prepare(decide, plan, made_from)
+    return ScriptRun(render_script(plan, host, runtime=prepared), prepared.plans, host.name)
+
+
+def _gathered(host: Host, roles, options: ConnectOptions | None) -> Decided:
+    """gather_plan over a connection opened as every command opens its hosts' (connection.parallel.on_hosts: the
+    host's ssh config checked before it is contacted, Ctrl-C aborts it); a host that could not be reached is a
+    HostError."""
+    from fleet.connection.parallel import on_hosts
+
+    outcome = on_hosts([host], lambda conn, h: gather_plan(conn, h, roles), options=options)[host.name]
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.error:
+        raise HostError(outcome.error)
+    return outcome.value
 
 
 def gather_plan(conn, host: Host, roles) -> Decided:
@@ -117,22 +128,25 @@ def gather_plan(conn, host: Host, roles) -> Decided:
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
-                  made_from: str | None = None) -> str:
+                  made_from: str | None = None, runtime=None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
-    which the script picks one on the host from the kernel driver it finds there."""
+    which the script picks one on the host from the kernel driver it finds there; `runtime`: those variants with
+    their header and guard made already (script_runtime.runtime)."""
     from fleet.workflows import script_runtime
 
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
-    plans = plans or {"direct": plan}
+    if runtime is None:
+        made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+        runtime = script_runtime.runtime(plan, plans or {"direct": plan}, made_from)
+    plans = runtime.plans
     root = shell.user_is_root(host) if root is None else root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
-    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
-    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
+    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
            _PRELUDE, shell.TRUST_FN,
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
@@ -140,7 +154,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
            # directory (a pod's shared /workspace): Python started here imports what is in it
            'cd -- "$HOME" 2>/dev/null || cd /',
            "# -- run-time guard: the host must be the one the decisions cover -----------------------",
-           script_runtime.guard(plan, plans, made_from), _start_gate(root), *defs]
+           runtime.guard, _start_gate(root), *defs]
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():

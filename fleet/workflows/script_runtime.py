@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+from dataclasses import dataclass
 
 from fleet.knowledge.cuda_table import min_driver_for, version_key
 from fleet.knowledge import platforms
@@ -44,6 +45,24 @@ _VERSION_GE = r"""fleet_ge() {
   return 0
 }
 fleet_refuse() { printf 'REFUSED %s\n' "$1" >&2; printf 'changed=0\n'; exit 3; }"""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a script decides at run time, made once: the variants, the header lines saying what each puts on
+    LD_LIBRARY_PATH, the guard that picks one on the host (or refuses)."""
+    plans: dict
+    described: list
+    guard: str
+
+
+def runtime(plan, plans: dict, made_from: str) -> Runtime:
+    return Runtime(plans, describe(plans), guard(plan, plans, made_from))
+
+
+def prepare(decide, plan, made_from: str) -> Runtime:
+    """The variants of `plan` (variants) with their header and guard."""
+    return runtime(plan, variants(decide, plan), made_from)
 
 
 def variants(decide, plan) -> dict:
