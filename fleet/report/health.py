@@ -16,11 +16,9 @@ class HealthPrinter:
     json_out: bool = False
 
     def finish(self, run) -> None:
-        from fleet.workflows.health import document
-
         if self.json_out:
-            self.reporter.json({name: document(o) if name in run.verdicts else None
-                                for name, o in run.outcomes.items()}, run.outcomes,
+            self.reporter.json({name: run.documents[name] if name in run.verdicts else None
+                                for name in run.outcomes}, run.outcomes,
                                errors={name: o.error for name, o in run.outcomes.items() if o.error})
         else:
             print_verdicts(self.reporter, run.outcomes, run.verdicts)

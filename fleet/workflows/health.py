@@ -57,10 +57,12 @@ class HealthRequest:
 
 @dataclass
 class HealthRun:
-    """Each host's outcome (its (verdict, facts), or why there is none) and each verdict."""
+    """Each host's outcome (its (verdict, facts), or why there is none), each verdict, and each host's document (what
+    --json prints and the run log keeps)."""
 
     outcomes: dict[str, Outcome]
     verdicts: dict[str, HealthVerdict]
+    documents: dict[str, dict] = field(default_factory=dict)
     logged: Path | None = None            # where the run log went
     warnings: tuple = ()                  # what a sink could not take, one sentence each
 
@@ -81,7 +83,8 @@ def check_hosts(inventory, hosts: list, request: HealthRequest) -> HealthRun:
     told = Told(run, Sinks(for_run(run, argv=list(request.argv))), document)
     outcomes = on_hosts(hosts, lambda conn, host: check(conn, host), options=request.connect, forks=request.forks,
                         debug=request.debug, on_done=told.then())
-    result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error})
+    result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error},
+                       {name: document(o) for name, o in outcomes.items()})
     told.end(outcomes, result.status)
     result.logged, result.warnings = told.logged, tuple(told.sinks.warnings)
     return result
