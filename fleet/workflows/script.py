@@ -103,8 +103,8 @@ def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host,
     else:
         plan = decide(request.record)
         made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
-    prepared = script_runtime.prepare(decide, plan, made_from)
-    return ScriptRun(render_script(plan, host, runtime=prepared), prepared.plans, host.name)
+    prepared = script_runtime.prepare(decide, plan, made_from, host)
+    return ScriptRun(render(plan, host, prepared), prepared.plans, host.name)
 
 
 def _gathered(host: Host, roles, options: ConnectOptions | None) -> Decided:
@@ -128,20 +128,25 @@ def gather_plan(conn, host: Host, roles) -> Decided:
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
-                  made_from: str | None = None, runtime=None) -> str:
+                  made_from: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
-    which the script picks one on the host from the kernel driver it finds there; `runtime`: those variants with
-    their header and guard made already (script_runtime.runtime)."""
+    which the script picks one on the host from the kernel driver it finds there."""
     from fleet.workflows import script_runtime
 
+    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    root = shell.user_is_root(host) if root is None else root
+    return render(plan, host, script_runtime.runtime(plan, plans or {"direct": plan}, made_from, root), now=now,
+                  verify_path=verify_path)
+
+
+def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
+           verify_path: str = VERIFY_PATH) -> str:
+    """The bash script for `plan` with what it decides at run time made already (script_runtime.Runtime: the
+    variants, their header and guard, whether it runs as root)."""
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
-    if runtime is None:
-        made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
-        runtime = script_runtime.runtime(plan, plans or {"direct": plan}, made_from)
-    plans = runtime.plans
-    root = shell.user_is_root(host) if root is None else root
+    plans, root = runtime.plans, runtime.root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
