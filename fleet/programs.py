@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from fleet import shell
+from fleet import remote, shell
 from fleet.sections import MISSING, MISSING_EXIT   # noqa: F401 (the section protocol's; used and re-exported here)
 
 BIN = "/var/lib/fleet/bin"
@@ -77,19 +77,10 @@ class Program:
         return "${fleet_at_" + self.file.replace("-", "_") + "}"
 
 
-# A helper program is judged right before it runs by the one trust mechanism (fleet/shell.py's TRUST_FN: owner, mode,
-# ACLs, root's group, every parent), and must be root's own besides: it runs as root wherever fleet has root.
-# Root owns it: what fleet_trust passed is owned by root or the running user (the file and, a symlink, its target), so
-# bash's own -O (owned by the effective user, the link followed, as `stat -L -c %u` reads it) tells which, with no
-# process: owned by root is -O as root, not -O for anyone else (-e first: fleet_trust passes a path missing at its end).
-TRUSTED = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {  # PATH under /var/lib/fleet/bin: fleet_trust passes it, and root owns it
-  [ -z "$(fleet_trust "$1" 2>&1)" ] && [ -e "$1" ] && if [ "$EUID" = 0 ]; then [ -O "$1" ]; else [ ! -O "$1" ]; fi
-}
-"""
-HAVE = TRUSTED + rf"""fleet_bin_ok() {{  # FILE SHA256: {BIN}/FILE is trusted (fleet_bin_trusted) and holds that digest
-  local h; fleet_bin_trusted {BIN}/$1 && h=$(sha256sum < {BIN}/$1 2>/dev/null) && [ "${{h%% *}}" = "$2" ]
-}}
-"""
+# fleet_bin_trusted PATH (a helper program is judged by fleet_trust, and must be root's own besides) and fleet_bin_ok
+# FILE SHA256: fleet/remote/bin_trusted.sh and bin_ok.sh (BIN written there, held equal by a test).
+TRUSTED = shell.TRUST_FN + "\n" + remote.program("bin_trusted") + "\n"
+HAVE = TRUSTED + remote.program("bin_ok") + "\n"
 
 
 def lacks(program: Program, then: str) -> str:
@@ -123,47 +114,12 @@ def parse(text: str) -> list[str]:
     return sorted({line for line in lines if _FILE.match(line)})
 
 
-# fleet_program FILE SHA256: ${fleet_at_FILE} (each - an _) is where the section runs it: {BIN}/FILE where it is
-# trusted and whole; else where fleet_install put the text this command carries (fleet_ship_FILE); else it says it is
-# missing (the controller sends the text in another command). (Notes here, not in the text every check carries.)
-FUNCTIONS = HAVE + rf"""fleet_program() {{
-  local f=fleet_ship_${{1//-/_}} v=fleet_at_${{1//-/_}}
-  if fleet_bin_ok "$1" "$2"; then printf -v "$v" %s "{BIN}/$1"; return 0; fi
-  if ! declare -F "$f" >/dev/null; then printf '{MISSING}%s\n' "$1"; return {MISSING_EXIT}; fi
-  "$f" "$1" "$2" && [ -n "${{!v-}}" ]
-}}
-"""
-# fleet_install FILE SHA256 < TEXT (fleet_ship_FILE calls it), where the run may write: {BIN}/FILE, root's, 0755, whole
-# or not at all (a temp file in that directory, its digest checked, then renamed)
-INSTALL = rf"""fleet_install() {{
-  local s=(); [ "$(id -u)" = 0 ] || s=(sudo -n)
-  if "${{s[@]}}" sh -c 'umask 022; b={BIN}
-    mkdir -p /var/lib/fleet && install -d -m 0755 -o 0 -g 0 "$b" || exit 1
-    t=$(mktemp "$b/.install.XXXXXX") || exit 1
-    if cat > "$t" && h=$(sha256sum < "$t") && [ "${{h%% *}}" = "$2" ] && chmod 0755 "$t" && chown 0:0 "$t" \
-      && mv -f "$t" "$b/$1"; then exit 0; fi
-    rm -f "$t"; exit 1' fleet-install "$1" "$2" && fleet_bin_ok "$1" "$2"; then
-    printf -v "fleet_at_${{1//-/_}}" %s "{BIN}/$1"; printf '{INSTALLED}%s\n' "$1"; return 0
-  fi
-  echo "fleet: could not install {BIN}/$1 (it needs root, or sudo without a password)"; return 1
-}}
-"""
-# ... and in --check, which writes nothing of the host's: a private copy in a temporary directory of the connecting
-# user's (mktemp -d, 0700), its digest checked and judged by fleet_trust, removed when the section ends (its EXIT trap)
-STAGE = r"""fleet_stage=
-fleet_install() {
-  local h t
-  if [ -z "$fleet_stage" ]; then
-    fleet_stage=$(mktemp -d "${TMPDIR:-/tmp}/fleet-check.XXXXXX") || { echo "fleet: no temporary directory to run $1 from"; return 1; }
-    trap 'rm -rf -- "$fleet_stage"' EXIT
-  fi
-  t=$fleet_stage/$1
-  if cat > "$t" && h=$(sha256sum < "$t") && [ "${h%% *}" = "$2" ] && chmod 0500 "$t" && [ -z "$(fleet_trust "$t" 2>&1)" ]; then
-    printf -v "fleet_at_${1//-/_}" %s "$t"; return 0
-  fi
-  echo "fleet: could not run $1 from a temporary copy ($fleet_stage: --check installs nothing)"; return 1
-}
-"""
+# fleet_program FILE SHA256, fleet_install FILE SHA256 < TEXT, and fleet_install in --check (a private copy, removed
+# when the section ends): fleet/remote/program_run.sh, program_install.sh and program_stage.sh (BIN, MISSING,
+# MISSING_EXIT and INSTALLED written there, held equal by a test).
+FUNCTIONS = HAVE + remote.program("program_run") + "\n"
+INSTALL = remote.program("program_install") + "\n"
+STAGE = remote.program("program_stage") + "\n"
 
 
 def ship(program: Program) -> str:

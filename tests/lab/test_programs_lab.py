@@ -18,7 +18,9 @@ import json
 import pytest
 
 from fleet.connection import ssh
-from fleet.resources.verify import fingerprint_program, trace_program, verify_program
+from fleet.facts.fingerprint import fingerprint_program
+from fleet.facts.shells import trace_program
+from fleet.resources.verify import verify_program
 
 from helpers import fleet_json, ok
 

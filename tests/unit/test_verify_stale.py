@@ -31,7 +31,7 @@ PARTS = {"driver": DRIVER.format("580.95.05"), "python": "/usr/bin/python3.12 10
          "libcuda.noninteractive": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1",
          "libcuda.interactive": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1",
          "libcuda.login": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1"}
-VARS = {"verify_perf": verify_gate.digest(True), "python_env": verify_gate.digest("/v")}
+VARS = {"verify_perf": fingerprint.digest(True), "python_env": fingerprint.digest("/v")}
 VERIFY = {"passed": True, "summary": "verify passed: torch_imports, cuda_available", "at": "2026-11-24T10:00:00+00:00",
           "checks": [{"name": "torch_imports", "passed": True}, {"name": "cuda_available", "passed": True}],
           "torch": {"version": "2.11.0+cu130"}, "fingerprint": "abcd",
@@ -58,7 +58,7 @@ def test_a_verify_that_still_describes_the_host_is_not_stale():
       "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"]),
     ({**PARTS, "ld.login": "/usr/local/cuda-13.0/compat:/x", "hook": "0"}, TORCH, None,
      ["fleet's env hook changed", "LD_LIBRARY_PATH of login shells changed"]),
-    (PARTS, TORCH, {**VARS, "verify_perf": verify_gate.digest(False)}, ["variable verify_perf changed"]),
+    (PARTS, TORCH, {**VARS, "verify_perf": fingerprint.digest(False)}, ["variable verify_perf changed"]),
 ])
 def test_each_change_says_what_changed(now, torch, variables, why):
     assert fingerprint.stale_reasons(VERIFY, now, torch, variables) == why
@@ -174,7 +174,7 @@ def test_the_variables_verify_reads_are_parts_of_its_fingerprint(tmp_path):
     assert on.parts["var.verify_perf"] == VARS["verify_perf"] and on.parts["driver"]
     keep(tmp_path, on, passed=True)
     assert run_gate(tmp_path, VARS).reused
-    off = run_gate(tmp_path, {**VARS, "verify_perf": verify_gate.digest(False)})
+    off = run_gate(tmp_path, {**VARS, "verify_perf": fingerprint.digest(False)})
     assert not off.reused and off.fingerprint != on.fingerprint
     assert verify_gate.changed_parts(on.parts, off.parts) == ["variable verify_perf"]
 
