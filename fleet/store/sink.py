@@ -1,13 +1,12 @@
-"""HistorySink: every run's host reports into the history store (a fleet.record.sinks.Sink).
+"""HistorySink: every run's host reports into the history store (a fleet.record.sinks.Sink, added by for_run).
 
 The store opens at the run's first host (a run that reaches no host opens nothing); history older than the
-retention is purged once per run. A store that cannot be reached costs one line on stderr, never the run.
+retention is purged once per run. A store that cannot be reached costs one warning, never the run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sys
 import threading
 from datetime import datetime, timezone
 from typing import Any
@@ -18,9 +17,13 @@ STATUSES = {"ok", "failed", "unreachable", "refused", "interrupted"}
 
 
 class HistorySink:
-    def __init__(self, settings, *, err=None):
+    """A store that cannot be opened or written raises OSError with one sentence: fleet.record.sinks.Sinks makes it
+    a warning the printer shows, never the run's failure (the facts records are what the next run reads). Opening
+    is tried once per run."""
+
+    def __init__(self, settings, *, unavailable: str | None = None):
         self.settings = settings
-        self.err = err or sys.stderr
+        self._unavailable = unavailable      # why no store could be named for this run
         self._store = None
         self._broken = False
         self._lock = threading.Lock()
@@ -44,7 +47,7 @@ class HistorySink:
         try:
             store.add(schema.check(envelope))
         except Exception as exc:   # noqa: BLE001 - a destination that fails never costs the run
-            self._say(f"history store {self.settings.url}: {name}'s report not kept ({_why(exc)})")
+            raise OSError(f"history store {self.settings.url}: {name}'s report not kept ({_why(exc)})") from None
 
     def end(self, run, status: int) -> None:
         with self._lock:
@@ -54,7 +57,7 @@ class HistorySink:
         try:
             store.purge(self.settings.retain)
         except Exception as exc:   # noqa: BLE001
-            self._say(f"history store {self.settings.url}: old history not purged ({_why(exc)})")
+            raise OSError(f"history store {self.settings.url}: old history not purged ({_why(exc)})") from None
         finally:
             store.close()
 
@@ -62,17 +65,17 @@ class HistorySink:
         from fleet.store import open_store
 
         with self._lock:
+            if self._unavailable and not self._broken:
+                self._broken = True
+                raise OSError(f"history store: this run is not kept ({self._unavailable})")
             if self._store is None and not self._broken:
                 try:
                     self._store = open_store(self.settings.url)
                 except Exception as exc:   # noqa: BLE001
                     self._broken = True
-                    self._say(f"history store {self.settings.url}: not reachable, this run is not kept there "
-                              f"({_why(exc)})")
+                    raise OSError(f"history store {self.settings.url}: not reachable, this run is not kept there "
+                                  f"({_why(exc)})") from None
             return self._store
-
-    def _say(self, line: str) -> None:
-        print(f"fleet: warning: {line}", file=self.err, flush=True)
 
 
 def sink_for(run, facts_dir=None) -> HistorySink:
@@ -83,43 +86,13 @@ def sink_for(run, facts_dir=None) -> HistorySink:
     from fleet.inventory import load_inventory
     from fleet.store import settings
 
-    inventory = load_inventory(run.inventory, keys_must_exist=False) if run.inventory else None
-    if inventory is None and facts_dir is not None:
-        inventory = SimpleNamespace(store={}, facts_dir=facts_dir)
-    return HistorySink(settings(inventory))
-
-
-def record_outcomes(inventory, command: str, outcomes: dict, *, check: bool = False) -> None:
-    """Until every workflow calls its sinks (fleet.record.sinks.for_run), apply and facts hand their outcomes
-    here once the run ends: each host's report into the inventory's history store. --check records nothing."""
-    from fleet.record.sinks import Run
-    from fleet.store import settings
-
-    if check:
-        return
-    sink = HistorySink(settings(inventory))
-    run = Run(command, getattr(inventory, "path", None), check)
-    sink.begin(run)
     try:
-        for name, outcome in outcomes.items():
-            if getattr(outcome, "started", True) is False:
-                continue
-            sink.host(run, name, report_of(outcome))
-    finally:
-        sink.end(run, 0)
-
-
-def report_of(outcome) -> dict:
-    """A parallel Outcome (a facts record, or apply's HostReport) as the sinks' report."""
-    value = outcome.value
-    record = getattr(value, "facts", value) if value is not None else None
-    failed = bool(outcome.error) or bool(getattr(value, "failed", False))
-    status = ("interrupted" if outcome.interrupted else "refused" if outcome.refused else
-              "unreachable" if outcome.unreachable or getattr(value, "unreachable", False) else
-              "failed" if failed else "ok")
-    changes = [t.task for t in getattr(value, "tasks", ()) if getattr(t, "status", None) == "changed"]
-    return {"status": status, "record": record if isinstance(record, dict) else None,
-            "changes": changes if hasattr(value, "tasks") else None}
+        inventory = load_inventory(run.inventory, keys_must_exist=False) if run.inventory else None
+        if inventory is None and facts_dir is not None:
+            inventory = SimpleNamespace(store={}, facts_dir=facts_dir)
+        return HistorySink(settings(inventory))
+    except Exception as exc:   # noqa: BLE001 - no store named (no inventory, no FLEET_STORE): one warning
+        return HistorySink(None, unavailable=_why(exc))
 
 
 def _why(exc: Exception) -> str:
