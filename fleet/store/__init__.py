@@ -133,9 +133,10 @@ class Store:
         self.close()
 
     # -- writing ------------------------------------------------------------------------------------------
-    def add(self, report: dict, *, received: float | None = None) -> str:
+    def add(self, report: dict, *, received: float | None = None, merge: bool = False) -> str:
         """Store one checked report (schema.check): "stored" (a new row), "unchanged" (same digest as the host's
-        report before it: last_seen moved) or "duplicate" (its report id was stored before: nothing done)."""
+        report before it: last_seen moved) or "duplicate" (its report id was stored before: nothing done).
+        `merge`: its facts are a part of the host's (fleet health's verdict), laid over the host's last ones."""
         at = report["at_s"]
         seen = report["status"] != "unreachable"       # last_seen: when the host itself last answered
         e = self.engine
@@ -159,6 +160,8 @@ class Store:
             # a report without facts (a host that did not answer, a run that gathers none) keeps the host's last
             # facts: only its status is new
             facts = report.get("facts") or previous or {}
+            if merge and report.get("facts") and previous:     # a run that saw part of the host (fleet health)
+                facts = {**previous, **report["facts"]}
             digest = digest_of(facts, report["status"], report.get("exit"))
             document = json.dumps(facts, sort_keys=True, separators=(",", ":"))
             outcome = "unchanged" if before is not None and before[0] == digest else "stored"

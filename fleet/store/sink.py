@@ -39,13 +39,16 @@ class HistorySink:
         changed = report.get("changed")
         if not isinstance(changed, int) or isinstance(changed, bool):
             changed = len(report["changes"]) if isinstance(report.get("changes"), list) else None
+        facts, part = report.get("record"), False
+        if facts is None and isinstance(report.get("verdict"), str):   # fleet health: the verdict over the facts
+            facts, part = {"health": {"verdict": report["verdict"], "reason": report.get("reason")}}, True
         envelope = schema.envelope(
             report_id=hashlib.sha256(f"{run.id}/{name}".encode()).hexdigest()[:32], host=name,
             kind=run.command if run.command in schema.KINDS else "run", at=datetime.now(timezone.utc),
-            status=status, facts=report.get("record"), changed=changed,
+            status=status, facts=facts, changed=changed,
             exit=report.get("exit") if isinstance(report.get("exit"), int) else None)
         try:
-            store.add(schema.check(envelope))
+            store.add(schema.check(envelope), merge=part)
         except Exception as exc:   # noqa: BLE001 - a destination that fails never costs the run
             raise OSError(f"history store {self.settings.url}: {name}'s report not kept ({_why(exc)})") from None
 

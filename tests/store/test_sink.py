@@ -73,3 +73,16 @@ def test_the_sink_of_a_run_finds_the_inventorys_store(tmp_path, monkeypatch):
     assert sink_for(Run("apply", inventory)).settings.url == f"sqlite:///{tmp_path / 'db' / 'h.sqlite3'}"
     assert sink_for(Run("bootstrap", None), facts_dir=tmp_path / "facts").settings.url == \
         f"sqlite:///{tmp_path / 'facts' / 'history.sqlite3'}"
+
+
+def test_fleet_healths_verdict_lays_over_the_hosts_last_facts(store_url):
+    sink = HistorySink(Settings(store_url))
+    sink.host(Run("facts", None), "pod-a", {"status": "ok", "record": record("pod-a", driver="580.65.06")})
+    sink.host(Run("health", None), "pod-a", {"status": "ok", "record": None, "verdict": "return",
+                                             "reason": "GPU 0: row remap failed; return this pod"})
+    sink.end(Run("health", None), 5)
+    with open_store(store_url) as store:
+        (row,) = query.hosts(store, where=[query.parse_where("health.verdict == return")])
+        assert (row.kind, row.shown["health"], row.shown["driver"]) == ("health", "return", "580.65.06")
+        (last,) = query.history(store, "pod-a")[1:]
+        assert {"path": "health.verdict", "before": "healthy", "after": "return"} in last["changes"]
