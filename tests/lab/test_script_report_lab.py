@@ -84,6 +84,13 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         assert code == 0 and POD in shown and "script" in shown
         assert facts_json(inventory, "--failed")["hosts"] == []
 
+        # a controller's `fleet health` lands in the same store, over what the pod reported
+        code, out, err = fleet("health", inventory, "--limit", POD, "--json")
+        verdict = json.loads(out)["hosts"][POD]["verdict"]
+        found = facts_json(inventory, "--where", f"health.verdict == {verdict}", "--where", f"driver.version == {driver}")
+        (host,) = found["hosts"]
+        assert (host["host"], host["kind"], host["health"]) == (POD, "health", verdict)
+
         LabHost(POD, lab.root).stop()               # the pod goes away and reports no more
         time.sleep(4.5)
         (gone,) = facts_json(inventory, "--stale", "4s")["hosts"]
