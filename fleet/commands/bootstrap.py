@@ -100,12 +100,18 @@ def print_result(reporter, result, *, json_out: bool) -> None:
     state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
     reporter.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}")   # '== ...' in a pipe
     rows = _summary_rows(result)
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        if reporter.plain:   # a pipe or a file: `key: value` lines, no padding, as grep and awk read them
+    if reporter.plain:   # a pipe or a file: `key: value` lines, no padding, as grep and awk read them, never wrapped
+        for key, value in rows:
             console.print(f"{key}: {escape(value)}" if key else escape(value), soft_wrap=True)
-        else:
-            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}")
+    else:                # a terminal: keys in one column, each value wrapped at words inside its own
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 2), pad_edge=True)
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for key, value in rows:
+            grid.add_row(key, escape(value))
+        console.print(grid)
     if result.error:
         reporter.error(result.error)
 

@@ -59,8 +59,8 @@ def run(args: argparse.Namespace, env) -> int:
     roles = session.roles_of([host], roles_path, _common.role_names(args))[host.name]   # bad input: exit 2, nothing touched
     reporter = reporter_for(args, env)
 
-    def decide(facts: dict):                                      # plans only: nothing is recorded
-        return decide_tasks(roles, host, facts)
+    def decide(facts: dict):     # plans only: nothing is recorded; every install-type role in, checked on the pod
+        return decide_tasks(roles, host, script_runtime.as_template(facts))
 
     if record is None:
         from fleet.connection import connect

@@ -119,7 +119,7 @@ def apply_block(reporter: Reporter, outcomes: dict[str, Outcome], *, show_diff: 
                 shown: set[str] = frozenset()) -> list[tuple]:
     """What apply prints after its hosts (as Reporter.draw prints it): the lines of each host not shown yet, the
     recap and, with --check, the plan last: what a script (or a person) acts on."""
-    recap = ("table", _recap(outcomes, check))
+    recap = ("table", _recap(outcomes, check, short=not reporter.plain))
     plans = [("line", f"{_safe(name)}: {plan_total(outcome.value)}")
              for name, outcome in outcomes.items() if check and outcome.value is not None]
     hosts = [line for name, outcome in outcomes.items() if name not in shown
@@ -294,15 +294,20 @@ def _reason(task, shown_why: set) -> str:
     return task.reason
 
 
-def _recap(outcomes: dict[str, Outcome], check: bool) -> Table:
+def _recap(outcomes: dict[str, Outcome], check: bool, short: bool = False) -> Table:
+    """The recap table. `short` (a terminal): short headers and two-space gaps, so that a converged host's row fits
+    80 columns whole (its cells were cut to `healt…` and `(reuse…`); a pipe keeps the full headers, tab-separated."""
     stopped = sum(1 for o in outcomes.values() if o.interrupted)
     title = "recap" + (" (check mode)" if check else "")
     if stopped:
         title += f" (interrupted: {stopped} host{'s' if stopped != 1 else ''} did not finish)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=short)
     for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "GPU health",
                 "seconds", "commands"):
-        table.add_column(col, justify="left" if col == "host" else "right")
+        header = {"GPU health": "GPU", "seconds": "secs", "commands": "cmds"}.get(col, col) if short else col
+        table.add_column(header, justify="left" if col == "host" else "right",
+                         no_wrap=col in ("verify", "GPU health"))   # a verdict whole, never `healt…`
     for name, o in outcomes.items():
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \

@@ -146,8 +146,45 @@ def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path,
     assert "cutlass: CUTLASS at v0.0.0-no-such-tag" in doc["hosts"][name]["bootstrap"]["error"]
     assert "run the same bootstrap again" in doc["hosts"][name]["bootstrap"]["error"]
     assert doc["hosts"][name]["bootstrap"]["added"] is True
-    text = (isolated_home / ".config" / "fleet" / "pods.yaml").read_text()
+    path = isolated_home / ".config" / "fleet" / "pods.yaml"
+    text = path.read_text()
     assert text.count(f"address: {lab.inventory.hosts['pod-580'].address}") == 1
+    # the retry, as a person types it: the same line with the setting that fixes it. Its --set is kept in the pod's
+    # entry, so the `next` command its summary prints (run as printed) runs with it and changes nothing.
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--set", "cutlass_ref=v4.3.0")
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert f"inventory: already in {path} as {name}; --set kept in its vars: cutlass_ref=v4.3.0" in out, out
+    entry = yaml.safe_load(path.read_text())["hosts"][name]
+    assert entry["vars"] == {"cutlass_ref": "v4.3.0"}, entry
+    assert path.read_text().replace("      cutlass_ref: v4.3.0\n", "").replace(
+        "    vars:                  # --set at bootstrap\n", "") == text         # every other line as it was
+    nxt = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("next: "))
+    assert nxt == f"fleet apply --limit {name}", out
+    code, out, err = fleet(tmp_path, *nxt.split()[1:], "--json")
+    assert code == 0, out[-3000:] + err[-3000:]
+    again = json.loads(out)["hosts"][name]
+    assert (again["changed"], again["failed"]) == (0, 0), again
+    assert ok(lab, "pod-580", "git -C /opt/cutlass describe --tags").strip() == "v4.3.0"
+
+
+def test_a_key_the_pod_refuses_is_named_as_the_i_key_without_waiting_for_a_booting_pod(lab, tmp_path, isolated_home):
+    """Issue 50: a wrong -i cost a renter the whole --wait (300 s) and then blamed an inventory that did not exist
+    yet. A refused key is tried again only as long as a provider may still be installing keys, and the sentence
+    names the -i key."""
+    import subprocess
+
+    key = tmp_path / "not-the-pods-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    address = lab.inventory.hosts["pod-580"].address
+    code, out, err = fleet(tmp_path, "bootstrap", f"ssh root@{address} -p 22 -i {key}", "--json")
+    assert code == 1, out + err
+    doc = next(iter(json.loads(out)["hosts"].values()))["bootstrap"]
+    said = " ".join(doc["error"].split())
+    assert f"refused the key -i {key} (tried for 20s, as long as a provider may still be installing keys)" in said
+    assert "give -i the private key whose public half is in the pod's settings" in said
+    assert "inventory" not in said and "'key:'" not in said
+    assert doc["phases"]["connect"] < 300 and doc["added"] is False       # not the whole --wait
+    assert not (isolated_home / ".config" / "fleet" / "pods.yaml").exists()
 
 
 def test_a_lab_pod_bootstraps_with_the_defaults_and_its_pins_into_a_new_inventory(lab, tmp_path):

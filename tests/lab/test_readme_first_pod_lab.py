@@ -11,6 +11,7 @@ green (tests/unit/test_readme_shape.py: no inventories/pods.yaml in a clone).
 from __future__ import annotations
 
 import io
+import os
 import re
 import shlex
 import subprocess
@@ -38,9 +39,12 @@ def readme_commands() -> list[str]:
 
 
 def fleet(cwd: Path, argv: list[str]) -> tuple[int, str, str]:
+    """What a person sees on a 100-column terminal (stdout drawn as for a terminal; escape codes taken out)."""
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=100), err_console=Console(file=err, width=100), cwd=cwd)
-    return main(argv, env), out.getvalue(), err.getvalue()
+    env = Environment(console=Console(file=out, width=100, force_terminal=True), err_console=Console(file=err, width=100),
+                      cwd=cwd)
+    code = main(argv, env)
+    return code, re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()), err.getvalue()
 
 
 def plain_ssh(lab, command: str) -> str:
@@ -79,6 +83,9 @@ def test_the_first_pod_section_followed_in_an_empty_directory(lab, volume, isola
         code, out, err = fleet(tmp_path, argv)
         assert code == 0, f"{line}\n{out[-3000:]}\n{err[-3000:]}"
         seen[line] = out
+        if os.environ.get("FLEET_README_CAPTURE"):   # where the README's outputs are pasted from
+            with open(os.environ["FLEET_README_CAPTURE"], "a", encoding="utf-8") as capture:
+                capture.write(f"$ {line}\n{err}{out}\n")
     bootstrap, facts, check, apply, forget = (seen[c] for c in commands)
     home = isolated_home / ".config" / "fleet"
     # the summary is built from the variables the apply used: the volume's venv, not fleet's default
