@@ -126,7 +126,9 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     rows = []
     if result.error:
         rows.append(("error", result.error))
-    where = f"{result.inventory}"
+    from fleet.inventory.home import shown
+
+    where = shown(result.inventory)     # ~/.config/fleet/pods.yaml, as a person types it
     if result.existing and result.kept:
         kept = ", ".join(f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in result.kept.items())
         rows.append(("inventory", f"already in {where} as {result.name}; --set kept in its vars: {kept}"))

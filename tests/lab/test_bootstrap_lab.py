@@ -153,7 +153,8 @@ def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path,
     # entry, so the `next` command its summary prints (run as printed) runs with it and changes nothing.
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--set", "cutlass_ref=v4.3.0")
     assert code == 0, out[-3000:] + err[-3000:]
-    assert f"inventory: already in {path} as {name}; --set kept in its vars: cutlass_ref=v4.3.0" in out, out
+    assert f"inventory: already in ~/.config/fleet/pods.yaml as {name}; --set kept in its vars: cutlass_ref=v4.3.0" \
+        in out, out
     entry = yaml.safe_load(path.read_text())["hosts"][name]
     assert entry["vars"] == {"cutlass_ref": "v4.3.0"}, entry
     assert path.read_text().replace("      cutlass_ref: v4.3.0\n", "").replace(

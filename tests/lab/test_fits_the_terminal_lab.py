@@ -49,7 +49,7 @@ def test_a_converged_apply_recap_is_whole_on_a_terminal(lab, converged_fresh, tm
                                             f"{shlex.quote(str(lab.inventory_path))} --limit {POD}")
     assert "EXIT=0" in screen, screen
     assert "…" not in screen and "..." not in screen, screen          # no cell cut short
-    rows = [line for line in screen.splitlines() if line.startswith(f"{POD} ")]
+    rows = [line for line in screen.splitlines() if re.match(rf"{POD} +\d+ ", line)]
     assert len(rows) == 1, screen                                     # one row: nothing wrapped onto a second line
     cells = rows[0].split()
     assert cells[1:5] == [cells[1], "0", "0", cells[4]] and "passed (reused)" in rows[0] and "healthy" in rows[0], rows
