@@ -168,7 +168,7 @@ def _print_tables(reporter, outcomes, last, facts_dir, args) -> None:
         from fleet.report.glance import glance
 
         for column in columns:
-            reporter.print(glance(column.host, last[column.host], column))
+            reporter.print(glance(column.host, last[column.host], column, args.inventory))
         reporter.note("every fact, hosts side by side: fleet facts --all (or --json)")
     else:
         # With one host there is nothing to compare: fold nothing.

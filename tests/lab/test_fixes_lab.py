@@ -1,0 +1,74 @@
+"""A fix per class of failure (issue 50), each with the command a person runs next, printed once per host; then the
+command is run as printed and the pod is asked over a plain OpenSSH client whether it is fixed. A torch removed from
+the venv by hand: `fleet verify` fails with "gone from the venv" and the apply that puts it back; a verify made stale
+(a file it proved changed): `fleet facts` names the `fleet verify` that runs it again."""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import shutil
+import subprocess
+
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+from fleet_lab import paths
+
+POD = "pod-570"
+TORCH = "/opt/fleet/venv/lib/python3*/site-packages/torch"
+
+
+def fleet(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=200, force_terminal=terminal),
+                      err_console=Console(file=err, width=200))
+    code = main(list(argv), env)
+    return code, re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()), err.getvalue()
+
+
+def plain_ssh(lab, command: str) -> subprocess.CompletedProcess:
+    host = lab.inventory.hosts[POD]
+    return subprocess.run(["ssh", "-i", str(paths.lab_key(lab.root)), "-o", "BatchMode=yes",
+                           "-o", f"UserKnownHostsFile={paths.lab_known_hosts(lab.root)}",
+                           "-o", "StrictHostKeyChecking=yes", "-p", str(host.port), f"root@{host.address}", command],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def run_as_printed(command: str, **kw) -> tuple[int, str, str]:
+    argv = shlex.split(command)
+    assert argv[0] == "fleet", command
+    return fleet(*argv[1:], **kw)
+
+
+def test_a_torch_removed_by_hand_then_a_stale_verify_each_get_their_command(lab, tmp_path, converged_fresh):
+    code, _ = converged_fresh(POD)
+    assert code == 0
+    inventory = tmp_path / "lab.yaml"
+    shutil.copy(lab.inventory_path, inventory)
+    assert plain_ssh(lab, f"rm -rf {TORCH} && ! python3 -c 'import torch'").returncode == 0
+
+    code, out, err = fleet("verify", str(inventory), "--limit", POD)
+    assert code == 1, out + err
+    fixes = [line.strip() for line in out.splitlines() if line.strip().startswith("fix:")]
+    assert len(fixes) == 1, out                                          # once for the host
+    assert f"gone from {POD}'s venv" in fixes[0], fixes
+    command = re.search(r"`(fleet apply [^`]+)`", fixes[0])[1]
+    assert command == f"fleet apply {inventory} --limit {POD}", fixes
+    code, out, err = run_as_printed(command)
+    assert code == 0, out[-3000:] + err[-3000:]
+    asked = plain_ssh(lab, "python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'")
+    assert asked.returncode == 0 and asked.stdout.split() == ["2.11.0+cu130", "True"], asked.stdout + asked.stderr
+
+    # a file verify proved changes under it (touched, as an upgrade in place would): stale, and its command
+    assert plain_ssh(lab, f"touch {TORCH}/__init__.py").returncode == 0
+    code, out, err = fleet("facts", str(inventory), "--limit", POD, terminal=True)
+    assert code == 0, out + err
+    line = next(line for line in out.splitlines() if line.startswith("verify"))
+    assert "stale" in line, out
+    command = re.search(r"(fleet verify \S+ --limit \S+) runs it again", " ".join(out.split()))[1]
+    assert command == f"fleet verify {inventory} --limit {POD}", out
+    code, out, err = run_as_printed(command)
+    assert code == 0 and re.search(rf"^{POD}\t.*\tpassed\t", out, re.M), out + err
