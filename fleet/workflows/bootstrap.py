@@ -407,8 +407,10 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
               on_task=None, ignore_health: bool = False) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
-    `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds (so the
-    summary's `fleet apply ... --limit NAME` keeps them), for this run only on a pod already there.
+    `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds, and added to
+    the entry of a pod already there (a retry) unless that entry sets them otherwise (refused, naming its line), so
+    the summary's `fleet apply --limit NAME` keeps them. A key the pod refuses is retried for AUTH_WAIT seconds only
+    and named as the -i key.
     The GPUs' health is read first: a pod to return stops there, nothing installed and nothing written, unless
     `ignore_health`."""
     from fleet.connection import ConnectOptions, connect
