@@ -55,7 +55,9 @@ def run(args: argparse.Namespace, env) -> int:
     if host.key:
         options.update(IdentityFile=str(Path(os.path.expanduser(host.key))), IdentitiesOnly="yes")
     if args.config:
-        env.console.print(f"Host {host.name}\n" + "".join(f"  {k} {_quoted(v)}\n" for k, v in options.items()),
+        stanza = {**options, "UserKnownHostsFile": " ".join(_quoted(str(f)) for f in files)}   # each file a word
+        env.console.print(f"Host {host.name}\n" + "".join(f"  {k} {v if k == 'UserKnownHostsFile' else _quoted(v)}\n"
+                                                          for k, v in stanza.items()),
                           markup=False, highlight=False, soft_wrap=True, end="")
         return 0
     command = list(getattr(args, "rest", []) or [])     # after --: fleet.cli keeps it apart from fleet's options

@@ -54,7 +54,7 @@ def test_a_torch_removed_by_hand_then_a_stale_verify_each_get_their_command(lab,
     assert code == 1, out + err
     fixes = [line.strip() for line in out.splitlines() if line.strip().startswith("fix:")]
     assert len(fixes) == 1, out                                          # once for the host
-    assert f"gone from {POD}'s venv" in fixes[0], fixes
+    assert f"gone from {POD}'s venv" in fixes[0], out
     command = re.search(r"`(fleet apply [^`]+)`", fixes[0])[1]
     assert command == f"fleet apply {inventory} --limit {POD}", fixes
     code, out, err = run_as_printed(command)
@@ -72,3 +72,34 @@ def test_a_torch_removed_by_hand_then_a_stale_verify_each_get_their_command(lab,
     assert command == f"fleet verify {inventory} --limit {POD}", out
     code, out, err = run_as_printed(command)
     assert code == 0 and re.search(rf"^{POD}\t.*\tpassed\t", out, re.M), out + err
+
+
+def test_a_lost_connection_is_one_fix_for_the_host_with_its_commands(lab, tmp_path):
+    """The pod dies mid-apply (tests/lab/test_reliability_lab.py's drill): three of its tasks are cut, and the person
+    reads ONE fix for it (it once read "read the task's output above" once per task), naming the apply to run when
+    it answers again and the forget for a pod that is gone; run as printed, the apply converges it."""
+    import threading
+
+    from test_reliability_lab import ROLE, SLOW, drill_inventory, kill_host, upper, wait_for
+
+    lab.reset(["pod-570", "pod-580"])
+    inv = drill_inventory(lab, tmp_path, ROLE, {"pod-570": {"slow": SLOW}, "pod-580": {}})
+    result = {}
+    run = threading.Thread(target=lambda: result.update(run=fleet("apply", inv, "--roles", "drill")))
+    run.start()
+    wait_for(lambda: (upper(lab, "pod-570") / "root" / "slept").exists() or not run.is_alive(),
+             "pod-570 to enter its slow step")
+    assert run.is_alive(), result
+    kill_host(lab, "pod-570")
+    run.join(timeout=600)
+    code, out, err = result["run"]
+    assert code == 1, out + err
+    fixes = [line.strip() for line in out.splitlines() if line.strip().startswith("fix:")]
+    assert len(fixes) == 1, out
+    assert "the connection to pod-570 was lost mid-apply" in fixes[0], fixes
+    assert f"`fleet apply {inv} --limit pod-570`" in fixes[0] and f"`fleet forget pod-570 --inventory {inv}`" \
+        in fixes[0], fixes
+    lab.up(["pod-570"])
+    code, out, err = run_as_printed(re.search(r"`(fleet apply [^`]+)`", fixes[0])[1])
+    assert code == 0, out + err
+    assert plain_ssh(lab, "cat /root/drill.conf").stdout == "after the slow step\n"
