@@ -20,7 +20,7 @@ _FIXES = (
      "the cuda-keyring .deb {host} downloaded is not the one fleet pins: where its mirror serves its own keyring, "
      "pin that one for this host (its vars: cuda_keyring_pins, or bootstrap's --keyring-pins FILE), then `{apply}`; "
      "anywhere else the download was altered on its way: do not install it"),
-    (r"torch_imports|No module named|ModuleNotFoundError|cannot import name",
+    (r"torch_imports|torch_installed|no torch in|No module named|ModuleNotFoundError|cannot import name",
      "a package verify imports is gone from {host}'s venv (removed or broken by hand): `{apply}` installs it again "
      "and verifies"),
     (r"\bstale\b|fingerprint (?:changed|differs)",

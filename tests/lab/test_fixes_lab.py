@@ -1,7 +1,8 @@
 """A fix per class of failure (issue 50), each with the command a person runs next, printed once per host; then the
-command is run as printed and the pod is asked over a plain OpenSSH client whether it is fixed. A torch removed from
-the venv by hand: `fleet verify` fails with "gone from the venv" and the apply that puts it back; a verify made stale
-(a file it proved changed): `fleet facts` names the `fleet verify` that runs it again."""
+command is run as printed and the pod is asked over a plain OpenSSH client whether it is fixed. A torch uninstalled
+from the venv by hand: `fleet verify` fails with "gone from the venv" and the apply that puts it back; a verify made
+stale (a file it proved changed): `fleet facts` names the `fleet verify` that runs it again; a connection lost
+mid-apply: one fix for the host, not one per task."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def test_a_torch_removed_by_hand_then_a_stale_verify_each_get_their_command(lab,
     assert code == 0
     inventory = tmp_path / "lab.yaml"
     shutil.copy(lab.inventory_path, inventory)
-    assert plain_ssh(lab, f"rm -rf {TORCH} && ! python3 -c 'import torch'").returncode == 0
+    # taken out as a person does it: the venv's pip, first on PATH in `ssh host cmd`
+    removed = plain_ssh(lab, "pip uninstall -y torch && ! python3 -c 'import torch'")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
 
     code, out, err = fleet("verify", str(inventory), "--limit", POD)
     assert code == 1, out + err

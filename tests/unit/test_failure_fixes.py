@@ -54,6 +54,8 @@ CLASSES = [
      "cuda_keyring_pins"),
     ("verify failed: torch_imports: ModuleNotFoundError: No module named 'torch'", "gone from pod-a's venv",
      "`fleet apply --limit pod-a` installs it again"),
+    ("verify failed: torch_installed: no torch in /opt/fleet/venv/bin/python", "gone from pod-a's venv",
+     "`fleet apply --limit pod-a`"),
     ("verify is stale: torch changed since it passed", "has changed since it passed", "`fleet verify --limit pod-a`"),
     ("apply failed (exit 1): ERROR: No matching distribution found for torch==2.99.0", "not offered",
      "--set NAME=VALUE"),
