@@ -26,7 +26,7 @@ from fabric import Connection as FabricConnection
 from fabric.runners import Remote
 from invoke.exceptions import CommandTimedOut
 
-from fleet.errors import FleetError, HostError, HostKeyError
+from fleet.errors import AuthRefused, FleetError, HostError, HostKeyError
 from fleet.inventory import Host
 from fleet.connection.ssh_config import Target, resolve
 from fleet.connection.base import Connection, ConnectOptions, Result
@@ -50,8 +50,7 @@ _RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.timeout, Time
               paramiko.ssh_exception.NoValidConnectionsError, EOFError)
 
 
-class _AuthRefused(HostError):
-    """The server answered but refused our key (retried within --wait: a booting pod may not have it yet)."""
+_AuthRefused = AuthRefused   # retried within --wait (and options.auth_wait): a booting pod may not have it yet
 
 
 class _NoBanner(HostError):
@@ -72,7 +71,7 @@ class SSHConnection(Connection):
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
         deadline = time.monotonic() + max(self.options.wait, 0)
-        delay = 0.5
+        delay, refused_since = 0.5, None
         while True:
             try:
                 self._open_once()
@@ -85,10 +84,14 @@ class SSHConnection(Connection):
                 # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 15)
-            except (_AuthRefused, _NoBanner):
+            except (_AuthRefused, _NoBanner) as exc:
                 # A booting pod may accept TCP before its authorized_keys is in place, or before its sshd
-                # answers (a container's port proxy): within --wait, try again.
+                # answers (a container's port proxy): within --wait, try again; a refused key only within auth_wait
+                # (a provider installs keys in seconds: past that the key is the wrong one, not a slow pod).
                 left = deadline - time.monotonic()
+                if isinstance(exc, _AuthRefused) and self.options.auth_wait is not None:
+                    refused_since = refused_since or time.monotonic()
+                    left = min(left, refused_since + self.options.auth_wait - time.monotonic())
                 if left <= 0:
                     raise
                 time.sleep(min(delay, left))

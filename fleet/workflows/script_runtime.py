@@ -69,6 +69,24 @@ def prepare(decide, plan, made_from: str, host) -> Runtime:
     return runtime(plan, variants(decide, plan), made_from, user_is_root(host))
 
 
+def as_template(facts: dict) -> dict:
+    """The facts as the template's NEXT pod may have them: a pod template's script runs on pods that have none of
+    what this one was given, so whatever the platform does not ship itself (the CUDA toolkit on a dGPU pod; torch,
+    CUTLASS and the hooks are planned whatever the facts say) is planned, and each task's check decides on the pod:
+    a pod that has it shows `ok`, one that lacks it gets it. (A script made from a provisioned pod's facts once said
+    `cuda_toolkit skipped` and left the next pod without nvcc.)"""
+    fresh = dict(facts)
+    row = platforms.platform(facts.get("platform"))
+    cuda = facts.get("cuda")
+    if row is not None and not row.cuda_shipped_by and isinstance(cuda, dict):
+        fresh["cuda"] = {**cuda, "toolkits": []}     # JetPack and DGX OS ship the toolkit: that stays the image's
+    if isinstance(facts.get("system"), dict) and "git" in facts["system"]:
+        fresh["system"] = {**facts["system"], "git": False}               # cutlass: git, checked by dpkg there
+    if isinstance(facts.get("python"), dict):
+        fresh["python"] = {**facts["python"], "env_exists": False, "venv_module": False}   # torch: python3-venv
+    return fresh
+
+
 def variants(decide, plan) -> dict:
     """{'direct': Decided[, 'compat': Decided]} for the facts in `plan` (a fleet.engine.Decided); `decide(facts)`
     decides and renders for other facts (fleet.engine.decide_tasks with this host's roles)."""

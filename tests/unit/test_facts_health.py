@@ -332,7 +332,10 @@ def test_fleet_facts_compares_the_verdict_across_hosts():
     rows = {row.path: row for row in compare.compare(records).rows}
     assert rows["health.verdict"].differs and rows["health.verdict"].values == {"pod-a": "healthy", "pod-b": "degraded"}
     assert rows["health.gpus.0.power.limit"].values == {"pod-a": "700.0", "pod-b": "400.0"}
-    assert "GPU 0: enforced.power.limit=400 W of 700 W default" in rows["health.reason"].values["pod-b"]
+    # the GPU a provider asks about, by UUID and bus id (as nvidia-smi printed them), and no command a pod cannot run
+    assert ("GPU 0 (GPU-b07a36d3-7282-1504-cfd0-b1522df2a917, bus 00000000:00:06.0): enforced.power.limit=400 W of "
+            "700 W default") in rows["health.reason"].values["pod-b"]
+    assert "nvidia-smi -pl" not in rows["health.reason"].values["pod-b"]
     assert "health.gpus.0.power.draw" not in rows and "health.gpus.0.uuid" not in rows   # moving readings, ids
 
 
@@ -347,7 +350,8 @@ def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
                "pod-b": {**returned, "health": judged(returned, {})}}
     page = html.render(compare.compare(records), records, {"pod-a": None, "pod-b": None}, generated="now", version="t")
     assert '<span class="pass">healthy</span>' in page and '<span class="fail">return this pod</span>' in page
-    assert "GPU 0: remapped_rows.failure=Yes: a row remap failed" in page
+    assert ("GPU 0 (GPU-b07a36d3-7282-1504-cfd0-b1522df2a917, bus 00000000:00:06.0): remapped_rows.failure=Yes: "
+            "a row remap failed") in page
     assert "<td>55.5</td>" in page and "host floor GB/s" in page
 
 
