@@ -24,8 +24,11 @@ different value. Only those lines leave the host (a startup file may export secr
 
 from __future__ import annotations
 
+import functools
 import re
 
+from fleet import remote
+from fleet.programs import Program
 from fleet.shell import quote
 from fleet.facts import loader
 from fleet.remote import loader_rules, trace
@@ -54,107 +57,14 @@ _STARTUP = {
 
 # Trace lines -> only the ones after which LD_LIBRARY_PATH differs, with the chain of files that led there; and for
 # each other tracked variable the LAST line after which it differed (@@set, printed at the end).
-_AWK = r"""
-/^\++@@/ {
-  d = match($0, /[^+]/) - 1; rest = substr($0, d + 3)
-  i = index(rest, "@@"); file = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@"); line = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@"); ld = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@ "); vs = substr(rest, 1, i - 1); cmd = substr(rest, i + 3)
-  gsub(/\t/, " ", cmd)
-  if (have && (ld != pld || vs != pvs)) {
-    via = ""; for (k = 2; k < pd; k++) via = via (via == "" ? "" : ">") stack[k]
-    if (ld != pld)
-      printf "@@change\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pd - 1, pf, pl, pld, ld, substr(pcmd, 1, 200), via
-    if (vs != pvs) {
-      n = split(pvs, a, "@%"); split(vs, b, "@%")
-      for (k = 1; k <= n; k++) if (a[k] != b[k]) last[k] = (pd - 1) "\t" pf "\t" pl "\t" substr(pcmd, 1, 200) "\t" via
-    }
-  }
-  stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
-}
-/^@@(value|unset|cmd|py) / { print }
-/^@@ld(var|find|obj|missing) / { print }
-END { for (k in last) printf "@@set\t%d\t%s\n", k, last[k] }
-"""
+_AWK = remote.text("shells_trace.awk")
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
 
-# What each user command resolves to in this kind (`command -v`: an alias or a function counts, as when typed), its
-# real file, the version of the toolkit an nvcc belongs to (its version.json, else version.txt: no nvcc start), the
-# interpreter a pip runs (its #! line); then each distinct python asked once where it finds torch (find_spec: no
-# import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
-_CMDS = r"""fleet_pys=
-declare -A fleet_real fleet_path
-# x: what `grep -m1 -A3 '"cuda" *:' FILE | grep -m1 -o '"version" *: *"[^"]*"'` prints, by builtins (two processes
-# fewer a kind, and no alias of grep an interactive shell's startup files made)
-fleet_nvcc_json() {
-  local l n=-1 rest m=
-  x=
-  while IFS= read -r l || [ -n "$l" ]; do
-    if [ "$n" -lt 0 ]; then [[ $l =~ \"cuda\"\ *: ]] || continue; n=4; fi
-    [ "$n" -gt 0 ] || break
-    n=$((n - 1)); rest=$l
-    while [[ $rest =~ \"version\"\ *:\ *\"[^\"]*\" ]]; do
-      m+=${m:+$'\n'}${BASH_REMATCH[0]}; rest=${rest#*"${BASH_REMATCH[0]}"}
-    done
-    [ -z "$m" ] || break
-  done < "$1"
-  x=$m
-}
-# `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
-# found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
-# (an alias, a function, a name the startup files hashed, a non-executable file the only one found, set +h, nothing
-# at all) command -v itself answers
-for c in """ + " ".join(COMMANDS) + r"""; do
-  if [ -z "${BASH_ALIASES[$c]+x}" ] && [ -z "${BASH_CMDS[$c]+x}" ] && ! declare -F "$c" >/dev/null &&
-     [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
-  else p=$(command -v "$c" 2>/dev/null) || p=; fi
-  fleet_path[$c]=$p
-done
-# every path's real file by one readlink (GNU: one line each, NUL-ended, all or the status says not); else one each
-fleet_rs=()
-for c in """ + " ".join(COMMANDS) + r"""; do case ${fleet_path[$c]} in /*) fleet_rs+=("${fleet_path[$c]}") ;; esac; done
-if [ "${#fleet_rs[@]}" -gt 1 ] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && mapfile -d '' -t fleet_r < <(readlink -f -z -- "${fleet_rs[@]}" 2>/dev/null; printf '%s' "$?") &&
-   [ "${fleet_r[-1]}" = 0 ] && [ "${#fleet_r[@]}" = $(( ${#fleet_rs[@]} + 1 )) ]; then
-  for i in "${!fleet_rs[@]}"; do fleet_real[${fleet_rs[$i]}]=${fleet_r[$i]}; done
-fi
-for c in """ + " ".join(COMMANDS) + r"""; do
-  p=${fleet_path[$c]}
-  r=; x=
-  case $p in /*) [ -n "${fleet_real[$p]+x}" ] || fleet_real[$p]=$(readlink -f -- "$p" 2>/dev/null); r=${fleet_real[$p]} ;; esac
-  if [ "$c" = nvcc ] && [ -n "$r" ]; then
-    t=${r%/bin/nvcc}
-    if [ -r "$t/version.json" ]; then fleet_nvcc_json "$t/version.json"; x=${x##*: }; x=${x//\"/}
-    elif [ -r "$t/version.txt" ]; then read -r x < "$t/version.txt"; x=${x##* }; fi
-  elif [ "$c" = pip ] && [ -n "$r" ]; then
-    IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac
-  fi
-  printf '@@cmd %s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x"
-  # a python is asked by the path it is run by: a venv's bin/python3 links to the system's, and only that path
-  # finds the venv (its pyvenv.cfg)
-  case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
-  for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
-done
-# one Python start per interpreter: the same interpreter in the same directory answers the same in this shell (the
-# variables Python reads are this shell's for all of them), so python3, python and pip's #! of one venv start it once
-declare -A fleet_pya
-for q in $fleet_pys; do
-  [ -x "$q" ] || continue
-  [ -n "${fleet_real[$q]+x}" ] || fleet_real[$q]=$(readlink -f -- "$q")
-  k="${q%/*}|${fleet_real[$q]}"
-  if [ -n "${fleet_pya[$k]+x}" ]; then a=${fleet_pya[$k]}
-  else
-    a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
-s = u.find_spec("torch")
-m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null)
-    [ -n "$a" ] && a="${a//$'\n'/ } "
-    fleet_pya[$k]=$a
-  fi
-  printf '@@py %s\t%s\n' "$q" "$a"
-done"""
+# What each user command resolves to in each kind, and where each python finds torch: fleet/remote/shells_commands.sh,
+# handed COMMANDS as the array fleet_cmds.
+_CMDS = f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\n" + remote.program("shells_commands")
 
 
 def command() -> str:
@@ -393,3 +303,10 @@ def reach_sentence(torch: dict | None, python_env: str) -> str | None:
     for other in reach.get("others") or []:
         said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
     return said
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> Program:
+    """The trace of the startup files (`command`), as a helper program (fleet/programs.py): what the probe runs
+    from /var/lib/fleet/bin once the host has it, and what the verify program runs as `bash PATH`."""
+    return Program("fleet-shell-trace", command() + "\n")

@@ -27,9 +27,11 @@ import posixpath
 from datetime import datetime, timezone
 
 from fleet.facts import fingerprint
-from fleet.facts.programs import fingerprint_program, trace_program
+from fleet.facts.fingerprint import fingerprint_program  # noqa: F401 (the verify program's helpers)
+from fleet.facts.shells import trace_program  # noqa: F401
 from fleet.facts.software import VERIFY_PATH
-from fleet.resources import programs, verify_gate
+from fleet import programs
+from fleet.resources import verify_gate
 from fleet.resources.assert_ import Assert, json_result
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
@@ -80,7 +82,7 @@ class Verify(Assert):
 
     def check(self) -> str:
         """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify/, as
-        verify_program ships it), installed by digest (fleet/resources/programs.py), run with the rendered config: its output, and a
+        verify_program ships it), installed by digest (fleet/programs.py), run with the rendered config: its output, and a
         NEEDS_CHANGE exit where it failed, as an assert's."""
         if self.p.get("script"):
             return super().check()

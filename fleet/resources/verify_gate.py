@@ -46,17 +46,17 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
     this fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says.
     `variables`: name -> digest of the variables verify reads (parts of the fingerprint). Inside the probe the
     host's parts are the ones the facts took ($fleet_fp_host, same venv); alone, the gate takes its own: by running
-    `fingerprint` (the installed program of fleet/resources/programs.py) where given, else the script inline."""
+    `fingerprint` (the installed program of fleet/programs.py) where given, else the script inline."""
     allow = "yes" if max_age_s is not None else ""
     extra = variable_lines(variables)
     add = f"fleet_fp_parts=\"$fleet_fp_parts\"$'\\n'{shlex.quote(extra)}\n" if extra else ""
     if fingerprint is not None:
-        from fleet.resources.programs import use
+        from fleet.programs import use
 
         alone = f"{use(fingerprint)}fleet_fp_parts=$(bash \"{fingerprint.at}\" 2>/dev/null </dev/null)\n"
     else:   # (set --: the script's own first argument could ask it to read a trace on stdin)
         alone = f"fleet_fp_parts=$( ( set --; {fingerprint_script(python_env)} ) 2>/dev/null )\n"
-    from fleet.facts.programs import taken
+    from fleet.facts.fingerprint import taken
 
     return (f"if {taken()} && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
             f"fleet_fp_parts=${HOST_PARTS}\n"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from fleet import remote
-from fleet.facts.programs import Program
+from fleet.programs import Program
 from fleet.resources.verify import verify_program
 
 VERIFY = ("loader_rules", "trace", *remote.package("verify"))

@@ -18,7 +18,8 @@ from fleet.engine import HostReport
 from fleet.engine.judge import Judged, record_verdict
 from fleet.engine.plan import TaskReport
 from fleet.env import Environment
-from fleet.facts import fingerprint, probe
+from fleet.engine import probe
+from fleet.facts import fingerprint
 from fleet.report import Reporter, apply as apply_report, compare, export, html
 from fleet.resources import verify_gate
 from fleet.sections import Section
@@ -189,7 +190,7 @@ def test_inside_the_probe_the_gate_takes_the_fingerprint_the_facts_took_for_the_
 def test_the_facts_probe_and_the_gate_alone_take_the_same_parts(tmp_path):
     (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/opt/extra\n")
     vars_ = {"python_env": str(tmp_path / "venv")}
-    res = subprocess.run(["bash", "-c", probe.script(vars_)], capture_output=True, text=True, timeout=600,
+    res = subprocess.run(["bash", "-c", probe.script(probe.Needs.of(vars_))], capture_output=True, text=True, timeout=600,
                          env={**ENV, "HOME": str(tmp_path)})
     from fleet.sections import split_sections
 
