@@ -31,7 +31,11 @@ RULES = [
      {"cuda_version": "12.8", "torch_index_url": CU128}, True,
      ["debian13 repository serves CUDA 13.0 and newer", "set cuda_version=13.0 and torch_index_url="
       "https://download.pytorch.org/whl/cu130"]),
-    ("Ubuntu 26.04 on the default 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604, {}, True,
+    ("Ubuntu 26.04 on the defaults: ubuntu2604 starts at 13.3, which is planned and said", "h100-pod-570",
+     UBUNTU2604, {}, False, ["install cuda-toolkit-13-3 from NVIDIA's apt repo", "repos/ubuntu2604/x86_64/",
+                             "the default CUDA 13.0 is not in NVIDIA's ubuntu2604 repository"]),
+    ("Ubuntu 26.04 asked 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604,
+     {"cuda_version": "13.0"}, True,
      ["ubuntu2604 repository serves CUDA 13.3 and newer, not 13.0", "set cuda_version=13.3"]),
     ("Ubuntu 26.04 asking 13.3: planned from ubuntu2604", "h100-pod-570", UBUNTU2604, {"cuda_version": "13.3"},
      False, ["repos/ubuntu2604/x86_64/"]),
