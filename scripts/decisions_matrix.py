@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import textwrap
 import sys
 from pathlib import Path
 
@@ -454,7 +455,7 @@ def render() -> str:
         "- A JetPack 6 Jetson (Tegra CUDA 12) takes cuDSS as NVIDIA builds it for Jetson: the `linux-aarch64` redistrib",
         "  platform (compute/cudss/redist/libcudss/linux-aarch64) and the `arm64` apt directory (ubuntu2204/arm64) with",
         "  its keyring; JetPack 7 stays linux-sbsa / sbsa (fleet/decide/host.py repo_arch, redist_platform).",
-        "- " + sweep_summary(),
+        *textwrap.wrap(sweep_summary(), 112, initial_indent="- ", subsequent_indent="  "),
         "",
         "| situation | CUDA | verdict | compat | torch | reason |",
         "|---|---|---|---|---|---|",

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fleet.knowledge.cuda_table import (
-    MIN_DRIVER, family_min_driver, forward_compat_supported, later_release, minor_compat_runs,
-)
+from fleet.knowledge.cuda_table import MIN_DRIVER, family_min_driver, forward_compat_supported, minor_compat_runs
 from fleet.knowledge.torch import RELEASES
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
@@ -187,10 +185,9 @@ def repo_release(host: Host) -> str | None:
            for g in host.gpus) and version_key(row.first_cuda)[0] >= 13:
         return None
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
-    return next((cuda for cuda in sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)),
-                                         key=version_key)
-                 if minor_compat_runs(host.driver, cuda) or (compat_ok and forward_compat_supported(host.driver, cuda))),
-                None)
+    served = sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key)
+    return next((cuda for cuda in served if minor_compat_runs(host.driver, cuda)
+                 or (compat_ok and forward_compat_supported(host.driver, cuda))), None)
 
 
 def repo_offer(host: Host, v: Vars) -> str | None:
