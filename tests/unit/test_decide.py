@@ -436,7 +436,7 @@ def parsed_record(capture_dir: str, from_h100: tuple[str, ...] = ()) -> dict:
     """Captured probe sections (tests/data/captured/<dir>/<source>.txt) through the real facts parser.
     The hand-written captures hold only GPU sources; `from_h100` borrows others (os_release) from the
     real H100 capture."""
-    from fleet.facts.probe import parse
+    from fleet.engine.probe import parse
     from fleet.sections import Section
 
     paths = [DATA / "captured" / "h100" / f"{source}.txt" for source in from_h100]
