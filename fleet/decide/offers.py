@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fleet.knowledge.cuda_table import (
-    MIN_DRIVER, family_min_driver, forward_compat_supported, later_release, minor_compat_runs,
-)
+from fleet.knowledge.cuda_table import MIN_DRIVER, family_min_driver, forward_compat_supported, minor_compat_runs
 from fleet.knowledge.torch import RELEASES
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
@@ -178,10 +176,8 @@ def repo_refusal(host: Host, v: Vars) -> str | None:
     return dropped if dropped and not twelve_offer(host, v, need_12=True) else None
 
 
-def repo_offer(host: Host, v: Vars) -> str | None:
-    """The oldest release this distribution's repository serves that runs here: on this driver fully or by
-    minor-version compatibility (or through cuda-compat on a branch NVIDIA lists), on every GPU (CUDA 13 dropped
-    sm_50 to sm_72), with the torch index moved to the same CUDA major where it is another."""
+def repo_release(host: Host) -> str | None:
+    """The oldest release this distribution's repository serves that runs here (repo_offer), or None."""
     row = host.apt_distro
     if host.driver is None or not row or not row.first_cuda:
         return None
@@ -189,18 +185,27 @@ def repo_offer(host: Host, v: Vars) -> str | None:
            for g in host.gpus) and version_key(row.first_cuda)[0] >= 13:
         return None
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
-    for cuda in sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key):
-        if not (minor_compat_runs(host.driver, cuda) or (compat_ok and forward_compat_supported(host.driver, cuda))):
-            continue
-        fix = f"set cuda_version={cuda}"
-        from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
-        asked = index_cuda(v.torch_index_url)
-        if asked and asked.split(".")[0] != cuda.split(".")[0]:
-            index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
-                          and version_key(c) <= version_key(cuda) and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
-                                                           g.capability) for g in host.gpus)), None)
-            if index is None:
-                return None
-            fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
-        return fix
-    return None
+    served = sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key)
+    return next((cuda for cuda in served if minor_compat_runs(host.driver, cuda)
+                 or (compat_ok and forward_compat_supported(host.driver, cuda))), None)
+
+
+def repo_offer(host: Host, v: Vars) -> str | None:
+    """The oldest release this distribution's repository serves that runs here: on this driver fully or by
+    minor-version compatibility (or through cuda-compat on a branch NVIDIA lists), on every GPU (CUDA 13 dropped
+    sm_50 to sm_72), with the torch index moved to the same CUDA major where it is another."""
+    cuda = repo_release(host)
+    if cuda is None:
+        return None
+    fix = f"set cuda_version={cuda}"
+    from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
+    asked = index_cuda(v.torch_index_url)
+    if asked and asked.split(".")[0] != cuda.split(".")[0]:
+        index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
+                      and version_key(c) <= version_key(cuda)
+                      and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
+                                                       g.capability) for g in host.gpus)), None)
+        if index is None:
+            return None
+        fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
+    return fix

@@ -31,7 +31,11 @@ RULES = [
      {"cuda_version": "12.8", "torch_index_url": CU128}, True,
      ["debian13 repository serves CUDA 13.0 and newer", "set cuda_version=13.0 and torch_index_url="
       "https://download.pytorch.org/whl/cu130"]),
-    ("Ubuntu 26.04 on the default 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604, {}, True,
+    ("Ubuntu 26.04 on the defaults: ubuntu2604 starts at 13.3, which is planned and said", "h100-pod-570",
+     UBUNTU2604, {}, False, ["install cuda-toolkit-13-3 from NVIDIA's apt repo", "repos/ubuntu2604/x86_64/",
+                             "the default CUDA 13.0 is not in NVIDIA's ubuntu2604 repository"]),
+    ("Ubuntu 26.04 asked 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604,
+     {"cuda_version": "13.0"}, True,
      ["ubuntu2604 repository serves CUDA 13.3 and newer, not 13.0", "set cuda_version=13.3"]),
     ("Ubuntu 26.04 asking 13.3: planned from ubuntu2604", "h100-pod-570", UBUNTU2604, {"cuda_version": "13.3"},
      False, ["repos/ubuntu2604/x86_64/"]),
@@ -118,9 +122,9 @@ def test_every_refusal_of_the_sweep_is_fixed_in_one_round():
 
 
 def test_every_situation_of_the_sweep_is_answered_with_a_json_document_proposing_one_fix():
-    """decide() and its JSON, as `fleet decide --json` prints it, for every situation (the CLI below for a cross-section:
-    each host through the CLI would take minutes on a shared machine); every text of an answer proposes the same value
-    for a variable (one fix per answer, issue 24)."""
+    """decide() and its JSON, as `fleet decide --json` prints it, for every situation (the CLI below for a
+    cross-section: each host through the CLI would take minutes on a shared machine); every text of an answer proposes
+    the same value for a variable (one fix per answer, issue 24)."""
     for label, facts, variables in SWEEP:
         d = decide(facts, variables)
         doc = d.to_json()
@@ -132,10 +136,10 @@ CROSS = (" / 570.133.20 / ", " / 610.43.02 / ")   # a driver below 580 and one a
 
 
 def test_fleet_decide_answers_with_its_json_across_the_sweep(tmp_path):
-    """`fleet decide FILES --json --set ...`, as a person runs it, on every variable set of the sweep with the H100, V100
-    and GB200 on a driver below 580 and on 610 on every distribution, and one host of each Jetson variable set: every
-    host gets its answer (exit 0, or 1 where some are refused), never the bad-input exit 2, whatever CUDA release or
-    distribution it names."""
+    """`fleet decide FILES --json --set ...`, as a person runs it, on every variable set of the sweep with the H100,
+    V100 and GB200 on a driver below 580 and on 610 on every distribution, and one host of each Jetson variable set:
+    every host gets its answer (exit 0, or 1 where some are refused), never the bad-input exit 2, whatever CUDA
+    release or distribution it names."""
     groups: dict[tuple, list[tuple[str, dict]]] = defaultdict(list)
     for i, (label, facts, variables) in enumerate(SWEEP):
         key = tuple(sorted(variables.items()))
