@@ -73,3 +73,11 @@ def test_the_helper_program_functions_name_fleets_own_constants():
     assert f'"{programs.BIN}/$1"' in run
     assert f"b={programs.BIN}\n" in install and f"printf '{programs.INSTALLED}%s\\n'" in install
     assert f"could not install {programs.BIN}/$1" in install
+
+
+def test_the_host_lock_names_hostlocks_constants():
+    from fleet.engine import hostlock
+
+    text = remote.program("hostlock")
+    assert text.count(f'echo "{hostlock.MARK} $(head -c 300 -- ') == 2 and text.count(f"; exit {hostlock.BUSY}\n") == 2
+    assert f"printf '%s %s\\n' {hostlock.TAKEOVER} " in text
