@@ -81,3 +81,9 @@ def test_the_host_lock_names_hostlocks_constants():
     text = remote.program("hostlock")
     assert text.count(f'echo "{hostlock.MARK} $(head -c 300 -- ') == 2 and text.count(f"; exit {hostlock.BUSY}\n") == 2
     assert f"printf '%s %s\\n' {hostlock.TAKEOVER} " in text
+
+
+def test_git_check_exits_with_needs_change():
+    from fleet.resources.base import NEEDS_CHANGE
+
+    assert remote.program("git_check").count(f"exit {NEEDS_CHANGE}") == 4
