@@ -87,3 +87,11 @@ def test_git_check_exits_with_needs_change():
     from fleet.resources.base import NEEDS_CHANGE
 
     assert remote.program("git_check").count(f"exit {NEEDS_CHANGE}") == 4
+
+
+def test_the_verify_gate_prints_verify_gates_markers():
+    from fleet.resources import verify_gate
+
+    text = remote.program("verify_gate")
+    assert f"printf '{verify_gate._FP}%s@@\\n'" in text and f"printf '{verify_gate._PART}%s\\n'" in text
+    assert f"echo '{verify_gate._REUSED}'; exit 0" in text
