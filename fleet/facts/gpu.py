@@ -16,7 +16,7 @@ QUERY_OLD = "index,name,driver_version,memory.total,uuid"
 # A wedged GPU can hang nvidia-smi for minutes; the gather must still come back.
 _TIMEOUT = "t=; command -v timeout >/dev/null 2>&1 && t='timeout 30'"
 
-NVIDIA_SMI = f"{_TIMEOUT}\nq={shlex.quote(QUERY_FULL)} q_old={shlex.quote(QUERY_OLD)}\n" + remote.program("gpu_smi")
+NVIDIA_SMI = f"{_TIMEOUT}\nq={shlex.quote(QUERY_FULL)}\n" + remote.program("gpu_smi")   # QUERY_OLD made there
 
 
 DRIVER = (

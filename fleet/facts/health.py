@@ -58,7 +58,7 @@ RECOVERY = "gpu_recovery_action"
 REMAP_FIELDS = ("gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,"
                 "remapped_rows.failure")
 
-HEALTH = (f"{_TIMEOUT}\nfields={shlex.quote(FIELDS)} fields_throttle={shlex.quote(FIELDS_THROTTLE)} "
+HEALTH = (f"{_TIMEOUT}\nfields={shlex.quote(FIELDS)} "
           f"recovery={shlex.quote(RECOVERY)} remap_fields={shlex.quote(REMAP_FIELDS)}\n" + remote.program("health_query"))
 
 # `fleet health`'s only (see above): the PCIe replay counters, and the recovery action where the query has none. (A

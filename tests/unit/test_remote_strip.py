@@ -95,3 +95,14 @@ def test_the_verify_gate_prints_verify_gates_markers():
     text = remote.program("verify_gate")
     assert f"printf '{verify_gate._FP}%s@@\\n'" in text and f"printf '{verify_gate._PART}%s\\n'" in text
     assert f"echo '{verify_gate._REUSED}'; exit 0" in text
+
+
+def test_the_older_queries_made_on_the_host_are_pythons():
+    """gpu_smi.sh asks QUERY_OLD and health_query.sh FIELDS_THROTTLE by editing the query they are handed."""
+    from fleet.facts import gpu, health
+
+    assert bash(f"q={shlex.quote(gpu.QUERY_FULL)}; printf %s \"${{q/compute_cap,/}}\"") == gpu.QUERY_OLD
+    assert bash(f"fields={shlex.quote(health.FIELDS)}; "
+                "printf %s \"${fields//clocks_event_reasons./clocks_throttle_reasons.}\"") == health.FIELDS_THROTTLE
+    assert "${q/compute_cap,/}" in remote.program("gpu_smi")
+    assert '"${fields//clocks_event_reasons./clocks_throttle_reasons.}"' in remote.program("health_query")
