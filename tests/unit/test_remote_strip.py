@@ -45,6 +45,15 @@ def test_an_unclosed_quote_or_heredoc_is_an_error_naming_the_file(text):
         strip_comments(text, "prog.sh")
 
 
+@pytest.mark.parametrize("text", ["echo a \\\n  # why\necho b\n", "echo a \\\n\necho b\n"])
+def test_a_comment_or_blank_after_a_continuation_is_an_error(text):
+    """bash ends `echo a` at the comment; without it, `echo b` would join it: refused, naming the line."""
+    assert bash(text) == "a\nb\n"
+    with pytest.raises(StripError, match="prog.sh:2: a blank or comment line after"):
+        strip_comments(text, "prog.sh")
+    assert strip_comments("echo a \\\\\n# fine: an escaped backslash\necho b\n") == "echo a \\\\\necho b\n"
+
+
 def test_every_shipped_program_strips_to_text_bash_reads_and_without_its_comments():
     names = remote.programs()
     assert {"trust", "trust_prime", "retry"} <= set(names)
