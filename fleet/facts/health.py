@@ -59,7 +59,8 @@ REMAP_FIELDS = ("gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectabl
                 "remapped_rows.failure")
 
 HEALTH = (f"{_TIMEOUT}\nfields={shlex.quote(FIELDS)} "
-          f"recovery={shlex.quote(RECOVERY)} remap_fields={shlex.quote(REMAP_FIELDS)}\n" + remote.program("health_query"))
+          f"recovery={shlex.quote(RECOVERY)} remap_fields={shlex.quote(REMAP_FIELDS)}\n"
+          + remote.program("health_query"))
 
 # `fleet health`'s only (see above): the PCIe replay counters, and the recovery action where the query has none. (A
 # probe of 83fa5ab..e611fe2 read the driver's and CUDA's versions here too: record.smi_versions still reads those.)

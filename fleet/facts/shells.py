@@ -65,8 +65,8 @@ _AWK = remote.text("shells_trace.awk")
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
 
-# What each user command resolves to in each kind, and where each python finds torch: fleet/remote/shells_commands.sh,
-# handed COMMANDS as the array fleet_cmds.
+# What each user command resolves to in each kind, and where each python finds torch:
+# fleet/remote/shells_commands.sh, handed COMMANDS as the array fleet_cmds.
 _CMDS = f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\n" + remote.program("shells_commands")
 
 
@@ -74,7 +74,7 @@ def command() -> str:
     """The probe section: /etc/environment, then each kind of shell traced from a fresh session's environment."""
     lines = [
         loader.USEPAM,
-        f"fleet_vars={quote(' '.join(VARS))}\n" + remote.program("shells_session"),   # fleet/remote/shells_session.sh
+        f"fleet_vars={quote(' '.join(VARS))}\n" + remote.program("shells_session"),   # remote/shells_session.sh
         f"awkp={quote(_AWK)}",
     ]
     tracked = "@%".join("${%s-@unset@}" % v for v in TRACKED)

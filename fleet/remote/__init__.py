@@ -1,9 +1,9 @@
 """The programs that run on the host, as files: fleet/remote/*.py and fleet/remote/*.sh.
 
 The Python modules are valid standalone Python using only the standard library, so their own text can be shipped
-into a script (read with importlib.resources, never inspect.getsource) and run there by any python3; pip_check.py and pip_index.py are scripts run through `python -c`
-(fleet/resources/pip.py), never imported. The bash
-programs (`program(name)`, fleet/remote/<name>.sh) keep their comments in the file; they are stripped on load
+into a script (read with importlib.resources, never inspect.getsource) and run there by any python3; pip_check.py and
+pip_index.py are scripts run through `python -c` (fleet/resources/pip.py), never imported. The bash programs
+(`program(name)`, fleet/remote/<name>.sh) keep their comments in the file; they are stripped on load
 (fleet/remote/strip.py), so the wire carries none. Values reach them as arguments or exported variables, quoted by
 fleet.shell, never by formatting their text."""
 
