@@ -41,9 +41,12 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
         raise InputError(f"{host.name}: {exc}") from None
     djson = decisions.to_json()
     # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
-    # roles: the names of the roles this run renders (verify proves the user's shells only where env_hooks runs)
+    # roles: the host's own roles (the inventory's, else the built-in order) and any this run renders besides:
+    # verify proves the user's shells wherever env_hooks is the host's, so a plain `fleet verify` proves what
+    # apply's verify proves (issue 45), not less because --roles narrowed the run
+    from fleet.roles import DEFAULT_ORDER
     info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode,
-            "roles": [role.name for role in roles]}
+            "roles": list(dict.fromkeys([*(host.roles or DEFAULT_ORDER), *(role.name for role in roles)]))}
     tasks = []
     for role in roles:
         rendered = render_role(role, host_vars, facts, djson, info)
@@ -91,9 +94,9 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
     (sections.background), a gated one (verify) as soon as the fingerprint it reads is taken, the ones that run what a
     role's author wrote one after the other, after those: join them with sections.together.
     `have`: the helper program files the host has (facts.programs): the text of the others rides along
-    (fleet/resources/programs.py; None: every one), installed where the host lacks them, or with `install` False
+    (fleet/programs.py; None: every one), installed where the host lacks them, or with `install` False
     (--check: nothing is written) run from a temporary copy the section removes. `only`: these task ids alone."""
-    from fleet.resources.programs import prelude
+    from fleet.programs import prelude
 
     out = []
     for t in decided.tasks:
@@ -124,7 +127,7 @@ def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = Fa
 
 
 # What a probe reads off the moment, the engine's own note of when and why verify was last checked, and the helper
-# programs the host has (they change what a check carries, never what it asks: fleet/resources/programs.py): no
+# programs the host has (they change what a check carries, never what it asks: fleet/programs.py): no
 # decision and no built-in role reads them, and two probes a minute apart differ in these and nothing else. Where
 # only these differ from the facts a Decided was made from, it stands for the new facts too (one decide-and-render
 # per probe); a role whose text names one of them is always decided afresh (reads_readings).

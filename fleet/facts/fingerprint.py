@@ -14,10 +14,12 @@ background sources: it reads the shells' trace they keep) and keeps them for the
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 
 from fleet.facts import shells
+from fleet.programs import MISSING, MISSING_EXIT, Program, from_bin
 from fleet.facts.software import select_python
 from fleet import remote
 
@@ -72,8 +74,6 @@ def _trace(capture: bool) -> str:
     """Shell: $fleet_shells_out, the shells' trace: from stdin where the program was given TRACE_ON_STDIN (the
     probe's own, kept by its shells source) or where it does not capture, else traced here unless this script already
     holds it. Read from stdin, a trace saying the shells' program was missing is said again (MISSING, MISSING_EXIT)."""
-    from fleet.sections import MISSING, MISSING_EXIT
-
     read = (f"{shells.CAPTURED}=$(cat); exec </dev/null\n"
             f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*)\n'
             f'  while IFS= read -r line; do [[ $line != {shlex.quote(MISSING)}* ]] || printf \'%s\\n\' "$line"; done '
@@ -87,8 +87,31 @@ def probe_part(python_env: str) -> str:
     """The facts probe's source, inline: the host's parts of the fingerprint, started with the other sources and handed
     the shells' trace on its stdin as soon as it is kept (fleet/sections.py `fed`): what reads no trace is taken
     meanwhile. The probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the verify gate finds
-    them. Run from its installed program instead: fleet/facts/programs.py fingerprint_part."""
+    them. Run from its installed program instead: fingerprint_part."""
     return f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null"
+
+
+@functools.lru_cache(maxsize=64)
+def fingerprint_program(venv: str) -> Program:
+    """The fingerprint's parts for this venv, as a helper program (fleet/programs.py): what the gate runs where the
+    facts did not take them."""
+    return Program("fleet-fingerprint", fingerprint_script(venv))
+
+
+def fingerprint_part(python_env: str, program: Program | None = None) -> str:
+    """The facts probe's fingerprint source (probe_part), fed the shells' trace on its stdin (fleet/sections.py `fed`):
+    `program`, the installed fingerprint program, run with TRACE_ON_STDIN where the host has it, else the script
+    inline. Where the host lacks it, or the trace says the shells' own program was missing, the section says so
+    (MISSING, MISSING_EXIT): the gate then takes its own (taken()), and the probe asks again with the text."""
+    if program is not None:
+        return from_bin(program, f" {TRACE_ON_STDIN} 2>/dev/null")
+    return probe_part(python_env)
+
+
+def taken() -> str:
+    """Shell test: the probe took the host's fingerprint parts ($fleet_fp_host kept, and not its section saying the
+    host lacks a program)."""
+    return f'[ -n "${{{HOST_PARTS}+x}}" ] && [[ ${HOST_PARTS} != {shlex.quote(MISSING)}* ]]'
 
 
 def kept_for(settings: dict) -> str:

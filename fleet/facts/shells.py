@@ -24,22 +24,19 @@ different value. Only those lines leave the host (a startup file may export secr
 
 from __future__ import annotations
 
+import functools
 import re
 
 from fleet import remote
+from fleet.programs import Program
 from fleet.shell import quote
 from fleet.facts import loader
-from fleet.remote import loader_rules
+from fleet.remote import loader_rules, trace
+from fleet.remote.trace import KINDS, TRACKED, VARS
 from fleet.facts.scrub import scrub_text
 
-KINDS = ("noninteractive", "interactive", "login")
-# Every variable that decides what CUDA, the loader, Python and torch see (shared/DOMAIN.md, "What a process sees
-# beyond libcuda"): its value in each kind and the startup line that last set it. LD_LIBRARY_PATH's every change
-# is kept too (ld_changes: the cuda-compat judgement reads them).
-VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-        "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
-        "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
-TRACKED = VARS[1:]       # carried in each trace line after LD_LIBRARY_PATH
+# KINDS, VARS (the variables traced in each kind) and TRACKED (VARS after LD_LIBRARY_PATH, in each trace line) are the
+# trace reader's (fleet/remote/trace.py), which both sides read the trace with
 COMMANDS = ("python3", "python", "pip", "nvcc")   # what a user types to reach the stack
 HOOK_FILE = "/etc/fleet/env.sh"     # the env_hooks role's script: its changes are fleet's own
 # A cuda-compat directory: /usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib (NVIDIA forward
@@ -112,70 +109,33 @@ def capture() -> str:
 
 
 def parse(text: str) -> dict:
-    """The shells section -> {home, etc_environment: [...], noninteractive|interactive|login: {...}}.
+    """The shells section -> {home, etc_environment: [...], noninteractive|interactive|login: {...}}: the trace as
+    fleet/remote/trace.py reads it (the verify program reads it there too), each kind's loader answer parsed, each
+    variable's setter settled, and the text of every kept line scrubbed (fleet.facts.scrub).
 
         @@home /root
-        @@etcenv 3	LD_LIBRARY_PATH	/opt/x
         @@shell interactive
         @@change	1	/root/.bashrc	118	/usr/lib	/usr/local/cuda-13.0/compat:/usr/lib	. /root/pod_setup.sh	
         @@value LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:/usr/lib
         @@unset CUDA_HOME
         @@rc 0
-    -> interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, rc: 0,
+    -> interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, rc: 0, loader: {...} | None,
                      ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}]}
     """
-    out: dict = {"home": None, "etc_environment": []}
-    current = None
-    for raw in text.splitlines():
-        if raw.startswith("@@home "):
-            out["home"] = raw[7:]
-        elif raw.startswith("@@etcenv "):
-            out["etc_environment"].append(loader_rules.parse_etcenv(raw))
-        elif raw.startswith("@@shell "):
-            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": [],
-                                              "set_by": {}, "commands": {}, "pythons": {}}
-        elif current is None:
-            continue
-        elif raw.startswith("@@ld"):
-            current["_ld"].append(raw)
-        elif raw.startswith("@@value "):
-            name, _, value = raw[8:].partition("=")
-            if name in VARS:
-                current[name] = value
-        elif raw.startswith("@@rc "):
-            current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
-        elif raw.startswith("@@set\t"):
-            index, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
-            if index.isdigit() and 1 <= int(index) <= len(TRACKED):
-                current["set_by"][TRACKED[int(index) - 1]] = _setter(file, line, depth, cmd, via)
-        elif raw.startswith("@@cmd "):
-            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
-            current["commands"][name] = {"path": path or None, "real": real or None,
-                                         **({"version": extra or None} if name == "nvcc" else {}),
-                                         **({"python": extra or None} if name == "pip" else {})}
-        elif raw.startswith("@@py "):
-            exe, _, answer = raw[5:].partition("\t")
-            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
-            current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
-                                       "externally_managed": managed == "1", "ran": bool(prefix)}
-        elif raw.startswith("@@change\t"):
-            change = loader_rules.parse_change(raw)
-            current["ld_changes"].append({**change, "text": scrub_text(change["text"])})
+    out = trace.parse(text)
     etc = {e["name"]: e for e in out["etc_environment"]}
     for kind in KINDS + ("bare",):
         if kind in out:
-            lines = out[kind].pop("_ld")
-            out[kind]["loader"] = loader.parse_query(lines) if lines else None
-            _settled(out[kind], etc)
+            shell = out[kind]
+            for said in shell["ld_changes"] + list(shell["set_by"].values()):
+                said["text"] = scrub_text(said["text"])
+            lines = shell.pop("loader_lines")
+            shell["loader"] = loader.parse_query(lines) if lines else None
+            _settled(shell, etc)
     missing = [k for k in KINDS if k not in out]
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")
     return out
-
-
-def _setter(file: str, line: str, depth: str, cmd: str, via: str) -> dict:
-    return {"file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0) if
-            str(depth).isdigit() else 0, "text": scrub_text(cmd), "via": [v for v in via.split(">") if v]}
 
 
 def _settled(shell: dict, etc: dict) -> None:
@@ -203,10 +163,6 @@ def where(setter: dict | None, home: str = "") -> str | None:
     origin = _tilde(f"{setter['file']}:{setter['line']}", home)
     via = [_tilde(v, home) for v in setter.get("via") or []]
     return f"{via[0]} (via {origin})" if via else origin
-
-
-def _unset(value: str) -> str | None:
-    return None if value == "@unset@" else value
 
 
 def compat_dirs(path: str | None) -> list[str]:
@@ -325,3 +281,10 @@ def reach_sentence(torch: dict | None, python_env: str) -> str | None:
     for other in reach.get("others") or []:
         said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
     return said
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> Program:
+    """The trace of the startup files (`command`), as a helper program (fleet/programs.py): what the probe runs
+    from /var/lib/fleet/bin once the host has it, and what the verify program runs as `bash PATH`."""
+    return Program("fleet-shell-trace", command() + "\n")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# fleet/remote/program_install.sh (fleet/resources/programs.py INSTALL): fleet_install FILE SHA256 < TEXT
+# fleet/remote/program_install.sh (fleet/programs.py INSTALL): fleet_install FILE SHA256 < TEXT
 # (fleet_ship_FILE calls it), where the run may write: /var/lib/fleet/bin/FILE, root's, 0755, whole or not at all (a
 # temp file in that directory, its digest checked, then renamed); says @@fleet:program-installed FILE
-# (fleet.facts.programs.INSTALLED).
+# (fleet.programs.INSTALLED).
 fleet_install() {
   local s=(); [ "$(id -u)" = 0 ] || s=(sudo -n)
   # shellcheck disable=SC2016  # the single-quoted program is sh's, with its own $1 $2 (fleet-install FILE SHA256)

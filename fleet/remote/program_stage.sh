@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fleet/remote/program_stage.sh (fleet/resources/programs.py STAGE): fleet_install in --check, which writes nothing of
+# fleet/remote/program_stage.sh (fleet/programs.py STAGE): fleet_install in --check, which writes nothing of
 # the host's: a private copy in a temporary directory of the connecting user's (mktemp -d, 0700), its digest checked
 # and judged by fleet_trust, removed when the section ends (its EXIT trap).
 fleet_stage=

@@ -74,7 +74,7 @@ def test_retry_patterns_are_the_python_tables():
 
 def test_the_helper_program_functions_name_fleets_own_constants():
     """bin_ok.sh, program_run.sh and program_install.sh write the protocol's constants out: they are Python's."""
-    from fleet.facts import programs
+    from fleet import programs
 
     bin_ok, run, install = (remote.program(n) for n in ("bin_ok", "program_run", "program_install"))
     assert f'"{programs.BIN}/$1"' in bin_ok
