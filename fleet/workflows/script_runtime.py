@@ -23,28 +23,16 @@ import copy
 import shlex
 from dataclasses import dataclass
 
+from fleet import remote
 from fleet.knowledge.cuda_table import min_driver_for, version_key
 from fleet.knowledge import platforms
 from fleet.errors import FleetError
 
-# Reads the kernel driver's version as the facts probe does (fleet.facts.gpu.DRIVER / parse_driver_version).
-_READ_DRIVER = r"""fleet_driver=''
-for fleet_f in /proc/driver/nvidia/version /sys/module/nvidia/version; do
-  [ -r "$fleet_f" ] || continue
-  fleet_driver=$(sed -nE 's/.*Kernel Module( +for +[^ ]+)? +([0-9]+(\.[0-9]+)+).*/\2/p; s/^[[:space:]]*([0-9]+(\.[0-9]+)+)[[:space:]]*$/\1/p' "$fleet_f" | head -n 1)
-  break
-done"""
+# $fleet_driver, read as the facts probe does: fleet/remote/script_driver.sh
+_READ_DRIVER = remote.program("script_driver")
 
-# fleet_ge A B: version A >= version B, compared number by number (570.26 < 570.133.20).
-_VERSION_GE = r"""fleet_ge() {
-  local IFS=. i; local -a a=($1) b=($2)
-  for ((i = 0; i < ${#a[@]} || i < ${#b[@]}; i++)); do
-    ((10#${a[i]:-0} > 10#${b[i]:-0})) && return 0
-    ((10#${a[i]:-0} < 10#${b[i]:-0})) && return 1
-  done
-  return 0
-}
-fleet_refuse() { printf 'REFUSED %s\n' "$1" >&2; printf 'changed=0\n'; exit 3; }"""
+# fleet_ge A B and fleet_refuse WHY: fleet/remote/script_version_ge.sh
+_VERSION_GE = remote.program("script_version_ge")
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,17 @@ def _captured_remap() -> str:
 
 
 def _captured_xml_filtered() -> str:
-    """The captured `nvidia-smi -q -x` through the probe's own grep (real grep, real bash)."""
-    xml = _block("nvidia-smi -q -x")
-    grep = re.search(r"grep -E '([^']+)'", health.HEALTH_XML)[1]
-    return subprocess.run(["grep", "-E", grep], input=xml, capture_output=True, text=True, check=True).stdout
+    """The captured `nvidia-smi -q -x` through the probe's own program (real bash, real grep; nvidia-smi a stand-in
+    printing the capture)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as bin_dir:
+        (Path(bin_dir) / "capture.xml").write_text(_block("nvidia-smi -q -x"))
+        smi = Path(bin_dir) / "nvidia-smi"
+        smi.write_text(f"#!/bin/sh\ncat {bin_dir}/capture.xml\n")
+        smi.chmod(0o755)
+        return subprocess.run(["bash", "-c", health.HEALTH_XML], capture_output=True, text=True, check=True,
+                              env={"PATH": f"{bin_dir}:/usr/bin:/bin"}).stdout
 
 
 H200_SECTION = f"@@query event 0\n{_captured_row(health.FIELDS)}\n@@remap\n{_captured_remap()}\n"
