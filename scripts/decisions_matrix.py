@@ -294,6 +294,9 @@ SWEEP_DRIVERS = ("470.256.02", "535.261.03", "550.163.01", "570.133.20", "575.64
 SWEEP_CUDA = (None, "12.6", "12.8", "12.9", "13.0", "13.2", "13.3", "13.4")   # None: the defaults
 SWEEP_TORCH = ("2.11.0", "2.12.0")
 SWEEP_DISTROS = (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04"), ("rocky", "9.6"))
+# and the host's Python against the torch release (PyTorch RELEASE.md: 2.8 stops at 3.13, 2.9 starts at 3.10)
+SWEEP_PYTHON = (("535.261.03", "570.133.20", "575.64.03", "580.95.05"), ("3.9.18", "3.14.0"),
+                ("2.8.0", "2.9.0", "2.13.0"), (None, "12.8", "13.0"))
 SWEEP_JETSONS = {   # label: (record, changes)
     "Orin JetPack 6.0": ("orin-jp6", JP60),
     "Orin JetPack 6.2": ("orin-jp6", {}),
@@ -321,6 +324,21 @@ def sweep() -> list[tuple[str, dict, dict]]:
                             "cuda_version": cuda, "torch_version": torch,
                             "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
                         out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda or 'default'} / "
+                                    f"torch {torch}", facts, variables))
+    drivers, pythons, torches, cudas = SWEEP_PYTHON
+    for label, (name, platform, gpu, cap) in SWEEP_GPUS.items():
+        for driver in drivers:
+            for python in pythons:
+                change = {"gpus": [(gpu, cap)], "driver": driver, "python": python}
+                if platform:
+                    change["platform"] = platform
+                facts = varied(name, change)
+                for torch in torches:
+                    for cuda in cudas:
+                        variables = {"torch_version": torch} if cuda is None else {
+                            "cuda_version": cuda, "torch_version": torch,
+                            "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
+                        out.append((f"{label} / {driver} / Python {python} / CUDA {cuda or 'default'} / "
                                     f"torch {torch}", facts, variables))
     for label, (name, change) in SWEEP_JETSONS.items():
         facts = varied(name, change)
@@ -371,8 +389,9 @@ def sweep_summary() -> str:
     failed = sum(1 for _, why in results if why)
     return (f"The sweep (scripts/decisions_matrix.py sweep(): {len(SWEEP_GPUS)} GPUs x {len(SWEEP_DRIVERS)} drivers x "
             f"{len(SWEEP_DISTROS)} distributions x {len(SWEEP_CUDA)} CUDA releases (the default among them) x "
-            f"{len(SWEEP_TORCH)} torch "
-            f"releases, and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x library source): "
+            f"{len(SWEEP_TORCH)} torch releases; the GPUs x {len(SWEEP_PYTHON[0])} drivers x Python 3.9 and 3.14 x "
+            f"torch 2.8, 2.9, 2.13 x 3 CUDA; and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x "
+            f"library source): "
             f"{len(situations)} situations, {refused} refused; fed back once, the offered variables of "
             f"{refused - failed} of the {refused} refusals are accepted ({failed} not).")
 

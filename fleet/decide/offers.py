@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fleet.knowledge.cuda_table import MIN_DRIVER, family_min_driver, forward_compat_supported, minor_compat_runs
-from fleet.knowledge.torch import RELEASES
+from fleet.knowledge.torch import RELEASES, arch_row, release as torch_release
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
@@ -57,7 +57,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = Fal
             how = f"cuda-compat-{cuda.replace('.', '-')} supports R{version_key(host.driver)[0]}"
         else:
             continue
-        index = _covering_variant(host, v, cuda) or _first_variant(host, v, cuda)
+        # this torch's wheels, where they are for the host's Python (PyTorch RELEASE.md's range; else another release)
+        index = (_covering_variant(host, v, cuda) or _first_variant(host, v, cuda)) if _python_fits(host, v) else None
         if covered and not index:
             return None
         release = None if index else _twelve_release(host, v, cuda)   # this torch has no 12.x that covers the GPUs
@@ -98,6 +99,14 @@ def _covering_variant(host: Host, v: Vars, cuda: str) -> str | None:
     return None
 
 
+def _python_fits(host: Host, v: Vars) -> bool:
+    """The host's Python is in the torch release's published range (PyTorch RELEASE.md), or either is unknown."""
+    row = torch_release(v.torch_version)
+    if row is None or not host.python_version:
+        return True
+    return version_key(row.python[0]) <= version_key(host.python_version)[:2] <= version_key(row.python[1])
+
+
 def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
     """Where this torch release publishes no official 12.x variant covering every GPU here (torch 2.12 dropped
     cu128, and its cu126 carries no Blackwell: PyTorch RELEASE.md): the nearest release that does, with a variant not
@@ -108,7 +117,7 @@ def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
     for row in RELEASES:
         if python and not version_key(row.python[0]) <= python <= version_key(row.python[1]):
             continue
-        variant = _covering_variant(host, replace(v, torch_version=row.version), cuda)
+        variant = _covering_variant(host, replace(v, torch_version=row.version), cuda) or _untabled(host, row, cuda)
         if not variant:
             continue
         minor = version_key(row.minor)
@@ -116,6 +125,16 @@ def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
         if best is None or key < best[0]:
             best = (key, row.version, variant)
     return best[1:] if best else None
+
+
+def _untabled(host: Host, row, cuda: str) -> str | None:
+    """The newest 12.x variant (not newer than `cuda`) a release published for this CPU with no architecture row
+    (aarch64 2.7 and 2.8), where the variant rule lets it run on every GPU (verify then checks, as the torch decision
+    says for such wheels)."""
+    found = [c for c in row.variants(host.arch) if c.startswith("12.") and version_key(c) <= version_key(cuda)
+             and not arch_row(row.version, c, host.arch)
+             and all(g.capability and not variant_misses(c, g.capability) for g in host.gpus)]
+    return max(found, key=version_key) if found else None
 
 
 def _needs_repo(host: Host, v: Vars, cuda: str | None = None) -> bool:

@@ -78,6 +78,11 @@ RULES = [
      ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.11.0"]),
     ("GB200 on 575 with torch 2.12: the same", "spark", GB200_575, {"torch_version": "2.12.0"}, True,
      ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.11.0"]),
+    # RELEASE.md: 2.9 to 2.12 need Python >= 3.10, 2.8 has 3.9 (and cu129): the 12.x offer names a torch for the
+    # host's Python too, so fed back it is not refused for the Python next
+    ("H100 on 575 with Python 3.9: the 12.x offer with torch 2.8.0", "h100-pod-570",
+     {"driver": "575.64.03", "python": "3.9.18"}, {}, True,
+     ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu129 and torch_version=2.8.0"]),
 ]
 
 
@@ -110,7 +115,7 @@ def test_the_sweep_covers_every_family():
     labels = " ".join(label for label, _, _ in SWEEP)
     assert len(SWEEP) > 3000
     for part in ("debian 13", "ubuntu 26.04", "rocky 9.6", "CUDA 13.3", "CUDA 13.4", "Orin JetPack 6.2",
-                 "libraries tarball", "libraries apt", "torch 2.12.0"):
+                 "libraries tarball", "libraries apt", "torch 2.12.0", "Python 3.9.18", "CUDA default"):
         assert part in labels, part
 
 
