@@ -45,14 +45,18 @@ class Step:
 class Layout:
     steps: tuple[Step, ...]                  # in plan order
     chains: tuple[tuple[str, ...], ...]      # task ids per chain, in the order each chain runs them
+    names: tuple[str, ...] = ()              # each chain as people read it: its roles ("cuda_toolkit+cuda_compat")
 
     def chain_name(self, index: int) -> str:
-        """The chain as people read it: its roles, in order ("cuda_toolkit+cuda_compat")."""
-        roles: list[str] = []
-        for step in self.steps:
-            if step.chain == index and step.task.spec.role not in roles:
-                roles.append(step.task.spec.role)
-        return "+".join(roles)
+        return self.names[index]
+
+
+def _names(steps, count: int) -> tuple[str, ...]:
+    roles: list[list[str]] = [[] for _ in range(count)]
+    for step in steps:
+        if step.task.spec.role not in roles[step.chain]:
+            roles[step.chain].append(step.task.spec.role)
+    return tuple("+".join(r) for r in roles)
 
 
 def locks_conflict(a: str, b: str) -> bool:
@@ -94,7 +98,7 @@ def layout(tasks: tuple[Task, ...]) -> Layout:
         # what the chain's order already guarantees needs no wait on the host; results keep every id (the skip
         # test reads them), orders only those in other chains
         steps.append(Step(task, index, tuple(results), tuple(d for d in orders if d not in same)))
-    return Layout(tuple(steps), tuple(tuple(c) for c in chains))
+    return Layout(tuple(steps), tuple(tuple(c) for c in chains), _names(steps, len(chains)))
 
 
 def ordered(tasks: tuple, spec=lambda task: task.spec) -> tuple:

@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from fleet import __version__, remote, shell
+from fleet.connection import ConnectOptions
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.probe import gather
 from fleet.errors import HostError
@@ -69,6 +71,56 @@ fleet_confirm() {
 '''
 
 
+@dataclass(frozen=True)
+class ScriptRequest:
+    """What `fleet script` was asked, as parsed from its flags: decide from `record` (--from-facts, offline; its
+    file named by `from_facts`), else from facts gathered over `connect`."""
+
+    record: dict | None = None
+    from_facts: str | None = None
+    connect: ConnectOptions | None = None
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    text: str                             # the script
+    plans: dict                           # the run-time variants it carries (script_runtime.variants)
+    host: str
+
+
+def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host, message: None) -> ScriptRun:
+    """One host's script: its facts gathered in ONE remote command (or the record given), the decisions and
+    rendered tasks as `fleet apply` makes them (nothing is recorded), the run-time variants, the text."""
+    from fleet.workflows import script_runtime
+
+    def decide(facts: dict) -> Decided:    # every install-type role in, whatever the facts say: checked on the pod
+        return decide_tasks(roles, host, script_runtime.as_template(facts))
+
+    if request.record is None:
+        progress(host.name, "gathering facts (one command) to decide from")
+        plan = decide(_gathered(host, roles, request.connect).facts)   # as a template: the same decide
+        made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    else:
+        plan = decide(request.record)
+        made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
+    prepared = script_runtime.prepare(decide, plan, made_from, host)
+    return ScriptRun(render(plan, host, prepared), prepared.plans, host.name)
+
+
+def _gathered(host: Host, roles, options: ConnectOptions | None) -> Decided:
+    """gather_plan over a connection opened as every command opens its hosts' (connection.parallel.on_hosts: the
+    host's ssh config checked before it is contacted, Ctrl-C aborts it); a host that could not be reached is a
+    HostError."""
+    from fleet.connection.parallel import on_hosts
+
+    outcome = on_hosts([host], lambda conn, h: gather_plan(conn, h, roles), options=options)[host.name]
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.error:
+        raise HostError(outcome.error)
+    return outcome.value
+
+
 def gather_plan(conn, host: Host, roles) -> Decided:
     """Facts in ONE remote command, then the decisions and rendered tasks, as `fleet apply` makes them."""
     return decide_tasks(roles, host, gather(conn, host, None))
@@ -82,16 +134,24 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     which the script picks one on the host from the kernel driver it finds there."""
     from fleet.workflows import script_runtime
 
+    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    root = shell.user_is_root(host) if root is None else root
+    return render(plan, host, script_runtime.runtime(plan, plans or {"direct": plan}, made_from, root), now=now,
+                  verify_path=verify_path)
+
+
+def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
+           verify_path: str = VERIFY_PATH) -> str:
+    """The bash script for `plan` with what it decides at run time made already (script_runtime.Runtime: the
+    variants, their header and guard, whether it runs as root)."""
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
-    plans = plans or {"direct": plan}
-    root = shell.user_is_root(host) if root is None else root
+    plans, root = runtime.plans, runtime.root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
-    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
-    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
+    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
            _PRELUDE, shell.TRUST_FN,
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
@@ -99,7 +159,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
            # directory (a pod's shared /workspace): Python started here imports what is in it
            'cd -- "$HOME" 2>/dev/null || cd /',
            "# -- run-time guard: the host must be the one the decisions cover -----------------------",
-           script_runtime.guard(plan, plans, made_from), _start_gate(root), *defs]
+           runtime.guard, _start_gate(root), *defs]
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+from dataclasses import dataclass
 
 from fleet.knowledge.cuda_table import min_driver_for, version_key
 from fleet.knowledge import platforms
@@ -62,6 +63,28 @@ def as_template(facts: dict) -> dict:
     if isinstance(facts.get("python"), dict):
         fresh["python"] = {**facts["python"], "env_exists": False, "venv_module": False}   # torch: python3-venv
     return fresh
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a script decides at run time, made once: the variants, the header lines saying what each puts on
+    LD_LIBRARY_PATH, the guard that picks one on the host (or refuses), and whether it runs as root there (None:
+    the caller says)."""
+    plans: dict
+    described: list
+    guard: str
+    root: bool | None = None
+
+
+def runtime(plan, plans: dict, made_from: str, root: bool | None = None) -> Runtime:
+    return Runtime(plans, describe(plans), guard(plan, plans, made_from), root)
+
+
+def prepare(decide, plan, made_from: str, host) -> Runtime:
+    """The variants of `plan` (variants) with their header and guard, for `host` (root: as its login user is)."""
+    from fleet.shell import user_is_root
+
+    return runtime(plan, variants(decide, plan), made_from, user_is_root(host))
 
 
 def variants(decide, plan) -> dict:

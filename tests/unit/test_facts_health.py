@@ -358,7 +358,7 @@ def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
 def test_fleet_health_exit_status_orders_return_unreachable_degraded():
     from types import SimpleNamespace as NS
 
-    from fleet.commands.health import exit_status
+    from fleet.workflows.health import exit_status
     from fleet.decide.health import HealthVerdict
 
     def run(*verdicts, unreachable=False):
