@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fleet import remote
 from fleet.errors import InputError
 from fleet.roles import Task
 
@@ -134,34 +135,9 @@ def task_locks(task: Task) -> frozenset[str]:
     return frozenset(declared) if declared is not None else task.resource.locks()
 
 
-_PRELUDE = r"""
-: "${fleet_lock_dir:=$(mktemp -d)}"
-fleet_run="$fleet_lock_dir/apply.run"; rm -rf -- "$fleet_run"; mkdir -m 700 -- "$fleet_run" || exit 125
-fleet_chains=
-fleet_now() { local t=${EPOCHREALTIME:-}; [ -n "$t" ] || t=$(date +%s.%N); printf %s "${t/,/.}"; }
-fleet_put() { printf '%s\n' "$2" > "$fleet_run/$1.rc.tmp" && mv -f -- "$fleet_run/$1.rc.tmp" "$fleet_run/$1.rc"; }
-fleet_ready() {   # ID "RESULT IDS" "ORDER IDS": wait for them; 0 when this task may run
-  local d
-  for d in $2 $3; do while [ ! -e "$fleet_run/$d.rc" ]; do sleep 0.1; done; done
-  for d in $2; do
-    if [ "$(cat -- "$fleet_run/$d.rc")" != 0 ]; then
-      printf '@@fleet:skip apply.%s %s@@\n' "$1" "$d"; fleet_put "$1" 254; return 1
-    fi
-  done
-  printf '@@fleet:begin apply.%s %s@@\n' "$1" "$(fleet_now)"
-}
-fleet_tag() { local l; while IFS= read -r l || [ -n "$l" ]; do printf '@@fleet:o %s@@ %s\n' "$1" "$l"; done; }
-fleet_done() { printf '@@fleet:end apply.%s %d %s@@\n' "$1" "$2" "$(fleet_now)"; fleet_put "$1" "$2"; }
-printf '@@fleet:t0 %s@@\n' "$(fleet_now)"
-"""
+_PRELUDE = "\n" + remote.program("chains_start") + "\n"   # fleet/remote/chains_start.sh
 
-_EPILOGUE = r"""
-wait $fleet_chains      # the chains only: a job the script started before them (the lock's watchdog) runs on
-fleet_bad=0
-for fleet_f in "$fleet_run"/*.rc; do [ "$(cat -- "$fleet_f")" = 0 ] || fleet_bad=1; done
-rm -rf -- "$fleet_run"
-exit "$fleet_bad"
-"""
+_EPILOGUE = "\n" + remote.program("chains_end") + "\n"   # fleet/remote/chains_end.sh
 
 
 def script(plan_layout: Layout, bodies: dict[str, str]) -> str:

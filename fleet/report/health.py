@@ -33,7 +33,7 @@ def print_verdicts(reporter: Reporter, outcomes, verdicts) -> None:
     from fleet.report import safe_value
 
     table = Table(title="GPU health", title_justify="left")
-    for name in ("host", "verdict", "GPUs", "findings (NVIDIA's action)"):
+    for name in ("host", "verdict", "GPUs", "findings (NVIDIA's action), keep or return"):
         table.add_column(name, overflow="fold")
     for name, outcome in outcomes.items():
         if outcome.error:
@@ -41,8 +41,7 @@ def print_verdicts(reporter: Reporter, outcomes, verdicts) -> None:
             continue
         v = verdicts[name]
         lines = [f.line() for f in v.findings] or [v.reason]
-        if v.way_out:
-            lines.append(v.way_out)
+        lines.append(v.advice)
         style = STYLE.get(v.verdict, "")
         table.add_row(escape(name), f"[{style}]{'return this pod' if v.verdict == 'return' else v.verdict}[/{style}]",
                       str(v.gpus), escape(safe_value("\n".join(lines))))
