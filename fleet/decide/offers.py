@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fleet.knowledge.cuda_table import MIN_DRIVER, family_min_driver, forward_compat_supported, minor_compat_runs
-from fleet.knowledge.torch import RELEASES, arch_row, release as torch_release
+from fleet.knowledge.torch import RELEASES, arch_row, published, release as torch_release
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
@@ -219,7 +219,7 @@ def repo_offer(host: Host, v: Vars) -> str | None:
     fix = f"set cuda_version={cuda}"
     from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
     asked = index_cuda(v.torch_index_url)
-    if asked and asked.split(".")[0] != cuda.split(".")[0]:
+    if asked and (asked.split(".")[0] != cuda.split(".")[0] or not published(v.torch_version, asked, host.arch)):
         index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
                       and version_key(c) <= version_key(cuda)
                       and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],

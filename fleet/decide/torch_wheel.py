@@ -337,6 +337,9 @@ def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> s
         if v.cuda_major == host.jetson.cuda.split(".")[0]:
             return _pair_fix(host, v, compat, cuda)
         return f"set cuda_version={host.jetson.cuda}"
+    upstream = _upstream_fix(host, v, compat)
+    if upstream:
+        return upstream
     if cuda.startswith("12."):
         offer = twelve_offer(host, v, need_12=True, covered=True)
         if offer:
@@ -412,7 +415,8 @@ def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, 
 def _variant_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
     nearest published pair whose wheels can carry it."""
-    return _covering_fix(host, "", "", v, fallback=False, compat=compat) or _pair_fix(host, v, compat, cuda)
+    return _upstream_fix(host, v, compat) or _covering_fix(host, "", "", v, fallback=False, compat=compat) \
+        or _pair_fix(host, v, compat, cuda)
 
 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True,
@@ -439,6 +443,7 @@ def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool
     if not fallback:
         return None
     if compat is not None and host.gpus and not host.jetson:   # another torch release covers it: the nearest pair
-        pair = _pair_fix(host, v, compat, v.cuda_version)
+        pair = _upstream_fix(host, v, compat) or _pair_fix(host, v, compat, index_cuda(url) or v.cuda_version,
+                                                            url=url or None)
         return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}; {pair}"
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"
