@@ -4,9 +4,12 @@ manager; a command for the probe's `fabric` section and its pure parsers (fleet/
 from __future__ import annotations
 
 import re
+import shlex
 
+from fleet import remote
 from fleet.facts.gpu import _TIMEOUT, _value
 
+#
 # On an NVSwitch system (HGX/DGX 8-GPU baseboards) the NVIDIA Fabric Manager must run, at exactly the driver's
 # version, before CUDA initialises (cudaErrorSystemNotReady, 802, until then); a GPU that fails to register with the
 # fabric keeps running but loses its NVLink peers (NVIDIA Fabric Manager User Guide,
@@ -16,38 +19,8 @@ from fleet.facts.gpu import _TIMEOUT, _value
 # NVML API reference). The service is nvidia-fabricmanager, its packages nvidia-fabricmanager-<branch> and
 # libnvidia-nscq-<branch> (Ubuntu's fabric-manager-<branch> source package; NVIDIA's CUDA apt repository).
 FABRIC_QUERY = "pci.bus_id,fabric.state,fabric.status,fabric.cliqueId"
-# `topo -m` (43 ms on the lent H200), the fabric query (22 ms) and lspci run at once, each into a pipe, and are printed
-# in this order as each ends (mapfile: a builtin, the bytes as they came): the section takes the slowest, not the sum.
-FABRIC = (
-    f"{_TIMEOUT}\n"
-    "fleet_smi=; command -v nvidia-smi >/dev/null 2>&1 && fleet_smi=1\n"
-    "if [ -n \"$fleet_smi\" ]; then\n"
-    "  exec {fleet_topo}< <($t nvidia-smi topo -m 2>&1)\n"
-    # the four fields by query first: 0.02 s on the lent H100 against 0.12 s for all of `-q`; a driver that does not
-    # know them refuses the query ("Field ... is not a valid field to query"), and `-q`'s Fabric blocks are read
-    f"  exec {{fleet_query}}< <(if fleet_fq=$($t nvidia-smi --query-gpu={FABRIC_QUERY} --format=csv,noheader 2>&1); then\n"
-    "    printf '%s\\n' \"$fleet_fq\" | sed 's/^/csv /'\n"
-    "  else $t nvidia-smi -q 2>&1 | grep -E '^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:'; fi)\n"
-    "fi\n"
-    "exec {fleet_lspci}< <(command -v lspci >/dev/null 2>&1 && lspci -d 10de: 2>/dev/null | grep -ci 'bridge.*nvswitch\\|nvswitch' | sed 's/^/lspci /')\n"
-    "if [ -n \"$fleet_smi\" ]; then\n"
-    "  echo '@@topo'; mapfile -u \"$fleet_topo\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "  echo '@@query'; mapfile -u \"$fleet_query\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "fi\n"
-    "echo '@@nvswitch'; for d in /dev/nvidia-nvswitch*; do [ -e \"$d\" ] && echo \"$d\"; done\n"
-    "mapfile -u \"$fleet_lspci\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "echo '@@container'\n"
-    "[ -f /.dockerenv ] && echo dockerenv\n"
-    "[ -f /run/.containerenv ] && echo containerenv\n"
-    "grep -qaE 'docker|kubepods|containerd|lxc' /proc/1/cgroup 2>/dev/null && echo cgroup\n"
-    "echo '@@service'\n"
-    "if command -v systemctl >/dev/null 2>&1; then printf 'systemctl %s\\n' \"$(systemctl is-active nvidia-fabricmanager 2>/dev/null)\"; fi\n"
-    "for p in /proc/[0-9]*/comm; do read -r c < \"$p\" 2>/dev/null && [ \"$c\" = nv-fabricmanage ] && { echo process; break; }; done\n"
-    "echo '@@packages'\n"
-    "command -v dpkg-query >/dev/null 2>&1 && dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' "
-    "'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null\n"
-    "true"
-)
+# what it runs, at once, and prints in order: fleet/remote/gpu_fabric.sh
+FABRIC = f"{_TIMEOUT}\nfq={shlex.quote(FABRIC_QUERY)}\n" + remote.program("gpu_fabric")
 
 _LINK = re.compile(r"^NV(\d+)$")
 PCIE_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shlex
 
+from fleet import remote
 from fleet.knowledge import platforms
 from fleet.knowledge.platforms import JETPACK_FOR_L4T
 
@@ -13,17 +15,8 @@ QUERY_OLD = "index,name,driver_version,memory.total,uuid"
 
 # A wedged GPU can hang nvidia-smi for minutes; the gather must still come back.
 _TIMEOUT = "t=; command -v timeout >/dev/null 2>&1 && t='timeout 30'"
-_NEED_SMI = "command -v nvidia-smi >/dev/null 2>&1 || { echo 'nvidia-smi: not installed'; exit 127; }"
 
-NVIDIA_SMI = (
-    f"{_NEED_SMI}\n{_TIMEOUT}\n"
-    f"if out=$($t nvidia-smi --query-gpu={QUERY_FULL} --format=csv,noheader,nounits 2>&1); then\n"
-    f"  echo 'query {QUERY_FULL}'; printf '%s\\n' \"$out\"\n"
-    "else\n"
-    "  printf 'rejected %s\\n' \"$(printf '%s' \"$out\" | head -n 2 | tr '\\n' ' ')\"\n"
-    f"  echo 'query {QUERY_OLD}'; $t nvidia-smi --query-gpu={QUERY_OLD} --format=csv,noheader,nounits\n"
-    "fi"
-)
+NVIDIA_SMI = f"{_TIMEOUT}\nq={shlex.quote(QUERY_FULL)}\n" + remote.program("gpu_smi")   # QUERY_OLD made there
 
 
 DRIVER = (
@@ -179,15 +172,7 @@ def parse_smi_header(text: str) -> dict:
 #     CUDA Version        : 13.0
 # The table's header is asked after it only where it has no DRIVER and CUDA lines or NVML failed (a driver whose
 # nvidia-smi has no --version, or one without the CUDA line: what the table says then).
-SMI_VERSION = (
-    f"{_TIMEOUT}\n"
-    "command -v nvidia-smi >/dev/null 2>&1 || exit 0\n"
-    "v=$($t nvidia-smi --version 2>&1); printf '%s\\n' \"$v\"\n"
-    "case $v in *'Failed to initialize NVML'*|*'NVIDIA-SMI has failed'*) ;;\n"
-    "  *'DRIVER version'*'CUDA Version'*) exit 0;; esac\n"
-    "echo '@@header'; $t nvidia-smi 2>&1 | head -n 5\n"
-    "true"
-)
+SMI_VERSION = f"{_TIMEOUT}\n" + remote.program("gpu_smi_version")   # fleet/remote/gpu_smi_version.sh
 
 
 def parse_smi_versions(text: str) -> dict:
