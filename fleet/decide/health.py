@@ -13,6 +13,8 @@ The classes are NVIDIA's own:
   retire (pre-A100: Dynamic Page Retirement guide, "reload the driver"), a PCIe link narrower than its maximum (or
   slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, the Xid codes of
   the catalog whose action is an application restart or a check (DEGRADED_XID).
+- the pod's own resources (issue 45, _resource_findings): a /dev/shm under NCCL's --shm-size=1g is "degraded" (DataLoader
+  workers and NCCL's shared-memory transport fail); memlock, open files and the memory limit are notes.
 - "note": shown, no change to the verdict (lifetime ECC history, PCIe replays, persistence mode off, a kernel log
   that cannot be read: Xid events "unreadable", never "clean").
 """
@@ -68,6 +70,9 @@ ADVICE = {
                 "here; return it if verify fails"),
     "none": "no NVIDIA GPU: keep it only for work without one",
 }
+# degraded by the pod's own resources alone (its GPUs sound): what is wrong is how the pod was started
+POD_ADVICE = ("keep it if your job needs neither DataLoader workers nor NCCL across processes; else start it again "
+              "with the larger setting named (or fix it in place where the line says how): the GPUs are sound")
 
 
 @dataclass
@@ -326,4 +331,6 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
         reason = "degraded: " + "; ".join(f.line() for f in shown)
     else:
         reason = f"healthy: {count} GPU(s)" + (", Xid events unreadable" if log in ("unreadable", "empty") else "")
-    return HealthVerdict(verdict, reason, count, expect, findings, PROVIDER_WAY_OUT if verdict == "return" else None)
+    pod_only = verdict == "degraded" and all(f.field == "/dev/shm" for f in shown)
+    return HealthVerdict(verdict, reason, count, expect, findings, PROVIDER_WAY_OUT if verdict == "return" else None,
+                         POD_ADVICE if pod_only else "")

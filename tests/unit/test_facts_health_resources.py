@@ -52,6 +52,7 @@ def test_docker_default_shm_parsed_and_degraded_naming_dev_shm_and_its_size():
     assert verdict.reason.startswith("degraded: host: /dev/shm=64 MB (64 MB free): DataLoader workers and NCCL's "
                                      "shared-memory transport fail"), verdict.reason
     assert {f.field for f in verdict.findings if f.severity == "note"} == {"ulimit -l", "ulimit -n"}
+    assert "the GPUs are sound" in verdict.advice and "UUID" not in verdict.advice
 
 
 def test_a_large_shm_is_healthy_and_a_cgroup_v2_limit_is_a_note():
