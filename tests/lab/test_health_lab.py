@@ -250,3 +250,11 @@ def test_a_64_mb_dev_shm_fails_a_dataloader_like_job_and_health_says_degraded_na
     code, doc = fleet_json("health", str(pods[1]), "--limit", "pod-healthy")
     assert code == 0 and doc["hosts"]["pod-healthy"]["verdict"] == "healthy", doc
     assert doc["hosts"]["pod-healthy"]["facts"]["system"]["resources"]["shm"]["size_mb"] >= 1024, doc
+
+
+def test_apply_shows_the_small_dev_shm_beside_its_plan(pods):
+    """apply's probe reads the same source: its report names /dev/shm and its size."""
+    code, out, err = fleet("apply", str(pods[1]), "--limit", SMALL, "--check")
+    said = " ".join(out.split())
+    assert "degraded: host: /dev/shm=64 MB (64 MB free)" in said, out + err
+    assert _plain_ssh(pods, SMALL, "df -Pk /dev/shm | tail -n 1").stdout.split()[1] == "65536"
