@@ -178,6 +178,7 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
         "container": identity.get("container"),
         "workspace": identity.get("workspace"),      # a /workspace volume (RunPod): user roles gate on it
         "git": identity.get("git"),                  # git on PATH (slim images lack it): the cutlass role gates on it
+        "resources": reader.read("resources"),       # /dev/shm, memlock and open files, the memory limit (issue 45)
     }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from fleet import remote
+
 # ---- uname ------------------------------------------------------------------------------------------
 
 UNAME = "uname -a; uname -m"
@@ -182,3 +184,55 @@ def parse_df(text: str) -> list[dict]:
     if not disks:
         raise ValueError("no df output")
     return disks
+
+
+# ---- what a job takes from the pod: /dev/shm, the session's limits, the container's memory limit ------------------
+
+RESOURCES = remote.program("pod_resources")   # fleet/remote/pod_resources.sh
+
+# cgroup v1 writes "no limit" as the largest page-aligned 64-bit value (9223372036854771712); v2 as "max"
+_NO_LIMIT_BYTES = 2 ** 62
+
+
+def _limit(value: str) -> int | str:
+    """`ulimit` prints a number or "unlimited"."""
+    value = value.strip()
+    if value == "unlimited":
+        return value
+    if not value.isdigit():
+        raise ValueError(f"not a ulimit value: {value!r}")
+    return int(value)
+
+
+def parse_resources(text: str) -> dict:
+    """fleet/remote/pod_resources.sh -> {"shm": {"filesystem", "size_mb", "free_mb"} | None, "memlock_kb": 8192 |
+    "unlimited", "nofile": 1048576 | "unlimited", "memory_limit_mb": 16384 | None (no limit), "memory_limit_file"}.
+
+        shm tmpfs                65536     0     65536       0% /dev/shm
+        memlock 8192
+        nofile 1048576
+        memory_limit max /sys/fs/cgroup/memory.max
+    """
+    out: dict = {"shm": None, "memlock_kb": None, "nofile": None, "memory_limit_mb": None, "memory_limit_file": None}
+    seen = False
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "shm":
+            seen = True
+            if rest.strip() != "none":
+                fields = rest.split()
+                if len(fields) < 6 or not fields[1].isdigit() or not fields[3].isdigit():
+                    raise ValueError(f"not a df -Pk line: {rest!r}")
+                out["shm"] = {"filesystem": fields[0], "size_mb": int(fields[1]) // 1024,
+                              "free_mb": int(fields[3]) // 1024}
+        elif key in ("memlock", "nofile"):
+            out["memlock_kb" if key == "memlock" else "nofile"] = _limit(rest)
+        elif key == "memory_limit":
+            value, _, where = rest.strip().partition(" ")
+            if value != "max" and not value.isdigit():
+                raise ValueError(f"not a cgroup memory limit: {value!r}")
+            out["memory_limit_file"] = where or None
+            out["memory_limit_mb"] = None if value == "max" or int(value) >= _NO_LIMIT_BYTES else int(value) // 2 ** 20
+    if not seen:
+        raise ValueError("no shm line")
+    return out
