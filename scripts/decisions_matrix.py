@@ -297,6 +297,9 @@ SWEEP_DISTROS = (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04"), ("r
 # and the host's Python against the torch release (PyTorch RELEASE.md: 2.8 stops at 3.13, 2.9 starts at 3.10)
 SWEEP_PYTHON = (("535.261.03", "570.133.20", "575.64.03", "580.95.05"), ("3.9.18", "3.14.0"),
                 ("2.8.0", "2.9.0", "2.13.0"), (None, "12.8", "13.0"))
+# and a torch index asked beside the CUDA asked (an older variant, one this torch never published)
+SWEEP_INDEX = (("550.163.01", "575.64.03", "590.44.01"), (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04")),
+               ("cu126", "cu132"), (None, "13.1", "13.5"))
 SWEEP_JETSONS = {   # label: (record, changes)
     "Orin JetPack 6.0": ("orin-jp6", JP60),
     "Orin JetPack 6.2": ("orin-jp6", {}),
@@ -340,6 +343,21 @@ def sweep() -> list[tuple[str, dict, dict]]:
                             "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
                         out.append((f"{label} / {driver} / Python {python} / CUDA {cuda or 'default'} / "
                                     f"torch {torch}", facts, variables))
+    drivers, distros, indexes, cudas = SWEEP_INDEX
+    for label, (name, platform, gpu, cap) in SWEEP_GPUS.items():
+        for driver in drivers:
+            for os_id, os_version in distros:
+                change = {"gpus": [(gpu, cap)], "driver": driver, "os_id": os_id, "os_version": os_version}
+                if platform:
+                    change["platform"] = platform
+                facts = varied(name, change)
+                for index in indexes:
+                    for cuda in cudas:
+                        variables = {"torch_version": "2.10.0",
+                                     "torch_index_url": f"https://download.pytorch.org/whl/{index}",
+                                     **({"cuda_version": cuda} if cuda else {})}
+                        out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda or 'default'} / "
+                                    f"torch 2.10.0 on {index}", facts, variables))
     for label, (name, change) in SWEEP_JETSONS.items():
         facts = varied(name, change)
         for cuda in (None, "12.6", "12.8", "13.0", "13.2"):
@@ -390,7 +408,8 @@ def sweep_summary() -> str:
     return (f"The sweep (scripts/decisions_matrix.py sweep(): {len(SWEEP_GPUS)} GPUs x {len(SWEEP_DRIVERS)} drivers x "
             f"{len(SWEEP_DISTROS)} distributions x {len(SWEEP_CUDA)} CUDA releases (the default among them) x "
             f"{len(SWEEP_TORCH)} torch releases; the GPUs x {len(SWEEP_PYTHON[0])} drivers x Python 3.9 and 3.14 x "
-            f"torch 2.8, 2.9, 2.13 x 3 CUDA; and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x "
+            f"torch 2.8, 2.9, 2.13 x 3 CUDA; the GPUs x 3 drivers x 3 distributions x torch 2.10 on cu126 and "
+            f"cu132 x 3 CUDA; and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x "
             f"library source): "
             f"{len(situations)} situations, {refused} refused; fed back once, the offered variables of "
             f"{refused - failed} of the {refused} refusals are accepted ({failed} not).")

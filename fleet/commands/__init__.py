@@ -6,5 +6,4 @@ PyYAML, Jinja2 and Rich are installed.
 
 # Order is the order `fleet --help` lists them in.
 NAMES = ("apply", "verify", "health", "facts", "hosts", "validate", "bootstrap", "forget", "ssh", "run", "decide",
-         "script",
-         "lab", "completion")
+         "script", "serve", "collect", "lab", "completion")

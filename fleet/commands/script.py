@@ -38,6 +38,11 @@ def register(subparsers) -> None:
                         help="write the script here (mode 0755) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
+    parser.add_argument("--report", metavar="URL|dir:PATH", default=None,
+                        help="after every run, send the run's report to `fleet serve` at URL (https://, or http:// "
+                             "to a loopback address; the token from FLEET_REPORT_TOKEN in the pod's environment) or "
+                             "write it into the directory PATH (for `fleet collect`); kept and sent next time "
+                             "when the target cannot be reached")
     _common.add_set(parser)
     _common.add_connect(parser, forks=False)
     parser.set_defaults(func=run)
@@ -55,11 +60,32 @@ def run(args: argparse.Namespace, env) -> int:
     reporter = reporter_for(args, env)
     only, connect = _common.role_names(args), _common.connect_options(args, reporter)
     roles = session.roles_of([host], roles_path, only)[host.name]   # bad input: exit 2, nothing touched
-    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect)
+    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect,
+                            report=_report_target(args.report))
     printer = ScriptPrinter(reporter, output=env.cwd / args.output if args.output else None, shown_as=args.output)
     result = make_script(host, roles, request, progress=reporter.progress)
     printer.finish(result)
     return ExitStatus.OK
+
+
+def _report_target(target: str | None) -> str | None:
+    """--report's URL|dir:PATH, checked before anything runs."""
+    from fleet.errors import InputError
+    from fleet.store.serve import is_loopback
+    from urllib.parse import urlsplit
+
+    if target is None:
+        return None
+    parts = urlsplit(target)
+    if parts.username or parts.password:
+        raise InputError(f"--report: the URL carries a user or password, which would be written into the script; "
+                         "the pod's token comes from FLEET_REPORT_TOKEN in its environment")
+    if target.startswith("dir:/") or parts.scheme == "https" and parts.hostname:
+        return target
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return target
+    raise InputError(f"--report {target!r}: give an https:// URL of `fleet serve`, http:// to a loopback address, "
+                     "or dir:/ABSOLUTE/PATH (a directory `fleet collect` reads)")
 
 
 def _named(args, record: dict | None):

@@ -7,6 +7,7 @@ host needs, each with a one-line reason (the knowledge in shared/DOMAIN.md). No 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from dataclasses import asdict
@@ -57,6 +58,11 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     # (host_refusal); then the toolkit (a GPU CUDA dropped, a JetPack without it) before compat (the driver),
     # compat before torch (a torch refusal may follow from either).
     refuse = host_refusal(host) or next((d.refuse for d in (cuda, compat, torch, nvpl, cudss) if d.refuse), None)
+    if refuse and refuse != torch.refuse and not _OFFER.search(refuse) and _OFFER.search(torch.reason):
+        # the root cause's fix is outside fleet's variables (a driver to install): the torch decision, judged on a
+        # stack that cannot be, offers no variables of its own beside it (one fix per answer, issue 24)
+        note = "not decided: the refusal above comes first, and its fix is outside fleet's variables"
+        torch = replace(torch, supported=False, reason=note, refuse=note)
     path = ld_library_path(compat, cuda, nvpl, cudss)
     return Decisions(
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,
@@ -68,6 +74,10 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         shells=judge_shells(facts, cuda.path, v.python_env,
                             (facts.get("torch") or {}).get("path") if isinstance(facts.get("torch"), dict) else None),
     )
+
+
+# "NAME=" for a variable decisions read: what a text proposes to set
+_OFFER = re.compile(r"\b(" + "|".join(sorted(DEFAULTS, key=len, reverse=True)) + r")=")
 
 
 def _unplanned_cuda(host, v) -> str | None:

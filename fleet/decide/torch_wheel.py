@@ -24,11 +24,10 @@ from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
 from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import MIN_DRIVER, min_driver_for, version_key
+from fleet.decide.versions import MIN_DRIVER, index_cuda, min_driver_for, version_key
 
 FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on (pytorch/pytorch#160162)
 
-_INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
 def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatDecision | None = None) -> str | None:
@@ -80,12 +79,6 @@ def _upstream_fix(host: Host, v: Vars, compat: CompatDecision) -> str | None:
     if compat.refuse:
         return driver_fix(host, v, min_driver_for(v.cuda_version))
     return None
-
-
-def index_cuda(url: str) -> str | None:
-    """'.../whl/cu130' -> '13.0'; '.../sbsa/cu126/' -> '12.6'; None where the URL does not say."""
-    match = _INDEX_CUDA.search(url)
-    return f"{int(match.group(1))}.{match.group(2)}" if match else None
 
 
 def torch_source(host: Host, v: Vars) -> str:
@@ -337,6 +330,9 @@ def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> s
         if v.cuda_major == host.jetson.cuda.split(".")[0]:
             return _pair_fix(host, v, compat, cuda)
         return f"set cuda_version={host.jetson.cuda}"
+    upstream = _upstream_fix(host, v, compat)
+    if upstream:
+        return upstream
     if cuda.startswith("12."):
         offer = twelve_offer(host, v, need_12=True, covered=True)
         if offer:
@@ -412,7 +408,8 @@ def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, 
 def _variant_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
     nearest published pair whose wheels can carry it."""
-    return _covering_fix(host, "", "", v, fallback=False, compat=compat) or _pair_fix(host, v, compat, cuda)
+    return _upstream_fix(host, v, compat) or _covering_fix(host, "", "", v, fallback=False, compat=compat) \
+        or _pair_fix(host, v, compat, cuda)
 
 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True,
@@ -439,6 +436,7 @@ def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool
     if not fallback:
         return None
     if compat is not None and host.gpus and not host.jetson:   # another torch release covers it: the nearest pair
-        pair = _pair_fix(host, v, compat, v.cuda_version)
+        pair = _upstream_fix(host, v, compat) or _pair_fix(host, v, compat, index_cuda(url) or v.cuda_version,
+                                                            url=url or None)
         return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}; {pair}"
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

@@ -3,7 +3,9 @@ fleet_changed=0
 fleet_applied=''
 fleet_first() { printf '%s\n' "$1" | sed -n '/^@@diff@@$/q;/./{p;q}'; }
 fleet_tail() { printf '%s\n' "$1" | grep -v '^[[:space:]]*$' | tail -n 8 | tr '\n' '|' | sed 's/|$//;s/|/ | /g'; }
-fleet_end() { printf 'changed=%d\n' "$fleet_changed"; exit "$1"; }
+# fleet_report EXIT sends the run's report (fleet script --report: fleet/remote/report.sh defines it after this)
+fleet_report() { :; }
+fleet_end() { fleet_report "$1"; printf 'changed=%d\n' "$fleet_changed"; exit "$1"; }
 fleet_fail() { printf 'FAILED  %s: %s\n' "$1" "$2" >&2; fleet_end 1; }
 # fleet_task LABEL N: run check N; apply N only when the check answers 10 (not in state).
 fleet_task() {

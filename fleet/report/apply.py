@@ -167,6 +167,7 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         lines.append(("line", f"  [bold red]refused:[/bold red] {_safe(report.refuse)}"))
     elif report.error:
         lines.append(("line", f"  [bold red]error:[/bold red] {_safe(report.error)}"))
+    fixes = fixed(report, check)   # what it repaired beyond its own lines
     verbose = reporter.verbose > 0
     shown_skips, shown_why, fixes_said = set(), set(), set()
     for task in report.tasks:
@@ -197,7 +198,6 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         lines.append(("line", f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}"))
         if health.get("advice"):
             lines.append(("line", f"  [{style}]keep or return:[/{style}] {_safe(health['advice'])}"))
-    fixes = fixed(report, check)
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
         from fleet.facts.shells import reach_short

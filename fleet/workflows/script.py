@@ -51,6 +51,7 @@ class ScriptRequest:
     record: dict | None = None
     from_facts: str | None = None
     connect: ConnectOptions | None = None
+    report: str | None = None             # --report URL|dir:PATH: the script sends each run's report there
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host,
         plan = decide(request.record)
         made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
     prepared = script_runtime.prepare(decide, plan, made_from, host)
-    return ScriptRun(render(plan, host, prepared), prepared.plans, host.name)
+    return ScriptRun(render(plan, host, prepared, report=request.report), prepared.plans, host.name)
 
 
 def _gathered(host: Host, options: ConnectOptions | None) -> dict:
@@ -100,7 +101,7 @@ def gather_plan(conn, host: Host, roles) -> Decided:
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
-                  made_from: str | None = None) -> str:
+                  made_from: str | None = None, report: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
     which the script picks one on the host from the kernel driver it finds there."""
@@ -113,7 +114,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
 
 
 def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
-           verify_path: str = VERIFY_PATH) -> str:
+           verify_path: str = VERIFY_PATH, report: str | None = None) -> str:
     """The bash script for `plan` with what it decides at run time made already (script_runtime.Runtime: the
     variants, their header and guard, whether it runs as root)."""
     if plan.decisions.refuse:
@@ -124,7 +125,7 @@ def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
     for name, variant in plans.items():
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
-           _PRELUDE, shell.TRUST_FN,
+           _PRELUDE, shell.TRUST_FN, *([_report(report, host, verify_path)] if report else []),
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
@@ -154,6 +155,16 @@ def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
     out.append("esac")
     out.append("fleet_end 0")
     return "\n".join(out) + "\n"
+
+
+def _report(target: str, host: Host, verify_path: str) -> str:
+    """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET (fleet/remote/report.sh
+    and report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
+    values = {"program": remote.source("report_send"), "target": target, "host": host.name,
+              "version": __version__, "verify": verify_path}
+    return ("# -- the report after every run (fleet script --report) -----------------------------------\n"
+            + "".join(f"fleet_report_{name}={shlex.quote(value)}\n" for name, value in values.items())
+            + remote.program("report"))
 
 
 def _start_gate(root: bool) -> str:

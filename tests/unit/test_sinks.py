@@ -92,8 +92,9 @@ def test_the_run_log_is_a_sink_head_first_then_each_host_without_its_record(tmp_
 def test_for_run_keeps_facts_records_only_where_the_run_gathers_facts(tmp_path):
     run = Run("apply", tmp_path / "inv.yaml")
     kinds = [type(sink).__name__ for sink in for_run(run, facts_dir=tmp_path / "facts")]
-    assert kinds == ["FactsRecords", "RunLog"]
-    assert [type(sink).__name__ for sink in for_run(Run("health", None))] == ["RunLog"]
+    assert kinds == ["FactsRecords", "RunLog", "HistorySink"]       # every run's reports into the history store
+    assert [type(sink).__name__ for sink in for_run(Run("health", None))] == ["RunLog", "HistorySink"]
+    assert [type(sink).__name__ for sink in for_run(Run("apply", None, check=True))] == ["RunLog"]   # --check
 
 
 def test_report_of_says_each_host_s_status():
