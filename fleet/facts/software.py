@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 
 from fleet.facts import paths
+from fleet.jsontext import loads as json_loads
 from fleet.shell import git_guard
 
 # Only these environment variables are recorded: anything else may hold a secret.
@@ -197,7 +197,7 @@ def parse_torch(text: str) -> dict | None:
     data = None
     for line in reversed(lines):
         if line.lstrip().startswith("{"):
-            data = json.loads(line)
+            data = json_loads(line)
             break
     if not isinstance(data, dict):
         raise ValueError("no JSON line from the torch program")
@@ -283,7 +283,7 @@ def parse_verify(text: str) -> dict | None:
         return None
     if text.startswith("unreadable "):
         raise ValueError(f"{VERIFY_PATH} exists but this user cannot read it")
-    data = json.loads(text)
+    data = json_loads(text)   # a NaN or Infinity in it reads as null
     if not isinstance(data, dict) or "passed" not in data:
         raise ValueError("verify.json has no 'passed' key")
     return data

@@ -17,6 +17,7 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
 from fleet.facts.scrub import scrub
+from fleet.jsontext import dumps, finite
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
 
@@ -35,7 +36,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(scrub(record), indent=2) + "\n"
+    text = dumps(finite(scrub(record)), indent=2) + "\n"   # every reader reads it: no NaN, no Infinity
     old = _readable(path)
     try:
         if old is not None:

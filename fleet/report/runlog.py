@@ -18,6 +18,7 @@ from typing import Any
 
 from fleet.connection.parallel import Outcome
 from fleet.facts.scrub import scrub
+from fleet.jsontext import dumps, finite
 
 _OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl$")
 
@@ -53,7 +54,7 @@ def lines(argv: list[str], started: float, check: bool, hosts: dict[str, Any], o
     head = {"format": 1, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "argv": argv, "check": check,
             "seconds": round(time.time() - started, 3)}
     out = [head] + [{"host": name, **doc, "stats": outcomes[name].stats()} for name, doc in hosts.items()]
-    return [json.dumps(scrub(json.loads(json.dumps(doc, default=str))), ensure_ascii=True) for doc in out]
+    return [dumps(finite(scrub(json.loads(json.dumps(doc, default=str)))), ensure_ascii=True) for doc in out]
 
 
 def write(path: Path, text_lines: list[str]) -> Path:

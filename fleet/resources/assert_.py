@@ -7,6 +7,7 @@ type (fleet/resources/verify.py), and an assert never writes or replaces it.
 
 from __future__ import annotations
 
+from fleet.jsontext import finite
 from fleet.remote.verify_record import last_json as _last_json
 from fleet.resources.base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 from fleet.shell import TRUST_FN
@@ -62,7 +63,7 @@ class Assert(Resource):
 
 def json_result(msg: str, rc: int, output: str) -> CheckResult:
     """A JSON check's answer: passed when its last JSON line says so and it exited 0; the failed checks as reason."""
-    doc = _last_json(output)
+    doc = finite(_last_json(output))   # a host's NaN or Infinity: null
     if doc is None:
         return CheckResult(False, f"{msg}: no result ({output.strip()[-300:] or f'exit {rc}'})", error=None)
     failed = [c for c in doc.get("checks", []) if not c.get("passed")]

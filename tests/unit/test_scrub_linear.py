@@ -1,4 +1,4 @@
-"""The secret scrubber reads a host's text in time linear in its length (issue 49: one pod's 24 KB PRETTY_NAME of
+r"""The secret scrubber reads a host's text in time linear in its length (issue 49: one pod's 24 KB PRETTY_NAME of
 repeated "token-" took the old patterns cubic time, `fleet facts` of two pods 70 s instead of 2.6 s).
 
 Work is counted (tests/unit/work_count.py: regex steps and Python calls), never timed: doubling a hostile input
@@ -36,7 +36,7 @@ def test_doubling_a_hostile_text_at_most_doubles_the_scrubbers_work(name):
 
 
 def test_the_counter_sees_a_quadratic_pattern():
-    """The measure itself: a pattern that reads every suffix again by backtracking (`(?:a\w)*c` over a's)
+    r"""The measure itself: a pattern that reads every suffix again by backtracking (`(?:a\w)*c` over a's)
     quadruples its count when its input doubles."""
     import re
 

@@ -1,4 +1,4 @@
-"""Work counted, not timed: how many times CPython looked for pending signals while a call ran.
+r"""Work counted, not timed: how many times CPython looked for pending signals while a call ran.
 
 CPython's regular-expression engine looks once every 4,096 steps of its matching loop (sre_lib.h,
 MAYBE_CHECK_SIGNALS); the interpreter looks at every call and backward jump. Keeping SIGUSR1 pending the whole
