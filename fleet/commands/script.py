@@ -35,7 +35,7 @@ def register(subparsers) -> None:
                         help="decide from this facts record (written by fleet facts/apply) instead of "
                              "connecting: works offline")
     parser.add_argument("-o", "--output", default=None, metavar="FILE",
-                        help="write the script here (mode 0755) instead of printing it")
+                        help="write the script here (mode 0700: it can hold an index password) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
     _common.add_set(parser)
@@ -132,4 +132,5 @@ def _write(path, text: str) -> None:
     from fleet.atomic import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode("utf-8"), mode=0o755)
+    # owner-only (issue 49): the script holds what its tasks need, a private index's password or a git token
+    write_atomic(path, text.encode("utf-8"), mode=0o700)

@@ -30,6 +30,7 @@ from fleet import __version__, remote, shell
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.session import gather
 from fleet.errors import HostError
+from fleet.facts.scrub import scrub_text
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
 from fleet.resources import assert_, programs
@@ -171,8 +172,9 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
 
 
 def _comment(text: str) -> str:
-    """One comment line: a newline in a reason must never become code."""
-    return ("# " + re.sub(r"[\x00-\x1f\x7f]", " ", str(text))).rstrip()
+    """One comment line: a newline in a reason must never become code, a credential never a comment (a task's
+    description names its index or repository URL: the code needs the password or token, a reader does not)."""
+    return ("# " + re.sub(r"[\x00-\x1f\x7f]", " ", scrub_text(str(text)))).rstrip()
 
 
 def _label(task) -> str:
