@@ -112,9 +112,9 @@ def duration(value: Any) -> float:
     return seconds(float(found[1]) * _UNITS[found[2]], zero=True, most=365 * 86400)
 
 
-URL = re.compile(r"^(https?|file)://\S+$")
+URL = re.compile(r"^(https?|file)://\S+\Z")
 # scp-like git@github.com:o/r, and an absolute path on the host (git clone takes a local repository: a mirror)
-GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
+GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)\Z")
 _PLAIN = re.compile(r"^(http|git)://", re.I)
 SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/root", "/etc", "/opt", "/bin", "/sbin", "/lib", "/var", "/home"}
 

@@ -114,9 +114,10 @@ def _read_facts(path) -> dict:
     import json
 
     from fleet.errors import InputError
+    from fleet.jsontext import document
 
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = document(path.read_text(encoding="utf-8"))   # too deep: a JSONDecodeError
     except OSError as exc:
         raise InputError(f"cannot read the facts record ({exc.strerror}): give a file written by "
                          "`fleet facts` or `fleet apply` (facts/<host>.json)", path=str(path)) from None

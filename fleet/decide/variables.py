@@ -14,7 +14,7 @@ from fleet.knowledge.platforms import jetpack_cudas
 from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
 from fleet.variables import STACK
 
-_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?\Z")
 
 
 class VariableError(ValueError):
@@ -88,7 +88,7 @@ def resolve(values: dict) -> Vars:
 
 
 PINS_VAR = "cuda_keyring_pins"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def _keyring_pins(value) -> dict:

@@ -17,9 +17,9 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
 from fleet.facts.scrub import scrub
-from fleet.jsontext import dumps, finite
+from fleet.jsontext import document, dumps, finite
 
-_HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+\Z")
 
 
 def record_path(facts_dir: Path | str, host: str, *, previous: bool = False) -> Path:
@@ -54,7 +54,7 @@ def _readable(path: Path) -> bytes | None:
     """The record's bytes when it is a whole JSON object; None when absent or damaged."""
     try:
         data = path.read_bytes()
-        return data if isinstance(json.loads(data), dict) else None
+        return data if isinstance(document(data), dict) else None
     except (OSError, ValueError):
         return None
 
@@ -89,7 +89,7 @@ def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
     """Read one facts JSON file; a damaged one is an InputError naming the file and the fix."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = document(path.read_text())   # nested too deep: a JSONDecodeError naming where
     except FileNotFoundError:
         if missing_ok:
             return None

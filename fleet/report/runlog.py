@@ -20,7 +20,7 @@ from fleet.connection.parallel import Outcome
 from fleet.facts.scrub import scrub
 from fleet.jsontext import dumps, finite
 
-_OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl$")
+_OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl\Z")
 
 
 def runs_dir() -> Path:
