@@ -48,8 +48,8 @@ PHASES = [
     ("fleet.engine.observe", "_decide"),
     ("fleet.engine.session", "decide_facts"),
     ("fleet.engine.decided", "render_role"),
-    ("fleet.facts.probe", "parse"),
-    ("fleet.facts.probe", "parts"),
+    ("fleet.engine.probe", "parse"),
+    ("fleet.engine.probe", "parts"),
     ("fleet.commands.facts", "_report"),
     ("fleet.report.compare", "compare"),
 ]

@@ -66,8 +66,8 @@ def decisions_of(inventory: Path) -> dict[str, dict]:
 
 
 def write_verify(workdir: Path, inventory: Path) -> Path:
-    """fleet's verify program as fleet installs it (fleet/remote/verify_host.py with the loader's rules it carries)
-    beside its CONFIG_JSON (verify_config(): the peers pass it as the program's argument)."""
+    """fleet's verify program as fleet installs it (fleet/remote/verify/ with the loader's rules and trace reader it
+    carries) beside its CONFIG_JSON (verify_config(): the peers pass it as the program's argument)."""
     from fleet.resources.verify import verify_program
 
     out = workdir / "verify.py"

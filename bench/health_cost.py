@@ -25,11 +25,11 @@ HEALTH_SOURCES = ("health", "health_xml", "xid")
 
 def scripts(vars: dict) -> dict[str, str]:
     from fleet import sections
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.facts.sources import BY_NAME
     from fleet.workflows import health
 
-    parts = dict(zip([s for s in probe.bodies(vars)], probe.parts(vars)))
+    parts = dict(zip([s for s in probe.bodies(probe.Needs.of(vars))], probe.parts(probe.Needs.of(vars))))
     out = {"probe with health": sections.together(list(parts.values())),
            "probe without health (main)": sections.together([p for n, p in parts.items() if n not in HEALTH_SOURCES]),
            "fleet health's command": health.script()}

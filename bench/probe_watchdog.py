@@ -6,7 +6,7 @@ connection, medians (issue 26).
     python3 bench/probe_watchdog.py --inventory LAB.yaml [--limit pod-570] [--rounds 30]
     python3 bench/probe_watchdog.py --cpu [--rounds 30]     # no lab: this machine as the host
 
-"without": session.run_sections as before the watchdog (shell.ends_with_connection returning the script as it is).
+"without": probe.run_sections as before the watchdog (shell.ends_with_connection returning the script as it is).
 --cpu: the CPU time (user + system) of every process one probe starts, the watchdog included, on this machine:
 the probe script as the lab sends it, run by bash under this process made a child subreaper (prctl
 PR_SET_CHILD_SUBREAPER), so every descendant, the disowned watchdog too, is reaped here with its rusage (wait4).
@@ -47,14 +47,14 @@ def cpu(rounds: int) -> None:
     import os
 
     from fleet import shell
-    from fleet.facts import probe
+    from fleet.engine import probe
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(36, 1, 0, 0, 0) != 0:     # PR_SET_CHILD_SUBREAPER
         raise SystemExit(f"prctl: {os.strerror(ctypes.get_errno())}")
     print(f"CPU (user + system) of every process started, this machine, median of {rounds}, interleaved:")
     # the watchdog alone: a command of 0.15 s (a probe's time on a real host) that uses no CPU itself
-    for what, script in (("the facts probe", probe.script(None)), ("`sleep 0.15` (the watchdog alone)", "sleep 0.15")):
+    for what, script in (("the facts probe", probe.script()), ("`sleep 0.15` (the watchdog alone)", "sleep 0.15")):
         kinds = {"without": script, "with": shell.ends_with_connection(script, local=False)}
         times = {kind: [] for kind in kinds}
         cpu_of(script)                           # warm

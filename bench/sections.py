@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
         repeat, argv = int(argv[1]), argv[2:]
     sections.section = _timed(sections.section)
     sections._in_own_shell = _timed_own_shell(sections._in_own_shell)
-    from fleet.facts import probe
+    from fleet.engine import probe
     probe.section = sections.section           # imported by name there
     connection.Connection.run = _run(connection.Connection.run)
     from fleet.cli import main as fleet_main

@@ -46,7 +46,7 @@ def section(name: str, body: str, *, stop_on_failure: bool = False, stdin: str =
 # What a section that ran past its deadline prints last (the report's reason ends with it).
 OVERRUN = "fleet: stopped after {seconds}s, its deadline (raise it with the task's timeout: SECONDS)"
 TIMED_OUT = 124     # timeout(1)'s status for a command that ran past its time
-# A section that needs a helper program the host lacks (fleet/facts/programs.py) says so on a line of its own and ends
+# A section that needs a helper program the host lacks (fleet/programs.py) says so on a line of its own and ends
 # with MISSING_EXIT: the engine sends it again with the program's text.
 MISSING = "@@fleet:program-missing "
 MISSING_EXIT = 97
@@ -253,7 +253,7 @@ def together(parts, first: str = "") -> str:
 # left where a section's copy of a shared function text was taken out (a comment: bash ignores it)
 _HOISTED = "\n# TRUST_FN: at the top\n"
 # a quoted here-document: bounded()'s body (a bash of its own reads it, seeing none of the script's functions) or
-# data (a helper program's text, fleet/resources/programs.py ship(), installed by its digest): left as it is
+# data (a helper program's text, fleet/programs.py ship(), installed by its digest): left as it is
 _OWN_TEXT = re.compile(r"<<'([A-Za-z0-9_]+)'\n.*?\n\1\n", re.S)
 
 

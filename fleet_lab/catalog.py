@@ -178,18 +178,24 @@ exit 1
 """
 
 
-def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
-    """The packages of one flat repository (ubuntu2404/<arch>); NVPL exists only for sbsa, as at NVIDIA."""
+def keyring_deb(distro: str, arch: str, keyring: bytes) -> Deb:
+    """cuda-keyring as NVIDIA's repository for <distro>/<arch> ships it: the key and the line naming that repository
+    (the lab's hosts resolve the name to its mirror)."""
+    source = f"https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
+    return Deb("cuda-keyring", "1.1-1", "CUDA archive keyring and repository entry",
+               files={"/usr/share/keyrings/cuda-archive-keyring.gpg": keyring,
+                      f"/etc/apt/sources.list.d/cuda-{distro}-{arch}.list":
+                          f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {source} /\n".encode()})
+
+
+def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path, distro: str = "ubuntu2404") -> list[Deb]:
+    """The packages of one flat repository (<distro>/<arch>: ubuntu2404, and debian13 for x86_64, which NVIDIA serves
+    the CUDA 13 toolkit from too); NVPL exists only for sbsa, as at NVIDIA."""
     multiarch, target = MULTIARCH[arch], TARGETS[arch]
     lib = lambda name: libs / name  # noqa: E731
     cuda = "/usr/local/cuda-13.0"
-    # NVIDIA's cuda-keyring writes this very line (the lab's hosts resolve the name to its mirror)
-    source = f"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/{arch}/"
     packages = [
-        Deb("cuda-keyring", "1.1-1", "CUDA archive keyring and repository entry",
-            files={"/usr/share/keyrings/cuda-archive-keyring.gpg": keyring,
-                   f"/etc/apt/sources.list.d/cuda-ubuntu2404-{arch}.list":
-                       f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {source} /\n".encode()}),
+        keyring_deb(distro, arch, keyring),
         Deb("cuda-toolkit-13-0", "13.0.2-1", "CUDA Toolkit 13.0 (nvcc --version, cudart, cuBLAS)",
             files={f"{cuda}/bin/nvcc": NVCC.encode(),
                    f"{cuda}/version.json": b'{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}\n',
@@ -224,6 +230,17 @@ def debs_for(arch: str, libs: Path, keyring: bytes, mirror: Path) -> list[Deb]:
     from . import fabric   # NVIDIA Fabric Manager and NSCQ per driver branch (issue 28)
     packages += fabric.debs(multiarch, lib("libnvidia-nscq.so.2"))
     return packages
+
+
+def jetson_arm64_debs(libs: Path, keyring: bytes) -> list[Deb]:
+    """ubuntu2204/arm64: what NVIDIA builds for a JetPack 6 Jetson (Tegra CUDA 12) besides JetPack's own repository,
+    of which fleet installs cuDSS (libcudss0-cuda-12, CUDA 12 build) when cudss_source is apt (fleet/decide/libs.py).
+    Its CUDA toolkit comes from JetPack's repository (fleet_lab/jetpack.py), not from here."""
+    cu12 = libs / "cu12" / "libcudss.so.0"
+    return [keyring_deb("ubuntu2204", "arm64", keyring),
+            Deb("libcudss0-cuda-12", "0.7.1.4-1", "cuDSS 0.7.1 for CUDA 12 on Jetson (needs an /etc/ld.so.conf.d entry)",
+                files={"/usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0.7.1": cu12},
+                links={"/usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0": "libcudss.so.0.7.1"})]
 
 
 def _nvpl_debs(multiarch: str, libs: Path) -> list[Deb]:

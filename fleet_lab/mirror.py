@@ -1,6 +1,7 @@
 """Build the stand-in mirror once, cache it under <lab root>/mirror/<hash of the builder's sources>.
 
     apt/ubuntu2404/{x86_64,sbsa}/   signed flat apt repositories (cuda-keyring, cuda-toolkit-13-0, ...)
+    apt/debian13/x86_64/            the same for Debian 13; apt/ubuntu2204/arm64/: a JetPack 6 Jetson's cuDSS
     apt/ubuntu/                     the distribution's archive: what slim images lack (fleet_lab/distro.py)
     apt/jetson/{common,t234}/       the JetPack apt repository (r36.4: cuda-toolkit-12-6; fleet_lab/jetpack.py)
     whl/cu130/  whl/jetson-cu130/  whl/jetson-jp6-cu126/  whl/pypi/
@@ -113,9 +114,13 @@ def build(out: Path) -> None:
     jetson_home = Path(tempfile.mkdtemp(prefix="fleet-gpg-jetson-"))
     try:
         keyring = debs.make_signing_key(gpg_home)
-        for arch in ("x86_64", "sbsa"):
-            repo = out / "apt" / "ubuntu2404" / arch
-            packages = catalog.debs_for(arch, libs, keyring, out)
+        repos = {("ubuntu2404", arch): catalog.debs_for(arch, libs, keyring, out) for arch in ("x86_64", "sbsa")}
+        # Debian 13 (NVIDIA's debian13 repository serves the CUDA 13 toolkit) and a JetPack 6 Jetson's ubuntu2204/arm64
+        # (the Tegra builds of NVIDIA's libraries: cuDSS), issue 47
+        repos[("debian13", "x86_64")] = catalog.debs_for("x86_64", libs, keyring, out, distro="debian13")
+        repos[("ubuntu2204", "arm64")] = catalog.jetson_arm64_debs(libs, keyring)
+        for (distro_name, arch), packages in repos.items():
+            repo = out / "apt" / distro_name / arch
             for deb in packages:
                 debs.build_deb(deb, repo)
             debs.write_repo(repo, packages, gpg_home)

@@ -71,7 +71,8 @@ def build_profile_layer(layer: Path, profile: Profile, mirror: Path, compat: boo
 
 def _lsb_release(os_release: str) -> str:
     fields = {k: v.strip('"') for k, v in (line.split("=", 1) for line in os_release.splitlines() if "=" in line)}
-    return (f"DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE={fields['VERSION_ID']}\nDISTRIB_CODENAME={fields['VERSION_CODENAME']}\n"
+    return (f"DISTRIB_ID={fields.get('ID', 'ubuntu').capitalize()}\nDISTRIB_RELEASE={fields['VERSION_ID']}\n"
+            f"DISTRIB_CODENAME={fields['VERSION_CODENAME']}\n"
             f'DISTRIB_DESCRIPTION="{fields["PRETTY_NAME"]}"\n')
 
 

@@ -42,6 +42,19 @@ PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-poli
 UBUNTU_CODENAME=jammy
 """
 
+# Debian 13 "trixie" (debian.org os-release): NVIDIA serves it the CUDA 13 toolkit from its debian13 repository
+DEBIAN_13 = """PRETTY_NAME="Debian GNU/Linux 13 (trixie)"
+NAME="Debian GNU/Linux"
+VERSION_ID="13"
+VERSION="13 (trixie)"
+VERSION_CODENAME=trixie
+DEBIAN_VERSION_FULL=13.1
+ID=debian
+HOME_URL="https://www.debian.org/"
+SUPPORT_URL="https://www.debian.org/support"
+BUG_REPORT_URL="https://bugs.debian.org/"
+"""
+
 THOR_TEGRA_RELEASE = ("# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, "
                       "DATE: Fri Aug 22 00:55:42 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\n"
                       "TARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n")
@@ -179,6 +192,8 @@ PROFILES.update({
     # kernel module: nvidia-smi says "Failed to initialize NVML: Driver/library version mismatch" (exit 18),
     # cuInit answers 803, /proc/driver/nvidia/version still says 570. Fixed only by a reboot (or module reload).
     "nvml-mismatch": replace(_H100, name="nvml-mismatch", runpod=False, userspace_driver="580.159.04"),
+    # An H100 VM on Debian 13 with driver 580 (issue 47): CUDA 13.0 comes from NVIDIA's debian13 repository.
+    "debian13-pod": replace(_H100, name="debian13-pod", runpod=False, driver="580.159.04", os_release=DEBIAN_13),
     # Someone else's training job holds 58 GB of the 80 at 100 % (as measured on a real H100, DOMAIN.md).
     "busy-gpu": replace(_H100, name="busy-gpu", driver="580.159.04", gpu_job_mib=59392),
 })

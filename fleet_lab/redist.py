@@ -14,8 +14,11 @@ from .catalog import NVPL_LIBS
 PRODUCTS = {
     "nvpl": ("25.5", {"nvpl_blas": ("0.4.1.1", {"linux-sbsa"}, NVPL_LIBS[:2]),
                       "nvpl_lapack": ("0.3.1.1", {"linux-sbsa"}, NVPL_LIBS[2:])}),
-    "cudss": ("0.7.1", {"libcudss": ("0.7.1.4", {"linux-sbsa", "linux-x86_64"}, ["libcudss.so.0"])}),
+    "cudss": ("0.7.1", {"libcudss": ("0.7.1.4", {"linux-sbsa", "linux-x86_64", "linux-aarch64"}, ["libcudss.so.0"])}),
 }
+# linux-aarch64 is NVIDIA's redistrib name for Jetson devices: cuDSS publishes its _cuda12 archive there (the CUDA 12
+# build, what a JetPack 6 Orin runs; compute/cudss/redist/libcudss/linux-aarch64), the others the _cuda13 ones.
+CUDA12_PLATFORMS = {"linux-aarch64"}
 
 
 def build(out: Path, libs: Path) -> None:
@@ -24,10 +27,12 @@ def build(out: Path, libs: Path) -> None:
         for name, (version, platforms, sonames) in components.items():
             entry = {"name": f"fleet lab stand-in for {name}", "license": "stand-in", "version": version}
             for platform in sorted(platforms):
-                suffix = "_cuda13" if product == "cudss" else ""
+                cuda12 = platform in CUDA12_PLATFORMS
+                suffix = ("_cuda12" if cuda12 else "_cuda13") if product == "cudss" else ""
                 base = f"{name}-{platform}-{version}{suffix}-archive"
                 rel = f"{name}/{platform}/{base}.tar.xz"
-                data = _tarball(base, {f"lib/{s}": (libs / s).read_bytes() for s in sonames})
+                data = _tarball(base, {f"lib/{s}": ((libs / "cu12") if cuda12 else libs).joinpath(s).read_bytes()
+                                       for s in sonames})
                 (out / product / rel).parent.mkdir(parents=True, exist_ok=True)
                 (out / product / rel).write_bytes(data)
                 entry[platform] = {"relative_path": rel, "sha256": hashlib.sha256(data).hexdigest(),

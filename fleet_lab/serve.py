@@ -38,6 +38,8 @@ from .procs import listening_pids
 # real ones the default variables produce (fleet/decide/variables.py and the roles' defaults).
 SITES = {
     "developer.download.nvidia.com": [("/compute/cuda/repos/ubuntu2404/", "apt/ubuntu2404/"),
+                                      ("/compute/cuda/repos/debian13/", "apt/debian13/"),
+                                      ("/compute/cuda/repos/ubuntu2204/arm64/", "apt/ubuntu2204/arm64/"),
                                       ("/compute/nvpl/redist/", "redist/nvpl/"),
                                       ("/compute/cudss/redist/", "redist/cudss/")],
     "download.pytorch.org": [("/whl/cu130/", "whl/cu130/"), ("/whl/cpu/", "whl/cpu/")],

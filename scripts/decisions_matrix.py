@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from fleet.decide import decide  # noqa: E402
 
 RECORDS = ROOT / "tests" / "data" / "records"
 OUT = ROOT / "docs" / "DECISIONS.md"
-INDEX = {"12.6": "cu126", "12.8": "cu128", "12.9": "cu128", "13.0": "cu130", "13.1": "cu130", "13.2": "cu130"}
+INDEX = {"12.6": "cu126", "12.8": "cu128", "12.9": "cu128", "13.0": "cu130", "13.1": "cu130", "13.2": "cu130",
+         "13.3": "cu130", "13.4": "cu130"}
 
 # (GPU family, record, GPU name + capability or None to keep the record's, kernel driver or None)
 FAMILIES = {
@@ -64,6 +66,9 @@ OTHERS = [
 GH200 = {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GH200 480GB", "9.0")], "driver": "570.133.20"}
 JP5 = {"jetson": {"l4t": "35.4", "l4t_full": "35.4.1", "jetpack": "5.1.2"}, "python": "3.8.10", "os_version": "20.04"}
 JP60 = {"jetson": {"l4t": "36.3", "l4t_full": "36.3.0", "jetpack": "6.0"}, "driver": "540.3.0"}
+H100_580 = {"driver": "580.95.05"}
+DEBIAN13 = {"os_id": "debian", "os_version": "13", "driver": "580.95.05"}
+UBUNTU2604 = {"os_id": "ubuntu", "os_version": "26.04", "driver": "580.95.05"}
 VARIED = [
     ("GH200 (sbsa) / 570.133.20 / torch 2.8.0 cu128", "spark", GH200,
      {"cuda_version": "12.8", "torch_version": "2.8.0", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
@@ -150,6 +155,36 @@ VARIED = [
       "driver": "595.00"}, {}),
     ("Jetson on JetPack 5.1.2 (L4T R35.4), no board model / defaults: Xavier or Orin", "orin-jp6",
      {**JP5, "jetson": {**JP5["jetson"], "model": None}}, {}),
+    # issue 47, round four: distributions NVIDIA serves today, CUDA releases after the table, a JetPack 6 Jetson's
+    # own library builds, and offers that plan at once
+    ("H100 on Debian 13 / 580.95.05 / defaults (13.0 from debian13)", "h100-pod-570", DEBIAN13, {}),
+    ("H100 on Debian 13 / 580.95.05 / 12.8 (debian13 starts at 13.0)", "h100-pod-570", DEBIAN13,
+     {"cuda_version": "12.8", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
+    ("V100 on Debian 13 / 580.95.05 / defaults: CUDA 13 dropped Volta, debian13 has no 12.x", "h100-pod-570",
+     {**DEBIAN13, "gpus": [("Tesla V100-SXM2-32GB", "7.0")]}, {}),
+    ("H100 on Ubuntu 26.04 / 580.95.05 / defaults (13.0: ubuntu2604 starts at 13.3)", "h100-pod-570", UBUNTU2604, {}),
+    ("H100 on Ubuntu 26.04 / 610.43.02 / 13.3", "h100-pod-570", {**UBUNTU2604, "driver": "610.43.02"},
+     {"cuda_version": "13.3"}),
+    ("H100 on Ubuntu 26.04 / 570.133.20 / 13.3: no 13.x below 580 there", "h100-pod-570",
+     {**UBUNTU2604, "driver": "570.133.20"}, {"cuda_version": "13.3"}),
+    ("H100 on Rocky Linux 9 / 580.95.05 / defaults: NVIDIA serves it RPM only", "h100-pod-570",
+     {"os_id": "rocky", "os_version": "9.6", "driver": "580.95.05"}, {}),
+    ("H100 / 580.95.05 / 13.3 (minor-version compatibility; full from 610.43.02)", "h100-pod-570", H100_580,
+     {"cuda_version": "13.3"}),
+    ("H100 / 610.43.02 / 13.3 (full support)", "h100-pod-570", {"driver": "610.43.02"}, {"cuda_version": "13.3"}),
+    ("H100 / 570.133.20 / 13.3: cuda-compat-13-3 not for R570", "h100-pod-570", {}, {"cuda_version": "13.3"}),
+    ("H100 / 580.95.05 / 13.4 (newer than the table: the 13.x rule)", "h100-pod-570", H100_580,
+     {"cuda_version": "13.4"}),
+    ("H100 / 570.133.20 / 13.5 (newer than the table, below 580)", "h100-pod-570", {}, {"cuda_version": "13.5"}),
+    ("H100 / 580.95.05 / 14.0 (a major fleet knows no rule for)", "h100-pod-570", H100_580, {"cuda_version": "14.0"}),
+    ("Orin (JetPack 6.2) / 540.4.0 / cuDSS tarball (linux-aarch64)", "orin-jp6", {}, {"cudss_source": "tarball"}),
+    ("Orin (JetPack 6.2) / 540.4.0 / cuDSS apt (ubuntu2204/arm64)", "orin-jp6", {}, {"cudss_source": "apt"}),
+    ("Thor (JetPack 7.0) / 580.00 / Jetson index, cuDSS tarball (linux-sbsa)", "thor", {},
+     {"torch_source": "jetson", "cudss_source": "tarball"}),
+    ("RTX 5090 / 575.64.03 / torch 2.12.0 (no 12.x of 2.12 covers sm_120)", "geforce-550",
+     {"gpus": [("NVIDIA GeForce RTX 5090", "12.0")], "driver": "575.64.03"}, {"torch_version": "2.12.0"}),
+    ("GB200 (sbsa) / 575.64.03 / torch 2.12.0", "spark",
+     {"platform": "sbsa-dgpu", "gpus": [("NVIDIA GB200", "10.0")], "driver": "575.64.03"}, {"torch_version": "2.12.0"}),
 ]
 
 
@@ -222,6 +257,8 @@ def varied(name: str, change: dict) -> dict:
         facts["python"]["version"] = change["python"]
     if "os_version" in change:
         facts["system"]["os_version"] = change["os_version"]
+    if "os_id" in change:
+        facts["system"]["os_id"] = change["os_id"]
     if "jetson" in change:
         facts["jetson"].update(change["jetson"])
     return facts
@@ -234,12 +271,113 @@ def situations() -> list[tuple[str, dict, dict]]:
             + [(label, varied(name, change), variables) for label, name, change, variables in VARIED])
 
 
+# The sweep (issue 47): every combination below, each answered by `fleet decide` and each refusal's offered variables
+# fed back once (tests/unit/test_decide_round_four.py). Desktop and Arm servers: GPU x kernel driver x wanted CUDA
+# (its torch index) x torch release x distribution; Jetsons: release x CUDA asked x torch source x cuDSS and NVPL
+# sources.
+SWEEP_GPUS = {   # label: (record, platform or None, GPU name, capability)
+    "H100": ("h100-pod-570", None, "NVIDIA H100 80GB HBM3", "9.0"),
+    "A100": ("h100-pod-570", None, "NVIDIA A100-SXM4-80GB", "8.0"),
+    "V100": ("h100-pod-570", None, "Tesla V100-SXM2-32GB", "7.0"),
+    "RTX 4090": ("geforce-550", None, "NVIDIA GeForce RTX 4090", "8.9"),
+    "RTX 5090": ("geforce-550", None, "NVIDIA GeForce RTX 5090", "12.0"),
+    "B200": ("h100-pod-570", None, "NVIDIA B200", "10.0"),
+    "GH200": ("spark", "sbsa-dgpu", "NVIDIA GH200 480GB", "9.0"),
+    "GB200": ("spark", "sbsa-dgpu", "NVIDIA GB200", "10.0"),
+}
+SWEEP_DRIVERS = ("470.256.02", "535.261.03", "550.163.01", "570.133.20", "575.64.03", "580.95.05", "595.45.04",
+                 "610.43.02")
+SWEEP_CUDA = ("12.6", "12.8", "12.9", "13.0", "13.2", "13.3", "13.4")
+SWEEP_TORCH = ("2.11.0", "2.12.0")
+SWEEP_DISTROS = (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04"), ("rocky", "9.6"))
+SWEEP_JETSONS = {   # label: (record, changes)
+    "Orin JetPack 6.0": ("orin-jp6", JP60),
+    "Orin JetPack 6.2": ("orin-jp6", {}),
+    "Thor JetPack 7.0": ("thor", {}),
+    "Thor JetPack 7.1": ("thor", {"jetson": {"l4t": "38.4", "l4t_full": "38.4.0", "jetpack": "7.1"}}),
+    "Orin JetPack 7.2": ("orin-jp6", {"jetson": {"l4t": "39.2", "l4t_full": "39.2.0", "jetpack": "7.2",
+                                                 "model": "NVIDIA Jetson AGX Orin Developer Kit"},
+                                      "driver": "595.00", "os_version": "24.04", "python": "3.12.3"}),
+}
+
+
+def sweep() -> list[tuple[str, dict, dict]]:
+    """Every situation of the sweep: (label, facts, variables)."""
+    out = []
+    for label, (name, platform, gpu, cap) in SWEEP_GPUS.items():
+        for driver in SWEEP_DRIVERS:
+            for os_id, os_version in SWEEP_DISTROS:
+                change = {"gpus": [(gpu, cap)], "driver": driver, "os_id": os_id, "os_version": os_version}
+                if platform:
+                    change["platform"] = platform
+                facts = varied(name, change)
+                for cuda in SWEEP_CUDA:
+                    for torch in SWEEP_TORCH:
+                        variables = {"cuda_version": cuda, "torch_version": torch,
+                                     "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
+                        out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda} / torch {torch}",
+                                    facts, variables))
+    for label, (name, change) in SWEEP_JETSONS.items():
+        facts = varied(name, change)
+        for cuda in (None, "12.6", "12.8", "13.0", "13.2"):
+            for source in ("default", "jetson", "official"):
+                for libs in ("pypi", "apt", "tarball"):
+                    variables = {"nvpl_source": libs, "cudss_source": libs}
+                    if cuda:
+                        variables["cuda_version"] = cuda
+                    if source != "default":
+                        variables["torch_source"] = source
+                    out.append((f"{label} / CUDA {cuda or 'its own'} / torch {source} / libraries {libs}", facts,
+                                variables))
+    return out
+
+
+def one_round(label: str, facts: dict, variables: dict) -> tuple[bool, str | None]:
+    """(refused, why the one round fails or None): a refusal's offered variables (every `NAME=VALUE` its texts
+    propose, one value each), fed back, must be accepted; a refusal offering none names a fix outside fleet's
+    variables (a driver to install, a reflash, a reboot)."""
+    d = decide(facts, variables)
+    if not d.refuse:
+        return False, None
+    fix = offered_fix(d)
+    if not fix:
+        return True, None if OUTSIDE_FIX.search(d.refuse) else f"no fix offered: {d.refuse}"
+    again = decide(facts, {**variables, **fix})
+    return True, None if again.refuse is None else f"{d.refuse}\n  fed back {fix}:\n  {again.refuse}"
+
+
+def offered_fix(d) -> dict[str, str]:
+    from fleet.decide import DEFAULTS
+    pattern = re.compile(r"\b(" + "|".join(sorted(DEFAULTS, key=len, reverse=True)) + r")=([^\s,;()]+)")
+    found: dict[str, set[str]] = {}
+    for text in [d.refuse or ""] + list(d.reasons.values()) + [p.reason for p in d.missing_providers.values()]:
+        for name, value in pattern.findall(text):
+            found.setdefault(name, set()).add(value.rstrip("."))
+    return {name: sorted(values)[0] for name, values in found.items()}
+
+
+OUTSIDE_FIX = re.compile(r"reflash|install|reboot|reload|run `fleet facts` again")
+
+
+def sweep_summary() -> str:
+    situations = sweep()
+    results = [one_round(*s) for s in situations]
+    refused = sum(r for r, _ in results)
+    failed = sum(1 for _, why in results if why)
+    return (f"The sweep (scripts/decisions_matrix.py sweep(): {len(SWEEP_GPUS)} GPUs x {len(SWEEP_DRIVERS)} drivers x "
+            f"{len(SWEEP_DISTROS)} distributions x {len(SWEEP_CUDA)} CUDA releases x {len(SWEEP_TORCH)} torch "
+            f"releases, and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x library source): "
+            f"{len(situations)} situations, {refused} refused; fed back once, the offered variables of "
+            f"{refused - failed} of the {refused} refusals are accepted ({failed} not).")
+
+
 def row(label: str, facts: dict, variables: dict) -> str:
     d = decide(facts, variables)
     verdict = "**refused**" if d.refuse else "ok"
     compat = "on" if d.compat.use else "off"
     torch = "cpu" if d.torch.cuda is None else f"{d.torch.source} cu{d.torch.cuda.replace('.', '')}"
-    why = d.refuse or f"{d.compat.reason}. torch: {d.torch.reason}"
+    why = d.refuse or f"{d.compat.reason}. torch: {d.torch.reason}" + (
+        f". cuDSS: {d.cudss.reason}" if "cudss_source" in variables else "")
     return f"| {label} | {d.cuda.wanted or '-'} | {verdict} | {compat} | {torch} | {why.replace('|', '/')} |"
 
 
@@ -300,6 +438,18 @@ def render() -> str:
         "  3.13): PyTorch RELEASE.md (fleet/knowledge/torch.py RELEASES).",
         "- One fix per answer: every refusal's offered variables, fed back, are accepted",
         "  (tests/unit/test_decide_round_two.py runs it over every row below).",
+        "- Distributions (issue 47): NVIDIA's apt repositories per distribution, from the NVIDIA Driver Installation",
+        "  Guide's distribution list (debian12, debian13, ubuntu2204, ubuntu2404, ubuntu2604), each with the first CUDA",
+        "  it serves (debian13: 13.0; ubuntu2604: 13.3); RHEL and its rebuilds, Fedora, SUSE, Amazon Linux, Azure Linux",
+        "  and KylinOS are served as RPM only and refused saying so (fleet/knowledge/apt_repos.py).",
+        "- CUDA releases after the table: 13.3 needs >= 610.43.02 for full support (CUDA 13.3 release notes, table",
+        "  of toolkit driver versions); a later 13.x (13.4, 13.5: out, rows not at hand) runs on >= 580 by",
+        "  minor-version compatibility without cuda-compat, which the plan says; below 580 it is refused; a newer",
+        "  major (14.0) is refused in the answer, never a bad-input exit (fleet/knowledge/cuda_table.py later_release).",
+        "- A JetPack 6 Jetson (Tegra CUDA 12) takes cuDSS as NVIDIA builds it for Jetson: the `linux-aarch64` redistrib",
+        "  platform (compute/cudss/redist/libcudss/linux-aarch64) and the `arm64` apt directory (ubuntu2204/arm64) with",
+        "  its keyring; JetPack 7 stays linux-sbsa / sbsa (fleet/decide/host.py repo_arch, redist_platform).",
+        "- " + sweep_summary(),
         "",
         "| situation | CUDA | verdict | compat | torch | reason |",
         "|---|---|---|---|---|---|",

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(openssh-server openssh-client sudo git gcc libc6-dev dpkg-dev gnupg python3 python3-venv
           ca-certificates curl xz-utils iproute2 util-linux procps
           chromium fonts-dejavu-core     # chromium: the HTML facts report is tested headless (screenshot, DOM)
+          shellcheck                     # the programs fleet ships are linted (tests/unit/test_shell_lint.py)
           tmux)                          # a terminal emulator: the live display is tested on its screen
 missing=()
 for p in "${packages[@]}"; do

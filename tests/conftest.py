@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-# Module- and session-scoped fixtures apply before any test's home is made: their run logs (fleet.report.runlog)
+# Module- and session-scoped fixtures apply before any test's home is made: their run logs (fleet.record.runlog)
 # go to a scratch state directory, never the developer's ~/.local/state.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="fleet-test-state-")
 

@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, ".")
-from fleet.facts import probe  # noqa: E402
+from fleet.engine import probe  # noqa: E402
 
 env = sys.argv[1] if len(sys.argv) > 1 else "/opt/torch/.venv"
-text = probe.script({"python_env": env}, have=())
+text = probe.script(probe.Needs.of({"python_env": env}))
 mark = 'printf "@@T %s %s\\n" {} "$EPOCHREALTIME" >&9'
 steps = [("fleet_shells_out=$(cat); exec </dev/null", "fp-fed", True),
          ("fleet_i=${fleet_ldk[interactive]-}", "fp-parsed", False),

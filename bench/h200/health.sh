@@ -7,7 +7,7 @@
 # Writes three files into $OUT, which tests/unit/test_h200_health_records.py loads from tests/data/h200-device/health/:
 #   health.json  `fleet health --json` of the real GPU through fleet's SSH connection (expect_gpus "1x H200"): the
 #                verdict, its findings and facts.health (every field as the driver answered it, the kernel log's state)
-#   load.json    verify's own under-load and bandwidth steps (fleet/remote/verify_host.py) on the real GPU with the
+#   load.json    verify's own under-load and bandwidth steps (fleet/remote/verify/perf.py) on the real GPU with the
 #                platform table's H200 row: the link and clock-event reasons sampled while it worked, pinned 1 GiB
 #                host-to-device / device-to-host and device-to-device copies against the floors, each step's seconds
 #   cost.json    bench/health_cost.py: the no-op probe's remote command with and without the health sources (main's),
@@ -34,20 +34,20 @@ cat /tmp/health-1.err >&2
 
 # 2. verify's under-load and bandwidth steps, as the verify role runs them, on the real GPU
 PYTHONPATH="$PWD" "$PY" - > "$OUT/load.json" <<'PYEOF'
-import json, sys, time
-sys.path.insert(0, "fleet/remote")
-import verify_host as v
+import json, time
 from fleet.knowledge.platforms import platform
+from fleet.remote.verify import perf
+from fleet.remote.verify.config import Run
 rows = [p.as_dict() for p in platform("x86_64-dgpu").perf]
-v.configure({"perf": True, "perf_table": rows, "memory_share": 0.1})
+v = Run({"perf": True, "perf_table": rows, "memory_share": 0.1})
 seconds = {}
 t = time.perf_counter()
 import torch
 torch.zeros(1, device="cuda"); torch.cuda.synchronize()
 seconds["torch_import_and_cuda_init"] = time.perf_counter() - t
 name = torch.cuda.get_device_name(0)
-for step, call in (("bandwidth", lambda: v.bandwidth(torch, name)), ("under_load", lambda: v.under_load(torch)),
-                   ("perf", lambda: v.perf(torch, name))):
+for step, call in (("bandwidth", lambda: perf.bandwidth(v, torch, name)), ("under_load", lambda: perf.under_load(v, torch)),
+                   ("perf", lambda: perf.perf(v, torch, name))):
     t = time.perf_counter()
     try:
         call()
@@ -56,8 +56,8 @@ for step, call in (("bandwidth", lambda: v.bandwidth(torch, name)), ("under_load
     seconds[step] = round(time.perf_counter() - t, 3)
 seconds["torch_import_and_cuda_init"] = round(seconds["torch_import_and_cuda_init"], 3)
 print(json.dumps({"gpu": name, "row": next((r for r in rows if r["match"] in name), None),
-                  "bandwidth": v.OUT.get("bandwidth"), "load": v.OUT.get("load"), "perf": v.OUT.get("perf"),
-                  "checks": v.CHECKS, "seconds": seconds}, indent=1))
+                  "bandwidth": v.out.get("bandwidth"), "load": v.out.get("load"), "perf": v.out.get("perf"),
+                  "checks": v.checks, "seconds": seconds}, indent=1))
 PYEOF
 echo "load.json: exit $?" >&2
 

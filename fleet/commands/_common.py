@@ -84,6 +84,17 @@ def checked_hosts(args: argparse.Namespace):
     return inventory, hosts, session.roles_of(hosts, inventory.roles_path, only)
 
 
+def selected_hosts(args: argparse.Namespace):
+    """(inventory, the hosts --limit selects, with --set over their variables); the variables are checked where
+    they are used, before any host is contacted."""
+    from fleet.inventory import load_inventory, set_values, set_vars
+
+    inventory = load_inventory(args.inventory)
+    hosts = inventory.select(args.limit)
+    set_vars(hosts, set_values(getattr(args, "assignments", None) or []))
+    return inventory, hosts
+
+
 def add_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="assignments",
                         help="a variable for this run, over the inventory's (e.g. --set torch_version=2.11.0); "

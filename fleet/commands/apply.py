@@ -65,11 +65,12 @@ def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
     inventory, hosts, by_host = _common.checked_hosts(args)   # bad input: exit 2, nobody touched
     request = ApplyRequest(check=args.check,
                            rerun="asked for (--verify)" if getattr(args, "verify", False) else rerun,
-                           connect=connect, forks=args.forks, debug=env.debug, live=not args.json)
+                           connect=connect, forks=args.forks, debug=env.debug, live=not args.json,
+                           detailed=getattr(args, "detailed_exitcode", False), command=args.command,
+                           argv=("fleet", *getattr(args, "argv", [args.command])),
+                           log=env.cwd / args.log if getattr(args, "log", None) else None)
     printer = ApplyPrinter(reporter, check=args.check, show_diff=args.diff, json_out=args.json)
-    result = converge_hosts(inventory.facts_dir, by_host, hosts, request, reporter, on_start=printer.start,
-                            on_done=printer)
-    status = result.exit_status(detailed=getattr(args, "detailed_exitcode", False))
-    printer.finish(result, argv=["fleet", *getattr(args, "argv", [args.command])], command=args.command,
-                   log=env.cwd / args.log if getattr(args, "log", None) else None)
-    return status
+    result = converge_hosts(inventory, by_host, hosts, request, reporter, on_start=printer.start,
+                            on_done=printer, describe=printer.document)
+    printer.finish(result)
+    return result.status

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report import reporter_for
     from fleet.workflows import script_runtime
     from fleet.engine import decide_tasks
-    from fleet.engine.session import gather
+    from fleet.engine.probe import gather
     from fleet.errors import ExitStatus
     from fleet.engine import session
     from fleet.inventory import set_vars

@@ -16,6 +16,7 @@ from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, jetson_refusal, read_host
 from fleet.decide.loader import decide_loader
+from fleet.decide.offers import repo_refusal
 from fleet.decide.shells import judge as judge_shells
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
@@ -23,6 +24,7 @@ from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryD
 from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
 from fleet.decide.versions import MIN_DRIVER, known_releases
+from fleet.knowledge.cuda_table import newer_family, planned_release
 
 __all__ = ["decide", "Decisions", "FactsError", "VariableError", "DEFAULTS"]
 
@@ -36,7 +38,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     old = jetson_refusal(host)
     if old:
         return _not_decided(facts, host, v, old)
-    unplanned = _unplanned_cuda(host, v)
+    unplanned = _unplanned_cuda(host, v) or repo_refusal(host, v)
     if unplanned:
         return _not_decided(facts, host, v, unplanned)
     cuda = decide_cuda(host, v)
@@ -64,11 +66,17 @@ def _unplanned_cuda(host, v) -> str | None:
     """A CUDA release `cuda_version` may name only because a JetPack ships it (11.4: JetPack 5's), on a host fleet
     plans for: fleet installs no CUDA older than its driver table (12.0). The fix: this JetPack's own CUDA, else
     the CUDA of the torch index the user named, else the default (each of which the torch decision then matches)."""
-    if not host.has_gpu or v.cuda_version in MIN_DRIVER:
+    if not host.has_gpu or planned_release(v.cuda_version):
         return None
     index = index_cuda(v.torch_index_url) if "torch_index_url" in v.explicit else None
     offer = (host.jetson.cuda if host.jetson else None) or (index if index in MIN_DRIVER else None) \
         or DEFAULTS["cuda_version"]
+    if newer_family(v.cuda_version):
+        newest = known_releases().split(", ")[-1]
+        return (f"CUDA {v.cuda_version} is a major release newer than any fleet knows: its driver table ends at "
+                f"{newest} (CUDA release notes), and no minor-version compatibility rule of a CUDA "
+                f"{v.cuda_version.split('.')[0]}.x family is known to say which driver runs it: "
+                f"set cuda_version={offer}")
     return (f"CUDA {v.cuda_version} is the CUDA JetPack {_shipped_by(v.cuda_version)} ships, and fleet plans CUDA "
             f"{known_releases().split(', ')[0]} or newer on this host: set cuda_version={offer}")
 
@@ -79,8 +87,9 @@ def _shipped_by(cuda: str) -> str:
 
 
 def _not_decided(facts: dict, host, v, refuse: str) -> Decisions:
-    """A Jetson release fleet does not plan for (JetPack 5), or a CUDA it does not plan: nothing is decided, so no
-    other text offers a fix beside the refusal's (one fix per answer, issue 24)."""
+    """A Jetson release fleet does not plan for (JetPack 5), a CUDA it does not plan, or a distribution whose NVIDIA
+    repository does not serve the toolkit (issue 47): nothing is decided, so no other text offers a fix beside the
+    refusal's (one fix per answer, issue 24)."""
     note = "not decided: fleet does not plan for this (see the refusal)"
     compat = CompatDecision(False, note, None, None, host.compat)
     return Decisions(

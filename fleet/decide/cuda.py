@@ -20,7 +20,9 @@ from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
 from fleet.knowledge import platforms
 from fleet.knowledge.platforms import SHIPPED_BY
-from fleet.decide.offers import cuda13_dropped, twelve_offer
+from fleet.decide.offers import cuda13_dropped, repo_offer, repo_starts_later, twelve_offer
+from fleet.knowledge.apt_repos import RPM_ONLY
+from fleet.knowledge.cuda_table import later_release
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
@@ -82,12 +84,26 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
                       f"repository (Jetson takes CUDA from JetPack, not from the desktop repo)")
     repo = _apt_repo(host, v)
     if repo is None:
-        os_name = f"{host.os_id} {host.os_version}".strip() or "an OS the facts do not name"
-        why = f"CUDA {cuda} is not installed and NVIDIA has no apt repo fleet knows for {os_name} ({host.arch})"
-        return result("install", None, None, why,
-                      refuse=f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}")
+        why = no_repo(host, v)
+        return result("install", None, None, why.split(": install it by hand")[0], refuse=why)
+    early = repo_starts_later(host, v, cuda)
+    if early:
+        return result("install", None, repo, early, refuse=early)
     return result("install", "nvidia-apt", repo,
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
+
+
+def no_repo(host: Host, v: Vars) -> str:
+    """The refusal where NVIDIA has no apt repository for this distribution: served as RPM only (RHEL and its
+    rebuilds, Fedora, SUSE, Amazon Linux, ...: fleet/knowledge/apt_repos.py RPM_ONLY), or not at all."""
+    cuda, package = v.cuda_version, f"cuda-toolkit-{v.cuda_dashed}"
+    os_name = f"{host.os_id} {host.os_version}".strip() or "an OS the facts do not name"
+    rpm = RPM_ONLY.get(host.os_id)
+    why = (f"CUDA {cuda} is not installed and NVIDIA serves CUDA for {rpm} ({os_name}) only as RPM packages (its "
+           f"driver installation guide's dnf/zypper repositories), which fleet does not install: fleet installs "
+           f"with apt" if rpm else
+           f"CUDA {cuda} is not installed and NVIDIA has no apt repo fleet knows for {os_name} ({host.arch})")
+    return f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}"
 
 
 def _other_major_than_jetpack(host: Host, cuda: str) -> str | None:
@@ -216,6 +232,8 @@ def decide_compat(host: Host, v: Vars) -> CompatDecision:
     if host.jetson:
         return _jetson_compat(host, v, off)
     need = min_driver_for(cuda)
+    if need is None:   # a 13.x newer than the driver table: the family's rule, said in the plan
+        return _later_compat(host, v, off)
     if version_key(host.driver) >= version_key(need):
         return off(f"full support: kernel driver {host.driver} >= {need} needed by CUDA {cuda}"
                    + _keep_off_note(host, path))
@@ -241,6 +259,28 @@ def decide_compat(host: Host, v: Vars) -> CompatDecision:
     return CompatDecision(True, f"{below}; {gpu.label} is a data-center GPU on {branch}, a branch {package} "
                                 f"supports (forward compatibility): {package} goes first on LD_LIBRARY_PATH",
                           path, package, installed, gate=gate)
+
+
+def _later_compat(host: Host, v: Vars, off) -> CompatDecision:
+    """CUDA newer than the driver table (13.4 while it ends at 13.3; fleet/knowledge/cuda_table.py later_release):
+    what fleet assumes, in the plan. Any 13.x build runs on a driver >= 580 by minor-version compatibility (CUDA
+    release notes table 2), without cuda-compat; its own full-support minimum is not in the table, so features
+    needing it may be missing. Below 580 nothing fleet knows runs it: forward compatibility lists its branches per
+    release, and this release's list is not known."""
+    cuda, family = v.cuda_version, family_min_driver(v.cuda_version)
+    newest = max(MIN_DRIVER, key=version_key)
+    assumed = (f"CUDA {cuda} is newer than fleet's driver table, which ends at {newest} (CUDA release notes); "
+               f"fleet assumes the rule for every {v.cuda_major}.x")
+    if minor_compat_runs(host.driver, cuda):
+        return off(f"{assumed}: minor-version compatibility, kernel driver {host.driver} >= {family} runs it "
+                   f"without cuda-compat (features that need {cuda}'s own driver, not in the table yet, may be "
+                   f"missing)" + _keep_off_note(host, compat_dir(v)))
+    gpu = host.gpus[0]
+    why = (f"{assumed}, which needs a driver >= {family} (minor-version compatibility), and NVIDIA's list of "
+           f"driver branches cuda-compat-{v.cuda_dashed} supports is not known to fleet")
+    return off(f"kernel driver {host.driver} < {family}: {why}",
+               refuse=f"{gpu.label} on driver {host.driver} cannot run CUDA {cuda}: {why}; "
+                      f"{driver_fix(host, v, family)}")
 
 
 def start_gate(host: Host, v: Vars) -> dict | None:
@@ -307,8 +347,8 @@ def _keep_off_note(host: Host, path: str) -> str:
     return note
 
 
-def driver_fix(host: Host, v: Vars, need: str) -> str:
+def driver_fix(host: Host, v: Vars, need: str | None) -> str:
     """Upgrade the driver, or (a pod user cannot) the CUDA 12.x stack that works on this driver."""
-    fix = f"install driver >= {need}"
+    fix = f"install driver >= {need or family_min_driver(v.cuda_version)}"
     offer = twelve_offer(host, v)
     return f"{fix}, or {offer}" if offer else fix

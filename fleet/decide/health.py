@@ -190,7 +190,7 @@ def judged(facts: dict, vars: dict | None) -> dict:
 
 
 def _verify_findings(verify: dict | None, seen: list[Finding]) -> list[Finding]:
-    """What the last verify measured under load (fleet/remote/verify_host.py: the link and clock-event reasons
+    """What the last verify measured under load (fleet/remote/verify/perf.py: the link and clock-event reasons
     sampled while every GPU worked, the bandwidths against the platform row's floors), while it still holds."""
     if not isinstance(verify, dict) or verify.get("verdict") == "stale":
         return []

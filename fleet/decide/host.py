@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet.knowledge import platforms
+from fleet.knowledge.apt_repos import AptDistro, apt_distro
 from fleet.decide.gpu import Gpu, read_gpu
 from fleet.decide.jetson import JetPack, jetpack_of, jetson_gpu, with_driver
 from fleet.decide.versions import major_minor, version_key
-
-# NVIDIA's apt repository names for (os_id, os_version).
-_DISTROS = {("ubuntu", "24.04"): "ubuntu2404", ("ubuntu", "22.04"): "ubuntu2204", ("debian", "12"): "debian12"}
 
 
 class FactsError(ValueError):
@@ -49,14 +47,35 @@ class Host:
         return bool(self.gpus) and self.row.has_gpu
 
     @property
+    def tegra(self) -> bool:
+        """A Jetson whose JetPack ships Tegra CUDA (before 13: JetPack 6), not the unified SBSA toolkit."""
+        return bool(self.jetson) and not self.jetson.sbsa
+
+    @property
     def repo_arch(self) -> str:
-        """NVIDIA's repo and wheel naming: aarch64 servers and Thor are 'sbsa'."""
-        return "x86_64" if self.arch == "x86_64" else "sbsa"
+        """NVIDIA's apt repository directory for this CPU: aarch64 servers and JetPack 7 (Thor, and the Orin on
+        7.2) are 'sbsa'; a JetPack 6 Jetson is 'arm64' (ubuntu2204/arm64: the libraries built for Tegra)."""
+        if self.arch == "x86_64":
+            return "x86_64"
+        return "arm64" if self.tegra else "sbsa"
+
+    @property
+    def redist_platform(self) -> str:
+        """NVIDIA's redistrib platform name: linux-x86_64, linux-sbsa, and linux-aarch64 for Jetson devices with
+        Tegra CUDA (the cuDSS redist index publishes libcudss-linux-aarch64-<version>_cuda12 archives; conda-forge's
+        Tegra variant repackages that archive). JetPack 7's unified toolkit takes linux-sbsa."""
+        if self.arch == "x86_64":
+            return "linux-x86_64"
+        return "linux-aarch64" if self.tegra else "linux-sbsa"
+
+    @property
+    def apt_distro(self) -> AptDistro | None:
+        return apt_distro(self.os_id, self.os_version)
 
     @property
     def distro(self) -> str | None:
-        version = self.os_version if self.os_id == "ubuntu" else self.os_version.split(".")[0]
-        return _DISTROS.get((self.os_id, version))
+        row = self.apt_distro
+        return row.repo if row else None
 
     def toolkit(self, cuda: str) -> dict | None:
         """The installed toolkit of release `cuda` ('13.0'), matched on major.minor."""

@@ -9,6 +9,14 @@ Redist tarballs follow NVIDIA's layout, as each product's redistrib_<release>.js
 (developer.download.nvidia.com/compute/nvpl/redist/redistrib_25.5.json, compute/cudss/redist):
 <product>/<platform>/<name>-<platform>-<version>-archive.tar.xz; NVPL ships BLAS and LAPACK as
 separate archives, cuDSS names its CUDA major (libcudss-linux-sbsa-0.7.1.4_cuda13-archive.tar.xz).
+
+A JetPack 6 Jetson (Tegra CUDA 12) takes cuDSS as NVIDIA builds it for Jetson devices: the `linux-aarch64`
+redistrib platform (developer.download.nvidia.com/compute/cudss/redist/libcudss/linux-aarch64 lists
+libcudss-linux-aarch64-0.7.1.4_cuda12-archive.tar.xz beside the _cuda13 one) and the `arm64` directory of
+the apt repository (ubuntu2204/arm64), with that repository's keyring; JetPack 7 runs the unified SBSA CUDA 13
+and stays linux-sbsa / sbsa (fleet/decide/host.py Host.repo_arch, redist_platform). NVPL is published for Arm
+SBSA servers only (compute/nvpl/redist/nvpl_blas has a linux-sbsa directory alone, and NVIDIA's conda packages of
+it are constrained to arm-variant sbsa, where cuDSS's have a Tegra variant), so its rows stay SBSA on every Arm host.
 """
 from __future__ import annotations
 
@@ -62,14 +70,14 @@ def decide_cudss(host: Host, v: Vars, torch: TorchDecision) -> LibraryDecision:
         return _not_needed(torch, "cuDSS")
     major = (torch.cuda or v.cuda_version).split(".")[0]
     why = "the Jetson-index torch links libcudss.so.0 without declaring it"
-    if v.cudss_source == "apt":
-        repo = v.cuda_apt_repo.format(distro=host.distro or "ubuntu2404", arch="sbsa")
+    if v.cudss_source == "apt":   # a JetPack 6 Jetson's from ubuntu2204/arm64 (Host.repo_arch), not sbsa
+        repo = v.cuda_apt_repo.format(distro=host.distro or "ubuntu2404", arch=host.repo_arch)
         lib = APT_CUDSS_DIR.format(major=major)
         return LibraryDecision(True, "apt", [f"libcudss0-cuda-{major}"], repo, [lib], "ld.so.conf.d",
                                f"{why}: libcudss0-cuda-{major} from {repo}; {lib} goes in /etc/ld.so.conf.d")
     if v.cudss_source == "tarball":
         lib = f"{v.cudss_home}/lib"
-        platform = "linux-sbsa" if host.arch == "aarch64" else "linux-x86_64"
+        platform = host.redist_platform   # linux-aarch64 on a JetPack 6 Jetson (Tegra CUDA 12)
         archives = [redist_url(v.cudss_redist_url, "libcudss", platform, f"{v.cudss_version}_cuda{major}")]
         return LibraryDecision(True, "tarball", [f"libcudss-cuda{major}"], v.cudss_redist_url, [lib],
                                "ld_library_path",

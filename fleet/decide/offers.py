@@ -10,7 +10,12 @@ compatibility as in fleet/knowledge/cuda_table.py; the torch variants in fleet/d
 """
 from __future__ import annotations
 
-from fleet.knowledge.cuda_table import MIN_DRIVER, forward_compat_supported, minor_compat_runs
+from dataclasses import replace
+
+from fleet.knowledge.cuda_table import (
+    MIN_DRIVER, family_min_driver, forward_compat_supported, later_release, minor_compat_runs,
+)
+from fleet.knowledge.torch import RELEASES
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
@@ -27,9 +32,13 @@ def cuda13_dropped(host: Host, v: Vars) -> str | None:
     for gpu in host.gpus:
         if gpu.capability and tuple(int(p) for p in gpu.capability.split(".")) < CUDA13_FIRST_CAPABILITY:
             offer = twelve_offer(host, v, need_12=True)
+            row = host.apt_distro
+            none = ("no CUDA 12.x that fleet knows runs on this driver; install driver >= 525.60.13"
+                    if not (row and row.first_cuda and _needs_repo(host, v)) else
+                    f"NVIDIA's {row.repo} repository serves no CUDA 12.x (it starts with {row.first_cuda}); install "
+                    f"CUDA 12.x on it by hand, or use a host whose distribution's repository serves it")
             return (f"CUDA {v.cuda_version} dropped Maxwell, Pascal and Volta (sm_50 to sm_72; CUDA 13.0 release "
-                    f"notes) and {gpu.label} has capability {gpu.capability}: "
-                    + (offer or "no CUDA 12.x that fleet knows runs on this driver; install driver >= 525.60.13"))
+                    f"notes) and {gpu.label} has capability {gpu.capability}: " + (offer or none))
     return None
 
 
@@ -42,6 +51,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = Fal
         return None   # sm_110 has no CUDA 12 (fleet/decide/archs.py FIRST_CUDA_FOR_MAJOR)
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
     for cuda in sorted((c for c in MIN_DRIVER if c.startswith("12.")), key=version_key, reverse=True):
+        if not repo_serves(host, v, cuda):   # Debian 13, Ubuntu 26.04: NVIDIA's repository has no 12.x
+            continue
         if minor_compat_runs(host.driver, cuda):
             how = f"driver {host.driver} runs any CUDA 12.x by minor-version compatibility"
         elif compat_ok and forward_compat_supported(host.driver, cuda):
@@ -51,8 +62,15 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = Fal
         index = _covering_variant(host, v, cuda) or _first_variant(host, v, cuda)
         if covered and not index:
             return None
+        release = None if index else _twelve_release(host, v, cuda)   # this torch has no 12.x that covers the GPUs
+        if release:   # the nearest release that has one (torch 2.12 on Blackwell: 2.11.0 on cu128), in the one offer
+            index = release[1]
+        if not index and any(g.capability and variant_misses(cuda, g.capability) for g in host.gpus):
+            continue   # no wheel built with this CUDA runs on the GPU (Blackwell before 12.8): no offer of it
         torch = (f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
                  if index else " (no official torch variant covers the GPU: check torch_version)")
+        if release:
+            torch += f" and torch_version={release[0]}"
         if index and not variants(v.torch_version, host.arch) and \
                 version_key(v.torch_version) < version_key(FIRST_CU128_TORCH) and index == "12.8":
             torch += f" and torch_version={FIRST_CU128_TORCH}"
@@ -79,4 +97,110 @@ def _covering_variant(host: Host, v: Vars, cuda: str) -> str | None:
         archs = official_archs(v.torch_version, variant, host.arch) or []
         if all(g.capability and runs_on(archs, g.capability) for g in host.gpus):
             return variant
+    return None
+
+
+def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
+    """Where this torch release publishes no official 12.x variant covering every GPU here (torch 2.12 dropped
+    cu128, and its cu126 carries no Blackwell: PyTorch RELEASE.md): the nearest release that does, with a variant not
+    newer than `cuda`, for the host's Python (the older on a tie: newer ones dropped the 12.x variants)."""
+    asked = version_key(v.torch_version)[:2]
+    python = version_key(host.python_version)[:2] if host.python_version else None
+    best = None
+    for row in RELEASES:
+        if python and not version_key(row.python[0]) <= python <= version_key(row.python[1]):
+            continue
+        variant = _covering_variant(host, replace(v, torch_version=row.version), cuda)
+        if not variant:
+            continue
+        minor = version_key(row.minor)
+        key = (abs((minor[0] - asked[0]) * 100 + minor[1] - asked[1]), minor > asked)
+        if best is None or key < best[0]:
+            best = (key, row.version, variant)
+    return best[1:] if best else None
+
+
+def _needs_repo(host: Host, v: Vars, cuda: str | None = None) -> bool:
+    """The toolkit would come from NVIDIA's apt repository for this distribution (not JetPack, not DGX OS, not
+    already installed, and cuda_apt_repo is NVIDIA's per-distribution layout)."""
+    return (host.row.cuda_source == "nvidia-apt" and not host.jetson and "{distro}" in v.cuda_apt_repo
+            and (cuda is None or host.toolkit(cuda) is None))
+
+
+def repo_serves(host: Host, v: Vars, cuda: str) -> bool:
+    """NVIDIA's repository for this distribution serves CUDA `cuda` (fleet/knowledge/apt_repos.py first_cuda), or
+    the toolkit does not come from there."""
+    if not _needs_repo(host, v, cuda):
+        return True
+    row = host.apt_distro
+    if row is None:   # RPM only, or no repository fleet knows: nothing to install from
+        return False
+    return not row.first_cuda or version_key(cuda)[:2] >= version_key(row.first_cuda)[:2]
+
+
+def repo_starts_later(host: Host, v: Vars, cuda: str) -> str | None:
+    """The toolkit's refusal where the distribution's repository starts after `cuda` (Ubuntu 26.04: 13.3), with the
+    one offer that plans here (repo_offer)."""
+    if repo_serves(host, v, cuda):
+        return None
+    row = host.apt_distro
+    offer = repo_offer(host, v)
+    old = next((g for g in host.gpus if g.capability and version_key(row.first_cuda)[0] >= 13
+                and tuple(int(p) for p in g.capability.split(".")) < CUDA13_FIRST_CAPABILITY), None)
+    if offer:
+        fix = offer
+    elif old:   # CUDA 13 dropped it, and this repository serves no 12.x
+        fix = (f"{old.label} (capability {old.capability}) runs no CUDA 13 (CUDA 13.0 dropped sm_50 to sm_72), so "
+               f"install CUDA {cuda} on it by hand, or use a host whose distribution's repository serves CUDA 12.x")
+    else:
+        fix = (f"install driver >= {family_min_driver(row.first_cuda)}, which runs CUDA {row.first_cuda} by "
+               f"minor-version compatibility, or use a host whose distribution's repository serves CUDA {cuda}")
+    return (f"NVIDIA's {row.repo} repository serves CUDA {row.first_cuda} and newer, not {cuda} (NVIDIA driver "
+            f"installation guide; fleet/knowledge/apt_repos.py): {fix}")
+
+
+def repo_refusal(host: Host, v: Vars) -> str | None:
+    """Where the toolkit must come from NVIDIA's apt repository for this distribution and none serves it: a
+    distribution NVIDIA serves only as RPM (or not at all), or a repository that starts after the CUDA asked.
+    Refused before anything else is decided, so the answer offers one fix (issue 24)."""
+    if not host.has_gpu or not _needs_repo(host, v, v.cuda_version) or host.driver is None:
+        return None
+    if host.distro is None:
+        from fleet.decide.cuda import no_repo   # late: cuda imports this module
+        return no_repo(host, v)
+    early = repo_starts_later(host, v, v.cuda_version)
+    if early:
+        return early
+    row = host.apt_distro   # CUDA 13 dropped the GPU and this repository serves no 12.x to offer instead
+    if not row.first_cuda or version_key(row.first_cuda)[0] < 13:
+        return None
+    dropped = cuda13_dropped(host, v)
+    return dropped if dropped and not twelve_offer(host, v, need_12=True) else None
+
+
+def repo_offer(host: Host, v: Vars) -> str | None:
+    """The oldest release this distribution's repository serves that runs here: on this driver fully or by
+    minor-version compatibility (or through cuda-compat on a branch NVIDIA lists), on every GPU (CUDA 13 dropped
+    sm_50 to sm_72), with the torch index moved to the same CUDA major where it is another."""
+    row = host.apt_distro
+    if host.driver is None or not row or not row.first_cuda:
+        return None
+    if any(g.capability and tuple(int(p) for p in g.capability.split(".")) < CUDA13_FIRST_CAPABILITY
+           for g in host.gpus) and version_key(row.first_cuda)[0] >= 13:
+        return None
+    compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
+    for cuda in sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key):
+        if not (minor_compat_runs(host.driver, cuda) or (compat_ok and forward_compat_supported(host.driver, cuda))):
+            continue
+        fix = f"set cuda_version={cuda}"
+        from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
+        asked = index_cuda(v.torch_index_url)
+        if asked and asked.split(".")[0] != cuda.split(".")[0]:
+            index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
+                          and version_key(c) <= version_key(cuda) and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
+                                                           g.capability) for g in host.gpus)), None)
+            if index is None:
+                return None
+            fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
+        return fix
     return None

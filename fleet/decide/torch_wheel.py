@@ -420,4 +420,7 @@ def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool
             return f"set torch_index_url={index}{also}"
     if not fallback:
         return None
+    if compat is not None and host.gpus and not host.jetson:   # another torch release covers it: the nearest pair
+        pair = _pair_fix(host, v, compat, v.cuda_version)
+        return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}; {pair}"
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

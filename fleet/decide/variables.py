@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields
 
 from fleet.decide.health import ExpectError, parse_expect
 from fleet.knowledge.platforms import jetpack_cudas
-from fleet.decide.versions import MIN_DRIVER, known_releases, major_minor
+from fleet.decide.versions import known_releases, major_minor
+from fleet.knowledge.cuda_table import newer_family, planned_release
 from fleet.variables import STACK
 
 _TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?\Z")
@@ -119,7 +120,10 @@ def _cuda_version(value: str, name: str = "cuda_version") -> str:
                             f"set one of {known_releases()}.") from None
     # A JetPack's own CUDA (11.4 on JetPack 5) is known too, so the host's answer says what fleet does with it
     # (fleet/decide/__init__.py: JetPack 5 is refused with its fix, any other host is offered a release it plans).
-    if name == "cuda_version" and release not in MIN_DRIVER and release not in jetpack_cudas():
+    # A release newer than the driver table (13.4) is planned by the rule for later releases, and a major newer than
+    # any it knows (14.0) is refused in the host's answer: never a bad-input exit for a release not known yet.
+    if name == "cuda_version" and not planned_release(release) and release not in jetpack_cudas() \
+            and not newer_family(release):
         raise VariableError(f"{name}={value!r} is not a CUDA release fleet knows the driver for: "
                             f"set one of {known_releases()}.")
     return release

@@ -42,7 +42,7 @@ def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
     with clock("probe"):
         first = observe(conn, host, setup, last_facts(setup, host))
     if first.refuse:
-        session.record(setup.facts_dir, host.name, first.facts)
+        _record(setup, host, first.facts)
         return report(host, setup, first, refuse=first.refuse, phases=phases, verify="skipped: refused")
     planned = plan(first)
     if setup.check_mode or not planned.to_apply:
@@ -78,9 +78,14 @@ def _finish(conn, host: Host, setup: Setup, last: Observed, entries, phases) -> 
                    pending=sum(1 for e in entries if e.status == "changed") if setup.check_mode else 0)
     facts = final_facts(last, judged)
     error = judged.error or write_records(conn, host, setup, judged)
-    session.record(setup.facts_dir, host.name, facts)
+    _record(setup, host, facts)
     return report(host, setup, last, entries + judged.entries, facts=facts, error=error, phases=phases,
                   verify=record_verdict(last, judged, setup.check_mode, skipped=skipped))
+
+
+def _record(setup: Setup, host: Host, facts: dict) -> None:
+    if setup.record_facts:
+        session.record(setup.facts_dir, host.name, facts)
 
 
 def _clock(phases: dict):

@@ -21,7 +21,7 @@ from fleet.errors import HostError
 from fleet.inventory import Host
 from fleet.roles import Task
 from fleet.engine.decided import maybe_sudo
-from fleet.engine.session import tail
+from fleet.engine.probe import tail
 from fleet.engine.plan import Plan, TaskReport
 
 _ALREADY = "@@fleet:already-in-state@@"

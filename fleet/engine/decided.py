@@ -91,9 +91,9 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
     (sections.background), a gated one (verify) as soon as the fingerprint it reads is taken, the ones that run what a
     role's author wrote one after the other, after those: join them with sections.together.
     `have`: the helper program files the host has (facts.programs): the text of the others rides along
-    (fleet/resources/programs.py; None: every one), installed where the host lacks them, or with `install` False
+    (fleet/programs.py; None: every one), installed where the host lacks them, or with `install` False
     (--check: nothing is written) run from a temporary copy the section removes. `only`: these task ids alone."""
-    from fleet.resources.programs import prelude
+    from fleet.programs import prelude
 
     out = []
     for t in decided.tasks:
@@ -124,7 +124,7 @@ def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = Fa
 
 
 # What a probe reads off the moment, the engine's own note of when and why verify was last checked, and the helper
-# programs the host has (they change what a check carries, never what it asks: fleet/resources/programs.py): no
+# programs the host has (they change what a check carries, never what it asks: fleet/programs.py): no
 # decision and no built-in role reads them, and two probes a minute apart differ in these and nothing else. Where
 # only these differ from the facts a Decided was made from, it stands for the new facts too (one decide-and-render
 # per probe); a role whose text names one of them is always decided afresh (reads_readings).

@@ -3,7 +3,7 @@
 The probe is ONE remote command holding the facts script and every task's check, rendered from what came
 before (the host's last facts record, or this converge's previous Observed); if the live facts render the checks
 differently (first run, a changed host), one more command runs the checks again. A check that runs a helper
-program (fleet/resources/programs.py) carries its text only where the facts it was rendered from lack its file;
+program (fleet/programs.py) carries its text only where the facts it was rendered from lack its file;
 where the host says it lacks one all the same, one more command runs those checks with the text. Decide-and-render runs once per
 probe for the live facts; the guess is reused for them where the two differ only in readings of the moment
 (decided.READINGS), and after changes the previous Observed is the guess (no decide for it).
@@ -17,14 +17,14 @@ from types import MappingProxyType
 from typing import Mapping
 
 from fleet import sections
-from fleet.resources import programs
+from fleet import programs
 from fleet.connection import Connection
 from fleet.errors import FleetError, InputError
 from fleet.inventory import Host
 from fleet.resources.base import CheckResult, Seen
 from fleet.roles import Task
 from fleet.engine.decided import Decided, check_sections, decide_tasks, without_readings
-from fleet.engine import session
+from fleet.engine import probe
 from fleet.engine.setup import Setup
 
 
@@ -62,29 +62,30 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     max_age = None if forced else gate_age(setup, host)
     last_facts = last.facts if isinstance(last, Observed) else last
     guess = last.decided if isinstance(last, Observed) else _guess(setup, host, last_facts)
-    install = not setup.check_mode   # --check writes nothing: a program's text runs from a temporary copy
-    guessed = _sections_of(guess, max_age, without_records, session.programs_of(last_facts), install)
+    # --check writes nothing: a program's text runs from a temporary copy
+    needs = probe.needs_of(host, last_facts, install=not setup.check_mode)
+    guessed = _sections_of(guess, max_age, without_records, needs.have, needs.install)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
-    facts, found = session.probe(conn, host, last_facts, guessed, timeout=deadline(guess), install=install)
+    facts, found = probe.probe(conn, host, needs, guessed, timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
-        check_sections(decided, max_age, without_records=without_records, have=session.programs_of(facts),
-                       install=install)
+        check_sections(decided, max_age, without_records=without_records, have=probe.programs_of(facts),
+                       install=needs.install)
     if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
-        found.update(session.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
+        found.update(probe.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     # a helper program the host turned out to lack (removed, changed): those checks again, with its text
     lacking = {t.id for t in decided.tasks if programs.missing(getattr(found.get(f"check.{t.id}"), "output", ""))}
     if lacking:
         again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking,
-                               install=install)
-        found.update(session.run_sections(conn, sections.together(again), "checks", deadline(decided)))
+                               install=needs.install)
+        found.update(probe.run_sections(conn, sections.together(again), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     # the helper programs the host has now: the listing, and what the checks after it installed (their lines are
     # fleet's, not the checks' answers)
     added = [f for name, sec in found.items() if name.startswith("check.") for f in programs.installed(sec.output)]
     if added:
-        folded["programs"] = sorted(set(session.programs_of(facts)) | set(added))
+        folded["programs"] = sorted(set(probe.programs_of(facts)) | set(added))
         found = {name: dataclasses.replace(sec, output=programs.unmarked(sec.output)) if name.startswith("check.")
                  else sec for name, sec in found.items()}
     for t in decided.tasks:
@@ -123,7 +124,7 @@ def deadline(decided: Decided | None) -> float:
     """How long one probe may take: the facts' own limit plus each role author's check's (verify's is 900 s)."""
     asked = sum(int(t.resource.p.get("timeout") or 0) for t in (decided.tasks if decided else ())
                 if t.enabled and not t.resource.concurrent_check)
-    return session.PROBE_TIMEOUT + asked
+    return probe.PROBE_TIMEOUT + asked
 
 
 def gate_age(setup: Setup, host: Host) -> float | None:

@@ -25,6 +25,12 @@ class HostReport:
     verify: str = ""               # THIS run's verify verdict ("passed", "passed (reused)", "failed", "would fail"),
                                    # or "skipped: why" (role not in this run, host failed earlier, refused, ...)
 
+    @property
+    def record(self) -> dict | None:
+        """The facts record this run keeps for the host: its facts, unless the connection dropped mid-apply (its
+        last record stays as it was)."""
+        return None if self.unreachable else self.facts
+
     def count(self, status: str) -> int:
         return sum(1 for t in self.tasks if t.status == status)
 

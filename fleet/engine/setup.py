@@ -21,6 +21,8 @@ class Setup:
     check_mode: bool = False
     rerun: str | None = None              # why the checks behind a gate must run whatever it says (None: they may not)
     write_records: bool = True            # write the records judged resources keep, where they ran
+    record_facts: bool = True             # write the host's facts record at the end (False: the caller's sinks
+    #                                       keep HostReport.record: fleet/record/sinks.py)
     progress: Progress = field(default=_quiet, compare=False)
     # (host, "begin" | "end", the task's progress line): which tasks are in flight on the host (the live display)
     on_task: Callable[[str, str, str], None] | None = field(default=None, compare=False)

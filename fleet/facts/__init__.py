@@ -1,6 +1,5 @@
-"""Facts: the probe script (one remote command per host), pure parsers per source, atomic JSON records,
-and the side-by-side comparison. See docs/ARCHITECTURE.md "Facts record" for the schema.
-
-    probe.script(vars) -> str            probe.parse(sections, host_name) -> record
-    store.write / store.read (fleet.engine.session gathers and records)        compare.compare / compare.drift
+"""Facts: every source declared once (sources.py: its read-only command, its pure parser, its default), the parsers
+per kind of source, and the record assembled from them (record.py). The probe that runs them as one remote
+command is fleet/engine/probe.py; records are written by fleet/record/store.py. See docs/ARCHITECTURE.md "Facts
+record" for the schema.
 """

@@ -14,11 +14,14 @@ background sources: it reads the shells' trace they keep) and keeps them for the
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 
 from fleet.facts import shells
+from fleet.programs import MISSING, MISSING_EXIT, Program, from_bin
 from fleet.facts.software import select_python
+from fleet import remote
 
 # What each part of the fingerprint is, for the reason a person reads ("re-run: torch changed").
 PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch": "torch distribution",
@@ -59,95 +62,8 @@ def fingerprint_script(python_env: str, *, capture: bool = True) -> str:
     Bash builtins wherever they give the same text (read, [[ ]], ${x:0:16}, one glob, one sha256sum for the four
     environments): a probe runs on every host at every apply, and each process it starts costs ~1-2 ms of the host's
     CPU."""
-    return f"""{select_python(python_env)}
-fleet_stat() {{ [ -e "$1" ] && stat -L -c '%n %s %Y' -- "$1" 2>/dev/null || echo "absent $1"; }}
-declare -A fleet_seen
-fleet_libcuda() {{  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBRARY_PATH (the path first, then the
-  # ld cache, read once), as `path size mtime`; each file is resolved and stat'ed once for all three shells
-  local fleet_d fleet_c= IFS=:
-  for fleet_d in $1; do
-    if [ -n "$fleet_d" ] && [ -e "$fleet_d/libcuda.so.1" ]; then fleet_c=$fleet_d/libcuda.so.1; break; fi
-  done
-  IFS=$' \\t\\n'
-  if [ -z "$fleet_c" ]; then
-    [ -n "${{fleet_cached+x}}" ] || fleet_cached=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null | awk '/libcuda\\.so\\.1 /{{print $NF; exit}}')
-    [ -n "$fleet_cached" ] || {{ fleet_r=none; return; }}
-    fleet_c=$fleet_cached
-  fi
-  [ -n "${{fleet_seen[$fleet_c]+x}}" ] || fleet_seen[$fleet_c]=$(fleet_stat "$(readlink -f "$fleet_c")")
-  fleet_r=${{fleet_seen[$fleet_c]}}
-}}
-fleet_first_line() {{  # what `head -n 1 FILE` prints, else "none"
-  [ -r "$1" ] || {{ echo none; return; }}
-  local line=; IFS= read -r line < "$1"; printf '%s\\n' "$line"
-}}
-# what the trace does not give, first
-fleet_p1="driver $(fleet_first_line /proc/driver/nvidia/version)"
-fleet_p1+=$'\\n'"python $(fleet_stat "$(readlink -f "$py" 2>/dev/null)")"
-fleet_recs=$(shopt -s nullglob; printf '%s\\n' "$env_dir"/lib/python3*/site-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/dist-packages/torch-*.dist-info/RECORD /usr/lib/python3/dist-packages/torch-*.dist-info/RECORD /usr/local/lib/python3*/site-packages/torch-*.dist-info/RECORD)
-case $fleet_recs in
-  *$'\\n'*) fleet_rec=$(ls -d $fleet_recs 2>/dev/null | head -n 1) ;;  # several: ls's order picks, as it always did
-  *) fleet_rec=$fleet_recs ;;
-esac
-fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
-fleet_p1+=$'\\n'"torch ${{fleet_rec:-none}} ${{fleet_h:0:16}}"
-fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
-fleet_p1+=$'\\n'"hook ${{fleet_h:0:16}}"
-fleet_ni=${{LD_LIBRARY_PATH:-}}
-fleet_libcuda "$fleet_ni"; fleet_r_ni=$fleet_r
-fleet_libcuda ""; fleet_r_bare=$fleet_r
-fleet_h=$(shopt -s nullglob; cat /etc/ld.so.preload /etc/ld.so.conf /etc/ld.so.conf.d/*.conf 2>/dev/null | sha256sum)
-fleet_p3="ld.files ${{fleet_h:0:16}}"
-# what torch loads beside itself: every distribution in its site-packages and the nvidia/* libraries there
-if [ -n "$fleet_rec" ]; then
-  fleet_site=${{fleet_rec%/torch-*.dist-info/RECORD}}
-  fleet_h=$(shopt -s nullglob; cd "$fleet_site" 2>/dev/null && printf '%s\n' *.dist-info nvidia/* | sha256sum)
-  fleet_p5="packages ${{fleet_h:0:16}}"
-else fleet_p5="packages none"; fi
-{_trace(capture)}
-# what the trace gives: one pass over it (facts.shells): each kind's LD_LIBRARY_PATH as its shell ends up with it
-# (the last value set; unset keeps it), and each kind's whole relevant environment (the variables, the commands and
-# where each python finds torch) as a digest per kind; line numbers are not part of it (a comment moves them)
-declare -A fleet_env fleet_ldk
-fleet_kind=
-# its lines split in the shell's memory, not read: read takes one system call a byte of the here-string's pipe, and
-# this is the fingerprint's only work between the trace and the gate (empty lines, which split drops, match no case)
-fleet_ifs=$IFS; IFS=$'\n'; set -f; fleet_tl=(${shells.CAPTURED}); set +f; IFS=$fleet_ifs
-for line in "${{fleet_tl[@]}}"; do
-  case $line in
-    "@@shell "*) fleet_kind=${{line#@@shell }} ;;
-    "@@value LD_LIBRARY_PATH="*) [ -z "$fleet_kind" ] || fleet_ldk[$fleet_kind]=${{line#@@value LD_LIBRARY_PATH=}} ;;  # the ld.KIND parts
-    "@@unset LD_LIBRARY_PATH") ;;
-    "@@value "*|"@@unset "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\\n' ;;
-  esac
-done
-fleet_i=${{fleet_ldk[interactive]-}} fleet_l=${{fleet_ldk[login]-}}
-fleet_libcuda "$fleet_i"; fleet_r_i=$fleet_r
-fleet_libcuda "$fleet_l"; fleet_r_l=$fleet_r
-# the four digests by one sha256sum (a here-string ends the text with the newline its last line has; the empty
-# text's digest is the empty input's)
-fleet_p4= fleet_n=0 fleet_empty=; command -v sha256sum >/dev/null && fleet_empty=e3b0c44298fc1c14
-declare -a fleet_hs=()
-fleet_hs_args=()
-for fleet_kind in noninteractive interactive login bare; do
-  [ -n "${{fleet_env[$fleet_kind]-}}" ] && fleet_hs_args+=("/dev/fd/$((3 + fleet_n))")
-  fleet_n=$((fleet_n + 1))
-done
-if [ "${{#fleet_hs_args[@]}}" -gt 0 ]; then
-  while IFS=' ' read -r fleet_h fleet_f; do fleet_hs[${{fleet_f#/dev/fd/}}]=${{fleet_h:0:16}}; done < <(sha256sum -- "${{fleet_hs_args[@]}}" \\
-    3<<< "${{fleet_env[noninteractive]%$'\\n'}}" 4<<< "${{fleet_env[interactive]%$'\\n'}}" \\
-    5<<< "${{fleet_env[login]%$'\\n'}}" 6<<< "${{fleet_env[bare]%$'\\n'}}")
-fi
-fleet_n=3
-for fleet_kind in noninteractive interactive login bare; do
-  fleet_h=${{fleet_hs[$fleet_n]-}}; [ -n "${{fleet_env[$fleet_kind]-}}" ] || fleet_h=$fleet_empty
-  fleet_p4+=${{fleet_p4:+$'\\n'}}"env.$fleet_kind $fleet_h"
-  fleet_n=$((fleet_n + 1))
-done
-printf '%s\\n' "$fleet_p1" "ld.noninteractive $fleet_ni" "ld.interactive $fleet_i" "ld.login $fleet_l" \\
-  "libcuda.noninteractive $fleet_r_ni" "libcuda.interactive $fleet_r_i" "libcuda.login $fleet_r_l" \\
-  "libcuda.bare $fleet_r_bare" "$fleet_p3" "$fleet_p4" "$fleet_p5"
-"""
+    return (f"{select_python(python_env)}\n{remote.program('fingerprint')}\n{_trace(capture)}\n"
+            f"{remote.program('fingerprint_trace')}\n")
 
 
 # the fingerprint program's first argument where the probe hands it the trace its shells source kept, on stdin
@@ -158,8 +74,6 @@ def _trace(capture: bool) -> str:
     """Shell: $fleet_shells_out, the shells' trace: from stdin where the program was given TRACE_ON_STDIN (the
     probe's own, kept by its shells source) or where it does not capture, else traced here unless this script already
     holds it. Read from stdin, a trace saying the shells' program was missing is said again (MISSING, MISSING_EXIT)."""
-    from fleet.sections import MISSING, MISSING_EXIT
-
     read = (f"{shells.CAPTURED}=$(cat); exec </dev/null\n"
             f'case $\'\\n\'"${shells.CAPTURED}" in *$\'\\n\'{shlex.quote(MISSING)}*)\n'
             f'  while IFS= read -r line; do [[ $line != {shlex.quote(MISSING)}* ]] || printf \'%s\\n\' "$line"; done '
@@ -173,8 +87,31 @@ def probe_part(python_env: str) -> str:
     """The facts probe's source, inline: the host's parts of the fingerprint, started with the other sources and handed
     the shells' trace on its stdin as soon as it is kept (fleet/sections.py `fed`): what reads no trace is taken
     meanwhile. The probe keeps what it prints in $fleet_fp_host (sources.Source kept_as), where the verify gate finds
-    them. Run from its installed program instead: fleet/facts/programs.py fingerprint_part."""
+    them. Run from its installed program instead: fingerprint_part."""
     return f"( {fingerprint_script(python_env, capture=False)} ) 2>/dev/null"
+
+
+@functools.lru_cache(maxsize=64)
+def fingerprint_program(venv: str) -> Program:
+    """The fingerprint's parts for this venv, as a helper program (fleet/programs.py): what the gate runs where the
+    facts did not take them."""
+    return Program("fleet-fingerprint", fingerprint_script(venv))
+
+
+def fingerprint_part(python_env: str, program: Program | None = None) -> str:
+    """The facts probe's fingerprint source (probe_part), fed the shells' trace on its stdin (fleet/sections.py `fed`):
+    `program`, the installed fingerprint program, run with TRACE_ON_STDIN where the host has it, else the script
+    inline. Where the host lacks it, or the trace says the shells' own program was missing, the section says so
+    (MISSING, MISSING_EXIT): the gate then takes its own (taken()), and the probe asks again with the text."""
+    if program is not None:
+        return from_bin(program, f" {TRACE_ON_STDIN} 2>/dev/null")
+    return probe_part(python_env)
+
+
+def taken() -> str:
+    """Shell test: the probe took the host's fingerprint parts ($fleet_fp_host kept, and not its section saying the
+    host lacks a program)."""
+    return f'[ -n "${{{HOST_PARTS}+x}}" ] && [[ ${HOST_PARTS} != {shlex.quote(MISSING)}* ]]'
 
 
 def kept_for(settings: dict) -> str:

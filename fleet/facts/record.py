@@ -122,7 +122,7 @@ def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
         "loader": loader_facts,
         "verify": verify,
         "verify_fingerprint": reader.read("verify_fingerprint"),
-        "programs": reader.read("programs"),        # fleet's helper programs on the host (fleet/facts/programs.py)
+        "programs": reader.read("programs"),        # fleet's helper programs on the host (fleet/programs.py)
         "probe": {"errors": reader.errors, "raw": reader.raw, "notes": reader.notes},
     }
 

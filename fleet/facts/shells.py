@@ -24,21 +24,19 @@ different value. Only those lines leave the host (a startup file may export secr
 
 from __future__ import annotations
 
+import functools
 import re
 
+from fleet import remote
+from fleet.programs import Program
 from fleet.shell import quote
 from fleet.facts import loader
-from fleet.remote import loader_rules
+from fleet.remote import loader_rules, trace
+from fleet.remote.trace import KINDS, TRACKED, VARS
 from fleet.facts.scrub import scrub_text
 
-KINDS = ("noninteractive", "interactive", "login")
-# Every variable that decides what CUDA, the loader, Python and torch see (shared/DOMAIN.md, "What a process sees
-# beyond libcuda"): its value in each kind and the startup line that last set it. LD_LIBRARY_PATH's every change
-# is kept too (ld_changes: the cuda-compat judgement reads them).
-VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-        "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
-        "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
-TRACKED = VARS[1:]       # carried in each trace line after LD_LIBRARY_PATH
+# KINDS, VARS (the variables traced in each kind) and TRACKED (VARS after LD_LIBRARY_PATH, in each trace line) are the
+# trace reader's (fleet/remote/trace.py), which both sides read the trace with
 COMMANDS = ("python3", "python", "pip", "nvcc")   # what a user types to reach the stack
 HOOK_FILE = "/etc/fleet/env.sh"     # the env_hooks role's script: its changes are fleet's own
 # A cuda-compat directory: /usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib (NVIDIA forward
@@ -59,107 +57,14 @@ _STARTUP = {
 
 # Trace lines -> only the ones after which LD_LIBRARY_PATH differs, with the chain of files that led there; and for
 # each other tracked variable the LAST line after which it differed (@@set, printed at the end).
-_AWK = r"""
-/^\++@@/ {
-  d = match($0, /[^+]/) - 1; rest = substr($0, d + 3)
-  i = index(rest, "@@"); file = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@"); line = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@"); ld = substr(rest, 1, i - 1); rest = substr(rest, i + 2)
-  i = index(rest, "@@ "); vs = substr(rest, 1, i - 1); cmd = substr(rest, i + 3)
-  gsub(/\t/, " ", cmd)
-  if (have && (ld != pld || vs != pvs)) {
-    via = ""; for (k = 2; k < pd; k++) via = via (via == "" ? "" : ">") stack[k]
-    if (ld != pld)
-      printf "@@change\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pd - 1, pf, pl, pld, ld, substr(pcmd, 1, 200), via
-    if (vs != pvs) {
-      n = split(pvs, a, "@%"); split(vs, b, "@%")
-      for (k = 1; k <= n; k++) if (a[k] != b[k]) last[k] = (pd - 1) "\t" pf "\t" pl "\t" substr(pcmd, 1, 200) "\t" via
-    }
-  }
-  stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
-}
-/^@@(value|unset|cmd|py) / { print }
-/^@@ld(var|find|obj|missing) / { print }
-END { for (k in last) printf "@@set\t%d\t%s\n", k, last[k] }
-"""
+_AWK = remote.text("shells_trace.awk")
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
 
-# What each user command resolves to in this kind (`command -v`: an alias or a function counts, as when typed), its
-# real file, the version of the toolkit an nvcc belongs to (its version.json, else version.txt: no nvcc start), the
-# interpreter a pip runs (its #! line); then each distinct python asked once where it finds torch (find_spec: no
-# import, no GPU) and whether pip would refuse there (PEP 668: EXTERNALLY-MANAGED beside a stdlib outside a venv).
-_CMDS = r"""fleet_pys=
-declare -A fleet_real fleet_path
-# x: what `grep -m1 -A3 '"cuda" *:' FILE | grep -m1 -o '"version" *: *"[^"]*"'` prints, by builtins (two processes
-# fewer a kind, and no alias of grep an interactive shell's startup files made)
-fleet_nvcc_json() {
-  local l n=-1 rest m=
-  x=
-  while IFS= read -r l || [ -n "$l" ]; do
-    if [ "$n" -lt 0 ]; then [[ $l =~ \"cuda\"\ *: ]] || continue; n=4; fi
-    [ "$n" -gt 0 ] || break
-    n=$((n - 1)); rest=$l
-    while [[ $rest =~ \"version\"\ *:\ *\"[^\"]*\" ]]; do
-      m+=${m:+$'\n'}${BASH_REMATCH[0]}; rest=${rest#*"${BASH_REMATCH[0]}"}
-    done
-    [ -z "$m" ] || break
-  done < "$1"
-  x=$m
-}
-# `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
-# found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
-# (an alias, a function, a name the startup files hashed, a non-executable file the only one found, set +h, nothing
-# at all) command -v itself answers
-for c in """ + " ".join(COMMANDS) + r"""; do
-  if [ -z "${BASH_ALIASES[$c]+x}" ] && [ -z "${BASH_CMDS[$c]+x}" ] && ! declare -F "$c" >/dev/null &&
-     [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
-  else p=$(command -v "$c" 2>/dev/null) || p=; fi
-  fleet_path[$c]=$p
-done
-# every path's real file by one readlink (GNU: one line each, NUL-ended, all or the status says not); else one each
-fleet_rs=()
-for c in """ + " ".join(COMMANDS) + r"""; do case ${fleet_path[$c]} in /*) fleet_rs+=("${fleet_path[$c]}") ;; esac; done
-if [ "${#fleet_rs[@]}" -gt 1 ] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && mapfile -d '' -t fleet_r < <(readlink -f -z -- "${fleet_rs[@]}" 2>/dev/null; printf '%s' "$?") &&
-   [ "${fleet_r[-1]}" = 0 ] && [ "${#fleet_r[@]}" = $(( ${#fleet_rs[@]} + 1 )) ]; then
-  for i in "${!fleet_rs[@]}"; do fleet_real[${fleet_rs[$i]}]=${fleet_r[$i]}; done
-fi
-for c in """ + " ".join(COMMANDS) + r"""; do
-  p=${fleet_path[$c]}
-  r=; x=
-  case $p in /*) [ -n "${fleet_real[$p]+x}" ] || fleet_real[$p]=$(readlink -f -- "$p" 2>/dev/null); r=${fleet_real[$p]} ;; esac
-  if [ "$c" = nvcc ] && [ -n "$r" ]; then
-    t=${r%/bin/nvcc}
-    if [ -r "$t/version.json" ]; then fleet_nvcc_json "$t/version.json"; x=${x##*: }; x=${x//\"/}
-    elif [ -r "$t/version.txt" ]; then read -r x < "$t/version.txt"; x=${x##* }; fi
-  elif [ "$c" = pip ] && [ -n "$r" ]; then
-    IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac
-  fi
-  printf '@@cmd %s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x"
-  # a python is asked by the path it is run by: a venv's bin/python3 links to the system's, and only that path
-  # finds the venv (its pyvenv.cfg)
-  case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
-  for q in $q; do case $q in */python*) case " $fleet_pys " in *" $q "*) ;; *) fleet_pys="$fleet_pys $q" ;; esac ;; esac; done
-done
-# one Python start per interpreter: the same interpreter in the same directory answers the same in this shell (the
-# variables Python reads are this shell's for all of them), so python3, python and pip's #! of one venv start it once
-declare -A fleet_pya
-for q in $fleet_pys; do
-  [ -x "$q" ] || continue
-  [ -n "${fleet_real[$q]+x}" ] || fleet_real[$q]=$(readlink -f -- "$q")
-  k="${q%/*}|${fleet_real[$q]}"
-  if [ -n "${fleet_pya[$k]+x}" ]; then a=${fleet_pya[$k]}
-  else
-    a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
-s = u.find_spec("torch")
-m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null)
-    [ -n "$a" ] && a="${a//$'\n'/ } "
-    fleet_pya[$k]=$a
-  fi
-  printf '@@py %s\t%s\n' "$q" "$a"
-done"""
+# What each user command resolves to in each kind, and where each python finds torch: fleet/remote/shells_commands.sh,
+# handed COMMANDS as the array fleet_cmds.
+_CMDS = f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\n" + remote.program("shells_commands")
 
 
 def command() -> str:
@@ -226,70 +131,33 @@ def capture() -> str:
 
 
 def parse(text: str) -> dict:
-    """The shells section -> {home, etc_environment: [...], noninteractive|interactive|login: {...}}.
+    """The shells section -> {home, etc_environment: [...], noninteractive|interactive|login: {...}}: the trace as
+    fleet/remote/trace.py reads it (the verify program reads it there too), each kind's loader answer parsed, each
+    variable's setter settled, and the text of every kept line scrubbed (fleet.facts.scrub).
 
         @@home /root
-        @@etcenv 3	LD_LIBRARY_PATH	/opt/x
         @@shell interactive
         @@change	1	/root/.bashrc	118	/usr/lib	/usr/local/cuda-13.0/compat:/usr/lib	. /root/pod_setup.sh	
         @@value LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:/usr/lib
         @@unset CUDA_HOME
         @@rc 0
-    -> interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, rc: 0,
+    -> interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, rc: 0, loader: {...} | None,
                      ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}]}
     """
-    out: dict = {"home": None, "etc_environment": []}
-    current = None
-    for raw in text.splitlines():
-        if raw.startswith("@@home "):
-            out["home"] = raw[7:]
-        elif raw.startswith("@@etcenv "):
-            out["etc_environment"].append(loader_rules.parse_etcenv(raw))
-        elif raw.startswith("@@shell "):
-            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [], "_ld": [],
-                                              "set_by": {}, "commands": {}, "pythons": {}}
-        elif current is None:
-            continue
-        elif raw.startswith("@@ld"):
-            current["_ld"].append(raw)
-        elif raw.startswith("@@value "):
-            name, _, value = raw[8:].partition("=")
-            if name in VARS:
-                current[name] = value
-        elif raw.startswith("@@rc "):
-            current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
-        elif raw.startswith("@@set\t"):
-            index, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
-            if index.isdigit() and 1 <= int(index) <= len(TRACKED):
-                current["set_by"][TRACKED[int(index) - 1]] = _setter(file, line, depth, cmd, via)
-        elif raw.startswith("@@cmd "):
-            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
-            current["commands"][name] = {"path": path or None, "real": real or None,
-                                         **({"version": extra or None} if name == "nvcc" else {}),
-                                         **({"python": extra or None} if name == "pip" else {})}
-        elif raw.startswith("@@py "):
-            exe, _, answer = raw[5:].partition("\t")
-            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
-            current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
-                                       "externally_managed": managed == "1", "ran": bool(prefix)}
-        elif raw.startswith("@@change\t"):
-            change = loader_rules.parse_change(raw)
-            current["ld_changes"].append({**change, "text": scrub_text(change["text"])})
+    out = trace.parse(text)
     etc = {e["name"]: e for e in out["etc_environment"]}
     for kind in KINDS + ("bare",):
         if kind in out:
-            lines = out[kind].pop("_ld")
-            out[kind]["loader"] = loader.parse_query(lines) if lines else None
-            _settled(out[kind], etc)
+            shell = out[kind]
+            for said in shell["ld_changes"] + list(shell["set_by"].values()):
+                said["text"] = scrub_text(said["text"])
+            lines = shell.pop("loader_lines")
+            shell["loader"] = loader.parse_query(lines) if lines else None
+            _settled(shell, etc)
     missing = [k for k in KINDS if k not in out]
     if missing:
         raise ValueError("no trace for the " + ", ".join(missing) + " shell")
     return out
-
-
-def _setter(file: str, line: str, depth: str, cmd: str, via: str) -> dict:
-    return {"file": file, "line": int(line) if line.isdigit() else None, "depth": int(depth or 0) if
-            str(depth).isdigit() else 0, "text": scrub_text(cmd), "via": [v for v in via.split(">") if v]}
 
 
 def _settled(shell: dict, etc: dict) -> None:
@@ -317,10 +185,6 @@ def where(setter: dict | None, home: str = "") -> str | None:
     origin = _tilde(f"{setter['file']}:{setter['line']}", home)
     via = [_tilde(v, home) for v in setter.get("via") or []]
     return f"{via[0]} (via {origin})" if via else origin
-
-
-def _unset(value: str) -> str | None:
-    return None if value == "@unset@" else value
 
 
 def compat_dirs(path: str | None) -> list[str]:
@@ -439,3 +303,10 @@ def reach_sentence(torch: dict | None, python_env: str) -> str | None:
     for other in reach.get("others") or []:
         said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
     return said
+
+
+@functools.lru_cache(maxsize=None)
+def trace_program() -> Program:
+    """The trace of the startup files (`command`), as a helper program (fleet/programs.py): what the probe runs
+    from /var/lib/fleet/bin once the host has it, and what the verify program runs as `bash PATH`."""
+    return Program("fleet-shell-trace", command() + "\n")

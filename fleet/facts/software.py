@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from fleet import remote
 from fleet.facts import paths
 from fleet.jsontext import loads as json_loads
 from fleet.shell import git_guard
@@ -19,27 +20,10 @@ _HOOK_FILES_SHELL = " ".join(f'"{path}"' for path in HOOK_FILES)  # double quote
 
 # ---- environment ------------------------------------------------------------------------------------
 
-# What `printenv VAR` and `grep -qF MARKER FILE` answer, in bash builtins (eight processes fewer per probe):
-# a variable counts when exported and set (${!v@a} holds x; bash >= 4.4, else printenv answers), its value
-# without trailing newlines (as $(printenv) gives it); a hook file counts when one of its lines holds the marker.
-ENV = (
-    "fleet_new=; (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && fleet_new=1\n"
-    f"for v in {' '.join(ENV_VARS)}; do\n"
-    "  if [ -n \"$fleet_new\" ]; then\n"
-    "    a=${!v@a}; if [[ $a == *x* ]] && [ -n \"${!v+x}\" ]; then val=${!v}; ok=1; else ok=; fi\n"
-    "    while [[ $val == *$'\\n' ]]; do val=${val%$'\\n'}; done\n"
-    "  elif val=$(printenv \"$v\"); then ok=1; else ok=; fi\n"
-    "  if [ -n \"$ok\" ]; then printf '%s=%s\\n' \"$v\" \"$val\"; else printf 'unset %s\\n' \"$v\"; fi\n"
-    "done\n"
-    f"m={shlex.quote(HOOK_MARKER)}\n"
-    f"for f in {_HOOK_FILES_SHELL}; do\n"
-    "  [ -r \"$f\" ] || continue\n"
-    "  while IFS= read -r l || [ -n \"$l\" ]; do\n"
-    "    if [[ $l == *\"$m\"* ]]; then printf 'hook %s\\n' \"$f\"; break; fi\n"
-    "  done < \"$f\"\n"
-    "done\n"
-    "true"
-)
+# What `printenv VAR` and `grep -qF MARKER FILE` answer, in bash builtins: fleet/remote/env.sh, handed the variables,
+# the hook files and the marker.
+ENV = (f"fleet_env_vars=({' '.join(ENV_VARS)})\nfleet_hook_files=({_HOOK_FILES_SHELL})\n"
+       f"fleet_hook_marker={shlex.quote(HOOK_MARKER)}\n" + remote.program("env"))
 
 
 def parse_env(text: str) -> dict:
@@ -73,45 +57,11 @@ def select_python(python_env: str) -> str:
     (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
     Run it as `cd / && "$py" -s ...` (no module from the working directory, no user site)."""
-    return (
-        f"{paths.TRUST_FN}\n"
-        f"env_dir={shlex.quote(python_env)}; env_untrusted=\n"
-        "if [ -x \"$env_dir/bin/python\" ]; then env_untrusted=$(fleet_judge \"$env_dir/bin/python\"); fi\n"
-        "if [ -x \"$env_dir/bin/python\" ] && [ -z \"$env_untrusted\" ]; then py=$env_dir/bin/python; env_exists=yes\n"
-        "else py=$(command -v python3 || true); env_exists=no; fi"
-    )
+    return f"{paths.TRUST_FN}\nenv_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
 
 
 def python_command(python_env: str) -> str:
-    return (
-        f"{select_python(python_env)}\n"
-        "printf 'env %s\\nenv_exists %s\\nexecutable %s\\n' \"$env_dir\" \"$env_exists\" \"$py\"\n"
-        "[ -z \"$env_untrusted\" ] || printf 'untrusted %s\\n' \"$env_untrusted\"\n"
-        "[ -n \"$py\" ] || exit 0\n"
-        # A venv that exists answers from files, with no Python start (~50 ms of the host's CPU at every probe):
-        # its pyvenv.cfg holds the version it was made with (venv: `version`, virtualenv and uv: `version_info`),
-        # taken where its X.Y is the one its interpreter's name says (python3.12 -> 3.12) and that interpreter is
-        # there. A Python upgraded in place within X.Y keeps the cfg's patch level; only X.Y decides anything.
-        "if [ \"$env_exists\" = yes ] && [ -r \"$env_dir/pyvenv.cfg\" ]; then\n"
-        "  real=$(readlink -f \"$py\"); xy=${real##*/python}; cfg=\n"
-        "  while IFS= read -r l || [ -n \"$l\" ]; do\n"
-        "    case $l in version*=*) k=${l%%=*}; k=${k%% *}\n"
-        "      case $k in version|version_info) cfg=${l#*=}; cfg=${cfg// /}; break;; esac;; esac\n"
-        "  done < \"$env_dir/pyvenv.cfg\"\n"
-        "  if [[ $cfg =~ ^([0-9]+\\.[0-9]+)(\\.[0-9]+)? ]]; then cfg=${BASH_REMATCH[0]}; else cfg=; fi\n"
-        "  if [ -x \"$real\" ] && [ -n \"$cfg\" ] && [ \"${cfg%.*}\" = \"$xy\" -o \"$cfg\" = \"$xy\" ]; then\n"
-        "    echo \"version $cfg\"; echo 'source pyvenv.cfg'; exit 0; fi\n"
-        "fi\n"
-        # Minimal images (Debian/Ubuntu without python3-venv) lack ensurepip: `python3 -m venv` fails there.
-        # One Python start for both answers (each start is ~50 ms of CPU, most of this section); the version is
-        # printed first, so a Python that cannot import ensurepip still says which it is (the import error is caught).
-        # the system's python3 is judged as the venv's is before it starts (a python3 planted on PATH is not run)
-        "[ \"$env_exists\" = yes ] || [ -z \"$(fleet_judge \"$py\")\" ] || exit 0\n"
-        "cd / && \"$py\" -s -B -c 'import platform; print(\"version\", platform.python_version(), flush=True)\n"
-        "try:\n    import ensurepip, venv\nexcept Exception:\n    print(\"venv_module no\")\n"
-        "else:\n    print(\"venv_module yes\")'\n"
-        "true"
-    )
+    return f"{select_python(python_env)}\n" + remote.program("python_version")
 
 
 def parse_python(text: str) -> dict:
@@ -139,51 +89,11 @@ def parse_python(text: str) -> dict:
 
 # ---- torch ------------------------------------------------------------------------------------------
 
-# No `import torch` here, and no Python at all: importing torch costs seconds on a real GPU host (CUDA
-# initialisation) and takes GPU memory from whatever runs there. The version comes from the distribution's
-# METADATA and the CUDA variant from torch/version.py, both plain files found where the chosen python keeps its
-# packages; what only an import can tell (CUDA available, the arch list, missing libraries) comes from the
-# last verify, which the engine re-runs only when its fingerprint changes (fleet/resources/verify_gate.py).
-# (the version is torch.__version__ as an import says it, 2.11.0+cu130, where the dist-info may say 2.11.0)
-_TORCH_READ = r"""json() { j=${1//\\/\\\\}; j=${j//\"/\\\"}; }
-version=
-while IFS= read -r line || [ -n "$line" ]; do
-  case $line in Version:*) version=${line#Version:}; version=${version#"${version%%[! ]*}"}; break;; esac
-done < "$meta"
-re_cuda="^cuda[^=]*= *[\"']([^\"']*)[\"']" re_version="^__version__[^=]*= *[\"']([^\"']*)[\"']"
-if [ -r "$site/torch/version.py" ]; then
-  cuda= v=
-  while IFS= read -r line || [ -n "$line" ]; do
-    if [ -z "$cuda" ] && [[ $line =~ $re_cuda ]]; then cuda=${BASH_REMATCH[1]}; fi
-    if [ -z "$v" ] && [[ $line =~ $re_version ]]; then v=${BASH_REMATCH[1]}; fi
-  done < "$site/torch/version.py"
-  [ -n "$v" ] && version=$v
-  error=
-else cuda=; error='cannot read torch/version.py'; fi
-json "$version"; jv=$j; json "$site/torch"; jp=$j
-if [ -n "$cuda" ]; then json "$cuda"; jc="\"$j\""; else jc=null; fi
-if [ -n "$error" ]; then je="\"$error\""; else je=null; fi
-printf '{"installed": true, "version": "%s", "path": "%s", "cuda": %s, "error": %s}\n' "$jv" "$jp" "$jc" "$je"
-"""
 
 
 def torch_command(python_env: str) -> str:
     """Shell printing one JSON line about the torch distribution the roles' python would import."""
-    return (
-        f"{select_python(python_env)}\n"
-        "[ -n \"$py\" ] || { echo '{\"installed\": false, \"error\": \"no python3\"}'; exit 0; }\n"
-        # The venv's own site-packages; without a venv, where Debian/Ubuntu's python3 and pip put packages.
-        "if [ \"$env_exists\" = yes ]; then set -- \"$env_dir\"/lib/python3*/site-packages\n"
-        "else set -- \"$HOME\"/.local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
-        "/usr/lib/python3/dist-packages /usr/local/lib/python3*/site-packages; fi\n"
-        "if [ -n \"${PYTHONPATH:-}\" ]; then ifs=$IFS; IFS=:; set -- $PYTHONPATH \"$@\"; IFS=$ifs; fi\n"
-        "meta=; for d in \"$@\"; do for m in \"$d\"/torch-*.dist-info/METADATA; do "
-        "[ -r \"$m\" ] && { meta=$m; site=$d; break 2; }; done; done\n"
-        "[ -n \"$meta\" ] || { echo '{\"installed\": false}'; exit 0; }\n"
-        # Read with bash builtins only (sed, head and a printf|sed per JSON string were ~10 processes): the first
-        # `Version:` line of METADATA, and the first `cuda`/`__version__` assignment of torch/version.py.
-        + _TORCH_READ
-    )
+    return f"{select_python(python_env)}\n" + remote.program("torch")
 
 
 def parse_torch(text: str) -> dict | None:

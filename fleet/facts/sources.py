@@ -11,7 +11,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, programs, shells, software, system
+from fleet import programs
+from fleet.facts import cuda, fingerprint, gpu, health, loader, paths, shells, software, system
 from fleet.knowledge.storage import ON_VOLUME
 from fleet.variables import STACK
 

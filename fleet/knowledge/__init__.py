@@ -9,4 +9,5 @@ reaches back up to the other for a table:
     storage.py      where a pod's volume disk is mounted and what fleet places on it
     loader_paths.py the kinds of process, and the cuda-compat and stub directories as the loader meets them
     torch.py        what each torch release publishes: CUDA variants per CPU, Python range, architectures
+    apt_repos.py    NVIDIA's apt repository per distribution and the first CUDA each serves; RPM-only ones
 """

@@ -23,9 +23,14 @@ MIN_DRIVER: dict[str, str] = {
     "13.0": "580.65.06",
     "13.1": "590.44.01",
     "13.2": "595.45.04",
+    # CUDA 13.3 GA and Update 1 both name >= 610.43.02 (CUDA 13.3 release notes, "CUDA Toolkit and Corresponding
+    # Driver Versions", read in copies of that table: projects pinning 13.3 quote it, and its local installer is
+    # named cuda_13.3.1_610.43.02_linux). 13.4 and 13.5 are out too, but no copy of their rows was at hand:
+    # they take the rule for a 13.x newer than this table (later_release below), not a guessed row.
+    "13.3": "610.43.02",
 }
 
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+)*\Z")
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -45,6 +50,32 @@ def compare_versions(a: str, b: str) -> int:
     width = max(len(ka), len(kb))
     ka, kb = ka + (0,) * (width - len(ka)), kb + (0,) * (width - len(kb))
     return (ka > kb) - (ka < kb)
+
+
+def later_release(cuda: str) -> bool:
+    """A release of a family the table knows, newer than its newest row ("13.4", "13.5" while the table ends at
+    13.3). What fleet assumes for it, and says in the plan: it runs on the family's minor-version compatibility
+    driver (any 13.x on >= 580, CUDA release notes table 2) without cuda-compat, its own full-support minimum
+    unknown; below that driver it is refused (no cuda-compat: forward compatibility lists branches per release)."""
+    try:
+        key = (version_key(cuda) + (0,))[:2]
+    except ValueError:
+        return False
+    newest = max(version_key(c) for c in MIN_DRIVER)   # only the newest family grows (12.x ended with 12.9)
+    return key[0] == newest[0] and str(key[0]) in FAMILY_MIN_DRIVER and key > newest
+
+
+def newer_family(cuda: str) -> bool:
+    """A CUDA major newer than any the table knows ("14.0"): answered with a refusal, not a bad-input exit."""
+    try:
+        return version_key(cuda)[0] > max(version_key(c) for c in MIN_DRIVER)[0]
+    except ValueError:
+        return False
+
+
+def planned_release(cuda: str) -> bool:
+    """A CUDA release fleet installs: a row of the table, or a later release of a family it knows."""
+    return ".".join(str(cuda).split(".")[:2]) in MIN_DRIVER or later_release(cuda)
 
 
 def cuda_releases() -> list[str]:

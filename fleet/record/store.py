@@ -1,4 +1,5 @@
-"""Facts records on disk: `<facts_dir>/<host>.json`, written atomically, the previous one kept for drift.
+"""Facts records on disk: `<facts_dir>/<host>.json`, written atomically, the previous one kept for drift; as a sink
+of every run that gathers facts, `FactsRecords`.
 
 A crash at any moment leaves `<host>.json` either the old record or the new one, whole: the new text goes
 to a temp file in the same directory, is fsynced, then renamed over the old one, and the directory is
@@ -129,3 +130,23 @@ def describe_age(seconds: float | None) -> str:
     if minutes:
         return f"{minutes}m ago"
     return f"{secs}s ago"
+
+
+class FactsRecords:
+    """The facts records as a sink (fleet/record/sinks.py): a host's report that carries a `record` is written as
+    `<facts_dir>/<host>.json` (write: atomic, scrubbed, the previous one kept); one that carries none (unreachable,
+    a --check of nothing gathered) leaves its last record as it was. A record that cannot be written is a HostError:
+    the host's run failed (the next run reads it)."""
+
+    def __init__(self, facts_dir: Path):
+        self.facts_dir = Path(facts_dir)
+
+    def begin(self, run) -> None:
+        pass
+
+    def host(self, run, name: str, report: dict) -> None:
+        if report.get("record") is not None:
+            write(self.facts_dir, name, report["record"])
+
+    def end(self, run, status: int) -> None:
+        pass

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rich import box
 from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
-from fleet.report import Reporter, markup_safe as _safe, runlog
+from fleet.report import Reporter, markup_safe as _safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -58,21 +57,20 @@ class ApplyPrinter:
             _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
             self.shown.add(outcome.host)
 
-    def finish(self, run, *, argv: list[str], command: str = "apply", log: Path | None = None) -> None:
-        """The rest of the output, and the run log (`log`, else a new file under the runs folder): each host's
-        document made once (the JSON's and the log's), the text made, the log written, then all of it printed."""
-        hosts = {name: host_json(o, self.reporter) for name, o in run.outcomes.items()}
+    def document(self, outcome: Outcome) -> dict:
+        """The host's JSON document: what --json prints and the run log keeps."""
+        return host_json(outcome, self.reporter)
+
+    def finish(self, run) -> None:
+        """The rest of the output: each host's document (--json) or the hosts not yet shown, the recap and the plan,
+        then where the run log went (the sinks wrote it: fleet/record/sinks.py)."""
         block = [] if self.json_out else apply_block(self.reporter, run.outcomes, show_diff=self.show_diff,
                                                      check=self.check, shown=self.shown)
-        path = log or runlog.default_path(command, run.started)
-        try:   # what happened on each host (fleet.report.runlog); a log that cannot be written is a warning
-            runlog.write(path, runlog.lines(argv, run.started, run.check, hosts, run.outcomes))
-            block.append(("note", f"run log: {path}"))
-        except OSError as exc:
-            block.append(("warn", f"could not write the run log {path} ({exc.strerror}): give --log FILE "
-                                  "somewhere writable"))
+        block += [("warn", warning) for warning in run.warnings]
+        if run.logged:
+            block.append(("note", f"run log: {run.logged}"))
         if self.json_out:
-            self.reporter.json(hosts, run.outcomes)
+            self.reporter.json({name: self.document(o) for name, o in run.outcomes.items()}, run.outcomes)
         self.reporter.draw(block)
 
 

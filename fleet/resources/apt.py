@@ -12,36 +12,13 @@ repair once and goes on. Pinned packages can be held so unattended-upgrades cann
 
 from __future__ import annotations
 
+from fleet import remote
 from fleet.shell import write_file_script
 from fleet.resources.archive import sha256_problem, verify_sha256
 from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
-# `fleet_apt SECONDS CMD...`: run CMD; while it fails on a lock someone else holds, wait and retry, for at most
-# SECONDS in all. When apt says dpkg was interrupted, repair that once (dpkg --configure -a) and retry. Any other
-# failure ends it at once with CMD's status and output. (Reacting to apt's own words, not reading
-# /var/lib/dpkg/updates: files there also mean a dpkg that is running right now.)
-APT_RETRY = r"""
-fleet_apt() {
-  local fleet_deadline=$((SECONDS + $1)) fleet_repaired='' fleet_rc fleet_out; shift
-  while :; do
-    fleet_rc=0; fleet_out=$("$@" 2>&1) || fleet_rc=$?
-    printf '%s\n' "$fleet_out"
-    [ "$fleet_rc" -eq 0 ] && return 0
-    case "$fleet_out" in
-      *"dpkg was interrupted"*)
-        [ -z "$fleet_repaired" ] || return "$fleet_rc"
-        fleet_repaired=1; echo "fleet: dpkg was interrupted earlier; running dpkg --configure -a"
-        fleet_apt $((fleet_deadline - SECONDS)) dpkg --force-confold --configure -a || return $?
-        continue ;;
-      *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg"*|*"dpkg status database is locked"*) ;;
-      *) return "$fleet_rc" ;;
-    esac
-    if [ "$SECONDS" -ge "$fleet_deadline" ]; then echo "fleet: gave up waiting for the apt/dpkg lock"; return "$fleet_rc"; fi
-    echo "fleet: apt/dpkg is busy (another apt run holds its lock); waiting"
-    sleep 3
-  done
-}
-"""
+# `fleet_apt SECONDS CMD...`, apt and dpkg run through their lock and an interrupted dpkg: fleet/remote/apt.sh
+APT_RETRY = "\n" + remote.program("apt") + "\n"
 
 
 # The check's fast path: dpkg's status file read once by one awk, instead of a dpkg-query per package and an
@@ -51,14 +28,7 @@ fleet_apt() {
 # what `apt-mark showhold` lists. It only answers "all installed (and held)"; any package missing, not held, named
 # twice (multi-arch) or a status file it cannot read sends the check to dpkg-query and apt-mark as before.
 DPKG_STATUS = "/var/lib/dpkg/status"
-_FAST_AWK = r"""
-BEGIN { n = split(ENVIRON["fleet_want"], w, " "); for (i = 1; i <= n; i++) want[w[i]] = 1
-        m = split(ENVIRON["fleet_hold"], h, " "); for (i = 1; i <= m; i++) hold[h[i]] = 1 }
-/^Package: / { p = $2; next }
-/^Status: / && (p in want) { seen[p]++; if ($3 == "ok" && $4 == "installed") { ok[p] = 1; if ($2 == "hold") held[p] = 1 } }
-END { for (p in want) if (!(p in ok) || seen[p] != 1) exit 1
-      for (p in hold) if (!(p in held)) exit 1 }
-"""
+_FAST_AWK = remote.text("apt_fast.awk")
 
 
 class Apt(Resource):

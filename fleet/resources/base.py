@@ -238,7 +238,7 @@ class Resource:
         return False
 
     def programs(self) -> tuple:
-        """The helper programs its check and apply run from /var/lib/fleet/bin (fleet/resources/programs.py: each
+        """The helper programs its check and apply run from /var/lib/fleet/bin (fleet/programs.py: each
         installed by the digest of its text, shipped only where the host lacks it); () for most types."""
         return ()
 

@@ -11,6 +11,7 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
+from fleet import remote
 from fleet.errors import InputError
 from fleet.resources.base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
                    qpath)
@@ -22,25 +23,13 @@ from fleet.resources.base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode
 # through a file: an environment string is capped at 128 KiB (MAX_ARG_STRLEN) and would fail every command.
 # A file with CRLF line ends (edited on Windows) is compared without the CR: its block is recognised, not doubled;
 # `strip` and `replace` print the other lines as they were.
-_AWK = r"""BEGIN { b = ENVIRON["b"]; e = ENVIRON["e"]; op = ENVIRON["fleet_do"] }
-{ l = $0; sub(/\r$/, "", l); if (op == "keep") $0 = l }
-l == b { if (on && op != "keep") printf "%s", buf; on = 1; buf = $0 ORS; next }
-on { buf = buf $0 ORS
-     if (l == e) { if (op == "keep") printf "%s", buf
-                    if (op == "replace" && !done) printf "%s", want()
-                    done = 1; on = 0; buf = "" }
-     next }
-op != "keep" { print }
-END { if (on && op != "keep") printf "%s", buf }
-function want(  w, line) { while ((getline line < ENVIRON["wantf"]) > 0) w = w line ORS; return w }"""
+_AWK = remote.text("block.awk")   # fleet/remote/block.awk
 
 
 # The leading run of marked blocks (`# BEGIN X` ... `# END X`, one after another from line 1): a block there
 # is "at the top" for every purpose (before the early return), so two roles' top blocks (env_hooks and a
 # user's role) both stay placed instead of pushing each other down on every apply.
-_TOP_RUN = r"""inb { print; if ($0 == endm) inb = 0; next }
-/^# BEGIN / { inb = 1; endm = "# END " substr($0, 9); print; next }
-{ exit }"""
+_TOP_RUN = remote.text("block_top_run.awk")   # fleet/remote/block_top_run.awk
 
 
 def _awk(op: str, path: str) -> str:

@@ -5,7 +5,7 @@ or removes /etc/ld.so.conf.d/000-fleet-cuda-compat.conf at every start; this res
 run by fleet: its check (`gate check`, read-only) says whether the drop-in, the ld cache and the gate's record
 agree with the kernel driver NOW (a drop-in left by another driver is found and repaired by the next apply), and
 its apply runs the gate. The gate is a helper program installed by the digest of its text under /var/lib/fleet/bin
-(fleet/resources/programs.py: the text travels only where the host lacks it), so the check answers before the
+(fleet/programs.py: the text travels only where the host lacks it), so the check answers before the
 role's own copy in /usr/local/sbin is installed and the apply never depends on the order of the tasks.
 
 `decided` (decisions.compat.use): where fleet decided compat and the compat package is not installed yet, the
@@ -14,7 +14,7 @@ check says so (exit 10), so the plan names the registration the apply will make 
 
 from __future__ import annotations
 
-from fleet.resources import programs
+from fleet import programs
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q
 
 DROP_IN = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"   # fleet's own: the loader role leaves it to this one
@@ -38,7 +38,7 @@ class CompatGate(Resource):
         return f"{DROP_IN} (naming {self.p['dir']}) only while the kernel driver is older than cuda-compat"
 
     def programs(self) -> tuple:
-        """The rendered gate, installed by its digest (fleet/resources/programs.py) and run from there."""
+        """The rendered gate, installed by its digest (fleet/programs.py) and run from there."""
         return (programs.Program("fleet-cuda-compat-gate", self.p["script"] or ""),)
 
     def _gate(self, mode: str, who: str) -> str:

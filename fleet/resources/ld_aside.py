@@ -25,6 +25,7 @@ file moved aside or a line commented out no longer matches. `sysroot` (a directo
 
 from __future__ import annotations
 
+from fleet import remote
 from fleet.resources.base import DIFF_MARK, NEEDS_CHANGE, Param, Resource, q
 
 MARKER = "# fleet ld_aside: "
@@ -35,41 +36,11 @@ def _dirs_problem(value) -> str | None:
     return "must be one line (an extended regular expression for a directory)" if "\n" in str(value) else None
 
 
-# Input: the files to read (ld.so.conf kinds first, then the preload file, marked by `p=1`), env pat, keep.
-# Output, one line per finding:  move<TAB>file   or   comment<TAB>file<TAB>line number<TAB>text
-# A conf line is one directory (a trailing comment allowed); a preload line holds paths separated by blanks or
-# colons, and is harmful when one of them is a file in a harmful directory.
-_FIND = r"""
-function flush() {
-  if (file == "") return
-  if (hits > 0 && hits == lines && !preload && file ~ /\/ld\.so\.conf\.d\/[^\/]+\.conf$/) print "move\t" file
-  else for (i = 1; i <= hits; i++) print (preload ? "drop" : "comment") "\t" file "\t" hn[i] "\t" ht[i]
-}
-FNR == 1 { flush(); file = FILENAME; hits = 0; lines = 0; preload = (FILENAME ~ /ld\.so\.preload$/) }
-{ l = $0; sub(/#.*/, "", l); gsub(/^[[:space:]]+|[[:space:]]+$/, "", l)
-  if (l == "" || (!preload && l ~ /^include[[:space:]]/)) next
-  lines++
-  bad = 0
-  if (preload) { n = split(l, part, /[[:space:]:]+/); for (i = 1; i <= n; i++) if (part[i] ~ ("^" pat "/?/[^/]+$")) bad = 1 }
-  else if (l ~ ("^" pat "/?$")) bad = 1
-  if (bad) { hits++; hn[hits] = FNR; ht[hits] = $0 }
-}
-END { flush() }
-"""
-
-
-# Comment out line n of an ld.so.conf file.
-_COMMENT = r"""FNR == n { print m $0; next }
-{ print }"""
-
-# Take line n out of /etc/ld.so.preload: its other entries (another preloaded library) stay on that line.
-_DROP = r"""FNR == n {
-  k = split($0, part, /[[:space:]:]+/); keep = ""
-  for (i = 1; i <= k; i++) if (part[i] != "" && part[i] !~ ("^" pat "/?/[^/]+$")) keep = keep (keep == "" ? "" : " ") part[i]
-  if (keep != "") print keep
-  next
-}
-{ print }"""
+# The loader's files -> one finding a line: fleet/remote/ld_aside_find.awk (what it reads and prints, in ld_aside_find.sh);
+# a conf line commented out, a preload line taken out: ld_aside_comment.awk, ld_aside_drop.awk.
+_FIND = remote.text("ld_aside_find.awk")
+_COMMENT = remote.text("ld_aside_comment.awk")
+_DROP = remote.text("ld_aside_drop.awk")
 
 
 class LdAside(Resource):
@@ -94,68 +65,17 @@ class LdAside(Resource):
         root = self.p["sysroot"].rstrip("/")
         keep_list = self.p["keep"].split() if isinstance(self.p["keep"], str) else self.p["keep"] or []
         keep = "\n".join(str(k) for k in keep_list)
-        return (
-            f"R={q(root)}; pat={q(self.p['dirs'])}; keep={q(keep)}\n"
-            "fs=()\n"
-            "for f in \"$R\"/etc/ld.so.conf \"$R\"/etc/ld.so.conf.d/*.conf \"$R\"/etc/ld.so.preload; do\n"
-            "  [ -f \"$f\" ] || continue\n"
-            "  case $'\\n'\"$keep\"$'\\n' in *$'\\n'\"${f#$R}\"$'\\n'*) continue;; esac\n"
-            "  fs+=(\"$f\")\n"
-            "done\n"
-            f"found=; [ ${{#fs[@]}} -gt 0 ] && found=$(awk -v pat=\"$pat\" {q(_FIND)} \"${{fs[@]}}\")\n"
-            # the cache: an entry in a harmful directory that no file lists any more (ldconfig not run since)
-            "lc=$(command -v ldconfig || echo /sbin/ldconfig)\n"
-            "stale=$(\"$lc\" -p 2>/dev/null | awk -v pat=\"$pat\" '/ => /{p=$NF; sub(/\\/[^\\/]+$/, \"\", p);"
-            " if (p ~ (\"^\" pat \"/?$\")) {print p; exit}}')\n"
-        )
+        return (f"R={q(root)}; pat={q(self.p['dirs'])}; keep={q(keep)}; find_awk={q(_FIND)}\n"
+                + remote.program("ld_aside_find") + "\n")
 
     def check(self) -> str:
         aside = self.p["aside"].rstrip("/")
-        return (
-            self._find()
-            + "if [ -z \"$found\" ] && [ -z \"$stale\" ]; then echo 'no harmful loader entry'; exit 0; fi\n"
-            "diff=\n"
-            "while IFS=$'\\t' read -r op f n text; do\n"
-            "  [ -n \"$op\" ] || continue\n"
-            f"  if [ \"$op\" = move ]; then echo \"moves ${{f#$R}} aside to {aside}${{f#$R}}\"\n"
-            f"    diff+=\"--- ${{f#$R}} (now)\"$'\\n'\"+++ {aside}${{f#$R}} (moved aside)\"$'\\n'\"$(sed 's/^/-/' \"$f\")\"$'\\n'\n"
-            "  elif [ \"$op\" = drop ]; then echo \"takes ${f#$R}:$n ($text) out, kept in "
-            f"{aside}/etc/ld.so.preload\"\n"
-            "    diff+=\"--- ${f#$R} (now)\"$'\\n'\"+++ ${f#$R} (after)\"$'\\n'\"@@ -$n @@\"$'\\n'\"-$text\"$'\\n'\n"
-            "  else echo \"comments out ${f#$R}:$n ($text)\"\n"
-            "    diff+=\"--- ${f#$R} (now)\"$'\\n'\"+++ ${f#$R} (after)\"$'\\n'\"@@ -$n +$n @@\"$'\\n'\"-$text\"$'\\n'"
-            f"\"+{MARKER}$text\"$'\\n'\n  fi\n"
-            "done <<< \"$found\"\n"
-            "[ -n \"$stale\" ] && [ -z \"$found\" ] && echo \"rebuilds the ld cache: it still lists $stale (ldconfig)\"\n"
-            f"printf '\\n{DIFF_MARK}\\n%s' \"$diff\"\n"
-            f"exit {NEEDS_CHANGE}\n"
-        )
+        return (self._find()
+                + f"aside={q(aside)} marker={q(MARKER)} diff_mark={q(DIFF_MARK)} needs_change={NEEDS_CHANGE}\n"
+                + remote.program("ld_aside_check") + "\n")
 
     def apply(self) -> str:
         aside = self.p["aside"].rstrip("/")
-        return (
-            "set -e\n"
-            + self._find()
-            + "while IFS=$'\\t' read -r op f n text; do\n"
-            "  [ -n \"$op\" ] || continue\n"
-            "  if [ \"$op\" = move ]; then\n"
-            f"    d=\"$R\"{q(aside)}\"${{f#$R}}\"; mkdir -p -- \"$(dirname -- \"$d\")\"\n"
-            "    i=1; while [ -e \"$d\" ]; do d=\"${d%.~*~}.~$i~\"; i=$((i+1)); done\n"
-            "    mv -- \"$f\" \"$d\"; echo \"moved ${f#$R} aside to ${d#$R}\"\n"
-            "  else\n"
-            "    t=$(mktemp \"$(dirname -- \"$f\")/.fleet-aside.XXXXXX\")\n"
-            "    if [ \"$op\" = drop ]; then\n"
-            f"      k=\"$R\"{q(aside)}/etc/ld.so.preload; mkdir -p -- \"$(dirname -- \"$k\")\"\n"
-            "      printf '%s\\n' \"$text\" >> \"$k\"\n"
-            f"      awk -v n=\"$n\" -v pat=\"$pat\" {q(_DROP)} \"$f\" > \"$t\"\n"
-            "    else\n"
-            f"      awk -v n=\"$n\" -v m={q(MARKER)} {q(_COMMENT)} \"$f\" > \"$t\"\n"
-            "    fi\n"
-            "    chmod --reference=\"$f\" \"$t\"; mv -f -- \"$t\" \"$f\"\n"
-            "    if [ \"$op\" = drop ]; then echo \"took ${f#$R}:$n ($text) out, kept in ${k#$R}\"\n"
-            "    else echo \"commented out ${f#$R}:$n ($text)\"; fi\n"
-            "  fi\n"
-            # the last line first: a preload line that keeps other entries adds a line below itself
-            "done < <(printf '%s\\n' \"$found\" | sort -t $'\\t' -k3,3nr)\n"
-            "\"$lc\" && echo 'ran ldconfig'\n"
-        )
+        return ("set -e\n" + self._find()
+                + f"aside={q(aside)} marker={q(MARKER)} drop_awk={q(_DROP)} comment_awk={q(_COMMENT)}\n"
+                + remote.program("ld_aside_apply") + "\n")

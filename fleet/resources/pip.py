@@ -26,26 +26,11 @@ import re
 
 from fleet.errors import InputError
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet import remote
 from fleet.shell import RETRY_FN, TRUST_FN, exports
 
-# A venv is complete when its creation got to the end: pyvenv.cfg, bin/python, pip installed by ensurepip (its
-# RECORD is the last file pip writes; or the system's, for a venv made with system site packages) and bin/activate
-# (venv writes it after pip). A connection lost, a Ctrl-C or a pod
-# restarted while `python -m venv` ran leaves bin/python without pip ("No module named pip" at every later apply):
-# the check calls that not in state, and the apply moves it aside (never deletes it) and makes it again. A venv made
-# --system-site-packages (--without-pip) has the system's pip as its pip.
-_VENV_SH = r"""
-fleet_venv_complete() {
-  local fleet_r
-  [ -e "$1/pyvenv.cfg" ] && [ -x "$1/bin/python" ] && [ -e "$1/bin/activate" ] || return 1
-  for fleet_r in "$1"/lib/python3*/site-packages/pip-*.dist-info/RECORD; do [ -s "$fleet_r" ] && return 0; done
-  while IFS= read -r fleet_r; do
-    case ${fleet_r// /} in include-system-site-packages=true) return 0;; esac
-  done < "$1/pyvenv.cfg"
-  return 1
-}
-fleet_venv_started() { [ -e "$1/pyvenv.cfg" ] || [ -e "$1/bin/python" ] || [ -L "$1/bin/python" ]; }
-"""
+# fleet_venv_complete, fleet_venv_started: fleet/remote/pip_venv.sh
+_VENV_SH = remote.program("pip_venv") + "\n"
 
 # pip's and uv's index options, as the environment variables each reads (pip: PIP_<OPTION>; uv: UV_INDEX_URL,
 # UV_EXTRA_INDEX_URL): an index URL may carry credentials (https://user:token@host/simple), and a command line is
@@ -58,106 +43,17 @@ _UV_ENV = {"index_url": "UV_INDEX_URL", "extra_index_url": "UV_EXTRA_INDEX_URL"}
 _REQUIREMENT = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:==[A-Za-z0-9][A-Za-z0-9.+!_-]*)?\Z")
 
 # Which requirements are unmet? `==X` is satisfied by X+local (2.11.0+cu130 satisfies ==2.11.0), as in PEP 440.
-_CHECK_PY = r"""
-import sys
-from importlib import metadata
-missing = []
-for req in sys.argv[1:]:
-    name, _, want = req.partition("==")
-    try:
-        have = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        missing.append(f"{req} (absent)"); continue
-    if want and have != want and (("+" in want) or have.split("+")[0] != want):
-        missing.append(f"{req} (have {have})")
-print("; ".join(missing) if missing else "all installed")
-sys.exit(10 if missing else 0)
-"""
+_CHECK_PY = remote.source("pip_check")   # fleet/remote/pip_check.py
+
+# The check's fast path, in bash builtins alone: fleet/remote/pip_fast.sh (what it vouches for, in its comments).
+_FAST_SH = remote.program("pip_fast") + "\n"
 
 # Is each pinned requirement on the index for this Python and CPU? Read-only: one GET of the PEP 503 page
 # <index>/<project>/ (a file:// index is read from disk: <dir>/<project>/index.html or its listing). A wheel
 # fits when its version is the pin (a +local label allowed), its Python tag is this interpreter's (cp312, py3)
 # and its platform tag ends with this machine (x86_64, aarch64) or is `any`. Exit 11 only when the index
 # answered and lacks it; an index that cannot be read leaves the verdict to the apply.
-# The check's fast path, in bash builtins alone (a Python start with importlib.metadata costs ~0.1 s of CPU, most of
-# a no-op probe's share on a small host): each pin's one NAME-*.dist-info in the venv's site-packages, matched as
-# importlib.metadata matches it (lowercased, the name before the first '-', runs of -_. as one '_'), its METADATA
-# Version compared as _CHECK_PY compares it. It only ever answers "in state": anything it cannot vouch for
-# (PYTHONPATH set, several site-packages or matches, an .egg-info, a match in the working directory, which is
-# sys.path[0] for `python -c`, a version that differs) returns 1 and _CHECK_PY answers as before.
-_FAST_SH = r"""
-fleet_pip_norm() { fleet_n=${1,,}; fleet_n=${fleet_n//[-.]/_}; while [[ $fleet_n == *__* ]]; do fleet_n=${fleet_n//__/_}; done; }
-fleet_pip_fast() {
-  [ -z "${PYTHONPATH:-}" ] || return 1
-  local sp req name want key e low hit n line have
-  local -a sites entries
-  shopt -s nullglob
-  sites=("$1"/lib/python3*/site-packages); shift
-  [ "${#sites[@]}" -eq 1 ] || return 1
-  entries=("${sites[0]}"/* "$PWD"/*.[dDeE][iIgG][sSgG]*)
-  for req in "$@"; do
-    name=${req%%==*}; want=; [ "$name" = "$req" ] || want=${req#*==}
-    fleet_pip_norm "$name"; key=$fleet_n; hit=; n=0
-    for e in "${entries[@]}"; do
-      low=${e##*/}; low=${low,,}
-      case $low in *.dist-info|*.egg-info) ;; *) continue;; esac
-      low=${low%.*}; fleet_pip_norm "${low%%-*}"
-      [ "$fleet_n" = "$key" ] || continue
-      n=$((n + 1)); hit=$e
-    done
-    [ "$n" -eq 1 ] && [ "${hit%/*}" = "${sites[0]}" ] && [[ ${hit,,} == *.dist-info ]] && [ -r "$hit/METADATA" ] || return 1
-    have=
-    while IFS= read -r line; do
-      line=${line%$'\r'}
-      case $line in '') break;; [Vv]ersion:*) have=${line#*:}; have=${have# }; break;; esac
-    done < "$hit/METADATA"
-    [ -n "$have" ] || return 1
-    [ -z "$want" ] || [ "$have" = "$want" ] || { [[ $want != *+* ]] && [ "${have%%+*}" = "$want" ]; } || return 1
-  done
-}
-"""
-
-_INDEX_PY = r"""
-import html, os, platform, re, sys, urllib.parse, urllib.request
-index, reqs = os.environ["FLEET_INDEX"].rstrip("/"), sys.argv[1:]   # the URL may hold a token: never in argv
-tag, machine = f"cp{sys.version_info[0]}{sys.version_info[1]}", platform.machine()
-def page(project):
-    url = f"{index}/{project}/"
-    if url.startswith("file:"):
-        path = urllib.request.url2pathname(urllib.parse.urlparse(url).path)
-        if os.path.isfile(os.path.join(path, "index.html")):
-            return open(os.path.join(path, "index.html"), encoding="utf-8", errors="replace").read()
-        return " ".join(os.listdir(path)) if os.path.isdir(path) else ""
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return answer.read().decode("utf-8", "replace")
-absent = []
-for req in reqs:
-    name, _, want = req.partition("==")
-    project = re.sub(r"[-_.]+", "-", name).lower()
-    if not want:
-        continue
-    try:
-        text = page(project)
-    except Exception as error:
-        print(f"could not ask {index} for {name} ({type(error).__name__}): the apply will tell")
-        continue
-    fits = False
-    for found in re.findall(r"([A-Za-z0-9_.+!%-]+\.whl)", html.unescape(text)):
-        parts = urllib.parse.unquote(found)[:-4].split("-")
-        if len(parts) < 5 or re.sub(r"[-_.]+", "-", parts[0]).lower() != project:
-            continue
-        version, pythons, platforms = parts[1], parts[-3].split("."), parts[-1].split(".")
-        fits = ((version == want or version.startswith(want + "+"))
-                and any(t in (tag, "py3", f"py{sys.version_info[0]}{sys.version_info[1]}") for t in pythons)
-                and any(p == "any" or p.endswith(machine) for p in platforms))
-        if fits:
-            break
-    if not fits:
-        absent.append(f"{name} {want} is not on {index} for {tag} {machine}")
-if absent:
-    print("; ".join(absent))
-    sys.exit(11)
-"""
+_INDEX_PY = remote.source("pip_index")   # fleet/remote/pip_index.py
 
 
 class Pip(Resource):

@@ -14,8 +14,8 @@ Like an assert it has nothing to apply and is judged on the last probe; unlike o
 The engine asks every resource the same questions (Resource.gate/read/record/fold, no-ops by default), so a user
 role's own JSON `assert` is only an assert: it never becomes, or overwrites, the host's verify.
 
-Its program is fleet/remote/verify_host.py, a plain Python file (no templating: the role renders only its
-CONFIG_JSON, the `config` parameter), or a role's own `script`; either prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...}
+Its program is the package fleet/remote/verify/, shipped as one plain Python file (verify_program; no templating: the
+role renders only its CONFIG_JSON, the `config` parameter), or a role's own `script`; either prints {"passed": bool, "checks": [{"name", "passed", "detail"}], ...}
 as its last JSON line.
 """
 
@@ -26,9 +26,12 @@ import functools
 import posixpath
 from datetime import datetime, timezone
 
-from fleet.facts.programs import fingerprint_program, trace_program  # noqa: F401 (the verify program's helpers)
+from fleet.facts import fingerprint
+from fleet.facts.fingerprint import fingerprint_program  # noqa: F401 (the verify program's helpers)
+from fleet.facts.shells import trace_program  # noqa: F401
 from fleet.facts.software import VERIFY_PATH
-from fleet.resources import programs, verify_gate
+from fleet import programs
+from fleet.resources import verify_gate
 from fleet.resources.assert_ import Assert, json_result
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
@@ -39,7 +42,7 @@ class Verify(Assert):
     params = {name: spec for name, spec in Assert.params.items() if name != "json"}
     params["interpreter"] = Param((str,), default="python", check=Assert.params["interpreter"].check)
     params["config"] = Param((str,), default="{}")   # the verify program's CONFIG_JSON (one JSON object)
-    requires_one_of = ((), "")   # no script: fleet's own verify program (fleet/remote/verify_host.py)
+    requires_one_of = ((), "")   # no script: fleet's own verify program (fleet/remote/verify/)
     writes_record = True
     record_path = VERIFY_PATH
     reads_variables = True   # decide_tasks sets `variables`: the digests of the variables its role reads
@@ -78,8 +81,8 @@ class Verify(Assert):
         return (verify_program(), trace_program(), fingerprint_program(self.venv))
 
     def check(self) -> str:
-        """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify_host.py, as
-        it is), installed by digest (fleet/resources/programs.py), run with the rendered config: its output, and a
+        """A role's own `script` as an assert runs it; else fleet's verify program (fleet/remote/verify/, as
+        verify_program ships it), installed by digest (fleet/programs.py), run with the rendered config: its output, and a
         NEEDS_CHANGE exit where it failed, as an assert's."""
         if self.p.get("script"):
             return super().check()
@@ -105,7 +108,7 @@ class Verify(Assert):
             if last is None:   # the host vouched for a record this probe could not read back
                 why = "the host reports a current verify record, but it could not be read back; run fleet verify"
                 return CheckResult(False, why, error=why), {}
-            last = verify_gate.judged(last, [])   # the host vouched for it: nothing it proved has changed
+            last = fingerprint.judged(last, [])   # the host vouched for it: nothing it proved has changed
             result = CheckResult(bool(last.get("passed")), str(last.get("summary") or "verify reused"))
             return result, {"verify": {**last, "reused": True, "checked_at": _now(),
                                        "reason": f"reused: nothing it proved has changed since {last.get('at')}"
@@ -130,14 +133,12 @@ class Verify(Assert):
     def fold(self, facts: dict, record: dict) -> dict:
         from fleet.facts.record import with_last_verify
 
-        record = verify_gate.judged(record, [])   # it ran on the host as last probed: its verdict holds
+        record = fingerprint.judged(record, [])   # it ran on the host as last probed: its verdict holds
         return {**facts, "verify": record, "torch": with_last_verify(facts.get("torch"), record)}
 
 
 def _compared(last: dict) -> str:
-    from fleet.facts.fingerprint import compared
-
-    said = compared(last.get("fingerprint_parts") if isinstance(last.get("fingerprint_parts"), dict) else None)
+    said = fingerprint.compared(last.get("fingerprint_parts") if isinstance(last.get("fingerprint_parts"), dict) else None)
     return f" (compared: {said})" if said else ""
 
 
@@ -147,9 +148,9 @@ def _now() -> str:
 
 @functools.lru_cache(maxsize=None)
 def verify_program() -> programs.Program:
-    """fleet/remote/verify_host.py as it is shipped: the file's text, the loader's rules (fleet/remote/loader_rules.py)
-    before it."""
-    from fleet.remote import source
+    """fleet's verify program as it is shipped: the package fleet/remote/verify/ with the facts' own loader rules and
+    trace reader (fleet/remote/loader_rules.py, trace.py) bundled into one file (fleet.remote.bundle)."""
+    from fleet import remote
 
-    bundled = {"loader_rules": source("loader_rules")}   # what verify_host._bundled finds on the host
-    return programs.Program("verify", f"_BUNDLED = {bundled!r}\n" + source("verify_host"))
+    modules = ("loader_rules", "trace", *remote.package("verify"))
+    return programs.Program("verify", remote.bundle("verify.runner", modules))

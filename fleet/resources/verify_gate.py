@@ -17,15 +17,13 @@ A failed verify is never reused: the host reuses only a record that says it pass
 digest of its value (`var.NAME`), so changing one runs verify again and the reason names it.
 
 The same fingerprint, taken by the facts probe (the `verify_fingerprint` source: once per probe, after the shells'
-trace, kept for the gate), tells whether the last verify still describes the host: `stale_reasons` compares it
-with the parts the verify record holds, and `judged` gives the verify record its verdict (passed, failed or
-stale, with why) for the facts, the tables, the HTML report and --json.
+trace, kept for the gate), tells whether the last verify still describes the host: fleet/facts/fingerprint.py's
+`stale_reasons` compares it with the parts the verify record holds, and its `judged` gives the verify record its
+verdict (passed, failed or stale, with why) for the facts, the tables, the HTML report and --json.
 
     gated(check_snippet, python_env, max_age_s, variables=...)  # shell for the check section; None always runs
     read(output) -> Gate                          # the fingerprint parts, reused or not, and the check's own output
     run_reason(last, gate, max_age_s, now, forced) # why verify ran, in words
-    stale_reasons(verify, parts_now, torch_now, variables_now) -> [why, ...]   # [] while the verdict holds
-    judged(verify, reasons) -> verify with "verdict" (and "stale") set, "passed" None while stale
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from fleet.facts.fingerprint import (HOST_PARTS, HOST_PARTS_ENV, PART_NAMES, VAR, digest, fingerprint_script,  # noqa: F401
-                                     judged, part_name, probe_part, stale_reasons, variable_lines)
+from fleet.facts.fingerprint import HOST_PARTS, HOST_PARTS_ENV, fingerprint_script, part_name, variable_lines
 from fleet.facts.software import VERIFY_PATH
 
 DEFAULT_MAX_AGE = "24h"
@@ -49,17 +46,17 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
     this fingerprint and is at most `max_age_s` old; None: verify runs whatever the fingerprint says.
     `variables`: name -> digest of the variables verify reads (parts of the fingerprint). Inside the probe the
     host's parts are the ones the facts took ($fleet_fp_host, same venv); alone, the gate takes its own: by running
-    `fingerprint` (the installed program of fleet/resources/programs.py) where given, else the script inline."""
+    `fingerprint` (the installed program of fleet/programs.py) where given, else the script inline."""
     allow = "yes" if max_age_s is not None else ""
     extra = variable_lines(variables)
     add = f"fleet_fp_parts=\"$fleet_fp_parts\"$'\\n'{shlex.quote(extra)}\n" if extra else ""
     if fingerprint is not None:
-        from fleet.resources.programs import use
+        from fleet.programs import use
 
         alone = f"{use(fingerprint)}fleet_fp_parts=$(bash \"{fingerprint.at}\" 2>/dev/null </dev/null)\n"
     else:   # (set --: the script's own first argument could ask it to read a trace on stdin)
         alone = f"fleet_fp_parts=$( ( set --; {fingerprint_script(python_env)} ) 2>/dev/null )\n"
-    from fleet.facts.programs import taken
+    from fleet.facts.fingerprint import taken
 
     return (f"if {taken()} && [ \"${{{HOST_PARTS_ENV}-}}\" = {shlex.quote(python_env)} ]; then "
             f"fleet_fp_parts=${HOST_PARTS}\n"

@@ -1,14 +1,15 @@
 """`fleet apply` (and `fleet verify`) as one job: every host, its roles checked already (the command's
-pre-flight), converged in parallel (engine.converge), each host's lines handed to the printer as it ends.
+pre-flight), converged in parallel (engine.converge); each host's report handed to the run's sinks (its facts
+record, the run log: fleet/record/sinks.py) and its lines to the printer as it ends.
 
-    converge_hosts(facts_dir, by_host, hosts, request, reporter, on_start, on_done) -> ApplyRun
+    converge_hosts(inventory, by_host, hosts, request, reporter, on_start, on_done, describe) -> ApplyRun
 
 The command parses and prints; this holds no words of its own (fleet/report/apply.py owns them)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from fleet.connection import ConnectOptions
@@ -27,6 +28,10 @@ class ApplyRequest:
     forks: int | None = None
     debug: bool = False
     live: bool = True                     # a live status line per running host (not with --json)
+    detailed: bool = False                # --detailed-exitcode: pending changes exit 4
+    command: str = "apply"                # apply, verify (the run log's name)
+    argv: tuple = ()                      # the command line, for the run log
+    log: Path | None = None               # --log FILE (None: a new file under the runs folder)
 
 
 @dataclass
@@ -38,6 +43,11 @@ class ApplyRun:
     by_host: dict[str, list]
     started: float
     check: bool
+    detailed: bool = False
+    logged: Path | None = None            # where the run log went (None: it could not be written)
+    warnings: tuple = ()                  # what a sink could not take, one sentence each (fleet/record/sinks.py)
+    status: ExitStatus = ExitStatus.OK    # the run's exit status (exit_status), once it has ended
+    unkept: bool = False                  # a host's facts record could not be written
 
     @property
     def interrupted(self) -> bool:
@@ -46,14 +56,15 @@ class ApplyRun:
 
     @property
     def failed(self) -> bool:
-        return any(o.value is None or o.value.failed for o in self.outcomes.values())
+        return self.unkept or any(o.value is None or o.value.failed for o in self.outcomes.values())
 
     @property
     def pending(self) -> bool:
         """A --check that found something to change (--detailed-exitcode exits with CHANGES_PENDING for it)."""
         return any(o.value is not None and o.value.count("changed") for o in self.outcomes.values())
 
-    def exit_status(self, detailed: bool = False) -> ExitStatus:
+    def exit_status(self, detailed: bool | None = None) -> ExitStatus:
+        detailed = self.detailed if detailed is None else detailed
         if self.interrupted:
             return ExitStatus.INTERRUPTED
         if any(o.value is not None and (o.value.health or {}).get("verdict") == "return"
@@ -64,26 +75,37 @@ class ApplyRun:
         return ExitStatus.CHANGES_PENDING if detailed and self.pending else ExitStatus.OK
 
 
-def converge_hosts(facts_dir, by_host: dict[str, list], hosts: list, request: ApplyRequest, reporter,
+def converge_hosts(inventory, by_host: dict[str, list], hosts: list, request: ApplyRequest, reporter,
                    on_start: Callable[[list, dict], None] | None = None,
-                   on_done: Callable[[Outcome], None] | None = None) -> ApplyRun:
+                   on_done: Callable[[Outcome], None] | None = None,
+                   describe: Callable[[Outcome], dict] = lambda o: {}) -> ApplyRun:
     """`on_start(hosts, by_host)`, then the hosts converged in parallel to their roles (`by_host`, checked by
-    session.roles_of), `on_done(outcome)` as each ends."""
+    session.roles_of); as each ends, its report to the sinks (`describe(outcome)`: the host's JSON document, the
+    printer's) and `on_done(outcome)`."""
     from fleet.engine import Setup, converge
+    from fleet.record.sinks import Run, Sinks, for_run
+    from fleet.workflows.hosts import Told
 
     setups: dict[tuple, Setup] = {}
     for roles in by_host.values():
         setups.setdefault(tuple(r.name for r in roles), Setup(
-            roles, facts_dir=facts_dir, check_mode=request.check, progress=reporter.progress,
-            rerun=request.rerun, on_task=reporter.on_task))
+            roles, facts_dir=inventory.facts_dir, check_mode=request.check, progress=reporter.progress,
+            rerun=request.rerun, on_task=reporter.on_task, record_facts=False))   # the sinks keep the record
 
     def work(conn, host):
         return converge(conn, host, setups[tuple(r.name for r in by_host[host.name])])
 
     if on_start:
         on_start(hosts, by_host)
-    started = time.time()
+    run = Run(request.command, inventory.path, check=request.check)
+    told = Told(run, Sinks(for_run(run, facts_dir=inventory.facts_dir, log=request.log, argv=list(request.argv))),
+                describe, keep=lambda o: o.value.record)
     with reporter.heartbeat(live=request.live):   # on a terminal: a live status line per running host
         outcomes = on_hosts(hosts, work, options=request.connect, forks=request.forks, debug=request.debug,
-                            on_done=on_done)
-    return ApplyRun(outcomes, by_host, started, request.check)
+                            on_done=told.then(on_done))
+    result = ApplyRun(outcomes, by_host, run.started.timestamp(), request.check, request.detailed,
+                      unkept=told.failed)
+    result.status = result.exit_status()
+    told.end(outcomes, result.status)
+    result.logged, result.warnings = told.logged, tuple(told.sinks.warnings)
+    return result

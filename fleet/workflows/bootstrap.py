@@ -44,10 +44,10 @@ HEADER = "# Pods added by `fleet bootstrap` (one entry each; edit freely: commen
 _WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
 _NO_VALUE = set("46AaCfGgKkMNnqsTtVvXxYy")
 _ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
+                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)\Z")
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
 _DEST_RE = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@/]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:/@]+))"
-                      r"(?::(?P<port>[^/]*))?/?$")
+                      r"(?::(?P<port>[^/]*))?/?\Z")
 
 Progress = Callable[[str, str], None]
 

@@ -33,6 +33,6 @@ def read(found: dict[str, sections.Section], expect_gpus=None) -> tuple[HealthVe
 
 
 def check(conn, host, *, timeout: float | None = TIMEOUT) -> tuple[HealthVerdict, dict]:
-    from fleet.engine.session import run_sections
+    from fleet.engine.probe import run_sections
 
     return read(run_sections(conn, script(), "health check", timeout), host.vars.get("expect_gpus"))

@@ -28,12 +28,13 @@ from datetime import datetime, timezone
 
 from fleet import __version__, remote, shell
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
-from fleet.engine.session import gather
+from fleet.engine.probe import gather
 from fleet.errors import HostError
 from fleet.facts.scrub import scrub_text
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
-from fleet.resources import assert_, programs
+from fleet import programs
+from fleet.resources import assert_
 from fleet.resources.compat_gate import GATE as COMPAT_GATE
 
 NEEDS_CHANGE = 10

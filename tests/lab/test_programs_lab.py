@@ -1,6 +1,6 @@
-"""fleet's helper programs on a lab host (fleet/resources/programs.py): installed by the digest of their text, run
+"""fleet's helper programs on a lab host (fleet/programs.py): installed by the digest of their text, run
 from /var/lib/fleet/bin, shipped only where the host lacks them; the facts' own two (the shells' trace, the
-fingerprint of what verify proves: fleet/facts/programs.py) run from there too once the host has them.
+fingerprint of what verify proves: fleet/programs.py) run from there too once the host has them.
 
 Each claim is asked of the host itself (stat, sha256sum in a plain shell), and the bytes are those of the very
 commands fleet sent (recorded at the connection, with what the host answered). One fresh pod with the verify role
@@ -18,7 +18,9 @@ import json
 import pytest
 
 from fleet.connection import ssh
-from fleet.resources.verify import fingerprint_program, trace_program, verify_program
+from fleet.facts.fingerprint import fingerprint_program
+from fleet.facts.shells import trace_program
+from fleet.resources.verify import verify_program
 
 from helpers import fleet_json, ok
 
@@ -79,7 +81,7 @@ def bin_listing(lab) -> str:
 def own_lines() -> list[str]:
     """The long lines of the shells' trace and of the fingerprint as a probe carries them inline: text no other facts
     source's body holds."""
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.facts.fingerprint import fingerprint_script
 
     others = "\n".join(body for name, body in probe.bodies().items() if name not in ("shells", "verify_fingerprint"))
@@ -157,18 +159,18 @@ def test_the_facts_are_the_same_from_the_installed_programs_as_inline(lab):
     bytes on the same host (one probe each, the facts sources alone)."""
     from fleet import sections
     from fleet.engine import session
-    from fleet.facts import probe
+    from fleet.engine import probe
 
     lab.reset([HOST])
     code, _ = apply(lab)                                                        # installs them
     host = lab.inventory.hosts[HOST]
     last = recorded(lab)
-    have = session.programs_of(last)
+    have = probe.programs_of(last)
     assert {trace_program().file, fingerprint_program(VENV).file} <= set(have), have
     settings = session.variables(last, host.vars)
     with lab.connect(HOST) as conn:
-        inline = session.run_sections(conn, sections.together(probe.parts(settings, ())), "probe")
-        installed = session.run_sections(conn, sections.together(probe.parts(settings, have)), "probe")
+        inline = probe.run_sections(conn, sections.together(probe.parts(probe.Needs.of(settings))), "probe")
+        installed = probe.run_sections(conn, sections.together(probe.parts(probe.Needs.of(settings, have))), "probe")
     for name in ("facts.shells", "facts.verify_fingerprint"):
         assert installed[name].rc == inline[name].rc == 0, (name, installed[name].output[-500:])
         assert installed[name].output == inline[name].output, name

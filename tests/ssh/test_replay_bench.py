@@ -80,9 +80,9 @@ def test_the_recorded_no_op_runs_the_trace_and_the_fingerprint_from_the_host_and
     import base64
     import gzip
 
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.facts.fingerprint import fingerprint_script
-    from fleet.facts.programs import trace_program
+    from fleet.facts.shells import trace_program
 
     others = "\n".join(body for name, body in probe.bodies().items() if name not in ("shells", "verify_fingerprint"))
     own = [line for line in (trace_program().text + fingerprint_script("/opt/fleet/venv", capture=False)).splitlines()

@@ -1,4 +1,4 @@
-"""fleet_bin_trusted (fleet/facts/programs.py) asks bash's own -O whether root owns a helper program, where e611fe2
+"""fleet_bin_trusted (fleet/programs.py) asks bash's own -O whether root owns a helper program, where e611fe2
 started `stat -L -c %u` for it: the same answer for every case, as root and as an unprivileged user (setpriv), on
 real files: root's, another user's, missing, a symlink to either, a dangling one."""
 
@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from fleet import shell
-from fleet.facts.programs import TRUSTED
+from fleet.programs import TRUSTED
 
 # e611fe2's judgement, word for word
 STAT = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {

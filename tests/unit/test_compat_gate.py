@@ -50,7 +50,7 @@ def test_the_check_says_the_package_is_pending_only_where_compat_is_decided():
     decided = tasks_for("h100-pod-570")["compat in the ld cache for every process, only under an older kernel driver"]
     assert decided.resource.p["decided"] is True
     assert "cuda-compat is not installed yet" in decided.resource.check()
-    # the rendered gate itself, installed by its digest and run from there (fleet/resources/programs.py)
+    # the rendered gate itself, installed by its digest and run from there (fleet/programs.py)
     (gate_program,) = decided.resource.programs()
     assert gate_program.text == decided.resource.p["script"]
     assert decided.resource.check().rstrip().endswith(f"sh \"{gate_program.at}\" check 'fleet check'")

@@ -286,8 +286,10 @@ def test_yaml_typed_cuda_version_is_read_as_text():
     assert decide(load("h100-pod-570"), {"cuda_version": 13.0}).compat.use is True
 
 
+# 12.7 was never released (12.6 -> 12.8): a bad value. A 13.x newer than the table (13.7) is no longer one: issue 47
+# plans it by the 13.x rule (tests/unit/test_decide_round_four.py).
 @pytest.mark.parametrize("bad_vars, phrase", [
-    ({"cuda_version": "13.7"}, "12.0, 12.1"), ({"cuda_version": "thirteen"}, "like 13.0"),
+    ({"cuda_version": "12.7"}, "12.0, 12.1"), ({"cuda_version": "thirteen"}, "like 13.0"),
     ({"torch_source": "conda"}, "official, jetson"), ({"nvpl_source": "brew"}, "pypi, apt, tarball"),
     ({"torch_version": "latest"}, "2.11.0"), ({"python_env": "venv"}, "absolute path"),
     ({"cudss_version": "latest"}, "0.7.1.4"),
@@ -434,7 +436,7 @@ def parsed_record(capture_dir: str, from_h100: tuple[str, ...] = ()) -> dict:
     """Captured probe sections (tests/data/captured/<dir>/<source>.txt) through the real facts parser.
     The hand-written captures hold only GPU sources; `from_h100` borrows others (os_release) from the
     real H100 capture."""
-    from fleet.facts.probe import parse
+    from fleet.engine.probe import parse
     from fleet.sections import Section
 
     paths = [DATA / "captured" / "h100" / f"{source}.txt" for source in from_h100]

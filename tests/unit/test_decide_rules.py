@@ -230,13 +230,14 @@ def test_orin_without_its_toolkit_takes_jetpacks_from_the_l4t_apt_source_not_the
     assert rendered(x86, {})["cuda_toolkit.0"]["keyring_deb"] == KEYRING_X86   # the desktop path is unchanged
 
 
-KEYRING_2204_SBSA = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/sbsa/cuda-keyring_1.1-1_all.deb"
+# issue 47: a JetPack 6 Orin (Tegra CUDA 12) takes NVIDIA's libraries from ubuntu2204/arm64, so its keyring too
+KEYRING_2204_ARM64 = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/arm64/cuda-keyring_1.1-1_all.deb"
 
 
 @pytest.mark.parametrize("record, jetson, keyring", [
     # the records name no distribution: the JetPack release's Ubuntu (JETPACK_RELEASES), never 24.04 for an Orin
-    ("orin-jp6", None, KEYRING_2204_SBSA),                                   # JetPack 6.2: Ubuntu 22.04
-    ("orin-jp6", {"l4t": "36.3.0", "jetpack": None}, KEYRING_2204_SBSA),     # by L4T alone (JetPack 6.0)
+    ("orin-jp6", None, KEYRING_2204_ARM64),                                  # JetPack 6.2: Ubuntu 22.04
+    ("orin-jp6", {"l4t": "36.3.0", "jetpack": None}, KEYRING_2204_ARM64),    # by L4T alone (JetPack 6.0)
     ("thor", None, KEYRING_SBSA),                                            # JetPack 7.0: Ubuntu 24.04
     ("thor", {"l4t": None, "jetpack": None}, KEYRING_SBSA),                  # neither: Thor's current, JetPack 7
 ])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fleet.facts import probe
+from fleet.engine import probe
 from fleet.report import compare
 from fleet.facts.record import assemble
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts import probe
+from fleet.engine import probe
 from fleet.facts.record import assemble
 from fleet.sections import Section, split_sections
 
@@ -131,7 +131,7 @@ def test_cut_short_probe_says_which_sources_are_missing():
 
 def test_probe_script_on_this_machine():
     """The whole script, run by bash here: every section answers and the record has every schema key."""
-    result = subprocess.run(["bash", "-c", probe.script({})], capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", probe.script(probe.Needs.of({}))], capture_output=True, text=True)
     sections = split_sections(result.stdout)
     assert sorted(sections) == sorted(f"facts.{name}" for name in SOURCES)
     record = probe.parse(sections, "here")
@@ -148,14 +148,14 @@ def test_probe_script_on_this_machine():
 def test_vars_reach_the_shell_quoted(tmp_path):
     marker = tmp_path / "pwned"
     hostile = f"/opt/x'; touch {marker}; echo '"
-    text = probe.script({"python_env": hostile, "cutlass_dir": f"/opt/$(touch {marker})"})
+    text = probe.script(probe.Needs.of({"python_env": hostile, "cutlass_dir": f"/opt/$(touch {marker})"}))
     subprocess.run(["bash", "-c", text], capture_output=True, text=True)
     assert not marker.exists()
 
 
 def test_relative_paths_in_vars_are_refused():
     with pytest.raises(ValueError, match="python_env must be an absolute path"):
-        probe.script({"python_env": "venv"})
+        probe.script(probe.Needs.of({"python_env": "venv"}))
 
 
 REAL = CAPTURED / "h100-real"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts import fingerprint, shells
-from fleet.facts.programs import MISSING, MISSING_EXIT
+from fleet.programs import MISSING, MISSING_EXIT
 
 VENV = "/opt/fleet/venv"
 OLD = (Path(__file__).parents[1] / "data" / "fingerprint" / "e611fe2-probe-part.sh").read_text()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts import gpu, probe, shells
+from fleet.engine import probe
+from fleet.facts import gpu, shells
 from fleet.sections import split_sections
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h100-device" / "issue11"

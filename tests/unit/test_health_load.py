@@ -4,6 +4,7 @@ bandwidths against the platform row's floors, and the verdict that reads them. T
 
 from fleet.decide.health import decide_health
 from fleet.knowledge.platforms import platform
+from fleet.remote.verify import perf
 from verify_program import fresh
 
 IDLE = ["0", "5", "5", "16", "16", "0x0000000000000001", "345", "1980", "37", "102.47"]
@@ -13,13 +14,13 @@ LOADED = ["0", "5", "5", "16", "16", "0x0000000000000000", "1980", "1980", "52",
 def test_samples_fold_to_the_lowest_link_and_every_reason_seen():
     program = fresh(run=False)
     thermal = ["1", "4", "5", "16", "16", "0x0000000000000040", "1410", "1980", "91", "650.0"]
-    summary = program["load_summary"]([program["load_sample"]([IDLE, thermal]),
-                                       program["load_sample"]([LOADED, ["1", "5", "5", "16", "16", "0x0", "1500",
-                                                                        "1980", "93", "655.0"]])])
+    summary = perf.load_summary([perf.load_sample([IDLE, thermal]),
+                                 perf.load_sample([LOADED, ["1", "5", "5", "16", "16", "0x0", "1500",
+                                                            "1980", "93", "655.0"]])])
     assert summary[0]["events"] == [] and summary[0]["gen"] == 5 and summary[0]["sm_mhz"] == 1980
     assert summary[1]["events"] == ["hw_thermal_slowdown"] and summary[1]["gen"] == 4 and summary[1]["temperature"] == 93
-    program["judge_load"](summary)
-    checks = {c["name"]: c for c in program["CHECKS"]}
+    perf.judge_load(program, summary)
+    checks = {c["name"]: c for c in program.checks}
     assert not checks["clocks_under_load"]["passed"] and "GPU 1: hw_thermal_slowdown" in checks["clocks_under_load"]["detail"]
     assert not checks["pcie_under_load"]["passed"] and "GPU 1: Gen4 x16 of Gen5 x16" in checks["pcie_under_load"]["detail"]
 
@@ -29,12 +30,12 @@ def test_bandwidth_held_against_the_h200_rows_floors():
     assert (row["memory_tbs"], row["memory_floor_tbs"], row["host_gbs"], row["host_floor_gbs"]) == (4.8, 3.36, 64.0, 38.4)
     program = fresh(run=False)
     # the lent H200's own figures pass; a link trained to Gen4 (about half) fails
-    program["judge_bandwidth"]({"d2d_traffic_gbs": 4274.0, "h2d_gbs": 55.5, "d2h_gbs": 55.3}, row)
-    program["judge_bandwidth"]({"d2d_traffic_gbs": 4274.0, "h2d_gbs": 26.1, "d2h_gbs": 26.3}, row)
-    passed = [(c["name"], c["passed"]) for c in program["CHECKS"]]
+    perf.judge_bandwidth(program, {"d2d_traffic_gbs": 4274.0, "h2d_gbs": 55.5, "d2h_gbs": 55.3}, row)
+    perf.judge_bandwidth(program, {"d2d_traffic_gbs": 4274.0, "h2d_gbs": 26.1, "d2h_gbs": 26.3}, row)
+    passed = [(c["name"], c["passed"]) for c in program.checks]
     assert passed == [("bandwidth_memory", True), ("bandwidth_h2d", True), ("bandwidth_d2h", True),
                       ("bandwidth_memory", True), ("bandwidth_h2d", False), ("bandwidth_d2h", False)]
-    assert "26.10 GB/s of the datasheet's 64 GB/s is under the floor of 38.40 GB/s" in program["CHECKS"][4]["detail"]
+    assert "26.10 GB/s of the datasheet's 64 GB/s is under the floor of 38.40 GB/s" in program.checks[4]["detail"]
 
 
 def test_the_verdict_reads_the_last_verify_under_load_unless_stale():
@@ -110,16 +111,16 @@ def test_the_steps_time_their_copies_and_sample_nvidia_smi_while_every_gpu_works
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     program = fresh({"perf_table": [p.as_dict() for p in platform("x86_64-dgpu").perf]}, run=False)
     torch = FakeTorch()
-    program["bandwidth"](torch, "NVIDIA H200")
-    program["under_load"](torch, seconds=0.3)
-    out = program["OUT"]
+    perf.bandwidth(program, torch, "NVIDIA H200")
+    perf.under_load(program, torch, seconds=0.3)
+    out = program.out
     size = 1 << 30                                   # capped at 1 GiB (10 % of 100 GB free / 2 is more)
     assert out["bandwidth"]["bytes"] == size and out["bandwidth"]["host_floor_gbs"] == 38.4
     assert torch.copied.count((size, size)) == 3 * 3 + 5 + 5 + 10   # 3 warm-ups each, then 5, 5 and 10 timed
     assert torch.matmuls > 0 and len(out["load"]["samples"]) == 2
     assert [(g["index"], g["events"], g["sm_mhz"]) for g in out["load"]["gpus"]] == [(0, [], 1980.0),
                                                                                    (1, ["sw_power_cap"], 1755.0)]
-    checks = {c["name"]: c["passed"] for c in program["CHECKS"]}
+    checks = {c["name"]: c["passed"] for c in program.checks}
     assert checks["clocks_under_load"] and checks["pcie_under_load"]   # power cap at full load is not a slowdown
     assert set(checks) >= {"bandwidth_memory", "bandwidth_h2d", "bandwidth_d2h"}
 
@@ -148,7 +149,7 @@ def test_readings_taken_while_no_matmul_ran_prove_nothing(tmp_path, monkeypatch)
     for torch, says in ((_Stuck(), "GPU 0: no matmul finished in the 0.3 s sampled"),
                         (_Stuck(fail=True), "GPU 1: the load did not run (RuntimeError: CUDA error: out of memory)")):
         program = fresh({}, run=False)
-        program["under_load"](torch, seconds=0.3)
-        checks = {c["name"]: c for c in program["CHECKS"]}
+        perf.under_load(program, torch, seconds=0.3)
+        checks = {c["name"]: c for c in program.checks}
         assert not checks["under_load"]["passed"] and says in checks["under_load"]["detail"], checks
         assert "clocks_under_load" not in checks and "pcie_under_load" not in checks

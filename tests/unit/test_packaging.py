@@ -54,7 +54,8 @@ def test_the_wheel_still_holds_every_file_of_fleet_and_fleet_lab(wheel):
     data file of the two packages still ships, the lab's C sources and shell files included."""
     ours = {p.relative_to(ROOT).as_posix() for d in ("fleet", "fleet_lab") for p in (ROOT / d).rglob("*")
             if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")}
-    assert {"fleet/cli.py", "fleet/remote/verify_record.py", "fleet_lab/native/libcuda.c", "fleet_lab/files/bashrc",
+    assert {"fleet/cli.py", "fleet/remote/verify_record.py", "fleet/remote/trust.sh", "fleet/remote/shells_trace.awk",
+            "fleet/remote/pip_check.py", "fleet_lab/native/libcuda.c", "fleet_lab/files/bashrc",
             "fleet_lab/standin_torch/cuda/__init__.py"} <= ours
     assert sorted(ours - set(wheel)) == []
 

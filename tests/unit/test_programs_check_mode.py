@@ -1,4 +1,4 @@
-"""A helper program's text that rides along in --check (fleet/resources/programs.py prelude with install=False) runs
+"""A helper program's text that rides along in --check (fleet/programs.py prelude with install=False) runs
 from a private temporary copy, removed when the section ends; nothing is written under /var/lib/fleet/bin. Real bash,
 the section as fleet frames it."""
 
@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from fleet import sections
-from fleet.resources import programs
+from fleet import programs
 
 PROGRAM = programs.Program("fleet-test-echo", 'printf "ran from %s with %s\\n" "$0" "$*"\n')
 

@@ -3,7 +3,7 @@ given with --log, and files fleet did not name, are never touched."""
 
 from __future__ import annotations
 
-from fleet.report import runlog
+from fleet.record import runlog
 
 
 def test_the_default_folder_keeps_the_newest_and_nothing_else_is_touched(tmp_path, monkeypatch):

@@ -63,11 +63,11 @@ ROLES = {
 @pytest.fixture(scope="module")
 def facts_here():
     """This machine's real facts, gathered once (the probe is read-only)."""
-    from fleet.facts import probe
+    from fleet.engine import probe
     from fleet.sections import split_sections
 
     conn = LocalConnection(Host("here", connection="local"))
-    return probe.parse(split_sections(conn.run(probe.script({})).stdout), "here")
+    return probe.parse(split_sections(conn.run(probe.script(probe.Needs.of({}))).stdout), "here")
 
 
 def setup(tmp_path, names):

@@ -171,7 +171,7 @@ def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_
     """On the lent H200 the fingerprint and the verify gate ran after the slowest source (nvidia-smi -q -x), in series
     after it; they read only the shells' trace: the fingerprint starts with the others (what reads no trace is taken
     meanwhile) and is fed the trace as soon as it has ended, before any other is waited for."""
-    from fleet.facts import probe
+    from fleet.engine import probe
     text = probe.script()
     fingerprint = text.index("coproc fleet_co_facts_verify_fingerprint")
     trace_waited = text.index('mapfile -u "$fleet_bg_facts_shells"')
@@ -217,7 +217,7 @@ def test_what_others_wait_for_starts_first():
     the ~30 other sources (on the lent H200 it began ~15 ms into the probe behind them); the output order is the
     sources' order still."""
     import re
-    from fleet.facts import probe
+    from fleet.engine import probe
     text = probe.script()
     starts = re.findall(r"exec \{fleet_bg_(\w+)\}<", text)
     assert starts[0] == "facts_shells" and "facts_uname" in starts[1:]

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from fleet.facts import probe
+from fleet.engine import probe
 from fleet.shell import TRUST_FN, TRUST_PRIME
 
 NOBODY = 65534
@@ -115,7 +115,7 @@ def test_a_primed_judgement_starts_no_process(tree):
 
 
 def test_the_probe_primes_what_its_sections_judge():
-    text = probe.script({}, ["fleet-shell-trace-0123456789abcdef"])
+    text = probe.script(probe.Needs.of({}, ["fleet-shell-trace-0123456789abcdef"]))
     first = text.index("\nfleet_trust_prime /opt/cutlass/.git/config") + 1
     # after the shells' trace starts (the chain the rest waits on: it judges its own program), before every other
     begins = [text.index(f"@@fleet:begin {name}@@") for name in ("facts.paths", "facts.python", "facts.cutlass",

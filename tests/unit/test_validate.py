@@ -13,7 +13,7 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 from fleet.errors import InputError
-from fleet.facts.probe import DEFAULTS as PROBE_DEFAULTS
+from fleet.facts.sources import DEFAULTS as PROBE_DEFAULTS
 from fleet.inventory import load_inventory
 from fleet.roles import load_roles, roles_dirs
 from fleet.engine.session import check_variables as check_hosts

@@ -179,7 +179,7 @@ def _fleet(tmp_path, *argv) -> tuple[int, str, str]:
 @pytest.mark.parametrize("where", ["top", "group", "host", "set", "unquoted"])
 def test_verify_perf_off_renders_false_however_it_is_written(where, tmp_path):
     """The report's case: `verify_perf: "off"` (quoted) passed validation and rendered PERF = True (now: the verify
-    program's CONFIG_JSON, fleet/remote/verify_host.py, says "perf": false)."""
+    program's CONFIG_JSON, fleet/remote/verify/config.py, says "perf": false)."""
     line = {"top": 'vars: {verify_perf: "off"}\n', "unquoted": "vars: {verify_perf: off}\n"}.get(where, "")
     host_vars = ', vars: {verify_perf: "off"}' if where == "host" else ""
     group = 'groups:\n  pods: {hosts: [pod], vars: {verify_perf: "off"}}\n' if where == "group" else ""

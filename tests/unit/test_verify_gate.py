@@ -12,7 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fleet.resources import verify_gate
-from fleet.facts import probe, shells
+from fleet.engine import probe
+from fleet.facts import shells
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 PARTS = {"driver": "580.95.05", "torch": "a", "ld.interactive": "/x"}
@@ -110,6 +111,6 @@ def test_the_fingerprint_is_the_same_inside_the_probe_and_in_a_command_of_its_ow
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(tmp_path)}
     alone, in_probe = (verify_gate.read(subprocess.run(["bash", "-c", s], capture_output=True, text=True,
                                                        timeout=600, env=env).stdout)
-                       for s in (gate, probe.script({"python_env": str(tmp_path / "venv")}) + "\n" + gate))
+                       for s in (gate, probe.script(probe.Needs.of({"python_env": str(tmp_path / "venv")})) + "\n" + gate))
     assert alone.parts["ld.interactive"].startswith("/opt/extra") and alone.parts["ld.login"] == "/opt/login"
     assert in_probe.parts == alone.parts and in_probe.fingerprint == alone.fingerprint

@@ -1,4 +1,4 @@
-"""verify in every kind of process (issue 23): the explaining code of the verify program (fleet/remote/verify_host.py), run here
+"""verify in every kind of process (issue 23): the explaining code of the verify program (fleet/remote/verify/), run here
 on outputs recorded on the lab's pod-580 (tests/data/verify_kinds/: fleet.facts.shells' trace with a
 ~/.bash_profile putting compat first, `ldconfig -p` and the /etc/ld.so.conf files with
 /etc/ld.so.conf.d/000-cuda-compat.conf, and the verify results fleet recorded for each trap). The files a step
@@ -15,6 +15,8 @@ import pytest
 from fleet.engine import decide_tasks
 from fleet.facts import shells
 from fleet.inventory import Host
+from fleet.remote import trace as shells_trace
+from fleet.remote.verify import cuda, explain, kinds, loader
 from fleet.remote.verify_record import verify_record
 from fleet.roles import load_roles, roles_dirs
 
@@ -54,17 +56,23 @@ def report(real: Path, **more) -> dict:
             "libcuda_version": "580.95.05", "stub": False, **more}
 
 
-def test_the_programs_trace_reader_agrees_with_the_facts_parser(verify):
-    ours, theirs = verify["parse_trace"](TRACE), shells.parse(TRACE)
+def test_the_program_reads_the_trace_its_command_prints_with_the_facts_own_reader(tmp_path, monkeypatch):
+    (tmp_path / "trace.txt").write_text(TRACE)
+    monkeypatch.setenv("FLEET_VERIFY_TRACE", f"cat {tmp_path / 'trace.txt'}")
+    ours, theirs = verify_program.fresh(run=False).shell_trace(), shells.parse(TRACE)
+    assert ours == shells_trace.parse(TRACE)
     for kind in shells.KINDS:
-        mine = [(c["file"], c["line"], c["before"], c["after"], c["via"]) for c in ours[kind]]
+        mine = [(c["file"], c["line"], c["before"], c["after"], c["via"]) for c in ours[kind]["ld_changes"]]
         facts = [(c["file"], c["line"], c["before"], c["after"], c["via"]) for c in theirs[kind]["ld_changes"]]
         assert mine == facts and mine, kind
 
 
 def test_the_startup_line_that_put_compat_first_is_named_per_kind(verify, root_home):
-    trace = verify["parse_trace"](TRACE)
-    line = verify["startup_line"]
+    trace = shells_trace.parse(TRACE)
+
+    def line(kind, directory, trace):
+        return loader.startup_line(verify, kind, directory, trace)
+
     assert line("login", COMPAT, trace) == "~/.bash_profile:2"
     assert line("ssh", COMPAT, trace) is None and line("interactive", COMPAT, trace) is None
     assert line("bare", COMPAT, trace) is None        # a bare process reads no startup file
@@ -76,11 +84,11 @@ def test_the_startup_line_that_put_compat_first_is_named_per_kind(verify, root_h
 
 def test_compat_on_ld_library_path_is_blamed_on_its_startup_line_with_the_fix_there(verify, root_home, tmp_path):
     compat, real = compat_tree(tmp_path)
-    trace = verify["parse_trace"](TRACE.replace(COMPAT, str(compat)))
+    trace = shells_trace.parse(TRACE.replace(COMPAT, str(compat)))
     r = report(real, ld_library_path=f"{compat}:/usr/local/cuda-13.0/targets/x86_64-linux/lib")
-    step = verify["loader_step"](r, "login", trace=trace, cache=[], conf=[], preload_file=str(tmp_path / "none"))
+    step = loader.loader_step(verify, r, "login", trace=trace, cache=[], conf=[], preload_file=str(tmp_path / "none"))
     assert step["mechanism"] == "LD_LIBRARY_PATH" and step["where"] == "~/.bash_profile:2"
-    text = verify["explain"](r, step)
+    text = explain.explain(verify, r, step)
     assert f"loaded because ~/.bash_profile:2 puts {compat} first on LD_LIBRARY_PATH" in text
     assert f"fix: take {compat} off LD_LIBRARY_PATH at that line" in text
 
@@ -94,21 +102,23 @@ def test_compat_in_the_ld_cache_is_blamed_on_the_conf_file_never_on_ld_library_p
         path = tmp_path / name.strip().lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body.replace("/etc/", f"{etc}/").replace(COMPAT, str(compat)))
-    conf = verify["ld_conf_lines"](str(etc / "ld.so.conf"))
+    conf = loader.ld_conf_lines(str(etc / "ld.so.conf"))
     assert conf[0] == (str(etc / "ld.so.conf.d/000-cuda-compat.conf"), 1, str(compat))   # ldconfig's order: sorted
-    cache = verify["ld_cache_entries"]((KINDS / "pod-580-ld-cache.ldconfig-p.txt").read_text().replace(COMPAT, str(compat)))
+    cache = loader.ld_cache_entries((KINDS / "pod-580-ld-cache.ldconfig-p.txt").read_text().replace(COMPAT, str(compat)))
     assert cache[0] == ("libc6,x86-64", f"{compat}/libcuda.so.1") and len(cache) == 2
     # the bare kind (no LD_LIBRARY_PATH) and a shell whose LD_LIBRARY_PATH holds no libcuda alike
     for kind, path in (("bare", None), ("ssh", "/usr/local/cuda-13.0/targets/x86_64-linux/lib")):
         r = report(real, ld_library_path=path)
-        step = verify["loader_step"](r, kind, trace={}, cache=cache, conf=conf, preload_file=str(tmp_path / "none"))
+        step = loader.loader_step(verify, r, kind, trace={}, cache=cache, conf=conf,
+                                  preload_file=str(tmp_path / "none"))
         conf_file = str(etc / "ld.so.conf.d/000-cuda-compat.conf")
         assert step["mechanism"] == "ld cache" and step["conf"] == conf_file
-        text = verify["explain"](r, step)
+        text = explain.explain(verify, r, step)
         assert f"loaded because {conf_file}:1 puts {compat} in the ld cache (ldconfig -p: libcuda.so.1 => " in text
         assert f"fix: move {conf_file} aside (out of /etc/ld.so.conf.d, not deleted) and run ldconfig: fleet apply does so " in text
     # the conf file gone but ldconfig not run: the cache itself is named
-    step = verify["loader_step"](report(real), "bare", trace={}, cache=cache, conf=[], preload_file=str(tmp_path / "x"))
+    step = loader.loader_step(verify, report(real), "bare", trace={}, cache=cache, conf=[],
+                              preload_file=str(tmp_path / "x"))
     assert "no /etc/ld.so.conf file names its directory" in step["says"] and step["fix"] == "run ldconfig"
 
 
@@ -117,11 +127,11 @@ def test_a_preload_wins_over_every_path_and_is_named(verify, tmp_path):
     preload = tmp_path / "ld.so.preload"
     preload.write_text(f"# site\n{compat}/libcuda.so.1\n")
     r = report(real, ld_library_path=str(compat))
-    step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
+    step = loader.loader_step(verify, r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["says"] == f"{preload}:2 preloads {compat}/libcuda.so.1"
     assert step["fix"].startswith(f"take {compat}/libcuda.so.1 out of {preload}: fleet apply comments the line out")
     r["ld_preload"] = f"{compat}/libcuda.so.1"
-    step = verify["loader_step"](r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
+    step = loader.loader_step(verify, r, "ssh", trace={}, cache=[], conf=[], preload_file=str(preload))
     assert step["mechanism"] == "LD_PRELOAD" and step["says"].startswith(f"LD_PRELOAD={compat}/libcuda.so.1 preloads")
 
 
@@ -133,18 +143,20 @@ def test_a_stub_is_named_as_a_stub_with_the_step_that_put_it_first(verify, tmp_p
     r = {"code": 34, "name": "CUDA_ERROR_STUB_LIBRARY", "text": "CUDA driver is a stub library",
          "libcuda": str(stubs / "libcuda.so"), "libcuda_real": str(stubs / "libcuda.so"), "stub": True,
          "ld_library_path": str(stubs)}
-    step = verify["loader_step"](r, "bare", trace={}, cache=[], conf=[], preload_file=str(tmp_path / "none"))
-    text = verify["explain"](r, step)
+    step = loader.loader_step(verify, r, "bare", trace={}, cache=[], conf=[], preload_file=str(tmp_path / "none"))
+    text = explain.explain(verify, r, step)
     assert f"from the stub {stubs}/libcuda.so: a stub libcuda" in text
     assert f"LD_LIBRARY_PATH={stubs} puts {stubs} first" in text and f"take {stubs} off LD_LIBRARY_PATH" in text
 
 
 def test_the_driver_api_probe_judges_as_torch_does(verify):
-    need = verify["need_of"]
+    need = cuda.need_of
     assert need("13.0") == 13000 and need("12.6") == 12060 and need(None) == 0
-    text = verify["explain"]({"code": 0, "name": "CUDA_SUCCESS", "libcuda": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-                              "libcuda_real": "/usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20",
-                              "libcuda_version": "570.133.20", "driver_api": 12080, "devices": 1, "need": 13000})
+    text = explain.explain(verify, {"code": 0, "name": "CUDA_SUCCESS",
+                                    "libcuda": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                    "libcuda_real": "/usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20",
+                                    "libcuda_version": "570.133.20", "driver_api": 12080, "devices": 1,
+                                    "need": 13000})
     assert "driver API 12080 (libcuda 570.133.20) is older than the wheel's CUDA 13.0 needs" in text
 
 
@@ -173,7 +185,8 @@ def test_the_verify_check_hands_over_the_facts_own_trace_command():
     resource = next(t for t in plan.tasks if t.id == "verify.0").resource
     trace = next(p for p in resource.programs() if p.name == "fleet-shell-trace")
     assert trace.text == shells.command() + "\n"   # the facts' own trace, installed as a helper program
-    # the command the verify program runs (bash -c, fleet/remote/verify_host.py shell_trace): bash of where the check's
+    # the command the verify program runs (bash -c, fleet/remote/verify/config.py Run.shell_trace): bash of where the
+    # check's
     # fleet_program found the trace (its installed file, or in --check a temporary copy, whatever its name holds)
     check = resource.check()
     start = check.index("env FLEET_VERIFY_TRACE=")
@@ -188,8 +201,9 @@ def test_the_verify_check_hands_over_the_facts_own_trace_command():
 def test_fleets_own_gated_drop_in_at_fault_sends_to_its_gate_not_aside(verify, tmp_path):
     compat, real = compat_tree(tmp_path)
     own = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"      # the cuda_compat role's, kept by its start gate
-    step = verify["loader_step"](report(real), "bare", trace={}, cache=[("libc6,x86-64", f"{compat}/libcuda.so.1")],
-                                 conf=[(own, 1, str(compat))], preload_file=str(tmp_path / "none"))
+    step = loader.loader_step(verify, report(real), "bare", trace={},
+                              cache=[("libc6,x86-64", f"{compat}/libcuda.so.1")], conf=[(own, 1, str(compat))],
+                              preload_file=str(tmp_path / "none"))
     assert step["says"].startswith(f"{own}:1 puts {compat} in the ld cache")
     assert "run /usr/local/sbin/fleet-cuda-compat-gate" in step["fix"] and "aside" not in step["fix"]
 
@@ -200,16 +214,17 @@ def test_each_kind_of_process_really_starts_here_and_a_failure_names_its_kind(ve
     monkeypatch.setenv("HOME", str(tmp_path))       # startup files of our own: a login shell that says where it is
     (tmp_path / ".bash_profile").write_text("export LD_LIBRARY_PATH=/nonexistent/login\n")
     (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/nonexistent/interactive\n")
-    answers = verify["other_kinds"](13000)
+    run = verify_program.fresh(run=False, program=verify_program.shipped(tmp_path))   # the file the host gets
+    answers = kinds.other_kinds(run, 13000)
     assert set(answers) == {"bare", "interactive", "login"}
     assert answers["bare"]["ld_library_path"] is None
     assert answers["interactive"]["ld_library_path"] == "/nonexistent/interactive"
     assert answers["login"]["ld_library_path"] == "/nonexistent/login"
     for kind, r in answers.items():
-        entry = verify["judge_kind"](kind, r)
+        entry = kinds.judge_kind(run, kind, r)
         assert entry["passed"] == bool(r.get("available")), (kind, r)
         if not entry["passed"]:
-            assert verify["CHECKS"][-1]["detail"].startswith(verify["KINDS"][kind] + ": ")
+            assert run.checks[-1]["detail"].startswith(kinds.KINDS[kind] + ": ")
 
 
 def test_the_libcuda_reported_is_the_file_whose_cuinit_answered(verify, tmp_path):
@@ -225,4 +240,4 @@ def test_the_libcuda_reported_is_the_file_whose_cuinit_answered(verify, tmp_path
     (lib_dir / "libcuda.so.1").symlink_to(real.name)
     lib = ctypes.CDLL(str(lib_dir / "libcuda.so.1"))
     assert lib.cuInit(0) == 34
-    assert verify["answered_by"](lib) == str(real)
+    assert cuda.answered_by(lib) == str(real)

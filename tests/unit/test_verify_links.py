@@ -14,6 +14,7 @@ from fleet.decide import decide
 from fleet.roles import load_roles, render_role, roles_dirs
 
 import verify_program
+from fleet.remote.verify import explain, links
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -43,29 +44,29 @@ def fake_torch(n, no_peer_with=None):
 
 def test_one_gpu_no_links_to_check(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    v["links"](fake_torch(1), None)
-    assert v["CHECKS"] == [{"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]
+    links.links(v, fake_torch(1), None)
+    assert v.checks == [{"name": "gpu_links", "passed": True, "detail": "one GPU: no links to check"}]
 
 
 def test_eight_gpus_all_peers(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    v["links"](fake_torch(8), None, allreduce=False)
-    assert [(c["name"], c["passed"]) for c in v["CHECKS"]] == [("peer_access", True)]
-    assert v["OUT"]["links"]["topology"]["0-7"] == "NV18" and len(v["OUT"]["links"]["topology"]) == 28
+    links.links(v, fake_torch(8), None, allreduce=False)
+    assert [(c["name"], c["passed"]) for c in v.checks] == [("peer_access", True)]
+    assert v.out["links"]["topology"]["0-7"] == "NV18" and len(v.out["links"]["topology"]) == 28
 
 
 def test_nvlink_pair_without_peer_access_names_the_pairs_and_the_cause(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
-    (peer,) = v["CHECKS"]
+    links.links(v, fake_torch(8, no_peer_with=3), None, allreduce=False)
+    (peer,) = v.checks
     assert not peer["passed"] and "GPU 0-3 (NV18)" in peer["detail"] and "GPU 3-7 (NV18)" in peer["detail"]
     assert "GPU 1-2" not in peer["detail"] and "fabric manager" in peer["detail"]
 
 
 def test_gpu_whose_pairs_fell_to_pcie_is_named_off_the_fabric(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-gpu3-off.txt")
-    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
-    checks = {c["name"]: c for c in v["CHECKS"]}
+    links.links(v, fake_torch(8, no_peer_with=3), None, allreduce=False)
+    checks = {c["name"]: c for c in v.checks}
     assert checks["peer_access"]["passed"]            # PCIe pairs are not expected to peer over NVLink
     # ... and it says so, not "every pair reaches its peer" (the lab's gpu-off board showed that untrue claim)
     assert checks["peer_access"]["detail"] == ("every NVLink pair of 8 GPUs reaches its peer; the 7 PCIe pair(s) "
@@ -77,17 +78,17 @@ def test_gpu_whose_pairs_fell_to_pcie_is_named_off_the_fabric(program, tmp_path,
 
 def test_busy_gpus_skip_the_allreduce_with_the_reason(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    v["links"](fake_torch(8), {"busy": "2 processes, 58 GB in use"})
-    assert v["CHECKS"][-1] == {"name": "allreduce", "passed": True,
+    links.links(v, fake_torch(8), {"busy": "2 processes, 58 GB in use"})
+    assert v.checks[-1] == {"name": "allreduce", "passed": True,
                                "detail": "all-reduce skipped: 2 processes, 58 GB in use"}
 
 
 def test_the_allreduce_program_compiles_and_the_expected_figures(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    assert callable(v["allreduce_worker"])
-    assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
-    assert v["link_kind"]("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
-    assert v["link_kind"]("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"
+    assert callable(links.allreduce_worker)
+    assert links.link_kind("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
+    assert links.link_kind("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
+    assert links.link_kind("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"
 
 
 def test_the_verify_summary_says_one_gpu_has_no_links():
@@ -108,9 +109,9 @@ def test_the_real_header_underlined_with_ansi_escapes_is_read(program, tmp_path,
     underlined = tmp_path / "topo-underlined.txt"
     underlined.write_text("\n".join(lines))
     v = load(program, tmp_path, monkeypatch, underlined)   # an absolute path: DATA / "fabric" / it is it
-    v["links"](fake_torch(8, no_peer_with=3), None, allreduce=False)
-    checks = {c["name"]: c for c in v["CHECKS"]}
-    assert checks["peer_access"]["passed"] and v["OUT"]["links"]["topology"]["0-3"] == "NODE"
+    links.links(v, fake_torch(8, no_peer_with=3), None, allreduce=False)
+    checks = {c["name"]: c for c in v.checks}
+    assert checks["peer_access"]["passed"] and v.out["links"]["topology"]["0-3"] == "NODE"
     assert checks["nvlink_topology"]["detail"].startswith("GPU 3: its pairs are PCIe (0-3 NODE")
 
 
@@ -122,9 +123,9 @@ def test_802_says_whose_fix_it_is_in_a_container_and_on_a_board_that_manages_its
          "libcuda": "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}
     exists, markers = os.path.exists, ("/.dockerenv", "/run/.containerenv")
     monkeypatch.setattr(os.path, "exists", lambda p: p == "/.dockerenv" or (p not in markers and exists(p)))
-    pod = v["explain"](r)
+    pod = explain.explain(v, r)
     monkeypatch.setattr(os.path, "exists", lambda p: p not in markers and exists(p))
-    board = v["explain"](r)
+    board = explain.explain(v, r)
     assert "this is a container: the fabric manager runs on the provider's host" in pod
     assert "fix: the provider's" in pod and "fabric_manager" not in pod
     assert "fix: apply role fabric_manager" in board and "provider" not in board

@@ -18,7 +18,8 @@ from fleet.engine import HostReport
 from fleet.engine.judge import Judged, record_verdict
 from fleet.engine.plan import TaskReport
 from fleet.env import Environment
-from fleet.facts import fingerprint, probe
+from fleet.engine import probe
+from fleet.facts import fingerprint
 from fleet.report import Reporter, apply as apply_report, compare, export, html
 from fleet.resources import verify_gate
 from fleet.sections import Section
@@ -30,7 +31,7 @@ PARTS = {"driver": DRIVER.format("580.95.05"), "python": "/usr/bin/python3.12 10
          "libcuda.noninteractive": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1",
          "libcuda.interactive": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1",
          "libcuda.login": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05 16704 1"}
-VARS = {"verify_perf": verify_gate.digest(True), "python_env": verify_gate.digest("/v")}
+VARS = {"verify_perf": fingerprint.digest(True), "python_env": fingerprint.digest("/v")}
 VERIFY = {"passed": True, "summary": "verify passed: torch_imports, cuda_available", "at": "2026-11-24T10:00:00+00:00",
           "checks": [{"name": "torch_imports", "passed": True}, {"name": "cuda_available", "passed": True}],
           "torch": {"version": "2.11.0+cu130"}, "fingerprint": "abcd",
@@ -57,7 +58,7 @@ def test_a_verify_that_still_describes_the_host_is_not_stale():
       "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"]),
     ({**PARTS, "ld.login": "/usr/local/cuda-13.0/compat:/x", "hook": "0"}, TORCH, None,
      ["fleet's env hook changed", "LD_LIBRARY_PATH of login shells changed"]),
-    (PARTS, TORCH, {**VARS, "verify_perf": verify_gate.digest(False)}, ["variable verify_perf changed"]),
+    (PARTS, TORCH, {**VARS, "verify_perf": fingerprint.digest(False)}, ["variable verify_perf changed"]),
 ])
 def test_each_change_says_what_changed(now, torch, variables, why):
     assert fingerprint.stale_reasons(VERIFY, now, torch, variables) == why
@@ -173,7 +174,7 @@ def test_the_variables_verify_reads_are_parts_of_its_fingerprint(tmp_path):
     assert on.parts["var.verify_perf"] == VARS["verify_perf"] and on.parts["driver"]
     keep(tmp_path, on, passed=True)
     assert run_gate(tmp_path, VARS).reused
-    off = run_gate(tmp_path, {**VARS, "verify_perf": verify_gate.digest(False)})
+    off = run_gate(tmp_path, {**VARS, "verify_perf": fingerprint.digest(False)})
     assert not off.reused and off.fingerprint != on.fingerprint
     assert verify_gate.changed_parts(on.parts, off.parts) == ["variable verify_perf"]
 
@@ -189,7 +190,7 @@ def test_inside_the_probe_the_gate_takes_the_fingerprint_the_facts_took_for_the_
 def test_the_facts_probe_and_the_gate_alone_take_the_same_parts(tmp_path):
     (tmp_path / ".bashrc").write_text("export LD_LIBRARY_PATH=/opt/extra\n")
     vars_ = {"python_env": str(tmp_path / "venv")}
-    res = subprocess.run(["bash", "-c", probe.script(vars_)], capture_output=True, text=True, timeout=600,
+    res = subprocess.run(["bash", "-c", probe.script(probe.Needs.of(vars_))], capture_output=True, text=True, timeout=600,
                          env={**ENV, "HOME": str(tmp_path)})
     from fleet.sections import split_sections
 

@@ -1,25 +1,32 @@
-"""The verify program (fleet/remote/verify_host.py) for the unit tests: a fresh copy of the module each time (its
-results are module state, as on the host, where each run is its own process), configured as a role renders it."""
+"""The verify program (fleet/remote/verify/) for the unit tests: a fresh Run each time (its results are the run's, as
+on the host, where each run is its own process), configured as a role renders it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from fleet.remote import verify_host
+from fleet.remote.verify import runner
+from fleet.remote.verify.config import Run
 
 
-def fresh(config: dict | None = None, run: bool = True) -> dict:
-    """A new instance of the program's module, its namespace as a dict; `run`: main's steps ran with `config` (here
-    no torch, so they stop at torch_installed), else only configured."""
-    spec = importlib.util.spec_from_file_location("fleet_verify_program", verify_host.__file__)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def fresh(config: dict | None = None, run: bool = True, program: str | None = None) -> Run:
+    """A new run of the program; `run`: its steps ran with `config` (here no torch, so they stop at torch_installed),
+    else only configured. `program`: the file it starts again in other kinds of process (shipped(): the one the host
+    gets)."""
+    state = Run(config or {}, program)
     if run:
-        module.run(config or {})
-    else:
-        module.configure(config or {})
-    return vars(module)
+        runner.run_steps(state)
+    return state
+
+
+def shipped(directory) -> str:
+    """The file the host gets (fleet/resources/verify.py verify_program), written into `directory`: its path."""
+    from fleet.resources.verify import verify_program
+
+    program = verify_program()
+    path = directory / program.file
+    path.write_text(program.text)
+    return str(path)
 
 
 def config_of(task) -> dict:

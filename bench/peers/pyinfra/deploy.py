@@ -90,7 +90,7 @@ pip.packages(name="torch 2.11.0", packages=["torch==2.11.0+cu130"], virtualenv=P
              extra_install_args=host.data.torch_pip_args,
              _sudo=SUDO)
 
-# --- verify: fleet's own verify program (fleet/remote/verify_host.py) with the config the verify role renders, run as the user in the
+# --- verify: fleet's own verify program (fleet/remote/verify/, as fleet ships it) with the config the verify role renders, run as the user in the
 # non-interactive shell `ssh host cmd` gets, so the env hook applies.
 files.put(name="verify script", src=host.data.verify_py, dest="/var/lib/fleet/verify.py", create_remote_dir=True,
           _sudo=SUDO)

@@ -1,0 +1,100 @@
+"""A log of each run (apply, verify, facts, health, ...): what happened on each host, kept after the pod is gone
+(issue 25). A sink (fleet/record/sinks.py): `RunLog`.
+
+JSON lines: first the run (when, the command line, check mode), then one line per host, as each ends, with its
+status, the same fields as its `--json` document (apply: counts, tasks with status and reason, verify, error) and
+its stats. Secrets are masked as
+in every printed document. Default place: $XDG_STATE_HOME/fleet/runs (else ~/.local/state/fleet/runs), one file
+per run named by its UTC start, the newest KEEP (200, or $FLEET_RUN_LOGS_KEEP) kept and older ones removed;
+`--log FILE` writes (appends to) that file instead, and is never pruned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fleet.facts.scrub import scrub
+from fleet.jsontext import dumps, finite
+
+_OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl\Z")
+
+
+def runs_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "fleet" / "runs"
+
+
+KEEP = 200
+
+
+def prune(folder: Path, keep: int | None = None) -> list[Path]:
+    """Remove all but the newest `keep` run logs of the default folder (their names sort by start time); returns
+    what was removed. Only fleet's own names (YYYYmmddTHHMMSSZ-PID-COMMAND.jsonl) are touched."""
+    keep = keep if keep is not None else int(os.environ.get("FLEET_RUN_LOGS_KEEP") or KEEP)
+    logs = sorted(p for p in folder.glob("*.jsonl") if _OURS.match(p.name))
+    gone = logs[:max(0, len(logs) - max(keep, 1))]
+    for path in gone:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    return gone
+
+
+def default_path(command: str, started: float) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    return runs_dir() / f"{stamp}-{os.getpid()}-{command}.jsonl"
+
+
+def line(doc: dict[str, Any]) -> str:
+    """One JSON line, secrets masked, ASCII only."""
+    return dumps(finite(scrub(json.loads(json.dumps(doc, default=str)))), ensure_ascii=True)   # no NaN, no Infinity
+
+
+def write(path: Path, text_lines: list[str]) -> Path:
+    """Append the run's lines to `path` (0600: reasons can name paths and hosts), its folder made 0700."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in text_lines))
+    if path.parent == runs_dir():
+        prune(path.parent)
+    return path
+
+
+class RunLog:
+    """The run log as a sink: each host's line kept as it ends, the whole run written at its end (the head first:
+    when, the command line, check mode, how long). `path` None: a new file under runs_dir(), named when the run
+    begins. `written`: where it went, once it did."""
+
+    def __init__(self, path: Path | None, argv: list[str]):
+        self.path, self.argv = path, list(argv)
+        self.written: Path | None = None
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def begin(self, run) -> None:
+        self.path = self.path or default_path(run.command, run.started.timestamp())
+
+    def host(self, run, name: str, report: dict[str, Any]) -> None:
+        doc = {"host": name, **{k: v for k, v in report.items() if k != "record"}}
+        with self._lock:
+            self._lines.append(line(doc))
+
+    def end(self, run, status: int) -> None:
+        started = run.started.timestamp()
+        head = {"format": 1, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "argv": self.argv,
+                "check": run.check, "seconds": round(time.time() - started, 3)}
+        with self._lock:
+            text_lines = [line(head), *self._lines]
+        try:
+            self.written = write(self.path or default_path(run.command, started), text_lines)
+        except OSError as exc:
+            raise OSError(f"could not write the run log {self.path} ({exc.strerror or exc}): give --log FILE "
+                            "somewhere writable") from None

@@ -1,0 +1,2 @@
+FNR == n { print m $0; next }
+{ print }

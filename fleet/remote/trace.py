@@ -1,0 +1,79 @@
+"""The shells' trace read in one place: what fleet.facts.shells' command prints for each kind of shell people open,
+as data. The facts parse with it (fleet/facts/shells.py parse, which adds the loader's answer and scrubs what it
+keeps), and the verify program carries this very text to the host (fleet/resources/verify.py bundles it), where it
+names the startup file:line behind a failed kind of process from the same lines.
+
+Standalone and stdlib only (it runs under the host's python, where fleet is not installed).
+
+    @@home /root
+    @@etcenv 3	LD_LIBRARY_PATH	/opt/x
+    @@shell interactive
+    @@change	1	/root/.bashrc	118	/usr/lib	/usr/local/cuda-13.0/compat:/usr/lib	. /root/pod_setup.sh	
+    @@value LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:/usr/lib
+    @@unset CUDA_HOME
+    @@set	2	1	/root/.bashrc	4	export CUDA_HOME=/usr/local/cuda-12.4	
+    @@cmd nvcc	/usr/local/cuda-12.4/bin/nvcc	/usr/local/cuda-12.4/bin/nvcc	12.4.1
+    @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0
+    @@rc 0
+-> {home: "/root", etc_environment: [{file, line, name, value}],
+    interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
+                  ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}],
+                  loader_lines: ["@@ld..."], set_by: {CUDA_HOME: {file, line, depth, text, via}},
+                  commands: {nvcc: {path, real, version}, pip: {path, real, python}, python3: {path, real}},
+                  pythons: {exe: {prefix, torch, externally_managed, ran}}}}
+"""
+
+from . import loader_rules
+
+KINDS = ("noninteractive", "interactive", "login")
+# Every variable that decides what CUDA, the loader, Python and torch see (shared/DOMAIN.md, "What a process sees
+# beyond libcuda"): its value in each kind and the startup line that last set it. LD_LIBRARY_PATH's every change
+# is kept too (ld_changes: the cuda-compat judgement reads them).
+VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+        "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
+TRACKED = VARS[1:]       # carried in each trace line after LD_LIBRARY_PATH; @@set names them by position (1-based)
+
+
+def parse(text):
+    """The trace's lines -> each kind's values, changes and setters, as the module's docstring shows. Lines before
+    the first @@shell belong to no kind; a kind traced twice keeps its last trace. Never raises on a line."""
+    out = {"home": None, "etc_environment": []}
+    current = None
+    for raw in text.splitlines():
+        if raw.startswith("@@home "):
+            out["home"] = raw[7:]
+        elif raw.startswith("@@etcenv "):
+            out["etc_environment"].append(loader_rules.parse_etcenv(raw))
+        elif raw.startswith("@@shell "):
+            current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [],
+                                              "loader_lines": [], "set_by": {}, "commands": {}, "pythons": {}}
+        elif current is None:
+            continue
+        elif raw.startswith("@@ld"):
+            current["loader_lines"].append(raw)
+        elif raw.startswith("@@value "):
+            name, _, value = raw[8:].partition("=")
+            if name in VARS:
+                current[name] = value
+        elif raw.startswith("@@rc "):
+            current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
+        elif raw.startswith("@@set\t"):
+            index, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            if index.isdigit() and 1 <= int(index) <= len(TRACKED):
+                current["set_by"][TRACKED[int(index) - 1]] = {
+                    "file": file, "line": int(line) if line.isdigit() else None,
+                    "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@cmd "):
+            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
+            current["commands"][name] = {"path": path or None, "real": real or None,
+                                         **({"version": extra or None} if name == "nvcc" else {}),
+                                         **({"python": extra or None} if name == "pip" else {})}
+        elif raw.startswith("@@py "):
+            exe, _, answer = raw[5:].partition("\t")
+            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
+            current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
+                                       "externally_managed": managed == "1", "ran": bool(prefix)}
+        elif raw.startswith("@@change\t"):
+            current["ld_changes"].append(loader_rules.parse_change(raw))
+    return out
