@@ -95,7 +95,7 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
            _PRELUDE, shell.TRUST_FN,
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
-           hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
+           hostlock.take(hostlock.lock_dir(True), f"fleet script for {host.name}", sudo=not root).rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
            # directory (a pod's shared /workspace): Python started here imports what is in it
            'cd -- "$HOME" 2>/dev/null || cd /',
