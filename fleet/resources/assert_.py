@@ -39,16 +39,9 @@ class Assert(Resource):
         return ""
 
     def check(self) -> str:
-        judge = ""
-        if self.p["interpreter"] == "python":
-            # judged in this shell just before it runs (fleet/shell.py), then started -s from / (fleet_trusted_python's
-            # way, spelled out: timeout(1) cannot start a shell function)
-            # (a python that is not there: run as before, it fails as not in state)
-            judge = (f"{TRUST_FN}\nfleet_judged {qpath(self.p['python'])} 2>/dev/null; fleet_j=$?\n"
-                     f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(self.p['python'])}; exit 126; }}\n"
-                     f"[ $fleet_j = 0 ] || fleet_prog={qpath(self.p['python'])}\ncd /\n")
+        judge = judge_python(self.p["python"]) if self.p["interpreter"] == "python" else ""
         run = self.environment() + _RUN[self.p["interpreter"]].format(script=q(self.p["script"]),
-                                                                      python='"$fleet_prog" -s')
+                                                                      python='"$fleet_prog" -I')
         return (f"{judge}out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
                 f"[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
@@ -59,6 +52,16 @@ class Assert(Resource):
         if not self.p.get("json"):
             return super().parse(rc, output)
         return json_result(self.p["msg"], rc, output)
+
+
+def judge_python(python: str) -> str:
+    """Shell that judges `python` just before it runs (fleet/shell.py), leaving it in $fleet_prog and the shell in /,
+    for `timeout N "$fleet_prog" -I ...` (fleet_trusted_python's way, spelled out: timeout(1) cannot start a shell
+    function; -I: no PYTHONPATH/PYTHONHOME from the environment or /etc/environment, no user site, no module from the
+    working directory). A python that is not there runs as before, and fails as not in state."""
+    return (f"{TRUST_FN}\nfleet_judged {qpath(python)} 2>/dev/null; fleet_j=$?\n"
+            f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(python)}; exit 126; }}\n"
+            f"[ $fleet_j = 0 ] || fleet_prog={qpath(python)}\ncd /\n")
 
 
 def json_result(msg: str, rc: int, output: str) -> CheckResult:

@@ -204,11 +204,11 @@ def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> 
         return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
                 f'|| fleet_fail {label} "$(fleet_tail "$out")"')
     python = assert_.qpath(task.resource.p["python"])
-    # the python that writes the record as root: judged first (fleet/shell.py), started -s from /
+    # the python that writes the record as root: judged first (fleet/shell.py), started -I (isolated) from /
     return (f'out=$(fleet_check_{i} 2>&1 </dev/null); rc=$?\n'
             f'py={python}; [ -x "$py" ] || py=python3\n'
             f'fleet_judged "$py" 2>/dev/null || fleet_fail {label} "$(fleet_judged "$py" 2>&1)"\n'
-            f'summary=$(cd / && printf \'%s\\n\' "$out" | {sudo}"$fleet_prog" -s -c {shlex.quote(verify_record_program())} '
+            f'summary=$(cd / && printf \'%s\\n\' "$out" | {sudo}"$fleet_prog" -I -c {shlex.quote(verify_record_program())} '
             f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc" 2>&1) '
             f'|| fleet_fail {label} "${{summary:-$(fleet_tail "$out")}}"\n'
             f'printf \'verify  %s\\n\' "$summary"')

@@ -187,7 +187,7 @@ def test_a_non_root_user_gets_sudo_for_root_applies_only(tmp_path):
     assert len(checks) == 5 and not any("sudo -n" in body for body in checks)     # checks read as the user
     apply_0 = text[text.index("fleet_apply_0() ("):text.index("fleet_apply_1() (")]
     assert apply_0.count('sudo -n -H bash "$fleet_s" </dev/null') == 1             # /.../a.txt is not under ~
-    assert '| sudo -n -H "$fleet_prog" -s -c ' in text                          # verify.json, as the engine
+    assert '| sudo -n -H "$fleet_prog" -I -c ' in text                          # verify.json, as the engine
     assert "sudo -n" not in render_script(plan, host, root=True)
 
 
