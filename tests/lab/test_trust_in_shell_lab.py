@@ -247,3 +247,46 @@ def test_a_venv_whose_creation_was_cut_is_moved_aside_and_made_again(lab, tmp_pa
         assert found.split()[:2] == ["1", "pip"], found
     finally:
         sh(lab, POD, "umount /workspace")
+
+
+# nobody's json.py in a world-writable directory that root's PYTHONPATH names, from ~/.bashrc (what `ssh host cmd`
+# reads) and /etc/environment (pam_env, where sshd uses PAM): any Python root starts unisolated imports it
+SHARE = f"""set -e
+install -d -m 1777 /srv/share
+printf 'import os; os.system("id -u >> {MARK}")\\nfrom importlib import import_module as _i\\n' > /srv/share/json.py
+chown 65534 /srv/share/json.py
+cp /root/.bashrc /var/tmp/bashrc.fleet-test; sed -i '1i export PYTHONPATH=/srv/share PYTHONHOME=' /root/.bashrc
+cp /etc/environment /var/tmp/environment.fleet-test 2>/dev/null || : > /var/tmp/environment.fleet-test
+echo 'PYTHONPATH=/srv/share' >> /etc/environment
+"""
+
+
+def test_roots_python_never_reads_the_environments_import_path(lab, tmp_path):
+    """Issue 49: with PYTHONPATH=/srv/share (world-writable) root's Python imported nobody's json.py, five times in
+    the start script, once per no-op apply through /etc/environment; verify started <python_env>/bin/python bare.
+    Every Python fleet starts as root is started -I (no PYTHONPATH, no PYTHONHOME, no user site) from /: the facts
+    probe, the pip check, a role's verify script, fleet's verify program, the start script's verify writer. The host
+    is asked: a plain `ssh host python3 -c 'import json'` leaves the mark (the plant works), fleet's runs leave none."""
+    lab.reset([POD])
+    try:
+        inv = setup(lab, tmp_path, ["pip"])
+        role = tmp_path / "roles" / "venvuse" / "role.yaml"
+        doc = yaml.safe_load(role.read_text())
+        doc["tasks"].append({"name": "fleet's verify program", "verify": {"python": "{{ python_env }}/bin/python"}})
+        role.write_text(yaml.safe_dump(doc))
+        ok(lab, POD, SHARE)
+        ok(lab, POD, "python3 -c 'import json' 2>/dev/null; true")    # as `ssh host cmd` runs a user's python
+        assert marks(lab) == "0\n", marks(lab)                         # the plant works: root imported it
+        ok(lab, POD, f"rm -f {MARK}")
+        for argv in (["facts", str(inv)], ["apply", str(inv), "--check"], ["apply", str(inv)],
+                     ["script", str(inv), "--limit", POD, "-o", str(tmp_path / "fleet.sh")]):
+            fleet(*argv)                                               # (verify fails: no torch; it ran)
+            assert marks(lab) == "", (argv, marks(lab))
+        script_to_host(lab, inv, tmp_path)     # a pod template whose environment sets PYTHONPATH
+        sh(lab, POD, "cd /workspace && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PYTHONPATH=/srv/share "
+                     "bash /root/fleet.sh")
+        assert marks(lab) == ""
+        assert sh(lab, POD, "test -e /var/lib/fleet/verify.json").exit == 0   # its verify writer did run
+    finally:
+        sh(lab, POD, f"cat /var/tmp/bashrc.fleet-test > /root/.bashrc; cat /var/tmp/environment.fleet-test > "
+                     f"/etc/environment; rm -rf /srv/share {MARK}; umount /workspace")
