@@ -166,7 +166,10 @@ def gpus(value: Any) -> dict:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise Rejected(f"{value!r} is not {what}: write it as text")
-    return value.strip()
+    text = value.strip()
+    if re.search(r"[\x00-\x1f\x7f]", text):   # a path or URL with a newline splits every line a host answers with
+        raise Rejected(f"{text!r} is {what} holding a control character (a newline, a tab): remove it")
+    return text
 
 
 # -- the places a value comes from ---------------------------------------------------------------------------

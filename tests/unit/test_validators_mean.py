@@ -54,6 +54,8 @@ def test_a_100000_deep_json_record_is_one_sentence_exit_2(tmp_path, argv):
     ('  pod-a: {address: 10.0.0.1, user: "root\\r"}\n', "user of host 'pod-a' holds a control character"),
     ('  pod-a: {address: 10.0.0.1, vars: {"cuda_version\\n": "13.0"}}\n', "cuda_version\\n"),
     ('  pod-a: {address: 10.0.0.1, vars: {torch_index_url: "https://example.org/\\nwhl"}}\n', "torch_index_url"),
+    ('  pod-a: {address: 10.0.0.1, vars: {python_env: "/opt/a\\nb"}}\n', "is a path holding a control character"),
+    ('  pod-a: {address: 10.0.0.1, vars: {cutlass_dir: "/opt/c\\td"}}\n', "is a path holding a control character"),
 ])
 def test_a_control_character_is_refused_at_validation(tmp_path, counting_port, hosts, said):
     path = tmp_path / "inv.yaml"
