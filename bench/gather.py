@@ -34,7 +34,7 @@ def own_lab(workdir: Path):
 
 def measure_host(host, rounds: int) -> dict:
     from fleet.connection import connect
-    from fleet.engine.session import gather
+    from fleet.engine.probe import gather
 
     connects, probes, commands = [], [], []
     for _ in range(rounds):

@@ -81,7 +81,7 @@ def main() -> int:
 
     from fleet import shell
     from fleet.connection import connect
-    from fleet.engine.session import gather
+    from fleet.engine.probe import gather
     from fleet.inventory import load_inventory
 
     real = shell.ends_with_connection

@@ -27,13 +27,13 @@ torch, verify), and record every host's state as JSON facts.
 EPILOG = """\
 examples:
   fleet lab up && fleet apply inventories/lab.yaml     rehearse on simulated hosts (root, no GPU needed)
-  fleet apply inventories/pods.yaml --check            what would change, and why
+  fleet apply --check                                  what would change on your pods, and why
   fleet facts inventories/fleet.yaml                   compare hosts side by side
   fleet bootstrap "ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519"
   fleet run inventories/fleet.yaml -- nvidia-smi
 
 -v, -q and --debug go anywhere on the line (before a remote command's --).
-FLEET_INVENTORY names the inventory when a command is given none.
+A command given no inventory uses $FLEET_INVENTORY, else ~/.config/fleet/pods.yaml (where bootstrap adds pods).
 exit status: 0 ok, 1 a host failed, was unreachable or refused, 2 bad input (nothing was touched), 3 internal
 error, 4 changes pending (only `fleet apply --check --detailed-exitcode`), 5 a GPU fault only the provider can
 fix: "return this pod" (fleet health, apply, verify, bootstrap), 6 a GPU degraded or its health unreadable (only
@@ -199,13 +199,19 @@ def _color(env: Environment, mode: str) -> None:
 
 
 def _inventory_from_env(args: argparse.Namespace) -> None:
-    """A command's INVENTORY, when omitted, comes from FLEET_INVENTORY."""
+    """A command's INVENTORY, when omitted, is the one home for pods (FLEET_INVENTORY, else ~/.config/fleet/pods.yaml:
+    fleet/inventory/home.py), where fleet bootstrap adds them."""
     if not getattr(args, "needs_inventory", False) or args.inventory:
         return
-    args.inventory = os.environ.get("FLEET_INVENTORY") or None
-    if not args.inventory:
-        raise InputError(f"fleet {args.command} needs an inventory: name it (e.g. fleet {args.command} "
-                         "inventories/pods.yaml) or set FLEET_INVENTORY")
+    from fleet.inventory.home import default_inventory, shown
+
+    path = default_inventory()
+    if not path.is_file():
+        source = "FLEET_INVENTORY names" if os.environ.get("FLEET_INVENTORY") else "the default inventory,"
+        raise InputError(f"fleet {args.command} needs an inventory: none named, and {source} {shown(path)} does not "
+                         f"exist yet (fleet bootstrap adds pods there); name one (e.g. fleet {args.command} "
+                         "inventories/lab.yaml) or set FLEET_INVENTORY")
+    args.inventory = str(path)
 
 
 def entry() -> None:

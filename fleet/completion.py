@@ -17,9 +17,9 @@ def hosts(prefix: str, parsed_args: argparse.Namespace, **_) -> list[str]:
     from fleet.errors import FleetError
     from fleet.inventory import load_inventory
 
-    path = getattr(parsed_args, "inventory", None) or os.environ.get("FLEET_INVENTORY")
-    if not path:
-        return []
+    from fleet.inventory.home import default_inventory
+
+    path = getattr(parsed_args, "inventory", None) or default_inventory()
     try:
         inventory = load_inventory(path, keys_must_exist=False)
     except (FleetError, OSError):

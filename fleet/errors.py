@@ -44,6 +44,10 @@ class HostError(FleetError):
     exit_status = ExitStatus.HOST_FAILED
 
 
+class AuthRefused(HostError):
+    """The SSH server answered but refused every key offered (fleet bootstrap names its -i key)."""
+
+
 class HostKeyError(HostError):
     """A host key is unknown (and not accepted) or has changed."""
 

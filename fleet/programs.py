@@ -161,3 +161,8 @@ def unmarked(output: str) -> str:
 def installed(output: str) -> list[str]:
     """The program files a section installed (the facts' listing, taken before, does not have them yet)."""
     return [line[len(INSTALLED):].strip() for line in output.splitlines() if line.startswith(INSTALLED)]
+
+
+def marks(output: str) -> tuple[list[str], list[str]]:
+    """(the program files a section installed, those it says the host lacks)."""
+    return installed(output), missing(output)

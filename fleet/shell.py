@@ -250,27 +250,7 @@ RETRY_FN = remote.program("retry")   # its case patterns are TRANSIENT, its grep
 
 
 def git_guard(dest: str) -> str:
-    """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner.
-
-    git refuses a repository another user owns ("dubious ownership", its fix for CVE-2022-24765: such a
-    repository's config can run commands, core.fsmonitor among them). fleet tells git the checkout is safe only
-    where it and its .git are owned by root or the connecting user, and its .git/config is one no one else can
-    write (fleet_trust: mode, ACLs, every parent; a config another user may edit names a credential.helper or
-    core.sshCommand git runs); otherwise $fleet_git_owner says why and git keeps refusing. As root, git also runs
-    no fsmonitor and no hooks, whoever wrote the config. Needs TRUST_FN defined (the text includes it)."""
-    return (
-        f"{TRUST_FN}\n"
-        "fleet_git=() fleet_git_owner=\n"
-        f"for fleet_f in {dest} {dest}/.git; do\n"
-        "  [ -e \"$fleet_f\" ] || continue\n"
-        "  fleet_u=$(stat -c '%u %U' -- \"$fleet_f\")\n"
-        "  case \"${fleet_u%% *}\" in 0|\"$(id -u)\") ;; *) fleet_git_owner=${fleet_u#* };; esac\n"
-        "done\n"
-        f"if [ -z \"$fleet_git_owner\" ] && [ -e {dest}/.git/config ]; then\n"
-        f"  fleet_u=$(fleet_trust {dest}/.git/config); [ -z \"$fleet_u\" ] || fleet_git_owner=\"root, yet $fleet_u,\"\n"
-        "fi\n"
-        f"if [ -z \"$fleet_git_owner\" ]; then fleet_git=(-c safe.directory={dest}); fi\n"
-        "if [ \"$(id -u)\" = 0 ]; then fleet_git+=(-c core.fsmonitor= -c core.hooksPath=/dev/null); fi\n"
-        "git() { command git \"${fleet_git[@]}\" \"$@\"; }\n"
-    )
+    """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner:
+    fleet/remote/git_guard.sh (why, in its comments). Needs TRUST_FN defined (the text includes it)."""
+    return f"{TRUST_FN}\nfleet_gd={dest}\n" + remote.program("git_guard") + "\n"
 

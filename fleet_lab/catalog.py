@@ -238,7 +238,8 @@ def jetson_arm64_debs(libs: Path, keyring: bytes) -> list[Deb]:
     Its CUDA toolkit comes from JetPack's repository (fleet_lab/jetpack.py), not from here."""
     cu12 = libs / "cu12" / "libcudss.so.0"
     return [keyring_deb("ubuntu2204", "arm64", keyring),
-            Deb("libcudss0-cuda-12", "0.7.1.4-1", "cuDSS 0.7.1 for CUDA 12 on Jetson (needs an /etc/ld.so.conf.d entry)",
+            Deb("libcudss0-cuda-12", "0.7.1.4-1",
+                "cuDSS 0.7.1 for CUDA 12 on Jetson (needs an /etc/ld.so.conf.d entry)",
                 files={"/usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0.7.1": cu12},
                 links={"/usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0": "libcudss.so.0.7.1"})]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import textwrap
 import sys
 from pathlib import Path
 
@@ -162,7 +163,10 @@ VARIED = [
      {"cuda_version": "12.8", "torch_index_url": "https://download.pytorch.org/whl/cu128"}),
     ("V100 on Debian 13 / 580.95.05 / defaults: CUDA 13 dropped Volta, debian13 has no 12.x", "h100-pod-570",
      {**DEBIAN13, "gpus": [("Tesla V100-SXM2-32GB", "7.0")]}, {}),
-    ("H100 on Ubuntu 26.04 / 580.95.05 / defaults (13.0: ubuntu2604 starts at 13.3)", "h100-pod-570", UBUNTU2604, {}),
+    ("H100 on Ubuntu 26.04 / 580.95.05 / defaults: ubuntu2604 starts at 13.3, so 13.3", "h100-pod-570", UBUNTU2604,
+     {}),
+    ("H100 on Ubuntu 26.04 / 580.95.05 / cuda_version=13.0 asked: not in ubuntu2604", "h100-pod-570", UBUNTU2604,
+     {"cuda_version": "13.0"}),
     ("H100 on Ubuntu 26.04 / 610.43.02 / 13.3", "h100-pod-570", {**UBUNTU2604, "driver": "610.43.02"},
      {"cuda_version": "13.3"}),
     ("H100 on Ubuntu 26.04 / 570.133.20 / 13.3: no 13.x below 580 there", "h100-pod-570",
@@ -287,9 +291,15 @@ SWEEP_GPUS = {   # label: (record, platform or None, GPU name, capability)
 }
 SWEEP_DRIVERS = ("470.256.02", "535.261.03", "550.163.01", "570.133.20", "575.64.03", "580.95.05", "595.45.04",
                  "610.43.02")
-SWEEP_CUDA = ("12.6", "12.8", "12.9", "13.0", "13.2", "13.3", "13.4")
+SWEEP_CUDA = (None, "12.6", "12.8", "12.9", "13.0", "13.2", "13.3", "13.4")   # None: the defaults
 SWEEP_TORCH = ("2.11.0", "2.12.0")
 SWEEP_DISTROS = (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04"), ("rocky", "9.6"))
+# and the host's Python against the torch release (PyTorch RELEASE.md: 2.8 stops at 3.13, 2.9 starts at 3.10)
+SWEEP_PYTHON = (("535.261.03", "570.133.20", "575.64.03", "580.95.05"), ("3.9.18", "3.14.0"),
+                ("2.8.0", "2.9.0", "2.13.0"), (None, "12.8", "13.0"))
+# and a torch index asked beside the CUDA asked (an older variant, one this torch never published)
+SWEEP_INDEX = (("550.163.01", "575.64.03", "590.44.01"), (("ubuntu", "24.04"), ("debian", "13"), ("ubuntu", "26.04")),
+               ("cu126", "cu132"), (None, "13.1", "13.5"))
 SWEEP_JETSONS = {   # label: (record, changes)
     "Orin JetPack 6.0": ("orin-jp6", JP60),
     "Orin JetPack 6.2": ("orin-jp6", {}),
@@ -313,10 +323,41 @@ def sweep() -> list[tuple[str, dict, dict]]:
                 facts = varied(name, change)
                 for cuda in SWEEP_CUDA:
                     for torch in SWEEP_TORCH:
-                        variables = {"cuda_version": cuda, "torch_version": torch,
-                                     "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
-                        out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda} / torch {torch}",
-                                    facts, variables))
+                        variables = {"torch_version": torch} if cuda is None else {
+                            "cuda_version": cuda, "torch_version": torch,
+                            "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
+                        out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda or 'default'} / "
+                                    f"torch {torch}", facts, variables))
+    drivers, pythons, torches, cudas = SWEEP_PYTHON
+    for label, (name, platform, gpu, cap) in SWEEP_GPUS.items():
+        for driver in drivers:
+            for python in pythons:
+                change = {"gpus": [(gpu, cap)], "driver": driver, "python": python}
+                if platform:
+                    change["platform"] = platform
+                facts = varied(name, change)
+                for torch in torches:
+                    for cuda in cudas:
+                        variables = {"torch_version": torch} if cuda is None else {
+                            "cuda_version": cuda, "torch_version": torch,
+                            "torch_index_url": f"https://download.pytorch.org/whl/{INDEX[cuda]}"}
+                        out.append((f"{label} / {driver} / Python {python} / CUDA {cuda or 'default'} / "
+                                    f"torch {torch}", facts, variables))
+    drivers, distros, indexes, cudas = SWEEP_INDEX
+    for label, (name, platform, gpu, cap) in SWEEP_GPUS.items():
+        for driver in drivers:
+            for os_id, os_version in distros:
+                change = {"gpus": [(gpu, cap)], "driver": driver, "os_id": os_id, "os_version": os_version}
+                if platform:
+                    change["platform"] = platform
+                facts = varied(name, change)
+                for index in indexes:
+                    for cuda in cudas:
+                        variables = {"torch_version": "2.10.0",
+                                     "torch_index_url": f"https://download.pytorch.org/whl/{index}",
+                                     **({"cuda_version": cuda} if cuda else {})}
+                        out.append((f"{label} / {driver} / {os_id} {os_version} / CUDA {cuda or 'default'} / "
+                                    f"torch 2.10.0 on {index}", facts, variables))
     for label, (name, change) in SWEEP_JETSONS.items():
         facts = varied(name, change)
         for cuda in (None, "12.6", "12.8", "13.0", "13.2"):
@@ -365,8 +406,11 @@ def sweep_summary() -> str:
     refused = sum(r for r, _ in results)
     failed = sum(1 for _, why in results if why)
     return (f"The sweep (scripts/decisions_matrix.py sweep(): {len(SWEEP_GPUS)} GPUs x {len(SWEEP_DRIVERS)} drivers x "
-            f"{len(SWEEP_DISTROS)} distributions x {len(SWEEP_CUDA)} CUDA releases x {len(SWEEP_TORCH)} torch "
-            f"releases, and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x library source): "
+            f"{len(SWEEP_DISTROS)} distributions x {len(SWEEP_CUDA)} CUDA releases (the default among them) x "
+            f"{len(SWEEP_TORCH)} torch releases; the GPUs x {len(SWEEP_PYTHON[0])} drivers x Python 3.9 and 3.14 x "
+            f"torch 2.8, 2.9, 2.13 x 3 CUDA; the GPUs x 3 drivers x 3 distributions x torch 2.10 on cu126 and "
+            f"cu132 x 3 CUDA; and {len(SWEEP_JETSONS)} Jetson releases x CUDA asked x torch source x "
+            f"library source): "
             f"{len(situations)} situations, {refused} refused; fed back once, the offered variables of "
             f"{refused - failed} of the {refused} refusals are accepted ({failed} not).")
 
@@ -443,13 +487,14 @@ def render() -> str:
         "  it serves (debian13: 13.0; ubuntu2604: 13.3); RHEL and its rebuilds, Fedora, SUSE, Amazon Linux, Azure Linux",
         "  and KylinOS are served as RPM only and refused saying so (fleet/knowledge/apt_repos.py).",
         "- CUDA releases after the table: 13.3 needs >= 610.43.02 for full support (CUDA 13.3 release notes, table",
-        "  of toolkit driver versions); a later 13.x (13.4, 13.5: out, rows not at hand) runs on >= 580 by",
-        "  minor-version compatibility without cuda-compat, which the plan says; below 580 it is refused; a newer",
-        "  major (14.0) is refused in the answer, never a bad-input exit (fleet/knowledge/cuda_table.py later_release).",
+        "  of toolkit driver versions); a later 13.x (13.4, 13.5: out, with no toolkit driver in the notes, the Linux",
+        "  driver being unbundled from 13.4 on) runs on >= 580 by minor-version compatibility without cuda-compat,",
+        "  which the plan says; below 580 it is refused; a newer major (14.0) is refused in the answer, never a",
+        "  bad-input exit (fleet/knowledge/cuda_table.py later_release).",
         "- A JetPack 6 Jetson (Tegra CUDA 12) takes cuDSS as NVIDIA builds it for Jetson: the `linux-aarch64` redistrib",
         "  platform (compute/cudss/redist/libcudss/linux-aarch64) and the `arm64` apt directory (ubuntu2204/arm64) with",
         "  its keyring; JetPack 7 stays linux-sbsa / sbsa (fleet/decide/host.py repo_arch, redist_platform).",
-        "- " + sweep_summary(),
+        *textwrap.wrap(sweep_summary(), 112, initial_indent="- ", subsequent_indent="  "),
         "",
         "| situation | CUDA | verdict | compat | torch | reason |",
         "|---|---|---|---|---|---|",

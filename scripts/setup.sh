@@ -8,7 +8,8 @@ packages=(openssh-server openssh-client sudo git gcc libc6-dev dpkg-dev gnupg py
           ca-certificates curl xz-utils iproute2 util-linux procps
           chromium fonts-dejavu-core     # chromium: the HTML facts report is tested headless (screenshot, DOM)
           shellcheck                     # the programs fleet ships are linted (tests/unit/test_shell_lint.py)
-          tmux)                          # a terminal emulator: the live display is tested on its screen
+          tmux                           # a terminal emulator: the live display is tested on its screen
+          postgresql)                    # the history store's tests run on a real PostgreSQL (a temp cluster)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

@@ -5,5 +5,5 @@ PyYAML, Jinja2 and Rich are installed.
 """
 
 # Order is the order `fleet --help` lists them in.
-NAMES = ("apply", "verify", "health", "facts", "hosts", "validate", "bootstrap", "forget", "run", "decide", "script",
-         "lab", "completion")
+NAMES = ("apply", "verify", "health", "facts", "hosts", "validate", "bootstrap", "forget", "ssh", "run", "decide",
+         "script", "serve", "collect", "lab", "completion")

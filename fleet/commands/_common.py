@@ -27,7 +27,8 @@ def add_inventory(parser: argparse.ArgumentParser, *, default: str | None = None
                             help=f"inventory YAML file (default: {default})")
     else:
         parser.add_argument("inventory", nargs="?", default=None, metavar="INVENTORY",
-                            help="inventory YAML file, e.g. inventories/pods.yaml (default: $FLEET_INVENTORY)")
+                            help="inventory YAML file (default: $FLEET_INVENTORY, else ~/.config/fleet/pods.yaml, "
+                                 "where fleet bootstrap adds pods)")
         parser.set_defaults(needs_inventory=True)   # fleet.cli fills it from FLEET_INVENTORY
     parser.add_argument("--limit", "-l", action="append", metavar="PATTERNS",
                         help="only these hosts or groups: names or globs, '!' excludes "

@@ -12,12 +12,14 @@ HELP = "a new pod, from its SSH line to a verified stack, in one shot"
 DESCRIPTION = """\
 Paste the SSH line your provider shows: fleet waits for the pod to answer (it may still be booting), takes
 its host key on first use and shows the fingerprint (a CHANGED key is always refused), gathers facts,
-detects the platform, adds the pod to the inventory (comments kept, one entry per pod), applies every role,
+detects the platform, adds the pod to the inventory (~/.config/fleet/pods.yaml unless --inventory or
+$FLEET_INVENTORY names another: the one apply, facts and forget use when given none; comments kept, one entry
+per pod; a pod another known inventory holds is named, not added twice), applies every role,
 verifies, records facts, and prints a summary with the line to connect with. Run it again: nothing changes.
 A pod that cannot be provisioned (refused by the decisions, disk too small, unreachable) is not added.
 
   fleet bootstrap "ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519"
-  fleet bootstrap root@203.0.113.10:17322 --name pod-a --inventory inventories/pods.yaml
+  fleet bootstrap root@203.0.113.10:17322 --name pod-a --inventory team-pods.yaml
 
 A pod whose NVIDIA sources come from a mirror that serves its own cuda-keyring .deb (the lab's): --keyring-pins
 FILE (`sha256sum` lines, e.g. the lab's $FLEET_LAB_ROOT/keyring.sha256) pins that .deb for this pod only, written
@@ -39,7 +41,8 @@ def register(subparsers) -> None:
                              "the others ignored")
     parser.add_argument("--name", default=None, help="host name in the inventory (default: derived, e.g. pod-10-17322)")
     parser.add_argument("--inventory", default=None, metavar="FILE",
-                        help="inventory to add the pod to (default: inventories/pods.yaml; created if missing)")
+                        help="inventory to add the pod to (default: $FLEET_INVENTORY, else ~/.config/fleet/pods.yaml, "
+                             "which apply, facts, validate and forget use when given none; created if missing)")
     parser.add_argument("--wait", type=parse.flag(parse.seconds, zero=True), default=300.0, metavar="SECONDS",
                         help="keep retrying a pod that does not answer yet, with backoff, this long (default: 300)")
     parser.add_argument("--connect-timeout", type=parse.flag(parse.seconds), default=10.0, metavar="SECONDS",
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report import reporter_for
     import shlex
 
-    from fleet.workflows.bootstrap import DEFAULT_INVENTORY, bootstrap, parse_target
+    from fleet.inventory.home import default_inventory
+    from fleet.workflows.bootstrap import bootstrap, parse_target
     from fleet.errors import ExitStatus
 
     words = list(args.target) + [w for opt in args.ssh_options for w in ("-o", opt)]
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace, env) -> int:
     target = parse_target(line, port=args.port, key=args.key, cwd=env.cwd)
     if args.keyring_pins:   # bad input: exit 2, nothing touched
         target.pins = _pins(env.cwd / os.path.expanduser(args.keyring_pins))
-    inventory = env.cwd / (args.inventory or DEFAULT_INVENTORY)
+    inventory = env.cwd / os.path.expanduser(args.inventory) if args.inventory else default_inventory(env.cwd)
     reporter = reporter_for(args, env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
@@ -96,12 +100,18 @@ def print_result(reporter, result, *, json_out: bool) -> None:
     state = "[green]verify passed[/green]" if result.ok else "[bold red]FAILED[/bold red]"
     reporter.rule(f"[bold]bootstrap {escape(result.name)}[/bold] {state}")   # '== ...' in a pipe
     rows = _summary_rows(result)
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        if reporter.plain:   # a pipe or a file: `key: value` lines, no padding, as grep and awk read them
+    if reporter.plain:   # a pipe or a file: `key: value` lines, no padding, as grep and awk read them, never wrapped
+        for key, value in rows:
             console.print(f"{key}: {escape(value)}" if key else escape(value), soft_wrap=True)
-        else:
-            console.print(f"  [bold]{key:<{width}}[/bold]  {escape(value)}")
+    else:                # a terminal: keys in one column, each value wrapped at words inside its own
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 2), pad_edge=True)
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for key, value in rows:
+            grid.add_row(key, escape(value))
+        console.print(grid)
     if result.error:
         reporter.error(result.error)
 
@@ -116,8 +126,13 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     rows = []
     if result.error:
         rows.append(("error", result.error))
-    where = f"{result.inventory}"
-    if result.existing:
+    from fleet.inventory.home import shown
+
+    where = shown(result.inventory)     # ~/.config/fleet/pods.yaml, as a person types it
+    if result.existing and result.kept:
+        kept = ", ".join(f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in result.kept.items())
+        rows.append(("inventory", f"already in {where} as {result.name}; --set kept in its vars: {kept}"))
+    elif result.existing:
         rows.append(("inventory", f"already in {where} as {result.name}; left as it was"))
     elif result.added:
         kept = [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in result.target.vars.items()]
@@ -141,9 +156,12 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         from fleet.report.apply import fix_for, fixed
 
         rows += [("fixed" if i == 0 else "", line) for i, line in enumerate(fixed(result.report))]
-        for task in (t for t in result.report.tasks if t.status == "failed"):   # every one, each with its fix
-            rows += [("failed", f"{task.role}: {task.task}"), ("", f"  {first_line(task.reason)}"),
-                     ("", f"  fix: {fix_for(task.reason)}")]
+        said = set()
+        for task in (t for t in result.report.tasks if t.status == "failed"):   # every one; each fix once
+            fix = fix_for(task.reason, result.name, str(result.inventory))
+            rows += [("failed", f"{task.role}: {task.task}"), ("", f"  {first_line(task.reason)}")]
+            rows += [("", f"  fix: {fix}")] if fix not in said else []
+            said.add(fix)
     phases = " · ".join(f"{k} {v:.1f}s" for k, v in result.phases.items())
     rows.append(("phases", f"{phases} · total {result.seconds:.1f}s · {result.remote_commands} remote commands"))
     verify = result.verify or {}
@@ -151,13 +169,19 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         rows.append(("verify", verify.get("summary") or ("passed" if verify.get("passed") else "failed")))
     from fleet.decide import DEFAULTS
     from fleet.facts.shells import reach_sentence
-    reach = reach_sentence(facts.get("torch"), str(result.target.vars.get("python_env") or DEFAULTS["python_env"]))
+    reach = reach_sentence(facts.get("torch"), str(result.vars.get("python_env") or DEFAULTS["python_env"]))
     if reach:
         rows.append(("torch", reach))
     rows.append(("connect", result.target.ssh_line()))
     if result.added or result.existing:
-        rows.append(("next", f"fleet apply {result.inventory} --limit {result.name}"))
+        rows.append(("next", fix_commands(result.name, str(result.inventory))["apply"]))
     return rows
+
+
+def fix_commands(name: str, inventory: str) -> dict:
+    from fleet.report.fixes import commands
+
+    return commands(name, inventory)
 
 
 def _print_json(reporter, result) -> None:

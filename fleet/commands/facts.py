@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fleet.commands import _common
+from fleet.commands import _common, _history
 
 HELP = "gather and record every host's facts; compare hosts side by side"
 DESCRIPTION = """\
@@ -49,6 +49,7 @@ def register(subparsers) -> None:
                         help="table (default: drawn on a terminal, tab-separated in a pipe), md, csv or html")
     parser.add_argument("-o", "--output", metavar="FILE", default=None,
                         help="write the md/csv/html report to FILE (atomically) instead of stdout")
+    _history.add_arguments(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
 
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report.facts import FactsView, printer_for
     from fleet.workflows.facts import FactsRequest, gather_hosts
 
+    if _history.asked(args):   # a question over the history store: no host is contacted
+        return _history.run(args, env)
     reporter = reporter_for(args, env)
     connect = _common.connect_options(args, reporter)
     inventory, hosts = _common.selected_hosts(args)

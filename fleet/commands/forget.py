@@ -8,11 +8,12 @@ HELP = "forget hosts that are gone (a pod bootstrap added): inventory entry, fac
 DESCRIPTION = """\
 Take each NAME out of the inventory (its entry only: every other line and comment is kept), delete its facts
 record and the previous one, and drop its host key from fleet's own known_hosts file (never ~/.ssh/known_hosts;
-kept where another host of the inventory uses the same address and port). Nothing is contacted: the pod may be
-gone. --dry-run says what would go.
+kept where another host of this inventory or of another known one uses the same address and port). The
+inventory is the one bootstrap adds pods to unless --inventory names another ($FLEET_INVENTORY, else
+~/.config/fleet/pods.yaml). Nothing is contacted: the pod may be gone. --dry-run says what would go.
 
   fleet forget pod-10-17322
-  fleet forget pod-a pod-b --inventory inventories/pods.yaml --dry-run
+  fleet forget pod-a pod-b --inventory team-pods.yaml --dry-run
 """
 
 
@@ -21,8 +22,8 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="+", metavar="NAME", help="host names in the inventory")
     parser.add_argument("--inventory", default=None, metavar="FILE",
-                        help="the inventory (default: $FLEET_INVENTORY, else inventories/pods.yaml, where fleet "
-                             "bootstrap adds pods)")
+                        help="the inventory (default: $FLEET_INVENTORY, else ~/.config/fleet/pods.yaml, where "
+                             "fleet bootstrap adds pods)")
     parser.add_argument("--known-hosts", default=None, metavar="FILE",
                         help="fleet's known_hosts file (default: ~/.config/fleet/known_hosts)")
     parser.add_argument("--dry-run", action="store_true", help="say what would be removed; change nothing")
@@ -37,7 +38,9 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.errors import InputError
     from fleet.workflows.forget import forget
 
-    path = Path(args.inventory or os.environ.get("FLEET_INVENTORY") or "inventories/pods.yaml")
+    from fleet.inventory.home import default_inventory
+
+    path = Path(os.path.expanduser(args.inventory)) if args.inventory else default_inventory(env.cwd)
     if not path.is_file():
         raise InputError(f"inventory {path} not found; name it with --inventory FILE")
     known = Path(args.known_hosts) if args.known_hosts else ConnectOptions().fleet_known_hosts()

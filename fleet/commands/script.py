@@ -38,56 +38,68 @@ def register(subparsers) -> None:
                         help="write the script here (mode 0700: it can hold an index password) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
+    parser.add_argument("--report", metavar="URL|dir:PATH", default=None,
+                        help="after every run, send the run's report to `fleet serve` at URL (https://, or http:// "
+                             "to a loopback address; the token from FLEET_REPORT_TOKEN in the pod's environment) or "
+                             "write it into the directory PATH (for `fleet collect`); kept and sent next time "
+                             "when the target cannot be reached")
     _common.add_set(parser)
     _common.add_connect(parser, forks=False)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, env) -> int:
-    from fleet.report import reporter_for
-    from fleet.workflows import script_runtime
-    from fleet.engine import decide_tasks
-    from fleet.engine.probe import gather
-    from fleet.errors import ExitStatus
     from fleet.engine import session
-    from fleet.inventory import set_vars
-    from fleet.workflows.script import render_script
+    from fleet.errors import ExitStatus
+    from fleet.report import reporter_for
+    from fleet.report.script import ScriptPrinter
+    from fleet.workflows.script import ScriptRequest, make_script
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
-    host, roles_path = _host(args, record)
-    set_vars([host], _common.overrides(args))   # bad input: exit 2, nothing touched
-    roles = session.roles_of([host], roles_path, _common.role_names(args))[host.name]   # bad input: exit 2, nothing touched
+    host, roles_path = _named(args, record)
     reporter = reporter_for(args, env)
-
-    def decide(facts: dict):                                      # plans only: nothing is recorded
-        return decide_tasks(roles, host, facts)
-
-    if record is None:
-        from fleet.connection import connect
-
-        reporter.progress(host.name, "gathering facts (one command) to decide from")
-        with connect(host, _common.connect_options(args, reporter)) as conn:
-            facts = gather(conn, host, None)
-        plan = decide(facts)
-        made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
-    else:
-        plan = decide(record)
-        made_from = f"{args.from_facts} (gathered {record.get('gathered_at')})"
-    plans = script_runtime.variants(decide, plan)
-    text = render_script(plan, host, plans=plans, made_from=made_from)
-    if args.output:
-        _write(env.cwd / args.output, text)
-        reporter.progress(host.name, f"script written to {args.output} "
-                                     f"(run-time variants: {', '.join(plans)})")
-    else:
-        env.console.file.write(text)
-        env.console.file.flush()
+    only, connect = _common.role_names(args), _common.connect_options(args, reporter)
+    roles = session.roles_of([host], roles_path, only)[host.name]   # bad input: exit 2, nothing touched
+    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect,
+                            report=_report_target(args.report))
+    printer = ScriptPrinter(reporter, output=env.cwd / args.output if args.output else None, shown_as=args.output)
+    result = make_script(host, roles, request, progress=reporter.progress)
+    printer.finish(result)
     return ExitStatus.OK
 
 
-def _host(args, record: dict | None):
-    """The host to script and its inventory's roles_path: from the inventory (--limit, or the record's host),
-    or, with only --from-facts, the record's host with default variables and the built-in roles."""
+def _report_target(target: str | None) -> str | None:
+    """--report's URL|dir:PATH, checked before anything runs."""
+    from fleet.errors import InputError
+    from fleet.store.serve import is_loopback
+    from urllib.parse import urlsplit
+
+    if target is None:
+        return None
+    parts = urlsplit(target)
+    if parts.username or parts.password:
+        raise InputError(f"--report: the URL carries a user or password, which would be written into the script; "
+                         "the pod's token comes from FLEET_REPORT_TOKEN in its environment")
+    if target.startswith("dir:/") or parts.scheme == "https" and parts.hostname:
+        return target
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return target
+    raise InputError(f"--report {target!r}: give an https:// URL of `fleet serve`, http:// to a loopback address, "
+                     "or dir:/ABSOLUTE/PATH (a directory `fleet collect` reads)")
+
+
+def _named(args, record: dict | None):
+    """The host to script, with --set over its variables (checked with its roles), and its inventory's roles_path:
+    from the inventory (--limit, or the record's host), or, with only --from-facts, the record's host with default
+    variables and the built-in roles."""
+    from fleet.inventory import set_values, set_vars
+
+    host, roles_path = _chosen(args, record)
+    set_vars([host], set_values(getattr(args, "assignments", None) or []))
+    return host, roles_path
+
+
+def _chosen(args, record: dict | None):
     from fleet.errors import InputError
     from fleet.inventory import Host, load_inventory
 
@@ -127,11 +139,3 @@ def _read_facts(path) -> dict:
     if not isinstance(record, dict) or not isinstance(record.get("system"), dict):
         raise InputError("not a facts record (no 'system'): give a file written by `fleet facts`", path=str(path))
     return record
-
-
-def _write(path, text: str) -> None:
-    from fleet.atomic import write_atomic
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # owner-only (issue 49): the script holds what its tasks need, a private index's password or a git token
-    write_atomic(path, text.encode("utf-8"), mode=0o700)

@@ -35,6 +35,7 @@ class ConnectOptions:
     accept_new_host_keys: bool = False
     connect_timeout: float = 10.0
     wait: float = 0.0                 # keep retrying a host that is still booting for this many seconds
+    auth_wait: float | None = None    # a refused key: retried this long from the first refusal (None: all of wait)
     known_hosts: Path | None = None   # fleet's own known-hosts file (default ~/.config/fleet/known_hosts)
     on_new_host_key: OutputCallback | None = None
     # A host that answers neither output nor an SSH keep-alive for this long is given up (see DEAD_AFTER).

@@ -26,7 +26,7 @@ from fabric import Connection as FabricConnection
 from fabric.runners import Remote
 from invoke.exceptions import CommandTimedOut
 
-from fleet.errors import FleetError, HostError, HostKeyError
+from fleet.errors import AuthRefused, FleetError, HostError, HostKeyError
 from fleet.inventory import Host
 from fleet.connection.ssh_config import Target, resolve
 from fleet.connection.base import Connection, ConnectOptions, Result
@@ -50,8 +50,7 @@ _RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.timeout, Time
               paramiko.ssh_exception.NoValidConnectionsError, EOFError)
 
 
-class _AuthRefused(HostError):
-    """The server answered but refused our key (retried within --wait: a booting pod may not have it yet)."""
+_AuthRefused = AuthRefused   # retried within --wait (and options.auth_wait): a booting pod may not have it yet
 
 
 class _NoBanner(HostError):
@@ -72,29 +71,33 @@ class SSHConnection(Connection):
     # -- opening ---------------------------------------------------------------------------------
     def open(self) -> None:
         deadline = time.monotonic() + max(self.options.wait, 0)
-        delay = 0.5
+        delay, refused = 0.5, None     # refused: (when a key was first refused, the latest refusal)
         while True:
             try:
                 self._open_once()
                 return
-            except _RETRYABLE as exc:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}; check "
-                                    "the address and port, or pass --wait SECONDS for a host still booting") from None
-                # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 15)
-            except (_AuthRefused, _NoBanner):
-                # A booting pod may accept TCP before its authorized_keys is in place, or before its sshd
-                # answers (a container's port proxy): within --wait, try again.
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 15)
+            except _AuthRefused as exc:
+                refused, failure = (refused[0] if refused else time.monotonic(), exc), exc
+            except (*_RETRYABLE, _NoBanner) as exc:
+                failure = exc
             except OSError as exc:  # name resolution, no route: waiting will not help
                 raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(exc)}") from None
+            # A booting pod may refuse TCP, accept it before its sshd answers (a container's port proxy) or before
+            # its authorized_keys is in place: within --wait, try again. Once a key was refused, only within
+            # auth_wait, whatever the later tries meet (OpenSSH's PerSourcePenalties drops the connections of a
+            # source that failed to log in): a provider installs keys in seconds, past that the key is wrong.
+            left = deadline - time.monotonic()
+            if refused and self.options.auth_wait is not None:
+                left = min(left, refused[0] + self.options.auth_wait - time.monotonic())
+                failure = refused[1] if left <= 0 else failure
+            if left <= 0:
+                if isinstance(failure, _RETRYABLE):
+                    raise HostError(f"{self.host.name}: cannot reach {self.host.target}: {_describe(failure)}; check "
+                                    "the address and port, or pass --wait SECONDS for a host still booting") from None
+                raise failure
+            # Never sleep past the deadline: one last try at the end of `wait`, not a give-up before it.
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 15)
 
     def _open_once(self) -> None:
         target = self.ssh_target

@@ -7,6 +7,7 @@ host needs, each with a one-line reason (the knowledge in shared/DOMAIN.md). No 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from dataclasses import asdict
@@ -16,7 +17,7 @@ from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
 from fleet.decide.host import FactsError, host_refusal, jetson_refusal, read_host
 from fleet.decide.loader import decide_loader
-from fleet.decide.offers import repo_refusal
+from fleet.decide.offers import repo_refusal, repo_release, repo_serves
 from fleet.decide.shells import judge as judge_shells
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
@@ -38,10 +39,18 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     old = jetson_refusal(host)
     if old:
         return _not_decided(facts, host, v, old)
-    unplanned = _unplanned_cuda(host, v) or repo_refusal(host, v)
+    default = v.cuda_version
+    if "cuda_version" not in v.explicit and not repo_serves(host, v, v.cuda_version) and repo_release(host):
+        v = replace(v, cuda_version=repo_release(host))   # CUDA per distribution's repository, unless asked for one
+    # a host the driver refuses (NVML out of step) is answered by that refusal, decided as before
+    unplanned = _unplanned_cuda(host, v) or (None if host_refusal(host) else repo_refusal(host, v))
     if unplanned:
         return _not_decided(facts, host, v, unplanned)
     cuda = decide_cuda(host, v)
+    if v.cuda_version != default and not host.jetson:
+        row = host.apt_distro
+        cuda = replace(cuda, reason=f"{cuda.reason} (the default CUDA {default} is not in NVIDIA's {row.repo} "
+                                    f"repository, which starts at {row.first_cuda}: its first release that runs here)")
     compat = decide_compat(host, v)
     torch = decide_torch(host, v, compat)
     nvpl, cudss = decide_nvpl(host, v, torch), decide_cudss(host, v, torch)
@@ -49,6 +58,11 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
     # (host_refusal); then the toolkit (a GPU CUDA dropped, a JetPack without it) before compat (the driver),
     # compat before torch (a torch refusal may follow from either).
     refuse = host_refusal(host) or next((d.refuse for d in (cuda, compat, torch, nvpl, cudss) if d.refuse), None)
+    if refuse and refuse != torch.refuse and not _OFFER.search(refuse) and _OFFER.search(torch.reason):
+        # the root cause's fix is outside fleet's variables (a driver to install): the torch decision, judged on a
+        # stack that cannot be, offers no variables of its own beside it (one fix per answer, issue 24)
+        note = "not decided: the refusal above comes first, and its fix is outside fleet's variables"
+        torch = replace(torch, supported=False, reason=note, refuse=note)
     path = ld_library_path(compat, cuda, nvpl, cudss)
     return Decisions(
         host=host.name, refuse=refuse, cuda=cuda, compat=compat, torch=torch, nvpl=nvpl, cudss=cudss,
@@ -60,6 +74,10 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         shells=judge_shells(facts, cuda.path, v.python_env,
                             (facts.get("torch") or {}).get("path") if isinstance(facts.get("torch"), dict) else None),
     )
+
+
+# "NAME=" for a variable decisions read: what a text proposes to set
+_OFFER = re.compile(r"\b(" + "|".join(sorted(DEFAULTS, key=len, reverse=True)) + r")=")
 
 
 def _unplanned_cuda(host, v) -> str | None:

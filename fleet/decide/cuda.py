@@ -20,9 +20,8 @@ from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
 from fleet.knowledge import platforms
 from fleet.knowledge.platforms import SHIPPED_BY
-from fleet.decide.offers import cuda13_dropped, repo_offer, repo_starts_later, twelve_offer
+from fleet.decide.offers import cuda13_dropped, repo_starts_later, twelve_offer
 from fleet.knowledge.apt_repos import RPM_ONLY
-from fleet.knowledge.cuda_table import later_release
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 

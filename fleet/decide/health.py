@@ -57,6 +57,19 @@ PROVIDER_WAY_OUT = ("return it: terminate the pod and rent another (report the G
                     "provider so it leaves the pool; most providers do not bill a pod reported at once)")
 
 
+# Keep or return, for each verdict, in a renter's terms: what the renter can do is keep the pod or hand it back.
+ADVICE = {
+    "healthy": "keep it: no GPU fault found",
+    "degraded": ("keep it if your job can live with this (it runs, slower or less protected); else return it: "
+                 "terminate the pod, rent another and report the GPU's UUID and the finding to the provider (a pod "
+                 "cannot fix it)"),
+    "return": PROVIDER_WAY_OUT,
+    "unknown": ("keep it only for work `fleet verify` proves (it runs CUDA on each GPU): its health cannot be read "
+                "here; return it if verify fails"),
+    "none": "no NVIDIA GPU: keep it only for work without one",
+}
+
+
 @dataclass
 class Finding:
     severity: str                   # "return" | "degraded" | "note"
@@ -65,9 +78,12 @@ class Finding:
     value: str                      # what the host reported
     meaning: str
     action: str                     # NVIDIA's action (who can take it)
+    uuid: str | None = None         # the GPU's UUID and PCI bus id: what a provider asks for in a report
+    bus: str | None = None
 
     def line(self) -> str:
-        where = f"GPU {self.gpu}" if self.gpu is not None else "host"
+        ids = ", ".join(x for x in (self.uuid, f"bus {self.bus}" if self.bus else None) if x)
+        where = (f"GPU {self.gpu}" + (f" ({ids})" if ids else "")) if self.gpu is not None else "host"
         return f"{where}: {self.field}={self.value}: {self.meaning}; {self.action}"
 
 
@@ -79,13 +95,17 @@ class HealthVerdict:
     expected: dict = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     way_out: str | None = None      # for "return": the provider's usual way out
+    advice: str = ""                # every verdict: keep the pod or return it, in a renter's terms (ADVICE)
+
+    def __post_init__(self):
+        self.advice = self.advice or ADVICE.get(self.verdict, "")
 
     def to_json(self) -> dict:
         return asdict(self)
 
     def summary(self) -> dict:
         """What a facts record keeps of the verdict (its class and one line; the findings are in decisions)."""
-        return {"verdict": self.verdict, "reason": self.reason}
+        return {"verdict": self.verdict, "reason": self.reason, "advice": self.advice}
 
 
 class ExpectError(ValueError):
@@ -106,7 +126,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     i, out = g.get("index"), []
 
     def add(severity, field_, value, meaning, action):
-        out.append(Finding(severity, i, field_, str(value), meaning, action))
+        out.append(Finding(severity, i, field_, str(value), meaning, action, g.get("uuid"), g.get("bus")))
 
     remap = g.get("remapped") or {}
     if remap.get("failure"):
@@ -123,7 +143,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     if severity:
         add(severity, "gpu_recovery_action", action, "the driver asks for this before the GPU is trusted again",
             "the provider's: a GPU reset or a reboot of the host" if severity == RETURN
-            else "stop peer-to-peer traffic to this GPU, then reset it")
+            else "the provider's: a GPU reset (peer-to-peer traffic to this GPU stopped meanwhile)")
     ecc = g.get("ecc") or {}
     if (ecc.get("uncorrected_volatile") or 0) > 0:
         add(DEGRADED, "ecc.errors.uncorrected.volatile.total", ecc["uncorrected_volatile"],
@@ -134,7 +154,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
             "uncorrectable memory errors in the GPU's lifetime", "history: none since the driver loaded")
     if ecc.get("mode") is False:
         add(DEGRADED, "ecc.mode.current", "Disabled", "ECC is off: memory errors are neither corrected nor counted",
-            "the provider's: nvidia-smi -e 1 and a GPU reset")
+            "the provider's (ECC is switched on with the host's root and a GPU reset, not from a pod)")
     if g.get("retired_pending"):
         add(DEGRADED, "retired_pages.pending", "Yes", "memory pages wait to be retired (Dynamic Page Retirement)",
             "reload the driver or reboot the host (the provider's) to retire them")
@@ -157,7 +177,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     if power.get("limit") and power.get("default") and power["limit"] < power["default"] - 0.5:
         add(DEGRADED, "enforced.power.limit", f"{power['limit']:g} W of {power['default']:g} W default",
             "the GPU is power capped below its default: clocks drop under load",
-            "the provider's (or root on the host): nvidia-smi -pl " + f"{power['default']:g}")
+            "the provider's: a pod cannot raise its power limit (the host's root sets it)")
     for reason in g.get("clock_events") or []:
         if reason in SLOWDOWNS:
             add(DEGRADED, f"clocks_event_reasons.{reason}", "Active", SLOWDOWNS[reason],
@@ -169,7 +189,7 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
         out.append(_xid_finding(i, code))
     if g.get("persistence") is False:
         add(NOTE, "persistence_mode", "Disabled", "the driver unloads between jobs (start-up costs each time)",
-            "nvidia-smi -pm 1 as root on the host")
+            "the host's root sets it (nvidia-smi -pm 1), not a pod: jobs start a little slower, nothing else")
     return out
 
 
@@ -233,7 +253,7 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
     for gone in health.get("lost") or []:
         findings.append(Finding(RETURN, gone.get("index"), "gpu", f"lost ({gone.get('bus')})",
                                 "a GPU the kernel driver holds that NVML cannot reach (off the bus)",
-                                "NVIDIA: reset the GPU or reboot the node: the provider's"))
+                                "NVIDIA: reset the GPU or reboot the node: the provider's", bus=gone.get("bus")))
         findings += [_xid_finding(gone.get("index"), code) for code in gone.get("xid") or []]
     if expect.get("count") and count < expect["count"]:
         findings.append(Finding(RETURN, None, "count", f"{count} of {expect['count']} expected",

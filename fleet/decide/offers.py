@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fleet.knowledge.cuda_table import (
-    MIN_DRIVER, family_min_driver, forward_compat_supported, later_release, minor_compat_runs,
-)
-from fleet.knowledge.torch import RELEASES
+from fleet.knowledge.cuda_table import MIN_DRIVER, family_min_driver, forward_compat_supported, minor_compat_runs
+from fleet.knowledge.torch import RELEASES, arch_row, published, release as torch_release
 from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses, variants
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
@@ -59,7 +57,8 @@ def twelve_offer(host: Host, v: Vars, need_12: bool = False, covered: bool = Fal
             how = f"cuda-compat-{cuda.replace('.', '-')} supports R{version_key(host.driver)[0]}"
         else:
             continue
-        index = _covering_variant(host, v, cuda) or _first_variant(host, v, cuda)
+        # this torch's wheels, where they are for the host's Python (PyTorch RELEASE.md's range; else another release)
+        index = (_covering_variant(host, v, cuda) or _first_variant(host, v, cuda)) if _python_fits(host, v) else None
         if covered and not index:
             return None
         release = None if index else _twelve_release(host, v, cuda)   # this torch has no 12.x that covers the GPUs
@@ -100,6 +99,14 @@ def _covering_variant(host: Host, v: Vars, cuda: str) -> str | None:
     return None
 
 
+def _python_fits(host: Host, v: Vars) -> bool:
+    """The host's Python is in the torch release's published range (PyTorch RELEASE.md), or either is unknown."""
+    row = torch_release(v.torch_version)
+    if row is None or not host.python_version:
+        return True
+    return version_key(row.python[0]) <= version_key(host.python_version)[:2] <= version_key(row.python[1])
+
+
 def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
     """Where this torch release publishes no official 12.x variant covering every GPU here (torch 2.12 dropped
     cu128, and its cu126 carries no Blackwell: PyTorch RELEASE.md): the nearest release that does, with a variant not
@@ -110,7 +117,7 @@ def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
     for row in RELEASES:
         if python and not version_key(row.python[0]) <= python <= version_key(row.python[1]):
             continue
-        variant = _covering_variant(host, replace(v, torch_version=row.version), cuda)
+        variant = _covering_variant(host, replace(v, torch_version=row.version), cuda) or _untabled(host, row, cuda)
         if not variant:
             continue
         minor = version_key(row.minor)
@@ -118,6 +125,16 @@ def _twelve_release(host: Host, v: Vars, cuda: str) -> tuple[str, str] | None:
         if best is None or key < best[0]:
             best = (key, row.version, variant)
     return best[1:] if best else None
+
+
+def _untabled(host: Host, row, cuda: str) -> str | None:
+    """The newest 12.x variant (not newer than `cuda`) a release published for this CPU with no architecture row
+    (aarch64 2.7 and 2.8), where the variant rule lets it run on every GPU (verify then checks, as the torch decision
+    says for such wheels)."""
+    found = [c for c in row.variants(host.arch) if c.startswith("12.") and version_key(c) <= version_key(cuda)
+             and not arch_row(row.version, c, host.arch)
+             and all(g.capability and not variant_misses(c, g.capability) for g in host.gpus)]
+    return max(found, key=version_key) if found else None
 
 
 def _needs_repo(host: Host, v: Vars, cuda: str | None = None) -> bool:
@@ -178,10 +195,8 @@ def repo_refusal(host: Host, v: Vars) -> str | None:
     return dropped if dropped and not twelve_offer(host, v, need_12=True) else None
 
 
-def repo_offer(host: Host, v: Vars) -> str | None:
-    """The oldest release this distribution's repository serves that runs here: on this driver fully or by
-    minor-version compatibility (or through cuda-compat on a branch NVIDIA lists), on every GPU (CUDA 13 dropped
-    sm_50 to sm_72), with the torch index moved to the same CUDA major where it is another."""
+def repo_release(host: Host) -> str | None:
+    """The oldest release this distribution's repository serves that runs here (repo_offer), or None."""
     row = host.apt_distro
     if host.driver is None or not row or not row.first_cuda:
         return None
@@ -189,18 +204,27 @@ def repo_offer(host: Host, v: Vars) -> str | None:
            for g in host.gpus) and version_key(row.first_cuda)[0] >= 13:
         return None
     compat_ok = not any(forward_compat_refusal(g) for g in host.gpus)
-    for cuda in sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key):
-        if not (minor_compat_runs(host.driver, cuda) or (compat_ok and forward_compat_supported(host.driver, cuda))):
-            continue
-        fix = f"set cuda_version={cuda}"
-        from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
-        asked = index_cuda(v.torch_index_url)
-        if asked and asked.split(".")[0] != cuda.split(".")[0]:
-            index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
-                          and version_key(c) <= version_key(cuda) and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
-                                                           g.capability) for g in host.gpus)), None)
-            if index is None:
-                return None
-            fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
-        return fix
-    return None
+    served = sorted((c for c in MIN_DRIVER if version_key(c) >= version_key(row.first_cuda)), key=version_key)
+    return next((cuda for cuda in served if minor_compat_runs(host.driver, cuda)
+                 or (compat_ok and forward_compat_supported(host.driver, cuda))), None)
+
+
+def repo_offer(host: Host, v: Vars) -> str | None:
+    """The oldest release this distribution's repository serves that runs here: on this driver fully or by
+    minor-version compatibility (or through cuda-compat on a branch NVIDIA lists), on every GPU (CUDA 13 dropped
+    sm_50 to sm_72), with the torch index moved to the same CUDA major where it is another."""
+    cuda = repo_release(host)
+    if cuda is None:
+        return None
+    fix = f"set cuda_version={cuda}"
+    from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
+    asked = index_cuda(v.torch_index_url)
+    if asked and (asked.split(".")[0] != cuda.split(".")[0] or not published(v.torch_version, asked, host.arch)):
+        index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
+                      and version_key(c) <= version_key(cuda)
+                      and all(g.capability and runs_on(official_archs(v.torch_version, c, host.arch) or [],
+                                                       g.capability) for g in host.gpus)), None)
+        if index is None:
+            return None
+        fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
+    return fix

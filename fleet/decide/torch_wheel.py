@@ -51,6 +51,10 @@ def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatD
                   and version_key(r.python[0]) <= python <= version_key(r.python[1])
                   and (cuda is None or published(r.version, cuda, host.arch))
                   and (cuda is None or _runs_on_gpus(host, r.version, cuda))), None)
+    upstream = _upstream_fix(host, v, compat) if compat is not None else None
+    if upstream:
+        return (f"torch {v.torch_version} has wheels for Python {low} to {high} only (PyTorch RELEASE.md) and this "
+                f"host's python3 is {host.python_version}: {upstream}")
     pair = nearest_pair(host, v, compat, cuda) if cuda and compat is not None and host.gpus else None
     if pair and version_key(pair[0])[:2] > version_key(row.minor) and pair[1] == cuda:
         newer = torch_release(pair[0])   # the index kept: the first release with this Python for it
@@ -63,6 +67,19 @@ def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatD
            f"`fleet facts` again")
     return (f"torch {v.torch_version} has wheels for Python {low} to {high} only (PyTorch RELEASE.md) and this "
             f"host's python3 is {host.python_version}: {fix}")
+
+
+def _upstream_fix(host: Host, v: Vars, compat: CompatDecision) -> str | None:
+    """Where the toolkit (CUDA 13 without the GPU) or the driver (compat) refuses first, its offer, which already names
+    the torch that runs with it (fleet/decide/offers.py twelve_offer): the torch reasons offer that same one fix
+    (issue 24), not a pair of their own."""
+    if host.jetson or not host.gpus:
+        return None
+    if cuda13_dropped(host, v):
+        return twelve_offer(host, v, need_12=True)
+    if compat.refuse:
+        return driver_fix(host, v, min_driver_for(v.cuda_version))
+    return None
 
 
 def index_cuda(url: str) -> str | None:
@@ -161,7 +178,7 @@ def _official_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cud
     if host.arch == "aarch64" and minor < FIRST_AARCH64_CUDA_TORCH and (cuda not in sbsa
                                                                        or "download.pytorch.org" not in url):
         served = " and ".join("cu" + c.replace(".", "") for c in sbsa)
-        fix = _pair_fix(host, v, compat, cuda, same_torch=bool(sbsa), url=url)
+        fix = _upstream_fix(host, v, compat) or _pair_fix(host, v, compat, cuda, same_torch=bool(sbsa), url=url)
         if sbsa:
             pip = "pip would find none" if "download.pytorch.org" in url else "pip would install a CPU build"
             return (f"torch {v.torch_version} has aarch64 CUDA wheels only on PyTorch's {served} "
@@ -175,8 +192,9 @@ def _official_problem(host: Host, v: Vars, compat: CompatDecision, url: str, cud
     else:
         known = (f"PyTorch published torch {row.minor} for "
                  f"{', '.join('cu' + c.replace('.', '') for c in row.variants(host.arch))} on {host.arch}")
+    fix = _upstream_fix(host, v, compat) or _pair_fix(host, v, compat, cuda)
     return (f"torch {v.torch_version} has no cu{cuda.replace('.', '')} wheels for {host.arch} ({known}; PyTorch "
-            f"RELEASE.md), so pip would fail at apply: {_pair_fix(host, v, compat, cuda)}")
+            f"RELEASE.md), so pip would fail at apply: {fix}")
 
 
 def _sources(host: Host) -> tuple[str, ...]:
@@ -319,6 +337,9 @@ def _same_major_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> s
         if v.cuda_major == host.jetson.cuda.split(".")[0]:
             return _pair_fix(host, v, compat, cuda)
         return f"set cuda_version={host.jetson.cuda}"
+    upstream = _upstream_fix(host, v, compat)
+    if upstream:
+        return upstream
     if cuda.startswith("12."):
         offer = twelve_offer(host, v, need_12=True, covered=True)
         if offer:
@@ -394,7 +415,8 @@ def _coverage(host: Host, v: Vars, compat: CompatDecision, url: str, cuda: str, 
 def _variant_fix(host: Host, v: Vars, compat: CompatDecision, cuda: str) -> str:
     """The one fix where the index's CUDA is too old for a GPU: the covering index from the table, else the
     nearest published pair whose wheels can carry it."""
-    return _covering_fix(host, "", "", v, fallback=False, compat=compat) or _pair_fix(host, v, compat, cuda)
+    return _upstream_fix(host, v, compat) or _covering_fix(host, "", "", v, fallback=False, compat=compat) \
+        or _pair_fix(host, v, compat, cuda)
 
 
 def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool = True,
@@ -421,6 +443,7 @@ def _covering_fix(host: Host, capability: str, url: str, v: Vars, fallback: bool
     if not fallback:
         return None
     if compat is not None and host.gpus and not host.jetson:   # another torch release covers it: the nearest pair
-        pair = _pair_fix(host, v, compat, v.cuda_version)
+        pair = _upstream_fix(host, v, compat) or _pair_fix(host, v, compat, index_cuda(url) or v.cuda_version,
+                                                            url=url or None)
         return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}; {pair}"
     return f"no official torch {v.torch_version} index covers capability {capability} on {host.arch}"

@@ -87,7 +87,7 @@ def apply(conn: Connection, host: Host, plan: Plan, progress: Callable[[str, str
         for task in plan.to_apply:
             on_task(host.name, "planned", f"{task.spec.role}: {task.resource.describe()}")
     try:
-        result = conn.run(hostlock.wrap(script(plan.to_apply, conn.is_root, laid), conn), on_output=on_line)
+        result = conn.run(hostlock.wrap(script(laid, conn.is_root), conn), on_output=on_line)
     except HostError as exc:
         return _lost(by_id, laid, reader, exc)
     if result.exit == hostlock.BUSY and hostlock.holder(result.stdout):
@@ -124,13 +124,13 @@ def _ended(by_id: dict, run: chains.Run) -> Outcome | None:
     return None
 
 
-def script(tasks: tuple[Task, ...], user_is_root: bool, laid: chains.Layout | None = None) -> str:
+def script(laid: chains.Layout, user_is_root: bool) -> str:
     """Each task: its check again, then its apply only if still needed; the tasks as chains (engine/chains.py)."""
     bodies = {task.id: sections.bounded(f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}"
                                         f"\n) >/dev/null 2>&1; then echo {_ALREADY}; exit 0; fi\n"
                                         f"{maybe_sudo(task.resource.apply(), task, user_is_root)}", task.deadline)
-              for task in tasks}
-    return chains.script(laid or chains.layout(tasks), bodies)
+              for task in (step.task for step in laid.steps)}
+    return chains.script(laid, bodies)
 
 
 def _name(by_id: dict, task_id: str) -> str:
@@ -142,7 +142,7 @@ def _timings(laid: chains.Layout, ran: dict) -> Mapping[str, Timing]:
     out = {}
     for step in laid.steps:
         run = ran.get(step.task.id)
-        out[step.task.id] = Timing(laid.chain_name(step.chain), run.started if run else None,
+        out[step.task.id] = Timing(laid.names[step.chain], run.started if run else None,
                                    run.ended if run else None)
     return MappingProxyType(out)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fleet import remote
 from fleet.errors import InputError
 from fleet.roles import Task
 
@@ -45,14 +46,18 @@ class Step:
 class Layout:
     steps: tuple[Step, ...]                  # in plan order
     chains: tuple[tuple[str, ...], ...]      # task ids per chain, in the order each chain runs them
+    names: tuple[str, ...] = ()              # each chain as people read it: its roles ("cuda_toolkit+cuda_compat")
 
     def chain_name(self, index: int) -> str:
-        """The chain as people read it: its roles, in order ("cuda_toolkit+cuda_compat")."""
-        roles: list[str] = []
-        for step in self.steps:
-            if step.chain == index and step.task.spec.role not in roles:
-                roles.append(step.task.spec.role)
-        return "+".join(roles)
+        return self.names[index]
+
+
+def _names(steps, count: int) -> tuple[str, ...]:
+    roles: list[list[str]] = [[] for _ in range(count)]
+    for step in steps:
+        if step.task.spec.role not in roles[step.chain]:
+            roles[step.chain].append(step.task.spec.role)
+    return tuple("+".join(r) for r in roles)
 
 
 def locks_conflict(a: str, b: str) -> bool:
@@ -94,7 +99,7 @@ def layout(tasks: tuple[Task, ...]) -> Layout:
         # what the chain's order already guarantees needs no wait on the host; results keep every id (the skip
         # test reads them), orders only those in other chains
         steps.append(Step(task, index, tuple(results), tuple(d for d in orders if d not in same)))
-    return Layout(tuple(steps), tuple(tuple(c) for c in chains))
+    return Layout(tuple(steps), tuple(tuple(c) for c in chains), _names(steps, len(chains)))
 
 
 def ordered(tasks: tuple, spec=lambda task: task.spec) -> tuple:
@@ -130,34 +135,9 @@ def task_locks(task: Task) -> frozenset[str]:
     return frozenset(declared) if declared is not None else task.resource.locks()
 
 
-_PRELUDE = r"""
-: "${fleet_lock_dir:=$(mktemp -d)}"
-fleet_run="$fleet_lock_dir/apply.run"; rm -rf -- "$fleet_run"; mkdir -m 700 -- "$fleet_run" || exit 125
-fleet_chains=
-fleet_now() { local t=${EPOCHREALTIME:-}; [ -n "$t" ] || t=$(date +%s.%N); printf %s "${t/,/.}"; }
-fleet_put() { printf '%s\n' "$2" > "$fleet_run/$1.rc.tmp" && mv -f -- "$fleet_run/$1.rc.tmp" "$fleet_run/$1.rc"; }
-fleet_ready() {   # ID "RESULT IDS" "ORDER IDS": wait for them; 0 when this task may run
-  local d
-  for d in $2 $3; do while [ ! -e "$fleet_run/$d.rc" ]; do sleep 0.1; done; done
-  for d in $2; do
-    if [ "$(cat -- "$fleet_run/$d.rc")" != 0 ]; then
-      printf '@@fleet:skip apply.%s %s@@\n' "$1" "$d"; fleet_put "$1" 254; return 1
-    fi
-  done
-  printf '@@fleet:begin apply.%s %s@@\n' "$1" "$(fleet_now)"
-}
-fleet_tag() { local l; while IFS= read -r l || [ -n "$l" ]; do printf '@@fleet:o %s@@ %s\n' "$1" "$l"; done; }
-fleet_done() { printf '@@fleet:end apply.%s %d %s@@\n' "$1" "$2" "$(fleet_now)"; fleet_put "$1" "$2"; }
-printf '@@fleet:t0 %s@@\n' "$(fleet_now)"
-"""
+_PRELUDE = "\n" + remote.program("chains_start") + "\n"   # fleet/remote/chains_start.sh
 
-_EPILOGUE = r"""
-wait $fleet_chains      # the chains only: a job the script started before them (the lock's watchdog) runs on
-fleet_bad=0
-for fleet_f in "$fleet_run"/*.rc; do [ "$(cat -- "$fleet_f")" = 0 ] || fleet_bad=1; done
-rm -rf -- "$fleet_run"
-exit "$fleet_bad"
-"""
+_EPILOGUE = "\n" + remote.program("chains_end") + "\n"   # fleet/remote/chains_end.sh
 
 
 def script(plan_layout: Layout, bodies: dict[str, str]) -> str:

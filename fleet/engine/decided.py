@@ -41,9 +41,12 @@ def decide_tasks(roles, host: Host, facts: dict, *, check_mode: bool = False) ->
         raise InputError(f"{host.name}: {exc}") from None
     djson = decisions.to_json()
     # check_mode: templates keep --check read-only and light (verify's perf smoke never runs in it)
-    # roles: the names of the roles this run renders (verify proves the user's shells only where env_hooks runs)
+    # roles: the host's own roles (the inventory's, else the built-in order) and any this run renders besides:
+    # verify proves the user's shells wherever env_hooks is the host's, so a plain `fleet verify` proves what
+    # apply's verify proves (issue 45), not less because --roles narrowed the run
+    from fleet.roles import DEFAULT_ORDER
     info = {"name": host.name, "user": host.user, "root": shell.user_is_root(host), "check_mode": check_mode,
-            "roles": [role.name for role in roles]}
+            "roles": list(dict.fromkeys([*(host.roles or DEFAULT_ORDER), *(role.name for role in roles)]))}
     tasks = []
     for role in roles:
         rendered = render_role(role, host_vars, facts, djson, info)

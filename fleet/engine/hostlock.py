@@ -4,13 +4,13 @@ Two applies to one host would run pip into the same venv and git's replace at on
 starts by taking `flock -n` on a file on the host (flock(1), util-linux): the kernel drops the lock when the
 shell holding it ends, however it ends, so a killed apply leaves no stale lock; -n means a second apply is
 refused at once, naming the holder, never queued behind it. Where the host has no flock (busybox images), a
-mkdir lock with the same semantics stands in (see _MKDIR_LOCK). The file is root's, in /var/lib/fleet, whoever
-connects (issue 49: an apply as the Spark's sudo user and one as root ran the same root task at once, each under
-its own user's lock): a sudo user creates it with `sudo -n` and locks it opened read-only (flock(2) needs no write
-access), so nobody else can plant a symlink there and every apply to the host meets the same lock. A user without
-sudo changes nothing of root's and takes the lock in ~/.cache/fleet; so does a sudo user on a host without flock(1)
-(the mkdir lock's takeover is a user's own). On this machine (`connection: local`) it is the user's ~/.cache/fleet:
-local applies by one user exclude each other.
+mkdir lock with the same semantics stands in (fleet/remote/hostlock.sh). The file is root's, in /var/lib/fleet,
+whoever connects (issue 49: an apply as the Spark's sudo user and one as root ran the same root task at once, each
+under its own user's lock): a sudo user creates it with `sudo -n` and locks it opened read-only (flock(2) needs no
+write access), so nobody else can plant a symlink there and every apply to the host meets the same lock. A user
+without sudo changes nothing of root's and takes the lock in ~/.cache/fleet; so does a sudo user on a host without
+flock(1) (the mkdir lock's takeover is a user's own). On this machine (`connection: local`) it is the user's
+~/.cache/fleet: local applies by one user exclude each other.
 
 `fleet script` takes the same lock on the host (`take`): a pod's start command running it while an apply runs is
 refused at once, naming the apply, as a second apply is.
@@ -29,7 +29,7 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fleet import shell
+from fleet import remote, shell
 from fleet.errors import InputError
 
 BUSY = 75            # EX_TEMPFAIL: the host is busy, try again later
@@ -61,33 +61,8 @@ def take(where: str, holder: str, *, sudo: bool = False) -> str:
     """Shell that takes the host's apply lock in `where` for the rest of the shell, or exits BUSY naming the holder;
     `fleet apply` (wrap) and `fleet script` (fleet/workflows/script.py) take the same one. `sudo`: a user who is not
     root takes root's lock in `where` through `sudo -n` (its own ~/.cache/fleet where sudo is refused)."""
-    return (
-        f"fleet_lock_dir={where}; fleet_sudo={'sudo' if sudo else ''}\n"
-        + (_ROOTS_LOCK if sudo else "mkdir -p -- \"$fleet_lock_dir\"\n") +
-        "fleet_lock=\"$fleet_lock_dir/apply.lock\"\n"
-        f"fleet_holder=\"$(printf '%s, remote pid %s, since %s' {shlex.quote(holder)} \"$$\" "
-        "\"$(date -u +%FT%TZ)\")\"\n"
-        + (_PUT_SUDO if sudo else _PUT) +
-        "if command -v flock >/dev/null 2>&1; then\n"
-        "  if [ -n \"$fleet_sudo\" ]; then exec 9<\"$fleet_lock\"; else exec 9>>\"$fleet_lock\"; fi\n"
-        "  if ! flock -n 9; then\n"
-        f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lock\" 2>/dev/null)\"; exit {BUSY}\n"
-        "  fi\n"
-        "  fleet_stale=$(head -c 300 -- \"$fleet_lock.held\" 2>/dev/null) || fleet_stale=\n"
-        "  fleet_lock_put \"$fleet_lock\"\n"
-        + ("  trap '${fleet_sudo:+sudo -n} rm -f -- \"$fleet_lock.held\"' EXIT\n" if sudo else
-           "  trap 'rm -f -- \"$fleet_lock.held\"' EXIT\n") +
-        "  fleet_lock_put \"$fleet_lock.held\"\n"
-        "else\n"
-        # no flock: the mkdir lock's pid files and takeover are a user's own (root's, or this user's directory)
-        "  [ -z \"$fleet_sudo\" ] || { fleet_lock=\"$HOME/.cache/fleet/apply.lock\"; mkdir -p -- \"${fleet_lock%/*}\"; }\n"
-        + _MKDIR_LOCK +
-        "fi\n"
-        f"[ -z \"$fleet_stale\" ] || printf '%s %s\\n' {TAKEOVER} \"$(printf '%s' \"$fleet_stale\" | head -n 1)\"\n"
-        # the apply's own files (engine/chains.py's apply.run) stay the user's: root's directory holds only the lock
-        + ("[ -z \"$fleet_sudo\" ] || { fleet_lock_dir=\"$HOME/.cache/fleet\"; mkdir -p -- \"$fleet_lock_dir\"; }\n"
-           if sudo else "")
-    )
+    return (f"fleet_lock_dir={where}; fleet_holder_name={shlex.quote(holder)}; fleet_sudo={'sudo' if sudo else ''}\n"
+            + remote.program("hostlock") + "\n")
 
 
 # A sudo user's way to root's lock: the directory and an empty lock file made by root (0755, 0644), the holder's
@@ -109,43 +84,6 @@ _PUT_SUDO = ("fleet_lock_put() { if [ -n \"$fleet_sudo\" ]; then printf '%s\\n' 
 STOP_WITH_CONNECTION = shell.STOP_WITH_CONNECTION
 
 
-# Without flock(1) (busybox and other slim images lack util-linux) the lock is a directory: mkdir(2) is atomic,
-# so one apply makes it and the others are refused, naming the holder written inside. A shell that ends runs
-# its EXIT trap and removes it; one that was killed (no trap runs) leaves it behind, but the directory also
-# records the holder's pid and that process's start time (field 22 of /proc/PID/stat, proc(5)), so a lock
-# whose process is gone, or whose pid now belongs to another process, is stale and taken over. The takeover
-# renames the stale directory aside (rename(2) is atomic: one taker wins) and checks it moved the stale one;
-# if a live lock was taken in between, it is put back and this apply is refused.
-_MKDIR_LOCK = (
-    "  fleet_start() { sed 's/.*) //' \"/proc/$1/stat\" 2>/dev/null | cut -d' ' -f20; }\n"
-    "  fleet_alive() {\n"
-    "    set -- $1\n"
-    "    [ -n \"$1\" ] || return 0\n"
-    "    if [ -n \"$2\" ] && [ -d /proc/self ]; then [ \"$(fleet_start \"$1\")\" = \"$2\" ]; "
-    "else kill -0 \"$1\" 2>/dev/null; fi\n"
-    "  }\n"
-    "  fleet_lockd=\"$fleet_lock.d\"; fleet_me=\"$$ $(fleet_start $$)\"; fleet_got=; fleet_stale=\n"
-    "  for fleet_try in 1 2 3; do\n"
-    "    if mkdir -- \"$fleet_lockd\" 2>/dev/null; then\n"
-    "      trap 'rm -rf -- \"$fleet_lockd\"' EXIT\n"
-    "      printf '%s\\n' \"$fleet_me\" > \"$fleet_lockd/pid\"\n"
-    "      printf '%s\\n' \"$fleet_holder\" > \"$fleet_lockd/holder\"\n"
-    "      fleet_got=1; break\n"
-    "    fi\n"
-    # no pid file yet: its holder is between mkdir and printf, alive
-    "    fleet_owner=$(cat -- \"$fleet_lockd/pid\" 2>/dev/null) || fleet_owner=\n"
-    "    if [ -z \"$fleet_owner\" ] || fleet_alive \"$fleet_owner\"; then break; fi\n"
-    "    fleet_aside=\"$fleet_lockd.stale.$$\"\n"
-    "    mv -- \"$fleet_lockd\" \"$fleet_aside\" 2>/dev/null || continue\n"
-    "    if [ \"$(cat -- \"$fleet_aside/pid\" 2>/dev/null)\" = \"$fleet_owner\" ]; then "
-    "fleet_stale=$(head -c 300 -- \"$fleet_aside/holder\" 2>/dev/null) || fleet_stale=\"remote pid ${fleet_owner%% *}\"; "
-    "rm -rf -- \"$fleet_aside\"; "
-    "else mv -- \"$fleet_aside\" \"$fleet_lockd\" 2>/dev/null; break; fi\n"
-    "  done\n"
-    "  if [ -z \"$fleet_got\" ]; then\n"
-    f"    echo \"{MARK} $(head -c 300 -- \"$fleet_lockd/holder\" 2>/dev/null)\"; exit {BUSY}\n"
-    "  fi\n"
-)
 
 
 def taken_over(line: str) -> str | None:

@@ -49,15 +49,19 @@ class Needs:
     """What one host's probe needs, computed once and handed down whole: the settings its sources render with
     (fleet/facts/sources.py settings_of: the probe's defaults and the host's variables), the helper program files
     the host had at its last probe (None known: every text inline), and whether this probe may install a facts
-    program the host lacks (an apply; never --check nor `fleet facts`)."""
+    program the host lacks (an apply; never --check nor `fleet facts`); and the facts' own programs for these
+    settings (source name -> Program: `shipped`)."""
     settings: dict = field(default_factory=lambda: settings_of(None))
     have: frozenset = frozenset()
     install: bool = False
+    programs: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, vars: dict | None = None, have=(), *, install: bool = False) -> "Needs":
         """From variables as they are (ValueError: a path the probe cannot use, e.g. a relative venv)."""
-        return cls(settings_of(vars), frozenset(have or ()), install)
+        settings = settings_of(vars)
+        return cls(settings, frozenset(have or ()), install,
+                   {source.name: p for source in SOURCES if (p := shipped(source.name, settings)) is not None})
 
 
 def needs(host_vars: dict, facts: dict | None, *, install: bool = False) -> Needs:
@@ -90,8 +94,7 @@ def bodies(needs: Needs = Needs(), only=None) -> dict[str, str]:
     whose output an installed program gives runs that program where the host has its file, judged right before it
     runs; its text goes inline only where it does not. `only`: these sources alone."""
     settings = needs.settings
-    installed = {source.name: program for source in SOURCES
-                 if (program := shipped(source.name, settings)) is not None and program.file in needs.have}
+    installed = {name: program for name, program in needs.programs.items() if program.file in needs.have}
     out = {}
     for source in SOURCES:
         if only is not None and source.name not in only:
@@ -145,23 +148,27 @@ def prime(needs: Needs = Needs()) -> str:
     return shell.TRUST_PRIME + "fleet_trust_prime " + " ".join(map(shlex.quote, paths)) + f" --judge {shlex.quote(judged)}"
 
 
-def script(needs: Needs = Needs()) -> str:
-    """The whole probe as one bash script: one `facts.<source>` section per source, all running at once."""
-    return sections.together(parts(needs), first=prime(needs))
+def script(needs: Needs = Needs(), more=()) -> str:
+    """The whole probe as one bash script: one `facts.<source>` section per source, all running at once; `more`:
+    the sections the engine adds (the checks, the upgrades), after them."""
+    return sections.together([*parts(needs), *more], first=prime(needs))
 
 
-def lacking(found: dict[str, sections.Section]) -> dict[str, list[str]]:
-    """Source name -> the program files its section says the host lacks (programs.MISSING): where the last record
-    listed a program the host no longer has whole and trusted (removed, changed, made writable)."""
-    out = {}
+def said(found: dict[str, sections.Section]) -> tuple[list[str], dict[str, list[str]]]:
+    """What the sections said of the helper programs: the files the `install.` ones installed, and source name -> the
+    program files its section says the host lacks (programs.MISSING): where the last record listed a program the
+    host no longer has whole and trusted (removed, changed, made writable)."""
+    installed, lacked = [], {}
     for name, sec in found.items():
-        files = programs.missing(sec.output) if name.startswith("facts.") else []
-        if files:
-            out[name[len("facts."):]] = files
-    return out
+        done, lacks = programs.marks(sec.output)
+        if name.startswith("install."):
+            installed += done
+        if name.startswith("facts.") and lacks:
+            lacked[name[len("facts."):]] = lacks
+    return installed, lacked
 
 
-def again(needs: Needs, lacked: dict[str, list[str]]) -> list[str]:
+def again(needs: Needs, lacked: dict[str, list[str]]) -> str:
     """The sections that ask the sources `lacked` names once more with their text inline (the shells' trace and the
     sources kept after it, which read it, always together); with `needs.install`, each program they lacked is
     installed again in the same command (an `install.<file>` section)."""
@@ -172,9 +179,9 @@ def again(needs: Needs, lacked: dict[str, list[str]]) -> list[str]:
     out = parts(replace(needs, have=frozenset()), only=names)
     if needs.install:
         files = {f for fs in lacked.values() for f in fs}
-        found = dict.fromkeys(p for name in lacked if (p := shipped(name, needs.settings)) is not None)
+        found = dict.fromkeys(needs.programs[name] for name in lacked if name in needs.programs)
         out += [_install(program) for program in found if program.file in files]
-    return out
+    return sections.together(out)
 
 
 def upgrades(needs: Needs) -> list[str]:
@@ -185,8 +192,7 @@ def upgrades(needs: Needs) -> list[str]:
     if not needs.install:
         return []
     have = needs.have
-    found = dict.fromkeys(p for source in SOURCES if (p := shipped(source.name, needs.settings)) is not None)
-    return [_install(program) for program in found
+    return [_install(program) for program in dict.fromkeys(needs.programs.values())
             if program.file not in have and any(f.rsplit("-", 1)[0] == program.name for f in have)]
 
 
@@ -204,11 +210,8 @@ def probe(conn: Connection, host: Host, needs: Needs, checks: tuple[str, ...] = 
     settings (first contact with a pod whose /workspace volume holds the venv), the facts are probed once more with
     those, so the record always describes the venv apply will use. Where the host lacks a program `needs.have`
     listed, those sources are asked again in one more command (`again`)."""
-    upgrade = upgrades(needs)
-    found = run_sections(conn, sections.together([*parts(needs), *checks, *upgrade], first=prime(needs)), what,
-                         timeout)
-    installed = _installed(found) if upgrade else []
-    installed += _again(conn, needs, found, what, timeout)
+    found = run_sections(conn, script(needs, [*checks, *upgrades(needs)]), what, timeout)
+    installed = _again(conn, needs, found, what, timeout)
     facts = parse(found, host.name)
     live = needs_of(host, facts, install=needs.install)
     if live.settings != needs.settings:
@@ -237,17 +240,13 @@ def needs_of(host: Host, facts: dict | None, *, install: bool = False) -> Needs:
 
 def _again(conn: Connection, needs: Needs, found: dict, what: str, timeout) -> list[str]:
     """The facts sources whose section said the host lacks their program, asked again with their text inline (into
-    `found`). -> the program files that command installed."""
-    lacked = lacking(found)
+    `found`). -> the program files the probe installed (its upgrades, and that command)."""
+    installed, lacked = said(found)
     if not lacked:
-        return []
-    more = run_sections(conn, sections.together(again(needs, lacked)), what, timeout)
+        return installed
+    more = run_sections(conn, again(needs, lacked), what, timeout)
     found.update(more)
-    return _installed(more)
-
-
-def _installed(found: dict) -> list[str]:
-    return [f for name, sec in found.items() if name.startswith("install.") for f in programs.installed(sec.output)]
+    return installed + said(more)[0]
 
 
 def run_sections(conn: Connection, script: str, what: str,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from fleet import remote
+
 # The libraries users' torch installs fail on, in the order the compare table lists them.
 WATCHED_LIBRARIES = (
     "libcuda.so.1",
@@ -17,24 +19,7 @@ WATCHED_LIBRARIES = (
 
 # ---- toolkits ---------------------------------------------------------------------------------------
 
-# (cuda-compat alone creates /usr/local/cuda-X.Y/compat: that directory is not a toolkit)
-TOOLKITS = r"""
-for d in /usr/local/cuda /usr/local/cuda-*; do
-  [ -e "$d" ] || continue
-  if [ -L "$d" ]; then printf 'link %s -> %s\n' "$d" "$(readlink -f -- "$d")"; continue; fi
-  [ -d "$d" ] || continue
-  [ -e "$d/version.json" ] || [ -e "$d/bin/nvcc" ] || [ -e "$d/targets" ] || [ -e "$d/lib64" ] || continue
-  printf 'toolkit %s\n' "$d"
-  if [ -r "$d/version.json" ]; then
-    printf 'version.json %s\n' "$(grep -m1 -A3 '"cuda" *:' "$d/version.json" | grep -m1 '"version"')"
-  fi
-  if [ -x "$d/bin/nvcc" ]; then printf 'nvcc %s\n' "$d/bin/nvcc"; "$d/bin/nvcc" --version; fi
-done
-if n=$(command -v nvcc 2>/dev/null); then
-  r=$(readlink -f -- "$n"); printf 'nvcc_on_path %s\n' "$r"
-  case "$r" in /usr/local/cuda*) ;; *) printf 'path_toolkit %s\nnvcc %s\n' "${r%/bin/*}" "$r"; "$r" --version;; esac
-fi
-"""
+TOOLKITS = "\n" + remote.program("cuda_toolkits") + "\n"   # fleet/remote/cuda_toolkits.sh
 
 
 def parse_nvcc_version(text: str) -> dict:
@@ -115,24 +100,7 @@ def parse_toolkits(text: str) -> dict:
 
 # ---- cuda-compat ------------------------------------------------------------------------------------
 
-COMPAT = r"""
-seen=' '
-for d in /usr/local/cuda-*/compat /usr/local/cuda/compat; do
-  [ -d "$d" ] || continue
-  r=$(readlink -f -- "$d")
-  case "$seen" in *" $r "*) continue;; esac
-  seen="$seen$r "
-  printf 'compat %s\n' "$r"
-  ls -1 -- "$r" | sed 's/^/file /'
-done
-set -f; IFS=:
-for e in ${LD_LIBRARY_PATH-}; do
-  [ -n "$e" ] && printf 'ld_library_path %s\n' "$(readlink -f -- "$e" 2>/dev/null || printf '%s' "$e")"
-done
-LDC=$(command -v ldconfig || echo /sbin/ldconfig)
-"$LDC" -p 2>/dev/null | grep -F '/compat/' | sed 's/^[[:space:]]*/ldconfig /'
-true
-"""
+COMPAT = "\n" + remote.program("cuda_compat") + "\n"   # fleet/remote/cuda_compat.sh
 
 
 def compat_version(file_names: list[str]) -> str | None:

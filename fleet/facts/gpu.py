@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shlex
 
+from fleet import remote
 from fleet.knowledge import platforms
 from fleet.knowledge.platforms import JETPACK_FOR_L4T
 
@@ -13,17 +15,8 @@ QUERY_OLD = "index,name,driver_version,memory.total,uuid"
 
 # A wedged GPU can hang nvidia-smi for minutes; the gather must still come back.
 _TIMEOUT = "t=; command -v timeout >/dev/null 2>&1 && t='timeout 30'"
-_NEED_SMI = "command -v nvidia-smi >/dev/null 2>&1 || { echo 'nvidia-smi: not installed'; exit 127; }"
 
-NVIDIA_SMI = (
-    f"{_NEED_SMI}\n{_TIMEOUT}\n"
-    f"if out=$($t nvidia-smi --query-gpu={QUERY_FULL} --format=csv,noheader,nounits 2>&1); then\n"
-    f"  echo 'query {QUERY_FULL}'; printf '%s\\n' \"$out\"\n"
-    "else\n"
-    "  printf 'rejected %s\\n' \"$(printf '%s' \"$out\" | head -n 2 | tr '\\n' ' ')\"\n"
-    f"  echo 'query {QUERY_OLD}'; $t nvidia-smi --query-gpu={QUERY_OLD} --format=csv,noheader,nounits\n"
-    "fi"
-)
+NVIDIA_SMI = f"{_TIMEOUT}\nq={shlex.quote(QUERY_FULL)}\n" + remote.program("gpu_smi")   # QUERY_OLD made there
 
 
 DRIVER = (
@@ -179,15 +172,7 @@ def parse_smi_header(text: str) -> dict:
 #     CUDA Version        : 13.0
 # The table's header is asked after it only where it has no DRIVER and CUDA lines or NVML failed (a driver whose
 # nvidia-smi has no --version, or one without the CUDA line: what the table says then).
-SMI_VERSION = (
-    f"{_TIMEOUT}\n"
-    "command -v nvidia-smi >/dev/null 2>&1 || exit 0\n"
-    "v=$($t nvidia-smi --version 2>&1); printf '%s\\n' \"$v\"\n"
-    "case $v in *'Failed to initialize NVML'*|*'NVIDIA-SMI has failed'*) ;;\n"
-    "  *'DRIVER version'*'CUDA Version'*) exit 0;; esac\n"
-    "echo '@@header'; $t nvidia-smi 2>&1 | head -n 5\n"
-    "true"
-)
+SMI_VERSION = f"{_TIMEOUT}\n" + remote.program("gpu_smi_version")   # fleet/remote/gpu_smi_version.sh
 
 
 def parse_smi_versions(text: str) -> dict:
@@ -300,38 +285,8 @@ def detect_platform(arch: str | None, kernel: str | None, gpu_names: list[str], 
 # NVML API reference). The service is nvidia-fabricmanager, its packages nvidia-fabricmanager-<branch> and
 # libnvidia-nscq-<branch> (Ubuntu's fabric-manager-<branch> source package; NVIDIA's CUDA apt repository).
 FABRIC_QUERY = "pci.bus_id,fabric.state,fabric.status,fabric.cliqueId"
-# `topo -m` (43 ms on the lent H200), the fabric query (22 ms) and lspci run at once, each into a pipe, and are printed
-# in this order as each ends (mapfile: a builtin, the bytes as they came): the section takes the slowest, not the sum.
-FABRIC = (
-    f"{_TIMEOUT}\n"
-    "fleet_smi=; command -v nvidia-smi >/dev/null 2>&1 && fleet_smi=1\n"
-    "if [ -n \"$fleet_smi\" ]; then\n"
-    "  exec {fleet_topo}< <($t nvidia-smi topo -m 2>&1)\n"
-    # the four fields by query first: 0.02 s on the lent H100 against 0.12 s for all of `-q`; a driver that does not
-    # know them refuses the query ("Field ... is not a valid field to query"), and `-q`'s Fabric blocks are read
-    f"  exec {{fleet_query}}< <(if fleet_fq=$($t nvidia-smi --query-gpu={FABRIC_QUERY} --format=csv,noheader 2>&1); then\n"
-    "    printf '%s\\n' \"$fleet_fq\" | sed 's/^/csv /'\n"
-    "  else $t nvidia-smi -q 2>&1 | grep -E '^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:'; fi)\n"
-    "fi\n"
-    "exec {fleet_lspci}< <(command -v lspci >/dev/null 2>&1 && lspci -d 10de: 2>/dev/null | grep -ci 'bridge.*nvswitch\\|nvswitch' | sed 's/^/lspci /')\n"
-    "if [ -n \"$fleet_smi\" ]; then\n"
-    "  echo '@@topo'; mapfile -u \"$fleet_topo\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "  echo '@@query'; mapfile -u \"$fleet_query\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "fi\n"
-    "echo '@@nvswitch'; for d in /dev/nvidia-nvswitch*; do [ -e \"$d\" ] && echo \"$d\"; done\n"
-    "mapfile -u \"$fleet_lspci\" fleet_l; printf %s \"${fleet_l[@]}\"\n"
-    "echo '@@container'\n"
-    "[ -f /.dockerenv ] && echo dockerenv\n"
-    "[ -f /run/.containerenv ] && echo containerenv\n"
-    "grep -qaE 'docker|kubepods|containerd|lxc' /proc/1/cgroup 2>/dev/null && echo cgroup\n"
-    "echo '@@service'\n"
-    "if command -v systemctl >/dev/null 2>&1; then printf 'systemctl %s\\n' \"$(systemctl is-active nvidia-fabricmanager 2>/dev/null)\"; fi\n"
-    "for p in /proc/[0-9]*/comm; do read -r c < \"$p\" 2>/dev/null && [ \"$c\" = nv-fabricmanage ] && { echo process; break; }; done\n"
-    "echo '@@packages'\n"
-    "command -v dpkg-query >/dev/null 2>&1 && dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' "
-    "'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null\n"
-    "true"
-)
+# what it runs, at once, and prints in order: fleet/remote/gpu_fabric.sh
+FABRIC = f"{_TIMEOUT}\nfq={shlex.quote(FABRIC_QUERY)}\n" + remote.program("gpu_fabric")
 
 _LINK = re.compile(r"^NV(\d+)$")
 PCIE_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")

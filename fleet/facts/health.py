@@ -36,6 +36,9 @@ What each finding means and what NVIDIA says to do is judged in fleet/decide/hea
 from __future__ import annotations
 
 import re
+import shlex
+
+from fleet import remote
 
 from fleet.facts.gpu import _TIMEOUT, _value
 
@@ -55,51 +58,17 @@ RECOVERY = "gpu_recovery_action"
 REMAP_FIELDS = ("gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,"
                 "remapped_rows.failure")
 
-HEALTH = (
-    f"{_TIMEOUT}\n"
-    "command -v nvidia-smi >/dev/null 2>&1 || { echo '@@missing'; exit 0; }\n"
-    # the remapped rows meanwhile (a second NVML client at once: the time of the slower, not the sum)
-    f"exec {{fleet_rr}}< <($t nvidia-smi --query-remapped-rows={REMAP_FIELDS} --format=csv,noheader,nounits 2>&1)\n"
-    f"fq() {{ $t nvidia-smi --query-gpu=\"$1\" --format=csv,noheader,nounits 2>&1; }}\n"
-    f"out=$(fq {FIELDS},{RECOVERY}); rc=$?; spelling=event; extra=' {RECOVERY}'\n"
-    f"case $out in *'\"{RECOVERY}\" is not a valid field'*)\n"
-    "  printf '@@rejected %s\\n' \"${out%%$'\\n'*}\"\n"
-    f"  out=$(fq {FIELDS}); rc=$?; extra=;; esac\n"
-    "case $out in *'not a valid field'*)\n"
-    "  printf '@@rejected %s\\n' \"${out%%$'\\n'*}\"\n"
-    f"  out=$(fq {FIELDS_THROTTLE}); rc=$?; spelling=throttle; extra=;; esac\n"
-    "printf '@@query %s %s%s\\n%s\\n@@remap\\n' \"$spelling\" \"$rc\" \"$extra\" \"$out\"\n"
-    "mapfile -u \"$fleet_rr\" rr; printf '%s' \"${rr[@]}\"\n"
-    "true"
-)
+HEALTH = (f"{_TIMEOUT}\nfields={shlex.quote(FIELDS)} "
+          f"recovery={shlex.quote(RECOVERY)} remap_fields={shlex.quote(REMAP_FIELDS)}\n"
+          + remote.program("health_query"))
 
 # `fleet health`'s only (see above): the PCIe replay counters, and the recovery action where the query has none. (A
 # probe of 83fa5ab..e611fe2 read the driver's and CUDA's versions here too: record.smi_versions still reads those.)
 _XML_KEYS = ("gpu_recovery_action", "replay_counter", "replay_rollover_counter")
-HEALTH_XML = (
-    f"{_TIMEOUT}\n"
-    "command -v nvidia-smi >/dev/null 2>&1 || exit 0\n"
-    "x=$($t nvidia-smi -q -x 2>&1)\n"
-    f"printf '%s\\n' \"$x\" | grep -E '<gpu id=|<({'|'.join(_XML_KEYS)})>' || printf '%s\\n' \"$x\" | head -n 3\n"
-    "true"
-)
+HEALTH_XML = f"{_TIMEOUT}\nxml_keys={shlex.quote('|'.join(_XML_KEYS))}\n" + remote.program("health_xml")
 
-# The kernel log since boot: dmesg (the ring buffer), else /dev/kmsg read without blocking, else the journal's
-# kernel messages of this boot. Only Xid lines and "fallen off the bus" come back, the last 100, with how many lines
-# were read (a log that reads as empty is not a clean one).
-XID = (
-    f"{_TIMEOUT}\n"
-    # one awk: how many lines were read, then the last 100 Xid / off-the-bus lines
-    "xids() { awk '/NVRM: Xid|fallen off the bus/ { l[n++] = $0 } "
-    "END { print \"@@lines \" NR; for (i = (n > 100 ? n - 100 : 0); i < n; i++) print l[i] }'; }\n"
-    "if k=$(dmesg 2>/dev/null) && [ -n \"$k\" ]; then echo '@@via dmesg'\n"
-    "elif [ -r /dev/kmsg ] && k=$($t dd if=/dev/kmsg iflag=nonblock bs=65536 2>/dev/null; true) && [ -n \"$k\" ]; "
-    "then echo '@@via kmsg'\n"
-    "elif command -v journalctl >/dev/null 2>&1 && k=$($t journalctl -k -b -q --no-pager 2>/dev/null) "
-    "&& [ -n \"$k\" ]; then echo '@@via journal'\n"
-    "else echo '@@via unreadable'; exit 0; fi\n"
-    "printf '%s\\n' \"$k\" | xids"
-)
+# The kernel log since boot, its Xid lines: fleet/remote/health_kernel.sh
+XID = f"{_TIMEOUT}\n" + remote.program("health_kernel")
 
 # nvmlClocksEventReasons bits (nvml.h: nvmlClocksEventReasonGpuIdle 0x1 ... DisplayClockSetting 0x100)
 EVENT_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",

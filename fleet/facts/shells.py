@@ -62,38 +62,16 @@ _AWK = remote.text("shells_trace.awk")
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
 
-# What each user command resolves to in each kind, and where each python finds torch: fleet/remote/shells_commands.sh,
-# handed COMMANDS as the array fleet_cmds.
+# What each user command resolves to in each kind, and where each python finds torch:
+# fleet/remote/shells_commands.sh, handed COMMANDS as the array fleet_cmds.
 _CMDS = f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\n" + remote.program("shells_commands")
 
 
 def command() -> str:
     """The probe section: /etc/environment, then each kind of shell traced from a fresh session's environment."""
     lines = [
-        "printf '@@home %s\\n' \"$HOME\"",
-        # The session sshd + PAM start: a clean environment, sshd's default PATH, then /etc/environment.
-        'base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHELL="${SHELL:-/bin/bash}"'
-        ' TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-        ' SSH_CLIENT="${SSH_CLIENT:-127.0.0.1 22 22}" SSH_CONNECTION="${SSH_CONNECTION:-127.0.0.1 22 127.0.0.1 22}")',
-        # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the
-        # cuda-compat gate and runs it in no shell fleet starts, so --check and the probe change nothing)
-        '[ -n "${FLEET_REMOTE-}" ] && base+=(FLEET_REMOTE="$FLEET_REMOTE")',
-        # sshd applies /etc/environment (pam_env) only with UsePAM yes (sshd_config(5): the first value wins)
         loader.USEPAM,
-        "u=${u##* }; case ${u,,} in yes) pam=1;; *) pam=;; esac",
-        "if [ -n \"$pam\" ] && [ -r /etc/environment ]; then n=0",
-        "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l#\"${l%%[![:space:]]*}\"}; l=${l#export }",
-        "    case $l in ''|'#'*) continue;; esac; case $l in *=*) ;; *) continue;; esac",
-        "    k=${l%%=*}; v=${l#*=}",
-        "    case $k in ''|*[!A-Za-z0-9_]*) continue;; esac",
-        "    case $v in \\\"*\\\") v=${v#\\\"}; v=${v%\\\"};; \\'*\\') v=${v#\\'}; v=${v%\\'};; esac",
-        "    base+=(\"$k=$v\")",
-        f"    case $k in {'|'.join(VARS)}) printf '@@etcenv %s\\t%s\\t%s\\n' \"$n\" \"$k\" \"$v\";; esac",
-        "  done < /etc/environment",
-        "fi",
-        "to=; command -v timeout >/dev/null 2>&1 && to='timeout -k 2 15'",
-        # setsid: no controlling terminal, so an interactive bash can never stop on SIGTTOU or read a tty
-        "ss=; command -v setsid >/dev/null 2>&1 && ss='setsid -w'",
+        f"fleet_vars={quote(' '.join(VARS))}\n" + remote.program("shells_session"),   # remote/shells_session.sh
         f"awkp={quote(_AWK)}",
     ]
     tracked = "@%".join("${%s-@unset@}" % v for v in TRACKED)

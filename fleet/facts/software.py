@@ -56,7 +56,8 @@ def select_python(python_env: str) -> str:
     """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
     (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
-    Run it as `cd / && "$py" -s ...` (no module from the working directory, no user site)."""
+    Run it as `cd / && "$py" -I ...` (isolated: no PYTHONPATH/PYTHONHOME, no user site, no module from the working
+    directory)."""
     return f"{paths.TRUST_FN}\nenv_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
 
 

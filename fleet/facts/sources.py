@@ -1,6 +1,6 @@
 """Every source of facts, declared once: its name, the read-only shell that asks the host, the pure parser that
 turns what it printed into data, and the value the record holds when the source printed nothing or its parser
-failed. The probe runs `command` (fleet/facts/probe.py); the record reads with `parser` and `default`
+failed. The probe runs `command` (fleet/engine/probe.py); the record reads with `parser` and `default`
 (fleet/facts/record.py). A new fact is one row here plus its parser's tests.
 """
 

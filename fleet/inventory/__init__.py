@@ -3,6 +3,8 @@
     facts_dir: facts
     roles_path: [roles]                             # extra role directories, relative to this file
     roles: [cuda_toolkit, ..., verify]              # the roles every host runs, in order (default: built-in nine)
+    store: sqlite:///history.sqlite3                # the history store (fleet/store/), or a mapping:
+                                                    # {url: postgresql://fleet@db/fleet, expire_after: 1d, retain: 90d}
     vars: {cuda_version: "13.0"}                    # all hosts
     hosts:
       pod-1: {address: 203.0.113.10, port: 17322, user: root, key: ~/.ssh/id_ed25519, vars: {...}, roles: [...]}
@@ -27,7 +29,8 @@ from typing import Any
 from fleet import yamlsrc
 from fleet.errors import InputError
 
-TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "keyring_pins", "vars", "hosts", "groups"}
+TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "keyring_pins", "vars", "hosts", "groups",
+            "store"}
 HOST_KEYS = {"address", "port", "user", "key", "known_hosts", "connection", "lab", "vars", "roles"}
 GROUP_KEYS = {"hosts", "vars", "roles"}
 CONNECTIONS = ("ssh", "local")
@@ -74,6 +77,7 @@ class Inventory:
     facts_dir: Path
     roles_path: list[Path] = field(default_factory=list)   # declared extra role directories
     roles: list[str] | None = None                         # top-level `roles:` (None: the built-in nine)
+    store: dict = field(default_factory=dict)              # `store:`: {url, expire_after, retain} as given
 
     def select(self, limit: list[str] | None = None) -> list[Host]:
         """Hosts named in `limit`, in inventory order; all hosts when None.
@@ -168,12 +172,46 @@ def _load_inventory(path: str | Path) -> Inventory:
         facts_dir = "facts"
     roles_path = _roles_path(loc, doc.get("roles_path"), base)
     top_roles = _role_lists(loc, doc, hosts, roles_path)
+    store = _store(loc, doc.get("store"), base)
     if loc.problems:
         raise InputError("\n".join(loc.problems))
     _merge_vars(loc, hosts, groups, all_vars)
     _merge_roles(loc, hosts, groups, top_roles)
     return Inventory(Path(path), hosts, {g: members for g, (members, _) in groups.items()}, all_vars,
-                     (base / os.path.expanduser(facts_dir)).resolve(), roles_path, top_roles)
+                     (base / os.path.expanduser(facts_dir)).resolve(), roles_path, top_roles, store)
+
+
+def _store(loc, value, base: Path) -> dict:
+    """`store: URL` or `store: {url:, expire_after:, retain:}` -> {url (a SQLite path made absolute from this
+    file's directory), expire_after and retain in seconds}; a URL with a password is refused (fleet.store)."""
+    from fleet import parse
+    from fleet.store import check_url
+
+    if value is None:
+        return {}
+    given = {"url": value} if isinstance(value, str) else value
+    if not isinstance(given, dict):
+        loc.problem(("store",), "store is a URL (sqlite:///PATH or postgresql://USER@HOST/DB) or a mapping with "
+                                "url:, expire_after:, retain:")
+        return {}
+    out: dict = {}
+    for key, item in given.items():
+        keys = ("store",) if isinstance(value, str) else ("store", key)
+        try:
+            if key == "url":
+                url = check_url(str(item), "store")
+                if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+                    url = f"sqlite:///{(base / url[len('sqlite:///'):]).resolve()}"
+                out["url"] = url
+            elif key in ("expire_after", "retain"):
+                out[key] = parse.duration(item)
+            else:
+                loc.problem(keys, f"store has no setting {key!r}; it has url, expire_after and retain")
+        except InputError as exc:
+            loc.problem(keys, str(exc).replace("store: ", "", 1))
+        except parse.Rejected as exc:
+            loc.problem(keys, f"store {key}: {exc}")
+    return out
 
 
 def _key_file(loc, keys, value: str, base: Path, whose: str) -> str:

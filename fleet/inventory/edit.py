@@ -130,9 +130,47 @@ def without_host(text: str, name: str, where: str) -> str:
     """The inventory's text without the host's entry under the top-level `hosts:` (its lines up to the next entry
     or top-level key); every other line kept as it was."""
     lines = text.splitlines(keepends=True)
+    start, end, _ = _entry_span(lines, name, where, "take it out by hand")
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1                                         # the blank lines after it stay
+    return "".join(lines[:start] + lines[end:])
+
+
+def with_host_vars(text: str, name: str, values: dict, where: str) -> str:
+    """The inventory's text with `values` added under the host's own `vars:` (made where it has none): a retried
+    `fleet bootstrap --set` keeps what it was given. Names the entry already sets are the caller's to refuse."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    fix = f"write them under its vars: by hand ({', '.join(f'{n}: {_value(v)}' for n, v in values.items())})"
+    start, end, depth = _entry_span(lines, name, where, fix)
+    body = [i for i in range(start + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+    if not body:
+        raise InputError(f"{name!r} is written on one line; fleet adds --set values as text: {fix}", path=where,
+                         line=start + 1)
+    child = lines[body[0]][:len(lines[body[0]]) - len(lines[body[0]].lstrip())]
+    head = next((i for i in body if lines[i].startswith(child + "vars:")), None)
+    if head is None:
+        new = [f"{child}vars:                  # --set at bootstrap\n"]
+        new += [f"{child}{child[depth:] or '  '}{n}: {_value(v)}\n" for n, v in values.items()]
+        return "".join(lines[:body[-1] + 1] + new + lines[body[-1] + 1:])
+    if lines[head].split(":", 1)[1].split("#", 1)[0].strip():
+        raise InputError(f"{name!r}'s vars: are written on one line; fleet adds --set values as text: {fix}",
+                         path=where, line=head + 1)
+    after = [i for i in body if i > head]
+    stop = next((i for i in after if len(lines[i]) - len(lines[i].lstrip()) <= len(child)), end)
+    block = [i for i in after if i < stop]
+    last = block[-1] if block else head
+    indent = lines[block[0]][:len(lines[block[0]]) - len(lines[block[0]].lstrip())] if block else child * 2
+    new = [f"{indent}{n}: {_value(v)}   # --set at bootstrap\n" for n, v in values.items()]
+    return "".join(lines[:last + 1] + new + lines[last + 1:])
+
+
+def _entry_span(lines: list[str], name: str, where: str, fix: str) -> tuple[int, int, int]:
+    """(the index of the host's `NAME:` line under `hosts:`, the index where its entry ends, the entries' indent)."""
     block = hosts_block(lines)
     if block is None:
-        raise InputError(f"{where}: no top-level 'hosts:' block to take {name!r} out of; edit the file by hand")
+        raise InputError(f"{where}: no top-level 'hosts:' block holding {name!r}; {fix}")
     head, stop = block
     entries = [i for i in range(head + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
     depth = min((len(lines[i]) - len(lines[i].lstrip()) for i in entries), default=0)   # the entries' own indent
@@ -140,10 +178,8 @@ def without_host(text: str, name: str, where: str) -> str:
                   and lines[i].split(":", 1)[0].strip().strip("'\"") == name), None)
     if start is None:
         raise InputError(f"{where}: {name!r} is not written as its own entry under 'hosts:' (one host per line, "
-                         "as fleet bootstrap writes them); take it out by hand")
+                         f"as fleet bootstrap writes them); {fix}")
     # the next entry, a comment beside it, or the block's end
     end = next((i for i in range(start + 1, stop)
                 if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= depth), stop)
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1                                         # the blank lines after it stay
-    return "".join(lines[:start] + lines[end:])
+    return start, end, depth

@@ -25,8 +25,10 @@ MIN_DRIVER: dict[str, str] = {
     "13.2": "595.45.04",
     # CUDA 13.3 GA and Update 1 both name >= 610.43.02 (CUDA 13.3 release notes, "CUDA Toolkit and Corresponding
     # Driver Versions", read in copies of that table: projects pinning 13.3 quote it, and its local installer is
-    # named cuda_13.3.1_610.43.02_linux). 13.4 and 13.5 are out too, but no copy of their rows was at hand:
-    # they take the rule for a 13.x newer than this table (later_release below), not a guessed row.
+    # named cuda_13.3.1_610.43.02_linux). 13.4 and 13.5 are out too, but from 13.4 on the Linux driver is no longer
+    # bundled with the toolkit and the table names none for them ("N/A", unbundled; the 13.4 developer preview's row
+    # points at the separately released R616 driver): they take the rule for a 13.x newer than this table
+    # (later_release below), not a guessed row.
     "13.3": "610.43.02",
 }
 

@@ -5,7 +5,7 @@ as that host finishes (from worker threads: a sink locks what it shares), and `e
 (Ctrl-C included). A sink that fails says so in one line on stderr and the run goes on: a destination that
 is down never costs the user the run (`Sinks` calls them so). A new destination is one class here or in its own
 module, added in `for_run`: the facts records (fleet/record/store.py FactsRecords), the run log
-(fleet/record/runlog.py RunLog).
+(fleet/record/runlog.py RunLog), the history store (fleet/store/sink.py HistorySink).
 
 `report` is the host's result as JSON-able data (`report_of`): `{"status": "ok"|"failed"|"unreachable"|"refused"|
 "interrupted", "record": the facts record to keep (None: none), the command's JSON document of the host (apply's
@@ -88,10 +88,14 @@ def for_run(run: Run, *, facts_dir: Path | None = None, log: Path | None = None,
     from fleet.record.runlog import RunLog
     from fleet.record.store import FactsRecords
 
+    from fleet.store.sink import sink_for
+
     out: list[Sink] = []
     if facts_dir is not None:
         out.append(FactsRecords(Path(facts_dir)))
     out.append(RunLog(log, argv or ["fleet", run.command]))
+    if not run.check:          # the history store (fleet/store/): every host's report, a row per change
+        out.append(sink_for(run, facts_dir))
     return out
 
 

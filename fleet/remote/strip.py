@@ -10,7 +10,8 @@ fleet/remote/*.sh keep their explanations; the wire carries none of them, so no 
 What stays, byte for byte: everything inside '...', "...", $'...', ${...} (`${x#y}`, `${x//#/}`), $(( ))'s
 arithmetic, a backslash-escaped character, and every line of a here-document (from the line after `<<WORD` up
 to and including WORD), a `#` not starting a word (`$#`, `a#b`, `8#$m`), and the lines of a quoted string that
-spans several lines. A text whose quotes or here-documents do not close is an error: it is not bash.
+spans several lines. A text whose quotes or here-documents do not close is an error: it is not bash; so is a
+comment or blank line right after a line continued with `\\` (dropping it would join two commands).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def strip_comments(text: str, name: str = "<text>") -> str:
             continue
         if kept.strip():
             out.append(kept)
+        elif out and _continued(out[-1]):
+            # bash ends the command at a blank or comment line after `\`; dropped, the next line would join it
+            raise StripError(f"{name}:{number}: a blank or comment line after a line ending in \\ (a continuation): "
+                             "move the comment above the command")
         if heredocs:
             pending = heredocs[1:]
             in_heredoc = heredocs[0]
@@ -56,6 +61,12 @@ def strip_comments(text: str, name: str = "<text>") -> str:
         what = "here-document " + in_heredoc[0] if in_heredoc else f"quote {stack[-1]!r}"
         raise StripError(f"{name}: the {what} is not closed at the end of the text")
     return "".join(line + "\n" for line in out)
+
+
+def _continued(line: str) -> bool:
+    """The line ends in an unescaped backslash: the next line continues it."""
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
 
 
 def _strip_line(line: str, stack: list[str], heredocs: list, name: str, number: int) -> str:

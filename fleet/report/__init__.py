@@ -63,6 +63,7 @@ def safe_value(value: Any) -> Any:
 class Reporter:
     def __init__(self, env: Environment, *, quiet: bool = False, verbose: int = 0):
         self.env = env
+        self.inventory: str | None = None       # the run's inventory, as the fixes it prints name it (report/fixes.py)
         self.quiet = quiet
         self.verbose = 0 if quiet else verbose
         self._lock = threading.Lock()
@@ -259,7 +260,9 @@ class Reporter:
 
 def reporter_for(args, env: Environment) -> Reporter:
     """The Reporter a command's flags ask for: -q (no progress lines), -v/-vv (more detail)."""
-    return Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
+    reporter = Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
+    reporter.inventory = getattr(args, "inventory", None)
+    return reporter
 
 
 # Seconds of quiet before a step's heartbeat line: long enough that a pipe (a CI log) is not flooded, short

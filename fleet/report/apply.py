@@ -117,7 +117,7 @@ def apply_block(reporter: Reporter, outcomes: dict[str, Outcome], *, show_diff: 
                 shown: set[str] = frozenset()) -> list[tuple]:
     """What apply prints after its hosts (as Reporter.draw prints it): the lines of each host not shown yet, the
     recap and, with --check, the plan last: what a script (or a person) acts on."""
-    recap = ("table", _recap(outcomes, check))
+    recap = ("table", _recap(outcomes, check, short=not reporter.plain))
     plans = [("line", f"{_safe(name)}: {plan_total(outcome.value)}")
              for name, outcome in outcomes.items() if check and outcome.value is not None]
     hosts = [line for name, outcome in outcomes.items() if name not in shown
@@ -167,8 +167,9 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         lines.append(("line", f"  [bold red]refused:[/bold red] {_safe(report.refuse)}"))
     elif report.error:
         lines.append(("line", f"  [bold red]error:[/bold red] {_safe(report.error)}"))
+    fixes = fixed(report, check)   # what it repaired beyond its own lines
     verbose = reporter.verbose > 0
-    shown_skips, shown_why = set(), set()
+    shown_skips, shown_why, fixes_said = set(), set(), set()
     for task in report.tasks:
         if task.status in ("ok", "skipped") and not verbose:
             continue  # in state or left out: the host line counts them (-v lists them, with why in plain words)
@@ -185,15 +186,18 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         line = f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)} [dim]— {_safe(why)}[/dim]"
         # one line that fits the terminal ("cut"): the rest is a -v away
         lines.append(("line" if verbose or reporter.plain or task.status == "failed" else "cut", line))
-        if task.status == "failed" and not check:
-            lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix_for(task.reason))}"))
+        fix = fix_for(task.reason, name, reporter.inventory) if task.status == "failed" and not check else None
+        if fix and fix not in fixes_said:    # once per host: five tasks cut by one lost connection need one fix
+            fixes_said.add(fix)
+            lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix)}"))
         if show_diff and task.diff:
             lines.append(("diff", task.diff))
     health = report.health or {}
     if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
         style = "bold red" if health["verdict"] == "return" else "yellow"
         lines.append(("line", f"  [{style}]GPU health:[/{style}] {_safe(health.get('reason'))}"))
-    fixes = fixed(report, check)
+        if health.get("advice"):
+            lines.append(("line", f"  [{style}]keep or return:[/{style}] {_safe(health['advice'])}"))
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
         from fleet.facts.shells import reach_short
@@ -262,37 +266,7 @@ _PAST = {"moves": "moved", "takes": "took", "comments": "commented", "rebuilds":
 _BASE = {"moves": "move", "takes": "take", "comments": "comment", "rebuilds": "rebuild"}
 
 
-# What a failed task needs, by what its output says (apt's, dpkg's, pip's and uv's own words), first match wins.
-_FIXES = (
-    (r"Temporary failure resolving|Could not resolve|Failed to fetch|Connection timed out|Network is unreachable",
-     "the host cannot reach a package server: check its DNS and network (fleet run INV --limit HOST -- "
-     "getent hosts developer.download.nvidia.com), then apply again"),
-    (r"NO_PUBKEY|not signed|EXPKEYSIG|The following signatures",
-     "an apt source's key is missing or expired: the cuda_toolkit role installs NVIDIA's keyring; remove a stale "
-     "source under /etc/apt/sources.list.d that names another key, then apply again"),
-    (r"Unable to locate package|has no installation candidate|No matching distribution|No solution found|"
-     r"Could not find a version",
-     "the package or version is not offered to this host: check the variable that names it (fleet decide "
-     "facts/HOST.json says which source and version fleet chose), then apply again"),
-    (r"No space left on device|exit 28\)|GB needed",
-     "the disk is full: free space, or point python_env / pip_cache_dir at a bigger volume, then apply again"),
-    (r"dpkg was interrupted|dpkg --configure -a|held broken packages|unmet dependencies",
-     "apt is in a broken state: run fleet run INV --limit HOST -- 'dpkg --configure -a && apt-get -f install -y', "
-     "then apply again"),
-    (r"not run: it needs '",
-     "fix the task it needs (above); this one runs on the next apply"),
-    (r"Permission denied|sudo: a password is required|not in the sudoers",
-     "the user cannot do this: connect as root, or give the user passwordless sudo, then apply again"),
-)
-
-
-def fix_for(reason: str) -> str:
-    """One sentence on what a failed task needs; where fleet cannot tell from the output, where to look."""
-    for pattern, fix in _FIXES:
-        if re.search(pattern, reason):
-            return fix
-    return ("read the task's output above (-v shows it whole); once the cause is fixed, apply again: the tasks "
-            "that finished are checked, not redone")
+from fleet.report.fixes import fix_for  # noqa: E402  (what a failed task needs: one class, one command)
 
 
 def first_sentence(task) -> str:
@@ -318,15 +292,20 @@ def _reason(task, shown_why: set) -> str:
     return task.reason
 
 
-def _recap(outcomes: dict[str, Outcome], check: bool) -> Table:
+def _recap(outcomes: dict[str, Outcome], check: bool, short: bool = False) -> Table:
+    """The recap table. `short` (a terminal): short headers and two-space gaps, so that a converged host's row fits
+    80 columns whole (its cells were cut to `healt…` and `(reuse…`); a pipe keeps the full headers, tab-separated."""
     stopped = sum(1 for o in outcomes.values() if o.interrupted)
     title = "recap" + (" (check mode)" if check else "")
     if stopped:
         title += f" (interrupted: {stopped} host{'s' if stopped != 1 else ''} did not finish)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=short)
     for col in ("host", "ok", "would change" if check else "changed", "failed", "skipped", "verify", "GPU health",
                 "seconds", "commands"):
-        table.add_column(col, justify="left" if col == "host" else "right")
+        header = {"GPU health": "GPU", "seconds": "secs", "commands": "cmds"}.get(col, col) if short else col
+        table.add_column(header, justify="left" if col == "host" else "right",
+                         no_wrap=col in ("verify", "GPU health"))   # a verdict whole, never `healt…`
     for name, o in outcomes.items():
         if o.value is None:
             state = ("[yellow]interrupted[/yellow]" if o.started else "[yellow]not started[/yellow]") if o.interrupted \

@@ -110,7 +110,7 @@ class TablePrinter:
             from fleet.report.glance import glance
 
             for column in seen.columns:
-                reporter.print(glance(column.host, last[column.host], column))
+                reporter.print(glance(column.host, last[column.host], column, reporter.inventory))
             reporter.note("every fact, hosts side by side: fleet facts --all (or --json)")
         else:
             # With one host there is nothing to compare: fold nothing.

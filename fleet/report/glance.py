@@ -18,7 +18,7 @@ KINDS = (("ssh", "ssh cmd", "noninteractive"), ("interactive", "interactive", "i
          ("login", "login", "login"), ("bare", "no startup file", None))
 
 
-def glance(name: str, record: dict | None, column) -> Table:
+def glance(name: str, record: dict | None, column, inventory: str | None = None) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 0), title_justify="left",
                   title=f"[bold]{escape(name)}[/bold]" + _when(column))
     table.add_column("what", no_wrap=True, style="dim")
@@ -26,7 +26,7 @@ def glance(name: str, record: dict | None, column) -> Table:
     if not record:
         table.add_row("facts", escape(column.error or "no record"))
         return table
-    for label, value in rows(record):
+    for label, value in rows(record, name, inventory):
         table.add_row(label, value)
     return table
 
@@ -37,9 +37,11 @@ def _when(column) -> str:
     return f" [dim](record {escape(column.age)})[/dim]" if column.age else ""
 
 
-def rows(record: dict) -> list[tuple[str, str]]:
-    """(label, value markup) per line of one host's view."""
-    out = [("verify", _verify(record.get("verify")))]
+def rows(record: dict, name: str | None = None, inventory: str | None = None) -> list[tuple[str, str]]:
+    """(label, value markup) per line of one host's view; a stale verify names the command that runs it again."""
+    from fleet.report.fixes import commands
+
+    out = [("verify", _verify(record.get("verify"), commands(name or record.get("host"), inventory)["verify"]))]
     system = record.get("system") or {}
     out.append(("platform", escape(f"{record.get('platform') or '-'} ({system.get('os_name') or '-'}, "
                                    f"{system.get('arch') or '-'})")))
@@ -58,7 +60,7 @@ def rows(record: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _verify(verify) -> str:
+def _verify(verify, again: str = "fleet verify") -> str:
     if not isinstance(verify, dict) or not verify:
         return "[yellow]never run[/yellow] (fleet apply runs it; fleet verify runs it now)"
     verdict = str(verify.get("verdict") or ("passed" if verify.get("passed") is True else "failed"))
@@ -66,7 +68,7 @@ def _verify(verify) -> str:
     stale = verify.get("stale") or []
     if stale:
         return (f"[yellow]stale[/yellow] (passed {escape(at)}; since then: {escape('; '.join(map(str, stale)))}): "
-                "fleet verify runs it again")
+                f"{escape(again)} runs it again")
     if verdict == "passed":
         return f"[green]passed[/green] {escape(at)}"
     failed = [c.get("name") for c in verify.get("checks") or [] if isinstance(c, dict) and c.get("passed") is False]

@@ -122,39 +122,10 @@ class Block(Resource):
         )
 
     def apply(self) -> str:
-        # Top: the block first, then the file without it. Bottom: an existing block is replaced where it
-        # stands, a new one is appended. A last line without a newline keeps lacking it when it stays last.
-        position = self.p["position"]
-        if position == "top":
-            assemble = "printf '%s' \"$want\"; " + _awk("strip", '"$f"') + "; user_last=1"
-        elif position == "last":
-            assemble = _awk("strip", '"$f"') + "; printf '%s' \"$want\""
-        elif position == "before_return":
-            assemble = ("s=$(mktemp); " + _awk("strip", '"$f"') + " > \"$s\"; "
-                        f"r=$(grep -nE -m1 {q(EARLY_RETURN)} \"$s\" | cut -d: -f1); "
-                        "if [ -n \"$r\" ]; then head -n \"$((r-1))\" \"$s\"; printf '%s' \"$want\"; tail -n +\"$r\" \"$s\"; "
-                        "else printf '%s' \"$want\"; cat \"$s\"; fi; rm -f -- \"$s\"; user_last=1")
-        else:
-            assemble = ("if [ -n \"$(" + _awk("keep", '"$f"') + ")\" ]; then " + _awk("replace", '"$f"')
-                        + "; user_last=1; else " + _awk("strip", '"$f"') + "; printf '%s' \"$want\"; fi")
-        return (
-            "set -e\n"
-            + self._vars()
-            + f"f={qpath(self.p['path'])}\n"
-            + ("if [ ! -e \"$f\" ]; then echo 'file absent: left absent'; exit 0; fi\n" if self.p.get("only_if_exists") else "")
-            # a dotfiles symlink stays a symlink: edit the file it points to
-            + "if [ -L \"$f\" ]; then f=$(readlink -f -- \"$f\"); fi\n"
-            "mkdir -p -- \"$(dirname -- \"$f\")\"\n"
-            "if [ -f \"$f\" ]; then new=''; else new=1; fi\n"
-            "tmp=$(mktemp \"$(dirname -- \"$f\")/.fleet-block.XXXXXX\"); wantf=$(mktemp)\n"
-            "trap 'rm -f -- \"$tmp\" \"$wantf\"' EXIT; export wantf; printf '%s' \"$want\" > \"$wantf\"\n"
-            "user_last=''\n"
-            f"{{ if [ -n \"$new\" ]; then printf '%s' \"$want\"; else {assemble}; fi; }} > \"$tmp\"\n"
-            "if [ -z \"$new\" ] && [ -n \"$user_last\" ] && [ -n \"$(tail -c 1 -- \"$f\")\" ] "
-            "&& [ \"$(tail -n 1 -- \"$f\")\" != \"$e\" ]; then truncate -s -1 -- \"$tmp\"; fi\n"
-            "if [ -n \"$new\" ]; then chmod " + q(mode_text(self.p["mode"])) + " \"$tmp\"; else\n"
-            "  chmod --reference=\"$f\" \"$tmp\"; chown --reference=\"$f\" \"$tmp\" 2>/dev/null || true; fi\n"
-            "sync -- \"$tmp\" 2>/dev/null || sync\n"
-            "mv -f -- \"$tmp\" \"$f\"; rm -f -- \"$wantf\"; trap - EXIT\n"
-            f"echo {q('block written to ' + self.p['path'])}\n"
-        )
+        """fleet/remote/block_apply.sh: the block where `position` wants it, the file replaced whole."""
+        only = "1" if self.p.get("only_if_exists") else ""
+        return ("set -e\n" + self._vars()
+                + f"f={qpath(self.p['path'])} position={q(self.p['position'])} early={q(EARLY_RETURN)} "
+                  f"mode={q(mode_text(self.p['mode']))} only_if_exists={only}\n"
+                + f"fleet_awk={q(_AWK)} written={q('block written to ' + self.p['path'])}\n"
+                + remote.program("block_apply") + "\n")

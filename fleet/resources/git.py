@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet import remote
+from fleet.resources.base import Param, Resource, q, qpath
 from fleet.shell import RETRY_FN, exports, git_guard
 
 
@@ -69,56 +70,12 @@ class Git(Resource):
 
 
     def check(self) -> str:
-        dest, ref = qpath(self.p["dest"]), q(self.p["ref"])
-        # A checkout root owns, read by a non-root user: git refuses "dubious ownership" unless told it is safe;
-        # one another user owns stays refused (its config could run a command as root).
-        return (
-            git_guard(dest) +
-            f"if [ ! -d {dest}/.git ]; then echo 'not cloned'; exit {NEEDS_CHANGE}; fi\n"
-            f"if [ -n \"$fleet_git_owner\" ]; then echo \"owned by $fleet_git_owner, not root or this user\"; "
-            f"exit {NEEDS_CHANGE}; fi\n"
-            f"head=$(git -C {dest} rev-parse HEAD 2>/dev/null)\n"
-            f"want=$(git -C {dest} rev-parse --verify -q {ref}^{{commit}} 2>/dev/null)\n"
-            f"url=$(git -C {dest} config --get remote.origin.url)\n"
-            f"if [ \"$url\" != {q(public_url(self.p['repo']))} ]; then echo \"origin is $url\"; exit {NEEDS_CHANGE}; fi\n"
-            f"if [ -n \"$want\" ] && [ \"$head\" = \"$want\" ]; then echo \"at \"{ref}\" ($head)\"; exit 0; fi\n"
-            f"echo \"at ${{head:-nothing}}, want \"{ref}; exit {NEEDS_CHANGE}\n"
-        )
+        """fleet/remote/git_check.sh, after git_guard (a checkout another user owns stays refused)."""
+        return (f"dest={qpath(self.p['dest'])} ref={q(self.p['ref'])} origin={q(public_url(self.p['repo']))}\n"
+                + git_guard('"$dest"') + remote.program("git_check") + "\n")
 
     def apply(self) -> str:
-        dest, ref, repo = qpath(self.p["dest"]), q(self.p["ref"]), q(public_url(self.p["repo"]))
-        return (
-            "set -e\n"
-            + RETRY_FN + "\n"
-            + credentials_env(self.p["repo"])
-            + git_guard(dest) +
-            f"if [ -d {dest}/.git ] && [ -n \"$fleet_git_owner\" ]; then echo \"refusing to use \"{dest}\": it is owned by "
-            f"$fleet_git_owner, and git would run what its config says (core.fsmonitor, hooks) as this user; "
-            f"chown -R it to root or move it away\"; exit 3; fi\n"
-            # where the checkout goes must be safe before git writes a config there that root's git then reads
-            f"fleet_why=$(fleet_trust {dest}); if [ -n \"$fleet_why\" ]; then echo \"refusing to check out into \"{dest}\": "
-            "$fleet_why, so another user could change what git runs there\"; exit 3; fi\n"
-            f"if [ -d {dest}/.git ]; then\n"
-            f"  url=$(git -C {dest} config --get remote.origin.url || true)\n"
-            f"  if [ \"$url\" != {repo} ]; then echo \"refusing to replace \"{dest}\": it is a checkout of ${{url:-no origin}}, "
-            f"not \"{repo}\"; move it away (mv \"{dest}\" \"{dest}.old\") or point the role at that origin\"; exit 3; fi\n"
-            f"  if [ -n \"$(git -C {dest} status --porcelain --untracked-files=no)\" ]; then echo \"refusing to check out \"{ref}\" "
-            f"in \"{dest}\": it has local changes (git -C \"{dest}\" status); commit or stash them, or move the checkout away\"; "
-            "exit 3; fi\n"
-            f"elif [ -e {dest} ] && [ -n \"$(ls -A -- {dest} 2>/dev/null)\" ]; then\n"
-            f"  echo \"refusing to replace \"{dest}\": it exists and is not a git checkout; move it away\"; exit 3\n"
-            "fi\n"
-            f"if [ ! -d {dest}/.git ]; then\n"
-            f"  parent=$(dirname -- {dest}); mkdir -p -- \"$parent\"\n"
-            "  tmp=$(mktemp -d \"$parent/.fleet-clone.XXXXXX\"); trap 'rm -rf -- \"$tmp\"' EXIT\n"
-            f"  echo 'git clone '{repo}\n"
-            f"  fleet_clone() {{ rm -rf -- \"$tmp/repo\"; git clone -q --no-checkout {repo} \"$tmp/repo\"; }}\n"
-            "  fleet_retry 'git clone' fleet_clone\n"
-            f"  git -C \"$tmp/repo\" -c advice.detachedHead=false checkout -q {ref}\n"
-            f"  rmdir -- {dest} 2>/dev/null || true; mv -T -- \"$tmp/repo\" {dest}\n"
-            "else\n"
-            f"  fleet_retry 'git fetch' git -C {dest} fetch -q --tags origin\n"
-            f"  git -C {dest} -c advice.detachedHead=false checkout -q {ref}\n"
-            "fi\n"
-            f"echo 'checked out '{ref}\": $(git -C {dest} rev-parse HEAD)\"\n"
-        )
+        """fleet/remote/git_apply.sh, after the retry function, the credentials' helper and git_guard."""
+        return ("set -e\n" + RETRY_FN + "\n" + credentials_env(self.p["repo"])
+                + f"dest={qpath(self.p['dest'])} ref={q(self.p['ref'])} origin={q(public_url(self.p['repo']))}\n"
+                + git_guard('"$dest"') + remote.program("git_apply") + "\n")

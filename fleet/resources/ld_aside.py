@@ -36,8 +36,8 @@ def _dirs_problem(value) -> str | None:
     return "must be one line (an extended regular expression for a directory)" if "\n" in str(value) else None
 
 
-# The loader's files -> one finding a line: fleet/remote/ld_aside_find.awk (what it reads and prints, in ld_aside_find.sh);
-# a conf line commented out, a preload line taken out: ld_aside_comment.awk, ld_aside_drop.awk.
+# The loader's files -> one finding a line: fleet/remote/ld_aside_find.awk (what it reads and prints: in
+# ld_aside_find.sh); a conf line commented out, a preload line taken out: ld_aside_comment.awk, ld_aside_drop.awk.
 _FIND = remote.text("ld_aside_find.awk")
 _COMMENT = remote.text("ld_aside_comment.awk")
 _DROP = remote.text("ld_aside_drop.awk")

@@ -27,8 +27,8 @@ import posixpath
 from datetime import datetime, timezone
 
 from fleet.facts import fingerprint
-from fleet.facts.fingerprint import fingerprint_program  # noqa: F401 (the verify program's helpers)
-from fleet.facts.shells import trace_program  # noqa: F401
+from fleet.facts.fingerprint import fingerprint_program
+from fleet.facts.shells import trace_program
 from fleet.facts.software import VERIFY_PATH
 from fleet import programs
 from fleet.resources import verify_gate

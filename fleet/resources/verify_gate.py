@@ -32,6 +32,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from fleet import remote
 from fleet.facts.fingerprint import HOST_PARTS, HOST_PARTS_ENV, fingerprint_script, part_name, variable_lines
 from fleet.facts.software import VERIFY_PATH
 
@@ -62,23 +63,8 @@ def gated(check: str, python_env: str, max_age_s: float | None, verify_path: str
             f"fleet_fp_parts=${HOST_PARTS}\n"
             f"else {alone}fi\n"
             f"{add}"
-            "fleet_fp=$(printf '%s\\n' \"$fleet_fp_parts\" | sha256sum); fleet_fp=${fleet_fp:0:16}\n"
-            f"printf '{_FP}%s@@\\n' \"$fleet_fp\"\n"
-            f"while IFS= read -r fleet_l; do printf '{_PART}%s\\n' \"$fleet_l\"; done <<< \"$fleet_fp_parts\"\n"
-            f"fleet_vf={shlex.quote(verify_path)}\n"
-            f"if [ -n '{allow}' ] && [ -r \"$fleet_vf\" ]; then\n"
-            # the record's top-level "fingerprint": "HEX" and "passed": true lines (json.dumps with indent=1 puts
-            # each top-level key on its own line, one space in; a check's own "passed" is indented deeper)
-            "  fleet_last= fleet_passed=\n"
-            "  while IFS= read -r fleet_l || [ -n \"$fleet_l\" ]; do\n"
-            "    if [[ $fleet_l =~ ^\\ \\\"fingerprint\\\":\\ *\\\"([0-9a-f]*)\\\" ]]; then fleet_last=${BASH_REMATCH[1]}\n"
-            "    elif [[ $fleet_l =~ ^\\ \\\"passed\\\":\\ *true ]]; then fleet_passed=yes; fi\n"
-            "  done < \"$fleet_vf\"\n"
-            "  fleet_age=$(( ${EPOCHSECONDS:-$(date +%s)} - $(stat -c %Y \"$fleet_vf\") ))\n"
-            f"  if [ -n \"$fleet_passed\" ] && [ \"$fleet_last\" = \"$fleet_fp\" ] && [ \"$fleet_age\" -le {int(max_age_s or 0)} ]; then "
-            f"echo '{_REUSED}'; exit 0; fi\n"
-            "fi\n"
-            f"{check}")
+            f"fleet_vf={shlex.quote(verify_path)} fleet_allow={allow} fleet_max_age={int(max_age_s or 0)}\n"
+            + remote.program("verify_gate") + "\n" + check)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`fleet bootstrap`: a new pod, from the SSH line its provider shows to a verified stack, in one shot.
 
     target = parse_target("ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519")
-    result = bootstrap(target, inventory_path=Path("inventories/pods.yaml"))
+    result = bootstrap(target, inventory_path=default_inventory())   # ~/.config/fleet/pods.yaml
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
 fingerprint shown, a CHANGED key is refused as always) -> facts (the engine's observe + plan in check mode:
@@ -31,12 +31,16 @@ from typing import Callable
 
 from fleet import parse
 from fleet.engine import hostlock
-from fleet.errors import FleetError, InputError
+from fleet.errors import AuthRefused, FleetError, InputError
 from fleet.inventory import NAME_RE, Host, Inventory, load_inventory
 from fleet.inventory.edit import edit, entry_text, insert_host
+from fleet.inventory.home import known_inventories, remember
 
-DEFAULT_INVENTORY = "inventories/pods.yaml"
 DEFAULT_WAIT = 300.0
+# A key the pod refuses is tried again this long: a provider may still be writing authorized_keys as sshd starts
+# (seconds, not minutes); past that the -i key is the wrong one, and waiting the whole --wait would cost a renter
+# five minutes to learn it.
+AUTH_WAIT = 20.0
 HEADER = "# Pods added by `fleet bootstrap` (one entry each; edit freely: comments are kept).\n"
 
 # ssh's own flags: those that take a value, and those that do not (man ssh). Only -p -i -l and some -o
@@ -262,6 +266,22 @@ def find_pod(inventory: Inventory | None, target: Target) -> Host | None:
     return None
 
 
+def _known_elsewhere(inventory_path: Path, target: Target) -> None:
+    """A pod another known inventory (fleet/inventory/home.py) holds by this address and port is named, not added
+    twice: two entries would be two names, two facts records and one host key that forgetting either would drop."""
+    for path in known_inventories():
+        if os.path.realpath(path) == os.path.realpath(inventory_path):
+            continue
+        try:
+            other = find_pod(load_existing(path), target)
+        except (InputError, OSError):
+            continue     # an inventory that no longer loads holds nothing fleet can name
+        if other is not None:
+            raise InputError(f"{target.user}@{target.address}:{target.port} is already {other.name!r} in {path}; "
+                             f"bootstrap it there (--inventory {path}), or take it out first (fleet forget "
+                             f"{other.name} --inventory {path})", path=str(path), line=other.line or None)
+
+
 def check_name(name: str, inventory: Inventory | None, target: Target) -> None:
     if not NAME_RE.match(name):
         raise InputError(f"--name {name!r} must be letters, digits, '.', '_' or '-' (it names the facts file)")
@@ -280,6 +300,53 @@ def write_entry(path: Path, name: str, target: Target, *, commit: bool = True) -
                lambda temp: _validated(temp, load_existing(path), name, target, path), commit=commit, new_file=HEADER)
     new.path = path
     return new
+
+
+def _entry_vars(path: Path, name: str) -> dict:
+    """The variables the host's own entry sets (not its groups' nor the inventory's)."""
+    from fleet import yamlsrc
+
+    entry = ((yamlsrc.load(path).data or {}).get("hosts") or {}).get(name)
+    return dict(entry.get("vars") or {}) if isinstance(entry, dict) and isinstance(entry.get("vars"), dict) else {}
+
+
+def _kept(pod: str, given: dict, own: dict, lines: dict) -> dict:
+    """The --set values (checked) a retried bootstrap writes into the pod's entry: those it does not set yet. A value
+    the entry sets otherwise is refused, naming its line: which of the two should last is the person's call."""
+    for name, value in given.items():
+        if name in own and own[name] != value:
+            where = lines.get(name) or f"{pod}'s entry"
+            raise InputError(f"{where}: {pod}'s entry sets {name}: {_shown(own[name])} and --set says "
+                             f"{_shown(value)}; edit that line (or leave out --set {name}) and run the bootstrap again")
+    return {name: value for name, value in given.items() if name not in own}
+
+
+def _shown(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def write_vars(path: Path, name: str, values: dict) -> Inventory:
+    """Add `values` under the host's own vars: in its entry (as text, every other line kept), validated as bootstrap
+    validates a new entry: the file loads and the host carries them."""
+    from fleet.inventory.edit import with_host_vars
+
+    def check(temp: Path) -> Inventory:
+        new = load_inventory(temp)
+        if any(new.hosts[name].vars.get(n) != v for n, v in values.items()):
+            raise InputError(f"fleet could not add {', '.join(values)} to {name!r}'s vars in {path} as text; "
+                             "write them there by hand")
+        return new
+
+    return edit(path, lambda text: with_host_vars(text, name, values, str(path)), check)
+
+
+def _refused(host: Host, target: Target, waited: float) -> str:
+    """The sentence for a key the pod refused: the -i key is what to fix, not an inventory the pod is not in yet."""
+    key = f"the key -i {target.key}" if target.key else "the keys offered (no -i given: ssh-agent's and ~/.ssh/id_*)"
+    fix = ("give -i the private key whose public half is in the pod's settings at the provider (its SSH public key "
+           "field)") if target.key else "add -i KEY, the private key whose public half the provider has"
+    return (f"{host.name}: {host.target} refused {key} (tried for {waited:g}s, as long as a provider may still be "
+            f"installing keys); {fix}, then run the bootstrap again")
 
 
 def _validated(temp: Path, old: Inventory | None, name: str, target: Target, path: Path) -> Inventory:
@@ -314,6 +381,8 @@ class BootstrapResult:
     facts: dict | None = None
     health: object = None             # the GPU health verdict read first (fleet.decide.health.HealthVerdict)
     report: object = None             # the apply's fleet.engine.HostReport
+    vars: dict = field(default_factory=dict)   # the host's variables as the apply resolved them (python_env, ...)
+    kept: dict = field(default_factory=dict)   # --set values of a retried bootstrap written into the pod's entry
     error: str | None = None
     remote_commands: int = 0
     seconds: float = 0.0
@@ -356,8 +425,10 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
               on_task=None, ignore_health: bool = False) -> BootstrapResult:
     """Connect, gather facts, add to the inventory, apply every role, verify. Input errors raise (nothing
     touched); a pod that cannot be provisioned or fails comes back with `error` set (one sentence).
-    `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds (so the
-    summary's `fleet apply ... --limit NAME` keeps them), for this run only on a pod already there.
+    `overrides`: variables (--set), over the inventory's: written into the entry of a pod this run adds, and added to
+    the entry of a pod already there (a retry) unless that entry sets them otherwise (refused, naming its line), so
+    the summary's `fleet apply --limit NAME` keeps them. A key the pod refuses is retried for AUTH_WAIT seconds only
+    and named as the -i key.
     The GPUs' health is read first: a pod to return stops there, nothing installed and nothing written, unless
     `ignore_health`."""
     from fleet.connection import ConnectOptions, connect
@@ -367,6 +438,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     old = load_existing(inventory_path)
     present = find_pod(old, target)
     if present is None:
+        _known_elsewhere(inventory_path, target)
         name = name or derive_name(target, set(old.hosts) | set(old.groups) if old else set())
         check_name(name, old, target)
         _no_credentials(overrides or {}, inventory_path)
@@ -375,6 +447,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     else:
         inventory = old
     host = inventory.hosts[present.name if present else name]
+    own = _entry_vars(inventory_path, present.name) if present and overrides else {}
+    own_where = dict(host.var_where)     # file:line of each, before --set stands over them
     if overrides:
         host.vars = {**host.vars, **overrides}
         host.var_where = {**host.var_where, **{n: f"--set {n}" for n in overrides}}
@@ -390,6 +464,9 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     roles = session.roles_of([host], inventory.roles_path)[host.name]   # bad roles and variables stop here
     if present is None:   # the entry keeps the values as checked: --set verify_perf=off is written false
         target.vars = {name: host.vars[name] for name in target.vars}
+    else:                 # a retry keeps its --set too: the summary's `fleet apply --limit NAME` must run the same
+        result.kept = _kept(present.name, {n: host.vars[n] for n in overrides or {}}, own, own_where)
+    result.vars = dict(host.vars)
 
     def on_key(message: str) -> None:
         result.host_key = message.split(": ", 1)[-1]
@@ -398,13 +475,18 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     # A second bootstrap of this pod, or of a pod deriving the same name, stops here: before contacting it.
     claim = hostlock.reserve(inventory_path, host.name, (target.address, target.port))
     options = ConnectOptions(accept_new_host_keys=True, connect_timeout=connect_timeout, wait=wait,
-                             known_hosts=known_hosts, on_new_host_key=on_key)
+                             auth_wait=min(wait, AUTH_WAIT), known_hosts=known_hosts, on_new_host_key=on_key)
     started = time.monotonic()
     conn = None
     try:
         with _phase(result, "connect"):
-            progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting)")
-            conn = connect(host, options)
+            progress(host.name, f"connecting to {host.target} (waiting up to {wait:g}s for a pod still booting; a "
+                                f"refused key is tried for {min(wait, AUTH_WAIT):g}s while the provider may still "
+                                "be installing it)")
+            try:
+                conn = connect(host, options)
+            except AuthRefused:
+                raise AuthRefused(_refused(host, target, min(wait, AUTH_WAIT))) from None
         if _healthy_enough(conn, host, result, progress, ignore_health):
             _provision(conn, host, inventory, roles, result, progress, on_task)
     except FleetError as exc:
@@ -450,9 +532,16 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
     if not result.existing:
         write_entry(result.inventory, host.name, result.target)
         result.added = True
+        remember(result.inventory)    # a known inventory: forget and the next bootstrap look there too
         progress(host.name, f"added to {result.inventory}")
+    elif result.kept:
+        write_vars(result.inventory, host.name, result.kept)
+        progress(host.name, f"kept in its entry in {result.inventory}: "
+                            + ", ".join(f"{n}={_shown(v)}" for n, v in result.kept.items()))
     report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task))
     result.report, result.facts = report, report.facts
+    from fleet.engine import session
+    result.vars = session.variables(report.facts, host.vars)   # where the pod's volume put the venv, if it did
     result.phases["apply"] = round(report.phases.get("probe", 0) + report.phases.get("apply", 0), 3)
     result.phases["verify"] = report.phases.get("verify", 0.0)
     failed = [t for t in report.tasks if t.status == "failed"]

@@ -55,6 +55,7 @@ def forget(inventory_path: Path, name: str, known_hosts: Path, *, dry_run: bool 
         return done
     shared = sorted(h.name for h in inventory.hosts.values()
                     if h.name != name and h.connection == "ssh" and (h.address, h.port) == (host.address, host.port))
+    shared += _elsewhere(inventory_path, host)
     if shared:
         done.kept.append(f"the host key of {host.address}:{host.port} in {known_hosts}: "
                          f"{', '.join(shared)} uses that address too")
@@ -63,6 +64,26 @@ def forget(inventory_path: Path, name: str, known_hosts: Path, *, dry_run: bool 
     if count:
         done.removed.append(f"{count} host key line(s) of {host.address}:{host.port} in {known_hosts}")
     return done
+
+
+def _elsewhere(inventory_path: Path, host) -> list[str]:
+    """'NAME in FILE' for each host of another known inventory (fleet/inventory/home.py) at the same address and port:
+    its key is theirs too."""
+    import os
+
+    from fleet.inventory.home import known_inventories
+
+    found = []
+    for path in known_inventories():
+        if os.path.realpath(path) == os.path.realpath(inventory_path):
+            continue
+        try:
+            other = load_inventory(path, keys_must_exist=False)
+        except (InputError, OSError):
+            continue
+        found += [f"{h.name} in {path}" for h in other.hosts.values()
+                  if h.connection == "ssh" and (h.address, h.port) == (host.address, host.port)]
+    return found
 
 
 def _still_loads(temp: Path, path: Path, name: str) -> None:

@@ -1,6 +1,8 @@
 """The GPU health check alone (issue 36): `fleet health INVENTORY` and bootstrap's first step.
 
     verdict, facts = check(conn, host)
+    check_hosts(inventory, hosts, request) -> HealthRun   # every host at once, each host's report to the run's
+                                                          # sinks (the run log: fleet/record/sinks.py)
 
 ONE remote command of the probe's health sources only (the kernel driver's GPU list, the query fields and remapped
 rows, `nvidia-smi -q -x` filtered, the kernel log), run at once: read-only, cheap enough before every job. The
@@ -9,7 +11,12 @@ verdict is fleet.decide.health's, with the host's `expect_gpus`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from fleet import sections
+from fleet.connection import ConnectOptions
+from fleet.connection.parallel import Outcome, on_hosts
 from fleet.decide.health import HealthVerdict, decide_health, parse_expect
 from fleet.facts.record import assemble
 from fleet.facts.sources import BY_NAME
@@ -36,3 +43,70 @@ def check(conn, host, *, timeout: float | None = TIMEOUT) -> tuple[HealthVerdict
     from fleet.engine.probe import run_sections
 
     return read(run_sections(conn, script(), "health check", timeout), host.vars.get("expect_gpus"))
+
+
+@dataclass(frozen=True)
+class HealthRequest:
+    """What `fleet health` was asked, as parsed from its flags."""
+
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+    forks: int | None = None
+    debug: bool = False
+    argv: tuple = ()                      # the command line, for the run log
+
+
+@dataclass
+class HealthRun:
+    """Each host's outcome (its (verdict, facts), or why there is none), each verdict, and each host's document (what
+    --json prints and the run log keeps)."""
+
+    outcomes: dict[str, Outcome]
+    verdicts: dict[str, HealthVerdict]
+    documents: dict[str, dict] = field(default_factory=dict)
+    logged: Path | None = None            # where the run log went
+    warnings: tuple = ()                  # what a sink could not take, one sentence each
+
+    @property
+    def status(self) -> int:
+        return exit_status(self.outcomes, self.verdicts)
+
+
+def check_hosts(inventory, hosts: list, request: HealthRequest) -> HealthRun:
+    """Every host's health at once (their variables checked first: a bad expect_gpus is exit 2, nobody contacted);
+    nothing is installed nor recorded on a host or in the facts records; the run log keeps each verdict."""
+    from fleet.engine.session import check_variables
+    from fleet.record.sinks import Run, Sinks, for_run
+    from fleet.workflows.hosts import Told
+
+    check_variables(hosts, inventory.roles_path)
+    run = Run("health", inventory.path)
+    told = Told(run, Sinks(for_run(run, argv=list(request.argv))), document)
+    outcomes = on_hosts(hosts, lambda conn, host: check(conn, host), options=request.connect, forks=request.forks,
+                        debug=request.debug, on_done=told.then())
+    result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error},
+                       {name: document(o) for name, o in outcomes.items()})
+    told.end(outcomes, result.status)
+    result.logged, result.warnings = told.logged, tuple(told.sinks.warnings)
+    return result
+
+
+def document(outcome: Outcome) -> dict:
+    """The host's JSON document (--json, the run log): its verdict and health facts, or the error."""
+    if outcome.error or outcome.value is None:
+        return {"error": outcome.error, "unreachable": outcome.unreachable}
+    verdict, facts = outcome.value
+    return {**verdict.to_json(), "facts": facts}
+
+
+def exit_status(outcomes, verdicts) -> int:
+    from fleet.errors import ExitStatus
+
+    if any(o.interrupted for o in outcomes.values()):
+        return ExitStatus.INTERRUPTED
+    kinds = {v.verdict for v in verdicts.values()}
+    if "return" in kinds:
+        return ExitStatus.RETURN_POD
+    if any(o.error for o in outcomes.values()):
+        return ExitStatus.HOST_FAILED
+    # degraded, or a GPU host whose health could not be read (no nvidia-smi, NVML failing): not a go for a job
+    return ExitStatus.GPU_DEGRADED if kinds & {"degraded", "unknown"} else ExitStatus.OK

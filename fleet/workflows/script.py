@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from fleet import __version__, remote, shell
+from fleet.connection import ConnectOptions
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.probe import gather
 from fleet.errors import HostError
@@ -39,35 +41,58 @@ from fleet.resources.compat_gate import GATE as COMPAT_GATE
 
 NEEDS_CHANGE = 10
 
-_PRELUDE = r'''set -u
-fleet_changed=0
-fleet_applied=''
-fleet_first() { printf '%s\n' "$1" | sed -n '/^@@diff@@$/q;/./{p;q}'; }
-fleet_tail() { printf '%s\n' "$1" | grep -v '^[[:space:]]*$' | tail -n 8 | tr '\n' '|' | sed 's/|$//;s/|/ | /g'; }
-fleet_end() { printf 'changed=%d\n' "$fleet_changed"; exit "$1"; }
-fleet_fail() { printf 'FAILED  %s: %s\n' "$1" "$2" >&2; fleet_end 1; }
-# fleet_task LABEL N: run check N; apply N only when the check answers 10 (not in state).
-fleet_task() {
-  local label=$1 n=$2 out rc
-  out=$("fleet_check_$n" 2>&1 </dev/null); rc=$?
-  case $rc in
-    0) printf 'ok      %s\n' "$label"; return 0 ;;
-    10) printf 'change  %s: %s\n' "$label" "$(fleet_first "$out")" ;;
-    *) fleet_fail "$label" "the check could not run (exit $rc): $(fleet_tail "$out")" ;;
-  esac
-  "fleet_apply_$n" </dev/null 2>&1 | sed -u 's/^/        /'
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || fleet_fail "$label" "apply failed (exit $rc)"
-  fleet_changed=$((fleet_changed + 1))
-  fleet_applied="$fleet_applied $n"
-}
-# fleet_confirm LABEL N: after every apply, a changed task must now check in state.
-fleet_confirm() {
-  local out rc
-  out=$("fleet_check_$2" 2>&1 </dev/null); rc=$?
-  [ "$rc" -eq 0 ] || fleet_fail "$1" "applied, but the check still says: $(fleet_first "$out")"
-}
-'''
+_PRELUDE = remote.text("script_prelude.sh")   # fleet/remote/script_prelude.sh, as written: a person reads it
+
+
+@dataclass(frozen=True)
+class ScriptRequest:
+    """What `fleet script` was asked, as parsed from its flags: decide from `record` (--from-facts, offline; its
+    file named by `from_facts`), else from facts gathered over `connect`."""
+
+    record: dict | None = None
+    from_facts: str | None = None
+    connect: ConnectOptions | None = None
+    report: str | None = None             # --report URL|dir:PATH: the script sends each run's report there
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    text: str                             # the script
+    plans: dict                           # the run-time variants it carries (script_runtime.variants)
+    host: str
+
+
+def make_script(host: Host, roles, request: ScriptRequest, progress=lambda host, message: None) -> ScriptRun:
+    """One host's script: its facts gathered in ONE remote command (or the record given), the decisions and
+    rendered tasks as `fleet apply` makes them (nothing is recorded), the run-time variants, the text."""
+    from fleet.workflows import script_runtime
+
+    def decide(facts: dict) -> Decided:   # plans only: nothing is recorded; every install-type role in, checked on the pod
+        return decide_tasks(roles, host, script_runtime.as_template(facts))
+
+    if request.record is None:
+        progress(host.name, "gathering facts (one command) to decide from")
+        plan = decide(_gathered(host, request.connect))
+        made_from = f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    else:
+        plan = decide(request.record)
+        made_from = f"{request.from_facts} (gathered {request.record.get('gathered_at')})"
+    prepared = script_runtime.prepare(decide, plan, made_from, host)
+    return ScriptRun(render(plan, host, prepared, report=request.report), prepared.plans, host.name)
+
+
+def _gathered(host: Host, options: ConnectOptions | None) -> dict:
+    """The host's facts in ONE remote command, over a connection opened as every command opens its hosts'
+    (connection.parallel.on_hosts: the host's ssh config checked before it is contacted, Ctrl-C aborts it); a host
+    that could not be reached is a HostError."""
+    from fleet.connection.parallel import on_hosts
+
+    outcome = on_hosts([host], lambda conn, h: gather(conn, h, None), options=options)[host.name]
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.error:
+        raise HostError(outcome.error)
+    return outcome.value
 
 
 def gather_plan(conn, host: Host, roles) -> Decided:
@@ -77,30 +102,38 @@ def gather_plan(conn, host: Host, roles) -> Decided:
 
 def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: datetime | None = None,
                   verify_path: str = VERIFY_PATH, plans: dict | None = None,
-                  made_from: str | None = None) -> str:
+                  made_from: str | None = None, report: str | None = None) -> str:
     """The bash script for `plan` (from gather_plan); `root`: whether it will run as root (default: host.user).
     `plans`: the run-time variants (fleet.workflows.script_runtime.variants; default: `plan` alone, as 'direct'), of
     which the script picks one on the host from the kernel driver it finds there."""
     from fleet.workflows import script_runtime
 
+    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
+    root = shell.user_is_root(host) if root is None else root
+    return render(plan, host, script_runtime.runtime(plan, plans or {"direct": plan}, made_from, root), now=now,
+                  verify_path=verify_path)
+
+
+def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
+           verify_path: str = VERIFY_PATH, report: str | None = None) -> str:
+    """The bash script for `plan` with what it decides at run time made already (script_runtime.Runtime: the
+    variants, their header and guard, whether it runs as root)."""
     if plan.decisions.refuse:
         raise HostError(f"{host.name}: refused: {plan.decisions.refuse}; no script written")
-    plans = plans or {"direct": plan}
-    root = shell.user_is_root(host) if root is None else root
+    plans, root = runtime.plans, runtime.root
     bodies: dict[str, int] = {}                  # one function per distinct task, shared by the variants
     defs, runs = [], {}
     for name, variant in plans.items():
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
-    made_from = made_from or f"{host.name}'s facts gathered {plan.facts.get('gathered_at')}"
-    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, script_runtime.describe(plans)),
-           _PRELUDE, shell.TRUST_FN,
+    out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
+           _PRELUDE, shell.TRUST_FN, *([_report(report, host, verify_path)] if report else []),
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(True), f"fleet script for {host.name}", sudo=not root).rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
            # directory (a pod's shared /workspace): Python started here imports what is in it
            'cd -- "$HOME" 2>/dev/null || cd /',
            "# -- run-time guard: the host must be the one the decisions cover -----------------------",
-           script_runtime.guard(plan, plans, made_from), _start_gate(root), *defs]
+           runtime.guard, _start_gate(root), *defs]
     out.append("# -- converge ------------------------------------------------------------------------------")
     out.append("case $fleet_variant in")
     for name, numbered in runs.items():
@@ -123,6 +156,16 @@ def render_script(plan: Decided, host: Host, *, root: bool | None = None, now: d
     out.append("esac")
     out.append("fleet_end 0")
     return "\n".join(out) + "\n"
+
+
+def _report(target: str, host: Host, verify_path: str) -> str:
+    """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET (fleet/remote/report.sh
+    and report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
+    values = {"program": remote.source("report_send"), "target": target, "host": host.name,
+              "version": __version__, "verify": verify_path}
+    return ("# -- the report after every run (fleet script --report) -----------------------------------\n"
+            + "".join(f"fleet_report_{name}={shlex.quote(value)}\n" for name, value in values.items())
+            + remote.program("report"))
 
 
 def _start_gate(root: bool) -> str:
@@ -154,6 +197,8 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
     lines = [f"fleet script for {host.name} ({host.target}), generated by fleet {__version__} on {when}",
              f"from the facts gathered {facts.get('gathered_at')}: the decisions below are frozen in, except what",
              "depends on the kernel driver (cuda-compat, LD_LIBRARY_PATH): the script decides that where it runs.",
+             "Every task that installs something is in, whatever those facts say (the toolkit, git, python3-venv):",
+             "its check decides on the pod, so a pod that has it says ok and one that lacks it gets it.",
              "Generate it again after the host changes (driver, GPU, OS) or the roles or variables change.",
              f"Run it on the host itself as {host.user} (a pod template's start command). It is idempotent:",
              "each task's check runs first and its apply only if needed; the last line printed is changed=N.",

@@ -21,29 +21,58 @@ from __future__ import annotations
 
 import copy
 import shlex
+from dataclasses import dataclass
 
+from fleet import remote
 from fleet.knowledge.cuda_table import min_driver_for, version_key
 from fleet.knowledge import platforms
 from fleet.errors import FleetError
 
-# Reads the kernel driver's version as the facts probe does (fleet.facts.gpu.DRIVER / parse_driver_version).
-_READ_DRIVER = r"""fleet_driver=''
-for fleet_f in /proc/driver/nvidia/version /sys/module/nvidia/version; do
-  [ -r "$fleet_f" ] || continue
-  fleet_driver=$(sed -nE 's/.*Kernel Module( +for +[^ ]+)? +([0-9]+(\.[0-9]+)+).*/\2/p; s/^[[:space:]]*([0-9]+(\.[0-9]+)+)[[:space:]]*$/\1/p' "$fleet_f" | head -n 1)
-  break
-done"""
+# $fleet_driver, read as the facts probe does: fleet/remote/script_driver.sh
+_READ_DRIVER = remote.program("script_driver")
 
-# fleet_ge A B: version A >= version B, compared number by number (570.26 < 570.133.20).
-_VERSION_GE = r"""fleet_ge() {
-  local IFS=. i; local -a a=($1) b=($2)
-  for ((i = 0; i < ${#a[@]} || i < ${#b[@]}; i++)); do
-    ((10#${a[i]:-0} > 10#${b[i]:-0})) && return 0
-    ((10#${a[i]:-0} < 10#${b[i]:-0})) && return 1
-  done
-  return 0
-}
-fleet_refuse() { printf 'REFUSED %s\n' "$1" >&2; printf 'changed=0\n'; exit 3; }"""
+# fleet_ge A B and fleet_refuse WHY: fleet/remote/script_version_ge.sh
+_VERSION_GE = remote.program("script_version_ge")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a script decides at run time, made once: the variants, the header lines saying what each puts on
+    LD_LIBRARY_PATH, the guard that picks one on the host (or refuses), and whether it runs as root there (None:
+    the caller says)."""
+    plans: dict
+    described: list
+    guard: str
+    root: bool | None = None
+
+
+def runtime(plan, plans: dict, made_from: str, root: bool | None = None) -> Runtime:
+    return Runtime(plans, describe(plans), guard(plan, plans, made_from), root)
+
+
+def prepare(decide, plan, made_from: str, host) -> Runtime:
+    """The variants of `plan` (variants) with their header and guard, for `host` (root: as its login user is)."""
+    from fleet.shell import user_is_root
+
+    return runtime(plan, variants(decide, plan), made_from, user_is_root(host))
+
+
+def as_template(facts: dict) -> dict:
+    """The facts as the template's NEXT pod may have them: a pod template's script runs on pods that have none of
+    what this one was given, so whatever the platform does not ship itself (the CUDA toolkit on a dGPU pod; torch,
+    CUTLASS and the hooks are planned whatever the facts say) is planned, and each task's check decides on the pod:
+    a pod that has it shows `ok`, one that lacks it gets it. (A script made from a provisioned pod's facts once said
+    `cuda_toolkit skipped` and left the next pod without nvcc.)"""
+    fresh = dict(facts)
+    row = platforms.platform(facts.get("platform"))
+    cuda = facts.get("cuda")
+    if row is not None and not row.cuda_shipped_by and isinstance(cuda, dict):
+        fresh["cuda"] = {**cuda, "toolkits": []}     # JetPack and DGX OS ship the toolkit: that stays the image's
+    if isinstance(facts.get("system"), dict) and "git" in facts["system"]:
+        fresh["system"] = {**facts["system"], "git": False}               # cutlass: git, checked by dpkg there
+    if isinstance(facts.get("python"), dict):
+        fresh["python"] = {**facts["python"], "env_exists": False, "venv_module": False}   # torch: python3-venv
+    return fresh
 
 
 def variants(decide, plan) -> dict:

@@ -30,7 +30,8 @@ def fleet(tmp_path, *argv: str) -> tuple[int, str, str]:
 
 
 def pods_inventory(lab, where, **extra_vars) -> str:
-    """The lab's variables (its mirror) and its thor, as a person's file with comments: no pod in it yet."""
+    """The lab's variables (its mirror) and its thor, as a person's file with comments, as the default inventory of
+    the HOME `where`: no pod in it yet."""
     doc = yaml.safe_load(lab.inventory_path.read_text())
     thor = doc["hosts"]["thor"]
     # the lab's keyring digests (`fleet lab up` writes this line into the inventory it serves): the lab answers
@@ -39,7 +40,7 @@ def pods_inventory(lab, where, **extra_vars) -> str:
             + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
             + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
               "    lab: {profile: thor}\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
-    path = where / "inventories" / "pods.yaml"
+    path = where / ".config" / "fleet" / "pods.yaml"     # the default inventory of a HOME (fleet/inventory/home.py)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return text
@@ -58,9 +59,9 @@ def bootstrapped(lab, tmp_path_factory):
         mp.setenv("XDG_CONFIG_HOME", str(work / "home" / ".config"))
         mp.delenv("SSH_AUTH_SOCK", raising=False)
         lab.reset([POD])
-        original = pods_inventory(lab, work)
+        original = pods_inventory(lab, work / "home")
         first = fleet(work, "bootstrap", ssh_line(lab, POD), "--json")
-        after_first = (work / "inventories" / "pods.yaml").read_text()
+        after_first = (work / "home" / ".config" / "fleet" / "pods.yaml").read_text()
         second = fleet(work, "bootstrap", ssh_line(lab, POD))
     return work, original, after_first, first, second
 
@@ -88,14 +89,14 @@ def test_a_fresh_pod_ends_verified_and_written_once(bootstrapped, lab):
     assert lines[:start] + lines[start + 5:] == original.splitlines()
     assert after_first.count(f"address: {lab.inventory.hosts[POD].address}") == 1
     assert start < lines.index("# groups come after the hosts")
-    record = json.loads((work / "inventories" / "facts" / f"{name}.json").read_text())
+    record = json.loads((work / "home" / ".config" / "fleet" / "facts" / f"{name}.json").read_text())
     assert record["verify"]["passed"] is True and record["torch"]["cuda_available"] is True
 
 
 def test_a_second_bootstrap_changes_nothing(bootstrapped):
     work, _, after_first, _, (code, out, err) = bootstrapped
     assert code == 0, out + err
-    assert (work / "inventories" / "pods.yaml").read_text() == after_first
+    assert (work / "home" / ".config" / "fleet" / "pods.yaml").read_text() == after_first
     assert "nothing: the pod was in state" in out
     assert "already in" in out and "left as it was" in out
     assert "verify passed" in out
@@ -106,13 +107,13 @@ def test_a_second_bootstrap_changes_nothing(bootstrapped):
     ({"torch_min_free_gb": 1000000}, "GB free at"),
     ({"torch_source": "jetson"}, "serves aarch64 (sbsa) wheels and this host is x86_64"),
 ])
-def test_a_pod_that_cannot_be_provisioned_is_not_written(lab, tmp_path, extra, reason):
+def test_a_pod_that_cannot_be_provisioned_is_not_written(lab, tmp_path, isolated_home, extra, reason):
     lab.reset(["pod-580"])
-    original = pods_inventory(lab, tmp_path, **extra)
+    original = pods_inventory(lab, isolated_home, **extra)
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"))
     assert code == 1
     assert "cannot be provisioned" in err and reason in err
-    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+    assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
     assert "not added" in out
 
 
@@ -126,18 +127,18 @@ def test_a_changed_host_key_is_still_refused(lab, tmp_path, isolated_home):
     other = (tmp_path / "other.pub").read_text().split()
     known.write_text(f"{lab.inventory.hosts['pod-580'].address} {other[0]} {other[1]}\n")
     before = known.read_bytes()
-    original = pods_inventory(lab, tmp_path)
+    original = pods_inventory(lab, isolated_home)
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--wait", "0")
     assert code == 1
     assert "HOST KEY CHANGED" in err and "refusing to connect" in err
     assert known.read_bytes() == before
-    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+    assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
 
 
-def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path):
+def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path, isolated_home):
     """Written once the pod is known provisionable, before the first change (fleet/workflows/bootstrap.py says why)."""
     lab.reset(["pod-580"])
-    pods_inventory(lab, tmp_path, cutlass_ref="v0.0.0-no-such-tag")
+    pods_inventory(lab, isolated_home, cutlass_ref="v0.0.0-no-such-tag")
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--json")
     doc = json.loads(out)
     name = next(iter(doc["hosts"]))
@@ -145,8 +146,46 @@ def test_a_failed_apply_keeps_the_entry_so_the_pod_can_be_resumed(lab, tmp_path)
     assert "cutlass: CUTLASS at v0.0.0-no-such-tag" in doc["hosts"][name]["bootstrap"]["error"]
     assert "run the same bootstrap again" in doc["hosts"][name]["bootstrap"]["error"]
     assert doc["hosts"][name]["bootstrap"]["added"] is True
-    text = (tmp_path / "inventories" / "pods.yaml").read_text()
+    path = isolated_home / ".config" / "fleet" / "pods.yaml"
+    text = path.read_text()
     assert text.count(f"address: {lab.inventory.hosts['pod-580'].address}") == 1
+    # the retry, as a person types it: the same line with the setting that fixes it. Its --set is kept in the pod's
+    # entry, so the `next` command its summary prints (run as printed) runs with it and changes nothing.
+    code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, "pod-580"), "--set", "cutlass_ref=v4.3.0")
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert f"inventory: already in ~/.config/fleet/pods.yaml as {name}; --set kept in its vars: cutlass_ref=v4.3.0" \
+        in out, out
+    entry = yaml.safe_load(path.read_text())["hosts"][name]
+    assert entry["vars"] == {"cutlass_ref": "v4.3.0"}, entry
+    assert path.read_text().replace("      cutlass_ref: v4.3.0\n", "").replace(
+        "    vars:                  # --set at bootstrap\n", "") == text         # every other line as it was
+    nxt = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("next: "))
+    assert nxt == f"fleet apply --limit {name}", out
+    code, out, err = fleet(tmp_path, *nxt.split()[1:], "--json")
+    assert code == 0, out[-3000:] + err[-3000:]
+    again = json.loads(out)["hosts"][name]
+    assert (again["changed"], again["failed"]) == (0, 0), again
+    assert ok(lab, "pod-580", "git -C /opt/cutlass describe --tags").strip() == "v4.3.0"
+
+
+def test_a_key_the_pod_refuses_is_named_as_the_i_key_without_waiting_for_a_booting_pod(lab, tmp_path, isolated_home):
+    """Issue 50: a wrong -i cost a renter the whole --wait (300 s) and then blamed an inventory that did not exist
+    yet. A refused key is tried again only as long as a provider may still be installing keys, and the sentence
+    names the -i key."""
+    import subprocess
+
+    key = tmp_path / "not-the-pods-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    address = lab.inventory.hosts["pod-580"].address
+    code, out, err = fleet(tmp_path, "bootstrap", f"ssh root@{address} -p 22 -i {key}", "--json")
+    assert code == 1, out + err
+    doc = next(iter(json.loads(out)["hosts"].values()))["bootstrap"]
+    said = " ".join(doc["error"].split())
+    assert f"refused the key -i {key} (tried for 20s, as long as a provider may still be installing keys)" in said
+    assert "give -i the private key whose public half is in the pod's settings" in said
+    assert "inventory" not in said and "'key:'" not in said
+    assert doc["phases"]["connect"] < 300 and doc["added"] is False       # not the whole --wait
+    assert not (isolated_home / ".config" / "fleet" / "pods.yaml").exists()
 
 
 def test_a_lab_pod_bootstraps_with_the_defaults_and_its_pins_into_a_new_inventory(lab, tmp_path):
@@ -189,6 +228,6 @@ def test_keyring_pins_that_cannot_be_read_are_bad_input_and_nothing_is_touched(l
     bad.write_text("not-a-digest  https://developer.download.nvidia.com/x.deb\n")
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--keyring-pins", str(bad), "--wait", "0")
     assert code == 2 and f"{bad}:1 is not 'SHA256  https://URL'" in err, err
-    assert not (tmp_path / "inventories").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pins.sha256"]
     code, out, err = fleet(tmp_path, "bootstrap", ssh_line(lab, POD), "--keyring-pins", str(tmp_path / "none"))
     assert code == 2 and "cannot read keyring_pins file" in err and "--keyring-pins" in err, err

@@ -138,15 +138,15 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
     code, out, err = fleet("health", str(pods[1]), "--limit", "pod-xid79")
     assert code == 5, out + err
     assert "return this pod" in out and "GPU 1: xid=79: GPU has fallen off the bus" in out \
-        and "GPU 1: gpu=lost (0000:2A:00.0)" in out
+        and "GPU 1 (bus 0000:2A:00.0): gpu=lost (0000:2A:00.0)" in out
     verdict, _ = _check(pods, "pod-xid79")
     assert {(f.gpu, f.field) for f in verdict.findings if f.severity == "return"} >= {(1, "gpu"), (1, "xid")}
 
 
-def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path):
+def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path, isolated_home):
     """Nothing installed (the host's dpkg and the venv say so), nothing written, exit 5, the provider's way out."""
     lab, _, inventory = pods
-    original = test_bootstrap_lab.pods_inventory(lab, tmp_path)
+    original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
     host = inventory.hosts["pod-xid79"]
     before = _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout
     code, out, err = test_bootstrap_lab.fleet(tmp_path, "bootstrap", f"ssh root@{host.address} -p 22 -i "
@@ -154,7 +154,7 @@ def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_pat
     assert code == 5, out + err
     assert "return this pod" in err and "GPU 1: xid=79" in err and "terminate the pod and rent another" in err
     assert "--ignore-health" in err
-    assert (tmp_path / "inventories" / "pods.yaml").read_text() == original
+    assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
     assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet 2>&1").stdout == before
     assert "No such file" in before
 
@@ -168,13 +168,16 @@ def test_a_gpu_asking_for_a_reset_is_a_pod_to_return_in_apply_and_in_health(pods
         code, out, err = fleet("apply", str(pods[1]), "--limit", "pod-healthy", "--check")
         health_code, health_out, health_err = fleet("health", str(pods[1]), "--limit", "pod-healthy")
         asked = _ask(pods, "pod-healthy", Q + "gpu_recovery_action; nvidia-smi -q -x | grep -c '>Reset<'").stdout
+        ids = _ask(pods, "pod-healthy", Q + "uuid,pci.bus_id").stdout.splitlines()[1].split(", ")
     finally:
         _stage(pods, "healthy")
     assert asked.splitlines() == ["0, None", "1, Reset", "1"], asked
+    # the GPU by the UUID and bus id the host's own nvidia-smi gives it: what the provider asks for
+    gpu = f"GPU 1 ({ids[1]}, bus {ids[2]}): gpu_recovery_action=Reset"
     assert code == 5, out + err
-    assert "return this pod" in out and "GPU 1: gpu_recovery_action=Reset" in out, out
+    assert "return this pod" in out and gpu in out, out
     assert health_code == 5 and "return this pod" in health_out, health_out + health_err
-    assert "GPU 1: gpu_recovery_action=Reset" in health_out, health_out
+    assert gpu in " ".join(health_out.split()), health_out
 
 
 def test_a_driver_before_550_is_asked_again_without_the_recovery_action(pods):
@@ -189,3 +192,20 @@ def test_a_driver_before_550_is_asked_again_without_the_recovery_action(pods):
     gpus = facts["health"]["gpus"]
     assert [(g["index"], g["recovery_action"], g["pcie"]["width"], g["pcie_replay"]) for g in gpus] == \
         [(0, None, 16, 0), (1, None, 16, 0)]
+
+
+@pytest.mark.parametrize("fault", ["power-cap", "link-down"])
+def test_a_degraded_gpu_is_named_by_uuid_and_bus_with_keep_or_return_in_a_renters_terms(pods, fault):
+    """Issue 50: `fleet health` told a renter to report the GPU's UUID without showing it, answered a 400 W cap with
+    `nvidia-smi -pl 700` (which a pod cannot run) and gave `degraded` no keep-or-return advice."""
+    _stage(pods, fault)
+    try:
+        code, out, err = fleet("health", str(pods[1]), "--limit", "pod-healthy")
+        ids = _ask(pods, "pod-healthy", Q + "uuid,pci.bus_id").stdout.splitlines()[1].split(", ")
+    finally:
+        _stage(pods, "healthy")
+    said = " ".join(out.split())
+    assert code == 6, out + err
+    assert f"GPU 1 ({ids[1]}, bus {ids[2]}): {CASES[fault][1]}=" in said, said
+    assert "keep it if your job can live with this" in said and "else return it" in said, said
+    assert "nvidia-smi -pl" not in said and "nvidia-smi -e" not in said

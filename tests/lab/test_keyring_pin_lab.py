@@ -45,6 +45,11 @@ def test_the_shipped_pin_refuses_a_keyring_that_is_not_nvidias_before_dpkg(lab, 
     assert code == 1, out + err
     assert f"is {served}, expected {SHIPPED[KEYRING]}; refusing it" in out + err, out + err
     assert ok(lab, POD, ASK).split() == ["absent", "no-key"]
+    # its own fix (issue 50), once, with the command for this host and inventory: not "read the output above"
+    fixes = [line.strip() for line in out.splitlines() if line.strip().startswith("fix:")]
+    assert len(fixes) == 1, out
+    assert "not the one fleet pins" in fixes[0] and "cuda_keyring_pins" in fixes[0], fixes
+    assert f"`fleet apply {tmp_path / 'pod.yaml'} --limit {POD}`" in fixes[0], fixes
 
 
 def test_the_labs_digest_file_lets_the_same_defaults_install_its_keyring(lab, tmp_path):

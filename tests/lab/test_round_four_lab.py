@@ -84,7 +84,8 @@ def test_a_jetpack_6_orin_takes_cudss_from_the_linux_aarch64_archive(four):
 
 def test_a_jetpack_6_orin_takes_cudss_from_the_ubuntu2204_arm64_repository(four):
     four.converged("orin-apt")
-    out = four.sh("orin-apt", "apt-cache policy libcudss0-cuda-12 | grep -m1 -o 'https://[^ ]*/ubuntu2204/arm64[^ ]*'; "
+    out = four.sh("orin-apt", "apt-cache policy libcudss0-cuda-12 "
+                              "| grep -m1 -o 'https://[^ ]*/ubuntu2204/arm64[^ ]*'; "
                               "cat /etc/apt/sources.list.d/cuda-ubuntu2204-arm64.list; "
                               "ldconfig -p | grep -o '/usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0'; "
                               "grep -c -a 'cuDSS 0.7.1 for CUDA 12' /usr/lib/aarch64-linux-gnu/libcudss/12/libcudss.so.0")

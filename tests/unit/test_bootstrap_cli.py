@@ -31,9 +31,10 @@ def closed_port() -> int:
 
 
 @pytest.fixture
-def inventory(tmp_path):
-    path = tmp_path / "inventories" / "pods.yaml"
-    path.parent.mkdir()
+def inventory(isolated_home):
+    """The default inventory (fleet/inventory/home.py): the user's, whatever directory fleet runs in."""
+    path = isolated_home / ".config" / "fleet" / "pods.yaml"
+    path.parent.mkdir(parents=True)
     shutil.copy(PODS, path)
     return path
 
@@ -53,8 +54,9 @@ def test_an_unreachable_pod_is_one_sentence_exit_1_and_never_written(tmp_path, i
     assert code == 1
     assert f"cannot reach root@127.0.0.1:{port}: connection refused" in err
     assert "not added" in out and "Traceback" not in out + err
-    assert inventory.read_bytes() == before                  # the default inventory, relative to the cwd
+    assert inventory.read_bytes() == before                  # the default inventory, the user's
     assert sorted(p.name for p in inventory.parent.iterdir()) == ["pods.yaml"]
+    assert list(tmp_path.iterdir()) == []                    # nothing where fleet ran
 
 
 def test_unreachable_in_json(tmp_path, inventory):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.commands.decide import acting_roles
+from fleet.workflows.decide import acting_roles
 from fleet.decide import FactsError, VariableError, decide
 from fleet.roles import load_roles, roles_dirs
 from fleet.decide.gpu import capability_from_name, runs_on

@@ -31,7 +31,11 @@ RULES = [
      {"cuda_version": "12.8", "torch_index_url": CU128}, True,
      ["debian13 repository serves CUDA 13.0 and newer", "set cuda_version=13.0 and torch_index_url="
       "https://download.pytorch.org/whl/cu130"]),
-    ("Ubuntu 26.04 on the default 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604, {}, True,
+    ("Ubuntu 26.04 on the defaults: ubuntu2604 starts at 13.3, which is planned and said", "h100-pod-570",
+     UBUNTU2604, {}, False, ["install cuda-toolkit-13-3 from NVIDIA's apt repo", "repos/ubuntu2604/x86_64/",
+                             "the default CUDA 13.0 is not in NVIDIA's ubuntu2604 repository"]),
+    ("Ubuntu 26.04 asked 13.0: ubuntu2604 starts at 13.3, offered", "h100-pod-570", UBUNTU2604,
+     {"cuda_version": "13.0"}, True,
      ["ubuntu2604 repository serves CUDA 13.3 and newer, not 13.0", "set cuda_version=13.3"]),
     ("Ubuntu 26.04 asking 13.3: planned from ubuntu2604", "h100-pod-570", UBUNTU2604, {"cuda_version": "13.3"},
      False, ["repos/ubuntu2604/x86_64/"]),
@@ -74,6 +78,11 @@ RULES = [
      ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.11.0"]),
     ("GB200 on 575 with torch 2.12: the same", "spark", GB200_575, {"torch_version": "2.12.0"}, True,
      ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu128 and torch_version=2.11.0"]),
+    # RELEASE.md: 2.9 to 2.12 need Python >= 3.10, 2.8 has 3.9 (and cu129): the 12.x offer names a torch for the
+    # host's Python too, so fed back it is not refused for the Python next
+    ("H100 on 575 with Python 3.9: the 12.x offer with torch 2.8.0", "h100-pod-570",
+     {"driver": "575.64.03", "python": "3.9.18"}, {}, True,
+     ["set cuda_version=12.9 and torch_index_url=https://download.pytorch.org/whl/cu129 and torch_version=2.8.0"]),
 ]
 
 
@@ -106,7 +115,7 @@ def test_the_sweep_covers_every_family():
     labels = " ".join(label for label, _, _ in SWEEP)
     assert len(SWEEP) > 3000
     for part in ("debian 13", "ubuntu 26.04", "rocky 9.6", "CUDA 13.3", "CUDA 13.4", "Orin JetPack 6.2",
-                 "libraries tarball", "libraries apt", "torch 2.12.0"):
+                 "libraries tarball", "libraries apt", "torch 2.12.0", "Python 3.9.18", "CUDA default"):
         assert part in labels, part
 
 
@@ -118,9 +127,9 @@ def test_every_refusal_of_the_sweep_is_fixed_in_one_round():
 
 
 def test_every_situation_of_the_sweep_is_answered_with_a_json_document_proposing_one_fix():
-    """decide() and its JSON, as `fleet decide --json` prints it, for every situation (the CLI below for a cross-section:
-    each host through the CLI would take minutes on a shared machine); every text of an answer proposes the same value
-    for a variable (one fix per answer, issue 24)."""
+    """decide() and its JSON, as `fleet decide --json` prints it, for every situation (the CLI below for a
+    cross-section: each host through the CLI would take minutes on a shared machine); every text of an answer proposes
+    the same value for a variable (one fix per answer, issue 24)."""
     for label, facts, variables in SWEEP:
         d = decide(facts, variables)
         doc = d.to_json()
@@ -132,10 +141,10 @@ CROSS = (" / 570.133.20 / ", " / 610.43.02 / ")   # a driver below 580 and one a
 
 
 def test_fleet_decide_answers_with_its_json_across_the_sweep(tmp_path):
-    """`fleet decide FILES --json --set ...`, as a person runs it, on every variable set of the sweep with the H100, V100
-    and GB200 on a driver below 580 and on 610 on every distribution, and one host of each Jetson variable set: every
-    host gets its answer (exit 0, or 1 where some are refused), never the bad-input exit 2, whatever CUDA release or
-    distribution it names."""
+    """`fleet decide FILES --json --set ...`, as a person runs it, on every variable set of the sweep with the H100,
+    V100 and GB200 on a driver below 580 and on 610 on every distribution, and one host of each Jetson variable set:
+    every host gets its answer (exit 0, or 1 where some are refused), never the bad-input exit 2, whatever CUDA
+    release or distribution it names."""
     groups: dict[tuple, list[tuple[str, dict]]] = defaultdict(list)
     for i, (label, facts, variables) in enumerate(SWEEP):
         key = tuple(sorted(variables.items()))

@@ -231,7 +231,8 @@ def test_orin_without_its_toolkit_takes_jetpacks_from_the_l4t_apt_source_not_the
 
 
 # issue 47: a JetPack 6 Orin (Tegra CUDA 12) takes NVIDIA's libraries from ubuntu2204/arm64, so its keyring too
-KEYRING_2204_ARM64 = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/arm64/cuda-keyring_1.1-1_all.deb"
+KEYRING_2204_ARM64 = ("https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/arm64/"
+                      "cuda-keyring_1.1-1_all.deb")
 
 
 @pytest.mark.parametrize("record, jetson, keyring", [

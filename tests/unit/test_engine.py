@@ -431,16 +431,21 @@ def test_env_sh_is_posix_sh_for_profile_d(shipped, tmp_path):
     assert out.stdout.strip() == f"{COMPAT}:{X86_LIB}:/x|/opt/fleet/venv/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin"
 
 
-def test_verify_proves_the_users_shells_only_where_the_run_includes_env_hooks(shipped):
+def test_verify_proves_the_users_shells_wherever_env_hooks_is_the_hosts_role(shipped):
     """python3/pip the venv's and nvcc/CUDA_HOME the toolkit's in every kind of shell are what env_hooks makes so:
-    verify demands them where this run's roles include it, never where they do not (inventories/lab-fabric.yaml:
-    roles [fabric_manager, verify], its boards' verify passing, tests/lab/test_fabric_lab.py)."""
-    def config(roles):
+    verify demands them wherever the HOST's roles include it (its inventory's list, else the built-in nine), whatever
+    the run renders: a plain `fleet verify` (the verify role alone) proves what apply's verify proves (issue 45).
+    Never where the host's own roles leave env_hooks out (inventories/lab-fabric.yaml: roles [fabric_manager,
+    verify], its boards' verify passing, tests/lab/test_fabric_lab.py)."""
+    def config(roles, host_roles=None):
         host = Host("pod-570", address="192.0.2.1", user="root", vars=dict(CASES["pod-570"][1]))
+        host.roles = host_roles
         facts = json.loads((RECORDS / f"{CASES['pod-570'][0]}.json").read_text())
         verify = next(t for t in decide_tasks(roles, host, facts).tasks if t.resource.type_name == "verify")
         return json.loads(verify.resource.p["config"])
     every = config(shipped)
     assert every["venv_first"] is True and every["toolkit"] == "/usr/local/cuda-13.0"
-    without = config([r for r in shipped if r.name != "env_hooks"])
+    alone = config([r for r in shipped if r.name == "verify"])     # `fleet verify`: the run renders verify alone
+    assert alone == every
+    without = config([r for r in shipped if r.name != "env_hooks"], host_roles=["fabric_manager", "verify"])
     assert without["venv_first"] is False and without["toolkit"] == ""

@@ -44,10 +44,17 @@ def _captured_remap() -> str:
 
 
 def _captured_xml_filtered() -> str:
-    """The captured `nvidia-smi -q -x` through the probe's own grep (real grep, real bash)."""
-    xml = _block("nvidia-smi -q -x")
-    grep = re.search(r"grep -E '([^']+)'", health.HEALTH_XML)[1]
-    return subprocess.run(["grep", "-E", grep], input=xml, capture_output=True, text=True, check=True).stdout
+    """The captured `nvidia-smi -q -x` through the probe's own program (real bash, real grep; nvidia-smi a stand-in
+    printing the capture)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as bin_dir:
+        (Path(bin_dir) / "capture.xml").write_text(_block("nvidia-smi -q -x"))
+        smi = Path(bin_dir) / "nvidia-smi"
+        smi.write_text(f"#!/bin/sh\ncat {bin_dir}/capture.xml\n")
+        smi.chmod(0o755)
+        return subprocess.run(["bash", "-c", health.HEALTH_XML], capture_output=True, text=True, check=True,
+                              env={"PATH": f"{bin_dir}:/usr/bin:/bin"}).stdout
 
 
 H200_SECTION = f"@@query event 0\n{_captured_row(health.FIELDS)}\n@@remap\n{_captured_remap()}\n"
@@ -332,7 +339,10 @@ def test_fleet_facts_compares_the_verdict_across_hosts():
     rows = {row.path: row for row in compare.compare(records).rows}
     assert rows["health.verdict"].differs and rows["health.verdict"].values == {"pod-a": "healthy", "pod-b": "degraded"}
     assert rows["health.gpus.0.power.limit"].values == {"pod-a": "700.0", "pod-b": "400.0"}
-    assert "GPU 0: enforced.power.limit=400 W of 700 W default" in rows["health.reason"].values["pod-b"]
+    # the GPU a provider asks about, by UUID and bus id (as nvidia-smi printed them), and no command a pod cannot run
+    assert ("GPU 0 (GPU-b07a36d3-7282-1504-cfd0-b1522df2a917, bus 00000000:00:06.0): enforced.power.limit=400 W of "
+            "700 W default") in rows["health.reason"].values["pod-b"]
+    assert "nvidia-smi -pl" not in rows["health.reason"].values["pod-b"]
     assert "health.gpus.0.power.draw" not in rows and "health.gpus.0.uuid" not in rows   # moving readings, ids
 
 
@@ -347,14 +357,15 @@ def test_the_html_report_shows_each_hosts_gpu_verdict_and_bandwidths():
                "pod-b": {**returned, "health": judged(returned, {})}}
     page = html.render(compare.compare(records), records, {"pod-a": None, "pod-b": None}, generated="now", version="t")
     assert '<span class="pass">healthy</span>' in page and '<span class="fail">return this pod</span>' in page
-    assert "GPU 0: remapped_rows.failure=Yes: a row remap failed" in page
+    assert ("GPU 0 (GPU-b07a36d3-7282-1504-cfd0-b1522df2a917, bus 00000000:00:06.0): remapped_rows.failure=Yes: "
+            "a row remap failed") in page
     assert "<td>55.5</td>" in page and "host floor GB/s" in page
 
 
 def test_fleet_health_exit_status_orders_return_unreachable_degraded():
     from types import SimpleNamespace as NS
 
-    from fleet.commands.health import exit_status
+    from fleet.workflows.health import exit_status
     from fleet.decide.health import HealthVerdict
 
     def run(*verdicts, unreachable=False):

@@ -1,5 +1,5 @@
 """A program of several modules of fleet/remote shipped as one file (fleet.remote.bundle): its text, and so the digest
-it is installed by (fleet/facts/programs.py Program), is the modules' own text in one order, whatever order they are
+it is installed by (fleet/programs.py Program), is the modules' own text in one order, whatever order they are
 named in; it changes when one of their texts does and only then; and on the host its modules import each other as
 they do in fleet's source."""
 

@@ -45,6 +45,15 @@ def test_an_unclosed_quote_or_heredoc_is_an_error_naming_the_file(text):
         strip_comments(text, "prog.sh")
 
 
+@pytest.mark.parametrize("text", ["echo a \\\n  # why\necho b\n", "echo a \\\n\necho b\n"])
+def test_a_comment_or_blank_after_a_continuation_is_an_error(text):
+    """bash ends `echo a` at the comment; without it, `echo b` would join it: refused, naming the line."""
+    assert bash(text) == "a\nb\n"
+    with pytest.raises(StripError, match="prog.sh:2: a blank or comment line after"):
+        strip_comments(text, "prog.sh")
+    assert strip_comments("echo a \\\\\n# fine: an escaped backslash\necho b\n") == "echo a \\\\\necho b\n"
+
+
 def test_every_shipped_program_strips_to_text_bash_reads_and_without_its_comments():
     names = remote.programs()
     assert {"trust", "trust_prime", "retry"} <= set(names)
@@ -73,3 +82,36 @@ def test_the_helper_program_functions_name_fleets_own_constants():
     assert f'"{programs.BIN}/$1"' in run
     assert f"b={programs.BIN}\n" in install and f"printf '{programs.INSTALLED}%s\\n'" in install
     assert f"could not install {programs.BIN}/$1" in install
+
+
+def test_the_host_lock_names_hostlocks_constants():
+    from fleet.engine import hostlock
+
+    text = remote.program("hostlock")
+    assert text.count(f'echo "{hostlock.MARK} $(head -c 300 -- ') == 2 and text.count(f"; exit {hostlock.BUSY}\n") == 2
+    assert f"printf '%s %s\\n' {hostlock.TAKEOVER} " in text
+
+
+def test_git_check_exits_with_needs_change():
+    from fleet.resources.base import NEEDS_CHANGE
+
+    assert remote.program("git_check").count(f"exit {NEEDS_CHANGE}") == 4
+
+
+def test_the_verify_gate_prints_verify_gates_markers():
+    from fleet.resources import verify_gate
+
+    text = remote.program("verify_gate")
+    assert f"printf '{verify_gate._FP}%s@@\\n'" in text and f"printf '{verify_gate._PART}%s\\n'" in text
+    assert f"echo '{verify_gate._REUSED}'; exit 0" in text
+
+
+def test_the_older_queries_made_on_the_host_are_pythons():
+    """gpu_smi.sh asks QUERY_OLD and health_query.sh FIELDS_THROTTLE by editing the query they are handed."""
+    from fleet.facts import gpu, health
+
+    assert bash(f"q={shlex.quote(gpu.QUERY_FULL)}; printf %s \"${{q/compute_cap,/}}\"") == gpu.QUERY_OLD
+    assert bash(f"fields={shlex.quote(health.FIELDS)}; "
+                "printf %s \"${fields//clocks_event_reasons./clocks_throttle_reasons.}\"") == health.FIELDS_THROTTLE
+    assert "${q/compute_cap,/}" in remote.program("gpu_smi")
+    assert '"${fields//clocks_event_reasons./clocks_throttle_reasons.}"' in remote.program("health_query")

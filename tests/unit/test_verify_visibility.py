@@ -3,10 +3,8 @@ a hidden GPU fails naming the variable, its value and the file:line, not the loa
 than the host has fails the same way; each kind's python3/pip/nvcc/CUDA_HOME are checked against what verify proved,
 naming what each kind runs instead."""
 
-import os
 import subprocess
 import types
-from pathlib import Path
 
 import pytest
 

@@ -20,8 +20,14 @@ PROGRAM = textwrap.dedent("""
     sys.meta_path.insert(0, NoLab())
     import importlib, io, pkgutil, tempfile, pathlib
     import fleet
+    from fleet.remote import SCRIPTS
+    # fleet.__main__ runs the CLI on import; fleet/remote's SCRIPTS are the host's programs, compiled, never imported
+    scripts = {f"fleet.remote.{name}" for name in SCRIPTS}
     for info in pkgutil.walk_packages(fleet.__path__, "fleet."):
-        if info.name != "fleet.__main__":   # runs the CLI on import
+        if info.name in scripts:
+            compile(pathlib.Path(fleet.__path__[0], "remote", info.name.split(".")[-1] + ".py").read_text(),
+                    info.name, "exec")
+        elif info.name != "fleet.__main__":
             importlib.import_module(info.name)
     from rich.console import Console
     from fleet.cli import main

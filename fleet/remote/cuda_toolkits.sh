@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# fleet/remote/cuda_toolkits.sh (fleet/facts/cuda.py TOOLKITS): each CUDA toolkit under /usr/local and the nvcc on PATH.
+# (cuda-compat alone creates /usr/local/cuda-X.Y/compat: that directory is not a toolkit)
+for d in /usr/local/cuda /usr/local/cuda-*; do
+  [ -e "$d" ] || continue
+  if [ -L "$d" ]; then printf 'link %s -> %s\n' "$d" "$(readlink -f -- "$d")"; continue; fi
+  [ -d "$d" ] || continue
+  [ -e "$d/version.json" ] || [ -e "$d/bin/nvcc" ] || [ -e "$d/targets" ] || [ -e "$d/lib64" ] || continue
+  printf 'toolkit %s\n' "$d"
+  if [ -r "$d/version.json" ]; then
+    printf 'version.json %s\n' "$(grep -m1 -A3 '"cuda" *:' "$d/version.json" | grep -m1 '"version"')"
+  fi
+  if [ -x "$d/bin/nvcc" ]; then printf 'nvcc %s\n' "$d/bin/nvcc"; "$d/bin/nvcc" --version; fi
+done
+if n=$(command -v nvcc 2>/dev/null); then
+  r=$(readlink -f -- "$n"); printf 'nvcc_on_path %s\n' "$r"
+  case "$r" in /usr/local/cuda*) ;; *) printf 'path_toolkit %s\nnvcc %s\n' "${r%/bin/*}" "$r"; "$r" --version;; esac
+fi

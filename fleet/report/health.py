@@ -1,0 +1,49 @@
+"""How `fleet health` shows its results (a HealthRun, fleet/workflows/health.py): one JSON document, or a table of
+each host's verdict with its findings and NVIDIA's action, and what each host cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet.report import Reporter
+
+STYLE = {"healthy": "green", "none": "dim", "degraded": "yellow", "return": "red", "unknown": "yellow"}
+
+
+@dataclass(frozen=True)
+class HealthPrinter:
+    reporter: Reporter
+    json_out: bool = False
+
+    def finish(self, run) -> None:
+        if self.json_out:
+            self.reporter.json({name: run.documents[name] if name in run.verdicts else None
+                                for name in run.outcomes}, run.outcomes,
+                               errors={name: o.error for name, o in run.outcomes.items() if o.error})
+        else:
+            print_verdicts(self.reporter, run.outcomes, run.verdicts)
+        for warning in run.warnings:
+            self.reporter.warn(warning)
+
+
+def print_verdicts(reporter: Reporter, outcomes, verdicts) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from fleet.report import safe_value
+
+    table = Table(title="GPU health", title_justify="left")
+    for name in ("host", "verdict", "GPUs", "findings (NVIDIA's action), keep or return"):
+        table.add_column(name, overflow="fold")
+    for name, outcome in outcomes.items():
+        if outcome.error:
+            table.add_row(escape(name), "[red]unreachable[/red]", "-", escape(safe_value(outcome.error)))
+            continue
+        v = verdicts[name]
+        lines = [f.line() for f in v.findings] or [v.reason]
+        lines.append(v.advice)
+        style = STYLE.get(v.verdict, "")
+        table.add_row(escape(name), f"[{style}]{'return this pod' if v.verdict == 'return' else v.verdict}[/{style}]",
+                      str(v.gpus), escape(safe_value("\n".join(lines))))
+    reporter.print(table)
+    reporter.note(", ".join(f"{name} {o.seconds:.2f}s/{o.remote_commands} cmd" for name, o in outcomes.items()))

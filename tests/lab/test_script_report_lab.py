@@ -1,0 +1,102 @@
+"""Pull mode reports back (issue 46): a lab pod runs `fleet script --report URL` as its start command, with the
+fleet's token only in its environment, and appears in `fleet facts` on the controller with its verdict, its
+driver (as the pod itself reads it) and its history, through a real `fleet serve`; taken down, it shows expired."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+
+import yaml
+from rich.console import Console
+
+from fleet.cli import main
+from fleet.env import Environment
+from fleet.inventory import load_inventory
+from fleet.store import open_store, settings
+from fleet_lab.host import LabHost
+from fleet_lab.report_server import ServeProcess
+
+POD = "pod-570"
+TOKEN = "lab-fleet-report-token-5f0c1e2d3b4a"
+# as a pod template's start command: a bare environment, the token in it from the template's secret (a file
+# here), never on the script's command line nor in its text
+START = ("env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "
+         "bash -c 'FLEET_REPORT_TOKEN=$(cat /run/fleet-template-secret) exec bash /root/fleet.sh'")
+
+
+def fleet(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=240, color_system=None, force_terminal=True),
+                      err_console=Console(file=err, width=240, color_system=None))
+    return main([str(a) for a in argv], env), out.getvalue(), err.getvalue()
+
+
+def facts_json(inventory, *argv) -> dict:
+    code, out, err = fleet("facts", inventory, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp_path, monkeypatch):
+    monkeypatch.delenv("FLEET_STORE", raising=False)
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    doc["store"] = {"url": "sqlite:///history.sqlite3", "expire_after": "4s"}
+    inventory = tmp_path / "lab.yaml"
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+    store_url = settings(load_inventory(inventory)).url
+    server = ServeProcess(store_url, TOKEN, cwd=tmp_path).start()
+    try:
+        lab.reset([POD])
+        code, _, err = fleet("script", inventory, "--limit", POD, "--report", server.url, "-o", tmp_path / "fleet.sh")
+        assert code == 0, err
+        text = (tmp_path / "fleet.sh").read_text()
+        assert TOKEN not in text
+        with lab.connect(POD) as conn:
+            conn.write_file("/root/fleet.sh", text, mode=0o755)
+            conn.write_file("/run/fleet-template-secret", TOKEN + "\n", mode=0o600)
+            first = conn.run(START)
+            second = conn.run(START)
+            # what the pod itself says: its kernel driver, and the verify record its start script left
+            driver = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)",
+                               conn.run("cat /proc/driver/nvidia/version").stdout)[1]
+            verify = json.loads(conn.run("cat /var/lib/fleet/verify.json").stdout)
+            spool = conn.run("ls -A /var/lib/fleet/reports").stdout.split()
+        for run in (first, second):
+            assert run.exit == 0, run.stdout[-3000:] + run.stderr[-2000:]
+            assert "report: 1 sent, 0 kept to send next time, 0 refused" in run.stdout
+            assert run.stdout.splitlines()[-1].startswith("changed=")     # still the last line
+        assert second.stdout.splitlines()[-1] == "changed=0"
+        assert spool == [] and verify["passed"] is True
+
+        found = facts_json(inventory, "--where", "verify.passed == true", "--where", f"driver.version == {driver}")
+        (host,) = found["hosts"]
+        assert (host["host"], host["status"], host["kind"], host["driver"]) == (POD, "ok", "script", driver)
+        assert host["expired"] is False
+        history = facts_json(inventory, "--history", POD)["history"]
+        assert [(row["kind"], row["status"], row["verify"]) for row in history][0] == ("script", "ok", True)
+        with open_store(store_url) as store:        # each start's report once, each change a row
+            assert store.rows("SELECT COUNT(*) FROM receipts WHERE host = ?", (POD,))[0][0] == 2
+            assert store.rows("SELECT COUNT(*) FROM reports WHERE host = ?", (POD,))[0][0] == len(history)
+        code, shown, _ = fleet("facts", inventory, "--history", POD)
+        assert code == 0 and POD in shown and "script" in shown
+        assert facts_json(inventory, "--failed")["hosts"] == []
+
+        # a controller's `fleet health` lands in the same store, over what the pod reported
+        code, out, err = fleet("health", inventory, "--limit", POD, "--json")
+        verdict = json.loads(out)["hosts"][POD]["verdict"]
+        found = facts_json(inventory, "--where", f"health.verdict == {verdict}", "--where", f"driver.version == {driver}")
+        (host,) = found["hosts"]
+        assert (host["host"], host["kind"], host["health"]) == (POD, "health", verdict)
+
+        LabHost(POD, lab.root).stop()               # the pod goes away and reports no more
+        time.sleep(4.5)
+        (gone,) = facts_json(inventory, "--stale", "4s")["hosts"]
+        assert (gone["host"], gone["expired"]) == (POD, True)
+        code, shown, _ = fleet("facts", inventory, "--stale", "4s")
+        assert "expired" in shown
+    finally:
+        server.kill()
+        lab.reset([POD])

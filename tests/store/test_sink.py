@@ -1,0 +1,88 @@
+"""HistorySink is a fleet.record.sinks.Sink: each host's report of a run into the store; a store that cannot be
+opened costs one line on stderr, never the run; `fleet facts` on a real (local) host leaves its report there."""
+
+import json
+import socket
+
+from fleet.record.sinks import Run, Sink
+from fleet.store import Settings, open_store, query
+from fleet.store.sink import HistorySink
+from store_helpers import record
+from tests_cli import fleet_facts
+
+
+def test_each_hosts_report_of_a_run_goes_into_the_store(store_url):
+    sink: Sink = HistorySink(Settings(store_url))
+    run = Run("apply", None)
+    sink.begin(run)
+    sink.host(run, "pod-a", {"status": "ok", "record": record("pod-a"), "changes": ["torch: install"]})
+    sink.host(run, "pod-b", {"status": "unreachable", "record": None})
+    sink.host(run, "pod-a", {"status": "ok", "record": record("pod-a")})        # the same run, the same host: once
+    sink.end(run, 1)
+    with open_store(store_url) as store:
+        rows = {row.host: (row.kind, row.status) for row in query.hosts(store)}
+        assert rows == {"pod-a": ("apply", "ok"), "pod-b": ("apply", "unreachable")}
+        assert store.rows("SELECT COUNT(*) FROM receipts")[0][0] == 2
+
+
+def test_a_store_that_cannot_be_opened_is_one_warning_and_the_run_goes_on(tmp_path):
+    from fleet.record.sinks import Sinks
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    sinks = Sinks([HistorySink(Settings(f"sqlite:///{blocker}/history.sqlite3"))])
+    run = Run("facts", None)
+    sinks.begin(run)
+    for name in ("pod-a", "pod-b"):
+        sinks.host(run, name, {"status": "ok", "record": record(name)})
+    sinks.end(run, 0)
+    assert sinks.failed == {}                      # never the run's failure
+    (warning,) = sinks.warnings
+    assert warning.startswith("history store sqlite:///") and "not reachable, this run is not kept there" in warning
+
+
+def test_fleet_facts_on_a_real_host_keeps_its_report(tmp_path, monkeypatch, store_url):
+    monkeypatch.setenv("FLEET_STORE", store_url)
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("hosts:\n  here: {connection: local}\n")
+    code, out, err = fleet_facts(tmp_path, inventory, "--json")
+    assert code == 0, err
+    code, out, err = fleet_facts(tmp_path, inventory, "--where", "system.hostname == " + socket.gethostname(),
+                                 "--json")
+    (host,) = json.loads(out)["hosts"]
+    assert (host["host"], host["kind"], host["status"]) == ("here", "facts", "ok")
+
+
+def test_a_run_that_gathers_no_facts_keeps_the_hosts_last_facts(store_url):
+    sink = HistorySink(Settings(store_url))
+    first, health = Run("facts", None), Run("health", None)
+    sink.host(first, "pod-a", {"status": "ok", "record": record("pod-a", driver="580.65.06")})
+    sink.host(health, "pod-a", {"status": "failed", "record": None, "changed": 0})
+    sink.end(health, 5)
+    with open_store(store_url) as store:
+        (row,) = query.hosts(store)
+        assert (row.kind, row.status, row.shown["driver"]) == ("health", "failed", "580.65.06")
+
+
+def test_the_sink_of_a_run_finds_the_inventorys_store(tmp_path, monkeypatch):
+    from fleet.store.sink import sink_for
+
+    monkeypatch.delenv("FLEET_STORE", raising=False)
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("store: sqlite:///db/h.sqlite3\nhosts:\n  here: {connection: local}\n")
+    assert sink_for(Run("apply", inventory)).settings.url == f"sqlite:///{tmp_path / 'db' / 'h.sqlite3'}"
+    assert sink_for(Run("bootstrap", None), facts_dir=tmp_path / "facts").settings.url == \
+        f"sqlite:///{tmp_path / 'facts' / 'history.sqlite3'}"
+
+
+def test_fleet_healths_verdict_lays_over_the_hosts_last_facts(store_url):
+    sink = HistorySink(Settings(store_url))
+    sink.host(Run("facts", None), "pod-a", {"status": "ok", "record": record("pod-a", driver="580.65.06")})
+    sink.host(Run("health", None), "pod-a", {"status": "ok", "record": None, "verdict": "return",
+                                             "reason": "GPU 0: row remap failed; return this pod"})
+    sink.end(Run("health", None), 5)
+    with open_store(store_url) as store:
+        (row,) = query.hosts(store, where=[query.parse_where("health.verdict == return")])
+        assert (row.kind, row.shown["health"], row.shown["driver"]) == ("health", "return", "580.65.06")
+        (last,) = query.history(store, "pod-a")[1:]
+        assert {"path": "health.verdict", "before": "healthy", "after": "return"} in last["changes"]

@@ -1,0 +1,60 @@
+"""The lent H200 after issue 44's structural moves (tests/data/h200-device/accept*/, written by bench/h200/accept.sh):
+the tree converges in one apply, the no-op is one command carrying no more bytes than before the moves (final3/),
+every kind of shell a user opens gets the venv's python with torch and CUDA, and a forced verify ran on the GPU."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200-device"
+RUNS = ["accept-mid"]
+
+
+def _row(text: str, after: str) -> list[str]:
+    """The recap row of host h100 of the first command run after the line `after`."""
+    rest = text[text.index(after):]
+    return re.search(r"^h100\t(.*)$", rest, re.M)[1].split("\t")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_converged_in_one_apply_and_the_noop_is_one_command_no_larger_than_before(run):
+    text = (DATA / run / "transcript.txt").read_text()
+    first = _row(text, "# first apply")
+    assert first[1] == "7" and first[2] == "0" and first[4] == "passed" and first[5] == "healthy", first
+    noop = _row(text, "# second apply")
+    assert noop[1:6] == ["0", "0", "18", "passed (reused)", "healthy"] and noop[-1] == "1", noop
+    sent = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", text)[1])
+    before = (DATA / "final3" / "transcript.txt").read_text()
+    was = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", before)[1])
+    assert sent <= was, (sent, was)
+    again = _row(text, "# after verify and health")
+    assert again[-1] == "1" and again[4] == "passed (reused)", again
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_every_kind_of_shell_gets_the_venvs_python_with_torch_and_cuda(run):
+    text = (DATA / run / "transcript.txt").read_text()
+    kinds = {}
+    for line in text.splitlines():
+        if line.startswith('{"kind"'):
+            row = json.loads(line)
+            kinds[row["kind"]] = row
+    for kind in ("ssh host cmd", "bash -l", "bash -i"):
+        row = kinds[kind]
+        assert row["python3"] == "/opt/torch/.venv/bin/python3", row
+        assert row["nvcc"] == "release 13.0", row
+        assert row["python3_torch"]["torch"].startswith("/opt/torch/.venv/"), row
+        assert row["python3_torch"]["cuda"] is True, row
+    assert kinds["bare (env -i)"]["python3"] == "/usr/bin/python3"
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_a_forced_verify_ran_on_the_gpu_and_health_is_read(run):
+    text = (DATA / run / "transcript.txt").read_text()
+    verify = _row(text, "$ F verify")
+    assert verify[4] == "passed" and verify[5] == "healthy", verify
+    assert re.search(r"^verify\.checks\t16/16 passed$", text, re.M)
+    assert int(re.search(r"^verify\.load\.batches\.0\t(\d+)$", text, re.M)[1]) > 0
+    assert re.search(r"^h100\thealthy\t1\thealthy: 1 GPU\(s\)$", text, re.M)
