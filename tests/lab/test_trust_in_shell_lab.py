@@ -157,7 +157,7 @@ SEEN = "/var/tmp/fleet-test-probe-seen"
 
 
 def test_a_probe_cut_short_by_its_deadline_is_never_in_state(lab, tmp_path, monkeypatch):
-    from fleet.engine import session
+    from fleet.engine import probe
 
     lab.reset([POD])
     role = tmp_path / "roles" / "needs_python"
@@ -166,7 +166,7 @@ def test_a_probe_cut_short_by_its_deadline_is_never_in_state(lab, tmp_path, monk
     role.joinpath("role.yaml").write_text(yaml.safe_dump({"description": "a file where python is", "tasks": [
         {"name": "a mark", "file": {"path": SEEN, "content": "x\n"}, "when": "facts.python.executable"}]}))
     inv = with_roles(inventory(lab, tmp_path), ["needs_python"])
-    monkeypatch.setattr(session, "PROBE_TIMEOUT", 2.0)
+    monkeypatch.setattr(probe, "PROBE_TIMEOUT", 2.0)   # the probe stage (engine/probe.py) owns it now
     try:
         ok(lab, POD, BLOCKED_DF)
         for argv in (["apply", str(inv), "--check"], ["script", str(inv), "--limit", POD, "-o", str(tmp_path / "fleet.sh")]):
