@@ -136,6 +136,27 @@ def url(value: Any, *, git: bool = False) -> str:
     return text
 
 
+def store_url(value: Any) -> str:
+    """A history store's URL (fleet/store/): sqlite:///PATH or postgresql://..., never with a password (libpq reads
+    those from its own files and environment, so none lands in an inventory, an argv or a log)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    text = _text(value, "a store URL")
+    parts = urlsplit(text)
+    if parts.scheme == "sqlite":
+        if not parts.path or parts.netloc:
+            raise Rejected(f"{text!r} is not a SQLite store URL; write sqlite:///relative/path.db or "
+                           "sqlite:////absolute/path.db")
+        return text
+    if parts.scheme in ("postgresql", "postgres"):
+        if parts.password is not None or "password" in parse_qs(parts.query):
+            raise Rejected("the store URL carries a password; remove it and put it where libpq reads it: ~/.pgpass "
+                           "(or PGPASSFILE), a service file (PGSERVICEFILE, then postgresql://?service=NAME), or "
+                           "PGPASSWORD in fleet's environment")
+        return text
+    raise Rejected(f"{text!r} is not a store URL; write sqlite:///PATH or postgresql://USER@HOST/DB")
+
+
 def path(value: Any, *, example: str = "/workspace/cache", own_tree: bool = False) -> str:
     """An absolute path on the host, without '..'; `own_tree`: a tree fleet fills as root, never a system
     directory (a venv over /usr/local shadows python3 for every user of the host)."""

@@ -20,8 +20,7 @@ from fleet.decide.host import Host
 from fleet.decide.model import CompatDecision, CudaDecision
 from fleet.knowledge import platforms
 from fleet.knowledge.platforms import SHIPPED_BY
-from fleet.decide.offers import cuda13_dropped, repo_starts_later, twelve_offer
-from fleet.knowledge.apt_repos import RPM_ONLY
+from fleet.decide.offers import cuda13_dropped, no_repo, repo_starts_later, twelve_offer
 from fleet.decide.variables import Vars
 from fleet.decide.versions import MIN_DRIVER, cuda_max_for_driver, min_driver_for, version_key
 
@@ -90,19 +89,6 @@ def decide_cuda(host: Host, v: Vars) -> CudaDecision:
         return result("install", None, repo, early, refuse=early)
     return result("install", "nvidia-apt", repo,
                   f"CUDA {cuda} is not installed: install {package} from NVIDIA's apt repo {repo}")
-
-
-def no_repo(host: Host, v: Vars) -> str:
-    """The refusal where NVIDIA has no apt repository for this distribution: served as RPM only (RHEL and its
-    rebuilds, Fedora, SUSE, Amazon Linux, ...: fleet/knowledge/apt_repos.py RPM_ONLY), or not at all."""
-    cuda, package = v.cuda_version, f"cuda-toolkit-{v.cuda_dashed}"
-    os_name = f"{host.os_id} {host.os_version}".strip() or "an OS the facts do not name"
-    rpm = RPM_ONLY.get(host.os_id)
-    why = (f"CUDA {cuda} is not installed and NVIDIA serves CUDA for {rpm} ({os_name}) only as RPM packages (its "
-           f"driver installation guide's dnf/zypper repositories), which fleet does not install: fleet installs "
-           f"with apt" if rpm else
-           f"CUDA {cuda} is not installed and NVIDIA has no apt repo fleet knows for {os_name} ({host.arch})")
-    return f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}"
 
 
 def _other_major_than_jetpack(host: Host, cuda: str) -> str | None:

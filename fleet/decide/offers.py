@@ -18,7 +18,8 @@ from fleet.decide.archs import FIRST_CU128_TORCH, official_archs, variant_misses
 from fleet.decide.gpu import forward_compat_refusal, runs_on
 from fleet.decide.host import Host
 from fleet.decide.variables import Vars
-from fleet.decide.versions import version_key
+from fleet.knowledge.apt_repos import RPM_ONLY
+from fleet.decide.versions import index_cuda, version_key
 
 CUDA13_FIRST_CAPABILITY = (7, 5)   # CUDA 13.0 builds for sm_75 and newer only
 
@@ -183,7 +184,6 @@ def repo_refusal(host: Host, v: Vars) -> str | None:
     if not host.has_gpu or not _needs_repo(host, v, v.cuda_version) or host.driver is None:
         return None
     if host.distro is None:
-        from fleet.decide.cuda import no_repo   # late: cuda imports this module
         return no_repo(host, v)
     early = repo_starts_later(host, v, v.cuda_version)
     if early:
@@ -217,7 +217,6 @@ def repo_offer(host: Host, v: Vars) -> str | None:
     if cuda is None:
         return None
     fix = f"set cuda_version={cuda}"
-    from fleet.decide.torch_wheel import index_cuda   # late: torch_wheel imports this module
     asked = index_cuda(v.torch_index_url)
     if asked and (asked.split(".")[0] != cuda.split(".")[0] or not published(v.torch_version, asked, host.arch)):
         index = next((c for c in variants(v.torch_version, host.arch) if c.split(".")[0] == cuda.split(".")[0]
@@ -228,3 +227,16 @@ def repo_offer(host: Host, v: Vars) -> str | None:
             return None
         fix += f" and torch_index_url=https://download.pytorch.org/whl/cu{index.replace('.', '')}"
     return fix
+
+
+def no_repo(host: Host, v: Vars) -> str:
+    """The refusal where NVIDIA has no apt repository for this distribution: served as RPM only (RHEL and its
+    rebuilds, Fedora, SUSE, Amazon Linux, ...: fleet/knowledge/apt_repos.py RPM_ONLY), or not at all."""
+    cuda, package = v.cuda_version, f"cuda-toolkit-{v.cuda_dashed}"
+    os_name = f"{host.os_id} {host.os_version}".strip() or "an OS the facts do not name"
+    rpm = RPM_ONLY.get(host.os_id)
+    why = (f"CUDA {cuda} is not installed and NVIDIA serves CUDA for {rpm} ({os_name}) only as RPM packages (its "
+           f"driver installation guide's dnf/zypper repositories), which fleet does not install: fleet installs "
+           f"with apt" if rpm else
+           f"CUDA {cuda} is not installed and NVIDIA has no apt repo fleet knows for {os_name} ({host.arch})")
+    return f"{why}: install it by hand or set cuda_apt_repo to a repository that serves {package}"

@@ -24,11 +24,10 @@ from fleet.decide.jetson import is_jetson_index
 from fleet.decide.model import CompatDecision, TorchDecision
 from fleet.decide.offers import _covering_variant, twelve_offer
 from fleet.decide.variables import Vars
-from fleet.decide.versions import MIN_DRIVER, min_driver_for, version_key
+from fleet.decide.versions import MIN_DRIVER, index_cuda, min_driver_for, version_key
 
 FIRST_AARCH64_CUDA_TORCH = (2, 9)   # PyPI's aarch64 torch is a CUDA build from 2.9 on (pytorch/pytorch#160162)
 
-_INDEX_CUDA = re.compile(r"[/-]cu(\d+)(\d)/?$")  # .../cu130, or a mirror's .../jetson-cu130
 
 
 def python_problem(host: Host, v: Vars, cuda: str | None = None, compat: CompatDecision | None = None) -> str | None:
@@ -80,12 +79,6 @@ def _upstream_fix(host: Host, v: Vars, compat: CompatDecision) -> str | None:
     if compat.refuse:
         return driver_fix(host, v, min_driver_for(v.cuda_version))
     return None
-
-
-def index_cuda(url: str) -> str | None:
-    """'.../whl/cu130' -> '13.0'; '.../sbsa/cu126/' -> '12.6'; None where the URL does not say."""
-    match = _INDEX_CUDA.search(url)
-    return f"{int(match.group(1))}.{match.group(2)}" if match else None
 
 
 def torch_source(host: Host, v: Vars) -> str:

@@ -185,7 +185,6 @@ def _store(loc, value, base: Path) -> dict:
     """`store: URL` or `store: {url:, expire_after:, retain:}` -> {url (a SQLite path made absolute from this
     file's directory), expire_after and retain in seconds}; a URL with a password is refused (fleet.store)."""
     from fleet import parse
-    from fleet.store import check_url
 
     if value is None:
         return {}
@@ -199,7 +198,11 @@ def _store(loc, value, base: Path) -> dict:
         keys = ("store",) if isinstance(value, str) else ("store", key)
         try:
             if key == "url":
-                url = check_url(str(item), "store")
+                try:
+                    url = parse.store_url(str(item))
+                except parse.Rejected as exc:
+                    loc.problem(keys, str(exc))
+                    continue
                 if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
                     url = f"sqlite:///{(base / url[len('sqlite:///'):]).resolve()}"
                 out["url"] = url

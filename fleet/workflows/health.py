@@ -80,7 +80,7 @@ def check_hosts(inventory, hosts: list, request: HealthRequest) -> HealthRun:
 
     check_variables(hosts, inventory.roles_path)
     run = Run("health", inventory.path)
-    told = Told(run, Sinks(for_run(run, argv=list(request.argv))), document)
+    told = Told(run, Sinks(for_run(run, argv=list(request.argv), inventory=inventory)), document)
     outcomes = on_hosts(hosts, lambda conn, host: check(conn, host), options=request.connect, forks=request.forks,
                         debug=request.debug, on_done=told.then())
     result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error},
