@@ -112,9 +112,9 @@ def duration(value: Any) -> float:
     return seconds(float(found[1]) * _UNITS[found[2]], zero=True, most=365 * 86400)
 
 
-URL = re.compile(r"^(https?|file)://\S+$")
+URL = re.compile(r"^(https?|file)://\S+\Z")
 # scp-like git@github.com:o/r, and an absolute path on the host (git clone takes a local repository: a mirror)
-GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
+GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)\Z")
 _PLAIN = re.compile(r"^(http|git)://", re.I)
 SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/root", "/etc", "/opt", "/bin", "/sbin", "/lib", "/var", "/home"}
 
@@ -187,7 +187,10 @@ def gpus(value: Any) -> dict:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise Rejected(f"{value!r} is not {what}: write it as text")
-    return value.strip()
+    text = value.strip()
+    if re.search(r"[\x00-\x1f\x7f]", text):   # a path or URL with a newline splits every line a host answers with
+        raise Rejected(f"{text!r} is {what} holding a control character (a newline, a tab): remove it")
+    return text
 
 
 # -- the places a value comes from ---------------------------------------------------------------------------

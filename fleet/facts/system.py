@@ -28,7 +28,12 @@ def parse_uname(text: str) -> dict:
             or not lines[0].split()[2][:1].isdigit()):
         raise ValueError("expected `uname -a` then `uname -m`")
     fields = lines[0].split()
+    if max(len(fields[1]), len(fields[2]), len(lines[1])) > _UTS_FIELD:
+        raise ValueError(f"a uname field longer than the kernel's {_UTS_FIELD} characters: not what uname prints")
     return {"hostname": fields[1], "kernel": fields[2], "arch": lines[-1]}
+
+
+_UTS_FIELD = 64   # struct utsname's fields are 65 bytes with the NUL (__NEW_UTS_LEN, include/uapi/linux/utsname.h)
 
 
 # ---- os-release -------------------------------------------------------------------------------------
@@ -36,19 +41,29 @@ def parse_uname(text: str) -> dict:
 OS_RELEASE = "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release"
 
 
+_OS_RELEASE_VALUE = 256   # os-release(5) names no limit; every distribution's longest value is under 100
+_OS_RELEASE_KEYS = 64     # os-release(5) defines about 30 keys
+
+
 def parse_os_release(text: str) -> dict:
-    """os-release(5) KEY=value lines (shell quoting) -> {"ID": "ubuntu", "VERSION_ID": "24.04", ...}."""
+    """os-release(5) KEY=value lines (shell quoting) -> {"ID": "ubuntu", "VERSION_ID": "24.04", ...}.
+
+    A value is kept to its first 256 characters and the file to its first 64 keys (issue 49: a pod's 24 KB
+    PRETTY_NAME is noise, not a name)."""
     values = {}
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, raw = line.partition("=")
+        if len(values) >= _OS_RELEASE_KEYS and key not in values:
+            continue
+        raw = raw[:_OS_RELEASE_VALUE + 2]   # its quotes
         try:
             words = shlex.split(raw)
         except ValueError:
             words = [raw.strip("\"'")]
-        values[key] = " ".join(words)
+        values[key] = " ".join(words)[:_OS_RELEASE_VALUE]
     if "ID" not in values:
         raise ValueError("no ID= line: not an os-release file")
     return values
@@ -71,8 +86,12 @@ def parse_cpu(text: str) -> dict:
     match = re.search(r"^nproc (\d+)\s*$", text, re.M)
     if not match:
         raise ValueError("no CPU count from nproc")
-    model = re.search(r"^(?:model name|cpu model)\s*:\s*(.+?)\s*$", text, re.M | re.I)
-    return {"cpus": int(match[1]), "cpu_model": model[1] if model else None}
+    # `[ \t]*+` and a strip, not `(.+?)\s*$`: a lazy group before trailing spaces re-reads them at every step
+    model = re.search(r"^(?:model name|cpu model)[ \t]*+:[ \t]*+(.*)$", text, re.M | re.I)
+    return {"cpus": int(match[1]), "cpu_model": model[1].strip()[:_CPU_MODEL] or None if model else None}
+
+
+_CPU_MODEL = 256   # the x86 brand string is 48 bytes; Arm's "cpu model" lines are shorter
 
 
 MEMINFO = "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo"
