@@ -112,9 +112,9 @@ def duration(value: Any) -> float:
     return seconds(float(found[1]) * _UNITS[found[2]], zero=True, most=365 * 86400)
 
 
-URL = re.compile(r"^(https?|file)://\S+$")
+URL = re.compile(r"^(https?|file)://\S+\Z")
 # scp-like git@github.com:o/r, and an absolute path on the host (git clone takes a local repository: a mirror)
-GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
+GIT_URL = re.compile(r"^((https?|file|ssh|git)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)\Z")
 _PLAIN = re.compile(r"^(http|git)://", re.I)
 SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/root", "/etc", "/opt", "/bin", "/sbin", "/lib", "/var", "/home"}
 
@@ -134,6 +134,27 @@ def url(value: Any, *, git: bool = False) -> str:
     if not git and not URL.match(text):
         raise Rejected(f"{text!r} is not a URL: write https://... (or file:///... for a local mirror)")
     return text
+
+
+def store_url(value: Any) -> str:
+    """A history store's URL (fleet/store/): sqlite:///PATH or postgresql://..., never with a password (libpq reads
+    those from its own files and environment, so none lands in an inventory, an argv or a log)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    text = _text(value, "a store URL")
+    parts = urlsplit(text)
+    if parts.scheme == "sqlite":
+        if not parts.path or parts.netloc:
+            raise Rejected(f"{text!r} is not a SQLite store URL; write sqlite:///relative/path.db or "
+                           "sqlite:////absolute/path.db")
+        return text
+    if parts.scheme in ("postgresql", "postgres"):
+        if parts.password is not None or "password" in parse_qs(parts.query):
+            raise Rejected("the store URL carries a password; remove it and put it where libpq reads it: ~/.pgpass "
+                           "(or PGPASSFILE), a service file (PGSERVICEFILE, then postgresql://?service=NAME), or "
+                           "PGPASSWORD in fleet's environment")
+        return text
+    raise Rejected(f"{text!r} is not a store URL; write sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
 def path(value: Any, *, example: str = "/workspace/cache", own_tree: bool = False) -> str:
@@ -166,7 +187,10 @@ def gpus(value: Any) -> dict:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise Rejected(f"{value!r} is not {what}: write it as text")
-    return value.strip()
+    text = value.strip()
+    if re.search(r"[\x00-\x1f\x7f]", text):   # a path or URL with a newline splits every line a host answers with
+        raise Rejected(f"{text!r} is {what} holding a control character (a newline, a tab): remove it")
+    return text
 
 
 # -- the places a value comes from ---------------------------------------------------------------------------

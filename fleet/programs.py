@@ -102,7 +102,7 @@ def missing(output: str) -> list[str]:
 
 
 COMMAND = 'echo "@@bin /var/lib/fleet/bin"; for f in /var/lib/fleet/bin/*; do [ -f "$f" ] && echo "${f##*/}"; done; :'
-_FILE = re.compile(r"^[a-z][a-z0-9_-]*-[0-9a-f]{16}$")
+_FILE = re.compile(r"^[a-z][a-z0-9_-]*-[0-9a-f]{16}\Z")
 
 
 def parse(text: str) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 _BEGIN = "@@fleet:begin {name}@@"
 _END_RE = re.compile(r"^@@fleet:end (?P<name>\S+) (?P<rc>-?\d+)@@$")
 _BEGIN_RE = re.compile(r"^@@fleet:begin (?P<name>\S+)@@$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+\Z")
 
 
 @dataclass(frozen=True)

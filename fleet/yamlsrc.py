@@ -64,11 +64,25 @@ def load(path: str | Path, text: str | None = None) -> Located:
                          line=line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"YAML error: {exc}", path=path, line=1) from None
+    except RecursionError:   # 20,000 `[`: PyYAML composes by recursion
+        raise _too_deep(path, text) from None
     located = Located(path, None)
-    located.data = _build(node, (), located, _Budget(), 1) if node is not None else {}
+    try:
+        located.data = _build(node, (), located, _Budget(), 1) if node is not None else {}
+    except RecursionError:
+        raise _too_deep(path, text) from None
     if located.problems:
         raise InputError("\n".join(located.problems))
     return located
+
+
+def _too_deep(path: str, text: str) -> InputError:
+    """Nesting past what Python's recursion reads: one sentence at the line where it got too deep."""
+    from fleet.jsontext import DEPTH, too_deep_at
+
+    at = too_deep_at(text)
+    return InputError(f"nested more than {DEPTH} levels deep (an inventory or role nests a few); flatten it",
+                      path=path, line=text.count("\n", 0, at) + 1 if at is not None else None)
 
 
 def _compose(text: str):

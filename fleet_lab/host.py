@@ -178,7 +178,7 @@ class LabHost:
             # /proc is the host's own PID namespace's (unshare --mount-proc); a fabric host makes its own /dev
             f"for x in proc {'' if own else 'dev '}sys; do mount --rbind /$x {m}/$x; done",
             *(fabric.dev_lines(spec.prof, str(m)) if own else []),
-            f"mount -t tmpfs -o mode=1777 tmpfs {m}/dev/shm",
+            f"mount -t tmpfs -o mode=1777{f',size={spec.prof.shm_mb}m' if spec.prof.shm_mb else ''} tmpfs {m}/dev/shm",
             f"mount -t tmpfs -o mode=755 tmpfs {m}/run",
             f"mkdir -p {m}/run/sshd {m}/run/lock",
             f"mount --bind -o ro {d / 'proc-driver'} {m}/proc/driver",

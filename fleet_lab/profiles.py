@@ -109,6 +109,7 @@ class Profile:
     # /dev/kmsg as in Docker's default /dev) and a fault staged at boot (health.FAULTS; tests re-stage without a restart)
     kernel_log: bool = False
     fault: str | None = None
+    shm_mb: int = 0             # /dev/shm a tmpfs of this size (Docker's default --shm-size is 64 MB); 0: no size set
 
     @property
     def own_dev(self) -> bool:
@@ -220,6 +221,9 @@ _POD2 = replace(_H100, name="h100x2-pod", driver="580.159.04", gpus=2, kernel_lo
 PROFILES.update({"h100x2-pod": _POD2})
 PROFILES.update({f"h100x2-{fault}": replace(_POD2, name=f"h100x2-{fault}", fault=fault)
                  for fault in ("link-down", "remap-pending", "ecc-uncorrectable", "xid79", "power-cap", "log-closed")})
+
+# A pod started with Docker's default --shm-size (64 MB, issue 45): DataLoader workers and NCCL's shared memory fail
+PROFILES.update({"h100x2-small-shm": replace(_POD2, name="h100x2-small-shm", shm_mb=64)})
 
 COMPAT_VERSION = "580.95.05"   # cuda-compat-13-0 as found on the real H100 (shared/captured)
 

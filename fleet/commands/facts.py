@@ -58,16 +58,17 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report import reporter_for
     from fleet.report.facts import FactsView, printer_for
     from fleet.workflows.facts import FactsRequest, gather_hosts
+    from fleet.workflows.history import ask
 
-    if _history.asked(args):   # a question over the history store: no host is contacted
-        return _history.run(args, env)
     reporter = reporter_for(args, env)
-    connect = _common.connect_options(args, reporter)
     inventory, hosts = _common.selected_hosts(args)
-    request = FactsRequest(cached=args.cached, connect=connect, forks=args.forks, debug=env.debug,
-                           argv=("fleet", *getattr(args, "argv", [args.command])))
-    printer = printer_for(reporter, FactsView(json=args.json, format=args.format, show_all=args.show_all,
-                                              drift=args.drift, output=env.cwd / args.output if args.output else None))
-    result = gather_hosts(inventory, hosts, request)
-    printer.finish(result)
+    view = FactsView(json=args.json, format=args.format, show_all=args.show_all, drift=args.drift,
+                     output=env.cwd / args.output if args.output else None, history=_history.asked(args))
+    if view.history:   # a question over the history store: no host is contacted
+        result = ask(inventory, {h.name for h in hosts} if args.limit else None, _history.question(args))
+    else:
+        request = FactsRequest(cached=args.cached, connect=_common.connect_options(args, reporter), forks=args.forks,
+                               debug=env.debug, argv=("fleet", *getattr(args, "argv", [args.command])))
+        result = gather_hosts(inventory, hosts, request)
+    printer_for(reporter, view).finish(result)
     return result.status

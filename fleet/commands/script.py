@@ -35,7 +35,7 @@ def register(subparsers) -> None:
                         help="decide from this facts record (written by fleet facts/apply) instead of "
                              "connecting: works offline")
     parser.add_argument("-o", "--output", default=None, metavar="FILE",
-                        help="write the script here (mode 0755) instead of printing it")
+                        help="write the script here (mode 0700: it can hold an index password) instead of printing it")
     parser.add_argument("--roles", action="append", metavar="NAMES",
                         help="only these of the host's roles, in this order (comma-separated)")
     parser.add_argument("--report", metavar="URL|dir:PATH", default=None,
@@ -126,9 +126,10 @@ def _read_facts(path) -> dict:
     import json
 
     from fleet.errors import InputError
+    from fleet.jsontext import document
 
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = document(path.read_text(encoding="utf-8"))   # too deep: a JSONDecodeError
     except OSError as exc:
         raise InputError(f"cannot read the facts record ({exc.strerror}): give a file written by "
                          "`fleet facts` or `fleet apply` (facts/<host>.json)", path=str(path)) from None

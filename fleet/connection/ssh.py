@@ -224,6 +224,7 @@ class SSHConnection(Connection):
     def _exec(self, command: str, *, stdin: str | None, timeout, on_output, on_error=None) -> Result:
         assert self._fabric is not None, "open() first"
         started, never = threading.Event(), threading.Event()
+        killed = {"done": False}
 
         def err_line(line: str) -> None:
             if not started.is_set() and line == STARTED:
@@ -234,6 +235,8 @@ class SSHConnection(Connection):
         def give_up() -> None:
             if not started.is_set():
                 never.set()
+                # the blocked shell and what it started, on the host (where sshd lets it be signalled)
+                killed["done"] = _kill_session(_RUNNING.get(id(self._fabric)))
                 self.abort()
 
         out, err = Capture(on_output), Capture(err_line)
@@ -252,7 +255,8 @@ class SSHConnection(Connection):
             return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             if never.is_set():
-                return Result(124, out.text(), err.text() + "\n" + self._never_started())
+                first.join(10)   # give_up's answer from sshd, which may come after the channel closed
+                return Result(124, out.text(), err.text() + "\n" + self._never_started(killed["done"]))
             self._raise_if_dead()
             raise HostError(f"{self.host.name}: connection lost while running a command: {_describe(exc)}") from None
         finally:
@@ -260,18 +264,21 @@ class SSHConnection(Connection):
             out.finish()
             err.finish()
         if never.is_set():
-            return Result(124, out.text(), err.text() + "\n" + self._never_started())
+            first.join(10)
+            return Result(124, out.text(), err.text() + "\n" + self._never_started(killed["done"]))
         self._raise_if_dead()
         if res.exited in (None, -1) and not self._alive():
             # paramiko answers -1 for a channel closed without an exit status: the host went away mid-command
             raise HostError(f"{self.host.name}: connection lost while running a command (no exit status)")
         return Result(res.exited if res.exited is not None else 255, out.text(), err.text())
 
-    def _never_started(self) -> str:
+    def _never_started(self, killed: bool) -> str:
         return (f"fleet: the login shell of {self.host.user}@{self.host.name} did not start fleet's command within "
                 f"{FIRST_OUTPUT:g}s: a startup file (~/.bashrc, ~/.profile, /etc/bash.bashrc, /etc/profile.d) blocks, "
-                "on a dead mount or waiting for input; `ssh` to the host and fix it (what it started may still be "
-                "running there: fleet's command never ran, so it has nothing of fleet's to end)\n")
+                "on a dead mount or waiting for input; `ssh` to the host and fix it (fleet's command never ran; "
+                + ("the shell and what it started were killed on the host, through sshd)\n" if killed else
+                   "sshd refused to signal that shell (OpenSSH does for a root login), so it and what it started may "
+                   "still be running there: end them once you can log in)\n"))
 
     def _alive(self) -> bool:
         transport = self._fabric.client.get_transport() if self._fabric else None
@@ -315,10 +322,49 @@ class _Feed:
         return chunk
 
 
+# The channel of the command each fabric connection runs (id(connection) -> channel), for the first-output deadline.
+_RUNNING: dict = {}
+
+
+def _kill_session(channel, wait: float = 5.0) -> bool:
+    """KILL the session's process group on the host: an SSH "signal" channel request (RFC 4254 6.9), which OpenSSH's
+    sshd turns into killpg() of the session's shell; closing the connection alone leaves a login shell blocked in a
+    startup file, and what it started, running (issue 49). True when sshd says it did. OpenSSH refuses it for a
+    root login ("session signalling requires privilege separation": a root session runs in sshd's monitor), and so
+    do servers without the request. paramiko has no call for it: the request is written as its own are."""
+    if channel is None or channel.closed:
+        return False
+    from paramiko.common import cMSG_CHANNEL_REQUEST
+    from paramiko.message import Message
+
+    message = Message()
+    message.add_byte(cMSG_CHANNEL_REQUEST)
+    message.add_int(channel.remote_chanid)
+    message.add_string("signal")
+    message.add_boolean(True)        # want a reply: success, or failure (paramiko then closes the channel)
+    message.add_string("KILL")
+    try:
+        channel.event_ready = False
+        channel.event.clear()
+        channel.transport._send_user_message(message)
+    except (OSError, EOFError, paramiko.SSHException):
+        return False   # the connection went meanwhile: nothing more to ask of it
+    channel.event.wait(wait)
+    return bool(channel.event_ready)
+
+
 class _BoundedRemote(Remote):
     """fabric's runner, minus two costs: invoke keeps every byte of output in a list and joins that whole list
     again for each chunk that arrives (for its autoresponders, which fleet does not use): unbounded memory and
     quadratic time on a host that floods. Output goes to our bounded Capture sinks instead."""
+
+    def start(self, command, shell, env, timeout=None):
+        super().start(command, shell, env, timeout=timeout)
+        _RUNNING[id(self.context)] = self.channel
+
+    def stop(self):
+        _RUNNING.pop(id(self.context), None)
+        super().stop()
 
     def _handle_output(self, buffer_, hide, output, reader) -> None:
         for data in self.read_proc_output(reader):

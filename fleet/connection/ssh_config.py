@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,7 +128,22 @@ def resolve(host: Host, path: Path | None = None, *, config: Config | None = Non
         target.key_files = [host.key]
     jumps = entry.get("proxyjump")
     target.jumps = [_jump(spec, config, jumps, host.address) for spec in _jump_specs(jumps)]
+    for hop in [target, *target.jumps]:
+        for key in hop.key_files:
+            _key_mode_ok(key, host.name)
     return target
+
+
+def _key_mode_ok(path: str, host: str) -> None:
+    """Refuse a private key others may read, as ssh does (OpenSSH sshkey_perm_ok: a key file of this user's with
+    any group or other permission bit is "UNPROTECTED PRIVATE KEY FILE!" and is not used)."""
+    try:
+        st = os.stat(os.path.expanduser(path))
+    except OSError:
+        return   # a missing key is the inventory's error (or ssh's), said where it is read
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        raise InputError(f"{host}: private key {path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                         f"ssh refuses such a key (UNPROTECTED PRIVATE KEY FILE), and so does fleet: chmod 600 {path}")
 
 
 def _from_entry(alias: str, entry: dict, config: Config) -> Target:

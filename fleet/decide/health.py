@@ -13,6 +13,8 @@ The classes are NVIDIA's own:
   retire (pre-A100: Dynamic Page Retirement guide, "reload the driver"), a PCIe link narrower than its maximum (or
   slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, the Xid codes of
   the catalog whose action is an application restart or a check (DEGRADED_XID).
+- the pod's own resources (issue 45, _resource_findings): a /dev/shm under NCCL's --shm-size=1g is "degraded" (DataLoader
+  workers and NCCL's shared-memory transport fail); memlock, open files and the memory limit are notes.
 - "note": shown, no change to the verdict (lifetime ECC history, PCIe replays, persistence mode off, a kernel log
   that cannot be read: Xid events "unreadable", never "clean").
 """
@@ -68,6 +70,9 @@ ADVICE = {
                 "here; return it if verify fails"),
     "none": "no NVIDIA GPU: keep it only for work without one",
 }
+# degraded by the pod's own resources alone (its GPUs sound): what is wrong is how the pod was started
+POD_ADVICE = ("keep it if your job needs neither DataLoader workers nor NCCL across processes; else start it again "
+              "with the larger setting named (or fix it in place where the line says how): the GPUs are sound")
 
 
 @dataclass
@@ -193,6 +198,48 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     return out
 
 
+# What a job takes from the pod besides its GPUs (issue 45; facts.system.resources, fleet/remote/pod_resources.sh).
+# NCCL's user guide (Troubleshooting, "Shared memory"): NCCL creates its segments in /dev/shm and "will fail to
+# initialize" without enough; "Docker containers default to limited shared and pinned memory resources": launch with
+# `--shm-size=1g --ulimit memlock=-1`. PyTorch's README (Docker image): DataLoader workers pass batches through shared
+# memory and "the default shared memory segment size that container runs with is not enough" (--ipc=host or
+# --shm-size). Docker's default --shm-size is 64 MB; captured on the lent H200 (shared/captured/h200-multi): at 64 MB a
+# DataLoader with two workers fails in every kind of shell.
+SHM_FLOOR_MB = 1024        # NCCL's guide's --shm-size=1g
+NOFILE_FLOOR = 1024        # the usual soft default: torch's file_descriptor sharing keeps one open per shared tensor
+
+
+def _resource_findings(resources: dict | None) -> list[Finding]:
+    if not isinstance(resources, dict):
+        return []
+    out = []
+    shm = resources.get("shm")
+    if isinstance(shm, dict) and shm.get("size_mb") is not None and shm["size_mb"] < SHM_FLOOR_MB:
+        out.append(Finding(DEGRADED, None, "/dev/shm", f"{shm['size_mb']} MB ({shm.get('free_mb')} MB free)",
+                           "DataLoader workers and NCCL's shared-memory transport fail (NCCL's guide asks for "
+                           "--shm-size=1g; Docker's default is 64 MB)",
+                           "start the pod with a larger shared memory (docker --shm-size=1g or --ipc=host; a "
+                           "provider's template setting), or as root where the pod allows it: "
+                           "mount -o remount,size=1g /dev/shm"))
+    memlock = resources.get("memlock_kb")
+    if isinstance(memlock, int):
+        out.append(Finding(NOTE, None, "ulimit -l", f"{memlock} KB",
+                           "locked (pinned) memory is capped: NCCL over RDMA/InfiniBand wants it unlimited (NCCL's "
+                           "guide: --ulimit memlock=-1); one host's NVLink and PCIe traffic do not need it",
+                           "docker --ulimit memlock=-1, or /etc/security/limits.conf as root"))
+    nofile = resources.get("nofile")
+    if isinstance(nofile, int) and nofile <= NOFILE_FLOOR:
+        out.append(Finding(NOTE, None, "ulimit -n", str(nofile),
+                           "few open files: DataLoader workers sharing many tensors can hit 'Too many open files'",
+                           "ulimit -n 65536 in the job's shell, or torch.multiprocessing.set_sharing_strategy"
+                           "('file_system')"))
+    if resources.get("memory_limit_mb"):
+        out.append(Finding(NOTE, None, "memory limit", f"{resources['memory_limit_mb']} MB",
+                           "the container's memory limit (cgroup): host memory a job, its workers and /dev/shm's "
+                           "pages share", "size the DataLoader's workers and prefetch under it"))
+    return out
+
+
 def _xid_finding(gpu: int | None, code: int) -> Finding:
     severity, meaning, action = XID.get(code, (NOTE, "an Xid the catalog lists", f"look it up in {XID_CATALOG}"))
     return Finding(severity, gpu, "xid", str(code), meaning + " (the kernel log since boot)",
@@ -269,6 +316,7 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
         findings += _gpu_findings(g, under_load)
     findings += [_xid_finding(None, code) for code in health.get("xid_other") or []]
     findings += _verify_findings(facts.get("verify"), findings)
+    findings += _resource_findings((facts.get("system") or {}).get("resources"))
     log = health.get("kernel_log") or "unreadable"
     if log in ("unreadable", "empty"):
         findings.append(Finding(NOTE, None, "xid", log, "the kernel log cannot be read here (dmesg_restrict, a "
@@ -283,4 +331,6 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
         reason = "degraded: " + "; ".join(f.line() for f in shown)
     else:
         reason = f"healthy: {count} GPU(s)" + (", Xid events unreadable" if log in ("unreadable", "empty") else "")
-    return HealthVerdict(verdict, reason, count, expect, findings, PROVIDER_WAY_OUT if verdict == "return" else None)
+    pod_only = verdict == "degraded" and all(f.field == "/dev/shm" for f in shown)
+    return HealthVerdict(verdict, reason, count, expect, findings, PROVIDER_WAY_OUT if verdict == "return" else None,
+                         POD_ADVICE if pod_only else "")

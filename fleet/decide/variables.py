@@ -15,7 +15,7 @@ from fleet.decide.versions import known_releases, major_minor
 from fleet.knowledge.cuda_table import newer_family, planned_release
 from fleet.variables import STACK
 
-_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?\Z")
 
 
 class VariableError(ValueError):
@@ -89,7 +89,7 @@ def resolve(values: dict) -> Vars:
 
 
 PINS_VAR = "cuda_keyring_pins"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def _keyring_pins(value) -> dict:

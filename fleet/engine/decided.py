@@ -69,6 +69,8 @@ def refuse_untrusted_paths(host: Host, host_vars: dict, facts: dict) -> None:
     for name in ROOT_PATHS:
         path = host_vars.get(name) or DEFAULTS.get(name)
         why = found.get(str(path)) if path and isinstance(found, dict) else None
+        if path and isinstance(found, dict) and str(path) not in found:   # no verdict is never "trusted"
+            why = "the probe gave no verdict for it (see the record's probe.errors)"
         if why:
             raise HostError(f"{host.name}: {refusal(name, str(path), why)}")
 

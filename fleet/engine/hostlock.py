@@ -4,9 +4,13 @@ Two applies to one host would run pip into the same venv and git's replace at on
 starts by taking `flock -n` on a file on the host (flock(1), util-linux): the kernel drops the lock when the
 shell holding it ends, however it ends, so a killed apply leaves no stale lock; -n means a second apply is
 refused at once, naming the holder, never queued behind it. Where the host has no flock (busybox images), a
-mkdir lock with the same semantics stands in (fleet/remote/hostlock.sh). The file is in a directory only its user can
-write (root: /var/lib/fleet, else ~/.cache/fleet), so nobody else can plant a symlink there. On this machine
-(`connection: local`) it is the user's ~/.cache/fleet: local applies by one user exclude each other.
+mkdir lock with the same semantics stands in (fleet/remote/hostlock.sh). The file is root's, in /var/lib/fleet,
+whoever connects (issue 49: an apply as the Spark's sudo user and one as root ran the same root task at once, each
+under its own user's lock): a sudo user creates it with `sudo -n` and locks it opened read-only (flock(2) needs no
+write access), so nobody else can plant a symlink there and every apply to the host meets the same lock. A user
+without sudo changes nothing of root's and takes the lock in ~/.cache/fleet; so does a sudo user on a host without
+flock(1) (the mkdir lock's takeover is a user's own). On this machine (`connection: local`) it is the user's
+~/.cache/fleet: local applies by one user exclude each other.
 
 `fleet script` takes the same lock on the host (`take`): a pod's start command running it while an apply runs is
 refused at once, naming the apply, as a second apply is.
@@ -41,9 +45,9 @@ def wrap(script: str, conn) -> str:
     """`script` run under the host's apply lock; exit BUSY with MARK and the holder when another apply holds it."""
     from fleet.connection import LocalConnection
 
-    where = lock_dir(conn.is_root and not isinstance(conn, LocalConnection))
+    local = isinstance(conn, LocalConnection)
     holder = f"fleet apply from {socket.gethostname()} (pid {os.getpid()})"
-    return (take(where, holder)
+    return (take(lock_dir(not local), holder, sudo=not local and not conn.is_root)
             + (STOP_WITH_CONNECTION if not isinstance(conn, LocalConnection) else "")
             + script)
 
@@ -53,10 +57,25 @@ def lock_dir(root: bool) -> str:
     return "/var/lib/fleet" if root else '"$HOME"/.cache/fleet'
 
 
-def take(where: str, holder: str) -> str:
+def take(where: str, holder: str, *, sudo: bool = False) -> str:
     """Shell that takes the host's apply lock in `where` for the rest of the shell, or exits BUSY naming the holder;
-    `fleet apply` (wrap) and `fleet script` (fleet/workflows/script.py) take the same one."""
-    return f"fleet_lock_dir={where}; fleet_holder_name={shlex.quote(holder)}\n" + remote.program("hostlock") + "\n"
+    `fleet apply` (wrap) and `fleet script` (fleet/workflows/script.py) take the same one. `sudo`: a user who is not
+    root takes root's lock in `where` through `sudo -n` (its own ~/.cache/fleet where sudo is refused)."""
+    return (f"fleet_lock_dir={where}; fleet_holder_name={shlex.quote(holder)}; fleet_sudo={'sudo' if sudo else ''}\n"
+            + remote.program("hostlock") + "\n")
+
+
+# A sudo user's way to root's lock: the directory and an empty lock file made by root (0755, 0644), the holder's
+# lines written through `sudo -n tee`; where sudo is refused, the user's own directory and no sudo after that.
+_ROOTS_LOCK = (
+    "if ! sudo -n sh -c 'mkdir -p -- \"$1\" && { [ -e \"$1/apply.lock\" ] || : > \"$1/apply.lock\"; }' sh "
+    "\"$fleet_lock_dir\" 2>/dev/null; then\n"
+    "  fleet_sudo=; fleet_lock_dir=\"$HOME/.cache/fleet\"; mkdir -p -- \"$fleet_lock_dir\"\n"
+    "fi\n"
+)
+_PUT = "fleet_lock_put() { printf '%s\\n' \"$fleet_holder\" > \"$1\"; }\n"
+_PUT_SUDO = ("fleet_lock_put() { if [ -n \"$fleet_sudo\" ]; then printf '%s\\n' \"$fleet_holder\" | sudo -n tee -- \"$1\" "
+        ">/dev/null; else printf '%s\\n' \"$fleet_holder\" > \"$1\"; fi; }\n")
 
 
 # The apply's remote work ends with its connection (Ctrl-C, SIGTERM or SIGHUP of fleet, a controller that died):

@@ -4,7 +4,6 @@ host where they ran. The engine knows such a resource by its hooks (fleet/resour
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from fleet.connection import Connection
@@ -12,6 +11,7 @@ from fleet.engine.observe import Observed
 from fleet.engine.plan import TaskReport
 from fleet.engine.setup import Setup
 from fleet.errors import HostError
+from fleet.jsontext import dumps, finite
 from fleet.inventory import Host
 
 
@@ -82,7 +82,7 @@ def write_records(conn: Connection, host: Host, setup: Setup, judged: Judged) ->
         if not resource.writes_record or not path:
             continue
         try:   # sudo=True: it wants root; the connection applies shell.needs_sudo
-            conn.write_file(path, json.dumps(record, indent=1) + "\n", mode=0o644, sudo=True)
+            conn.write_file(path, dumps(finite(record), indent=1) + "\n", mode=0o644, sudo=True)
         except HostError as exc:
             return f"could not record the {resource.type_name} result on the host: {exc}"
     return None

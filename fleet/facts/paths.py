@@ -8,12 +8,15 @@ controller's account of what the host already refused to run.
 
     TRUST_FN          bash defining fleet_trust PATH...: prints nothing when trusted, else one sentence naming
                       the first component that fails and why
-    command(paths)    per path: `path<TAB><path><TAB>ok` or `path<TAB><path><TAB><why>`
+    command(paths)    per path: `path<TAB><path><TAB>ok` or `path<TAB><path><TAB><why>`, one line each: the path as
+                      the controller escaped it (\\, \n, \t: issue 49, a path with a newline split its line and
+                      left no verdict), the why with its newlines made spaces
     parse(text)       -> {path: None (trusted) or "<component> is owned by <owner> with mode <mode>" (or other why)}
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from fleet import shell
@@ -24,8 +27,17 @@ TRUST_FN = shell.TRUST_FN
 def command(paths) -> str:
     lines = [TRUST_FN]
     for path in dict.fromkeys(paths):
-        lines.append(f"r=$(fleet_trust {shlex.quote(path)}); printf 'path\\t%s\\t%s\\n' {shlex.quote(path)} \"${{r:-ok}}\"")
+        lines.append(f"r=$(fleet_trust {shlex.quote(path)}); r=${{r//$'\\n'/ }}; "
+                     f"printf 'path\\t%s\\t%s\\n' {shlex.quote(_escape(path))} \"${{r:-ok}}\"")
     return "\n".join(lines) + "\n"
+
+
+def _escape(path: str) -> str:
+    return path.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), text)
 
 
 def reason(line: str) -> str:
@@ -40,7 +52,7 @@ def parse(text: str) -> dict:
     for line in text.splitlines():
         parts = line.split("\t")
         if len(parts) == 3 and parts[0] == "path":
-            out[parts[1]] = None if parts[2] == "ok" else reason(parts[2])
+            out[_unescape(parts[1])] = None if parts[2] == "ok" else reason(parts[2] or "no verdict")
     if not out:
         raise ValueError("no path lines")
     return out

@@ -7,8 +7,12 @@ from fleet.knowledge import platforms
 from fleet.facts import fabric, fingerprint, gpu, health, loader, shells
 from fleet.facts.scrub import scrub_text
 from fleet.facts.sources import BY_NAME
+from fleet.jsontext import finite
 
 RAW_LIMIT = 4000  # characters of unparsed text kept per source: enough to see what went wrong
+# The longest string a fact holds: PATH_MAX (4,096 with its NUL), the longest path or variable a host can mean.
+# Longer is a host's noise (issue 49: a 24 KB PRETTY_NAME): its first STRING_LIMIT characters are kept, and said.
+STRING_LIMIT = 4096
 
 
 class _Reader:
@@ -30,11 +34,34 @@ class _Reader:
             return source.empty()
         text = self.outputs[name]
         try:
-            return source.parser(text, **kwargs)
+            return self._bounded(name, finite(source.parser(text, **kwargs)))   # NaN, Infinity: null
         except Exception as error:  # a parser bug or a format we have never seen must not stop the gather
             self.errors.append(scrub_text(f"facts.{name}: {error}"))
             self.raw[name] = scrub_text(text[:RAW_LIMIT])
             return source.empty()
+
+
+    def _bounded(self, name: str, value):
+        """The value with each string past STRING_LIMIT cut there (noted once per source)."""
+        cut = []
+
+        def walk(item):
+            if isinstance(item, str):
+                if len(item) <= STRING_LIMIT:
+                    return item
+                cut.append(len(item))
+                return item[:STRING_LIMIT]
+            if isinstance(item, dict):
+                return {key: walk(inner) for key, inner in item.items()}
+            if isinstance(item, list):
+                return [walk(inner) for inner in item]
+            return item
+
+        value = walk(value)
+        if cut:
+            self.notes.append(f"facts.{name}: {len(cut)} value(s) longer than {STRING_LIMIT} characters (the longest "
+                              f"{max(cut):,}) kept to their first {STRING_LIMIT}")
+        return value
 
 
 def assemble(outputs: dict[str, str], expected: list[str]) -> dict:
@@ -178,6 +205,7 @@ def _system(reader: _Reader, uname: dict, os_release: dict) -> dict:
         "container": identity.get("container"),
         "workspace": identity.get("workspace"),      # a /workspace volume (RunPod): user roles gate on it
         "git": identity.get("git"),                  # git on PATH (slim images lack it): the cutlass role gates on it
+        "resources": reader.read("resources"),       # /dev/shm, memlock and open files, the memory limit (issue 45)
     }
 
 

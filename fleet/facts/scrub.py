@@ -8,27 +8,39 @@ import re
 
 MASK = "***"
 
+# Every pattern below costs time linear in the text it reads (issue 49: a pod's 24 KB PRETTY_NAME of "token-" made
+# the old ones cubic; bench/scrub_cost.py times doubling inputs, tests/unit/test_scrub_linear.py counts the steps):
+# - a run of name characters is read from its START only ((?<![\w.-])), never again from inside it, and consumed
+#   whole without backtracking (possessive *+ / ++, atomic (?>...)): a name always ends where its run ends, since
+#   every separator that may follow (= : " ' space) is outside the run;
+# - a match that has begun always ends at a bound (an unterminated quote masks to the end of its line, a key block
+#   with no END masks to the end of the text), so no later start reads the same characters again.
+
 # Names that say "secret": HF_TOKEN, RUNPOD_API_KEY, DB_PASSWORD, SMTP_PASS, SSH_PRIVATE_KEY, ...
 # `pass` alone only where it ends the name (DB_PASS), so "passed": true in a verify record survives.
-_NAME = (r"[\w.-]*(?:token|passw(?:or)?d|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key"
-         r"|credential|authorization)[\w.-]*|[\w.-]*[_.-]pass|pass")
-# A value: a quoted string (multi-word values included) or one unquoted word.
-_VALUE = r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"',;]+"
+_KEYWORD = (r"token|passw(?:or)?d|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key"
+            r"|credential|authorization")
+_NAME = rf"(?<![\w.-])(?:(?=[\w.-]*?(?:{_KEYWORD}))[\w.-]++|[\w.-]*+(?<=[_.-]pass)|pass)"
+# A value: a quoted string (multi-word values included; unterminated: to the end of its line) or one unquoted word.
+_VALUE = r"\"(?:[^\"\\\n]|\\.)*+\"?|'[^'\n]*+'?|[^\s\"',;]++"
 
 _PATTERNS = [
-    re.compile(r"(?i)(\bBearer\s+)([\w.~+/-]+=*)"),
+    re.compile(r"(?i)(\bBearer\s++)([\w.~+/-]++=*+)"),
     # NAME=value, "name": "value", name: value where the name says secret (HF_TOKEN=..., "password": ...);
     # a bare "name:value" is left alone so PATH-like lists (/opt/tokenizers/bin:/usr/bin) survive
-    re.compile(rf"(?i)(\b(?:{_NAME})(?:[\"']?\s*=|[\"']\s*:|:\s)\s*)({_VALUE})"),
+    re.compile(rf"(?i)({_NAME}(?:[\"']?\s*+=|[\"']\s*+:|:\s)\s*+)({_VALUE})"),
     # credentials inside a URL: https://user:pass@host/ ...
-    re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(@)"),
+    re.compile(r"(://[^/\s:@]++:)([^@\s/]++)(@)"),
     # ... and a bare token as the user part of an http(s) URL: https://ghp_xxx@github.com/org/repo
-    re.compile(r"(?i)(\bhttps?://)([^/\s:@]+)(@)"),
-    # well-known token shapes: GitHub, Hugging Face, OpenAI-style, Slack, AWS access keys, JWTs
-    re.compile(r"()\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}"
-               r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})"),
-    # private key blocks
-    re.compile(r"(-----BEGIN [A-Z ]*PRIVATE KEY-----)([\s\S]*?)(-----END [A-Z ]*PRIVATE KEY-----)"),
+    re.compile(r"(?i)(\bhttps?://)([^/\s:@]++)(@)"),
+    # a JWT: from the first "eyJ" at a word start in its run of [\w-] (a later one in the same run has fewer
+    # characters before the same dot, so it cannot match where the first did not)
+    re.compile(r"(?<![\w-])(?>([\w-]*?)(?<!\w)(?=eyJ))(eyJ[\w-]{10,}+\.[\w-]{10,}+\.[\w-]{10,}+)"),
+    # well-known token shapes: GitHub, Hugging Face, OpenAI-style, Slack, AWS access keys
+    re.compile(r"()\b(gh[pousr]_[A-Za-z0-9]{20,}+|github_pat_\w{20,}+|hf_[A-Za-z0-9]{20,}+|sk-[A-Za-z0-9_-]{20,}+"
+               r"|xox[abpr]-[A-Za-z0-9-]{10,}+|AKIA[0-9A-Z]{16})"),
+    # private key blocks (one cut short, with no END line, to the end of the text)
+    re.compile(r"(-----BEGIN [A-Z ]*PRIVATE KEY-----)([\s\S]*?)(-----END [A-Z ]*PRIVATE KEY-----|\Z)"),
 ]
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 
 from fleet import remote
 from fleet.facts import paths
+from fleet.jsontext import loads as json_loads
 from fleet.shell import git_guard
 
 # Only these environment variables are recorded: anything else may hold a secret.
@@ -56,7 +56,8 @@ def select_python(python_env: str) -> str:
     """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
     (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
-    Run it as `cd / && "$py" -s ...` (no module from the working directory, no user site)."""
+    Run it as `cd / && "$py" -I ...` (isolated: no PYTHONPATH/PYTHONHOME, no user site, no module from the working
+    directory)."""
     return f"{paths.TRUST_FN}\nenv_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
 
 
@@ -107,7 +108,7 @@ def parse_torch(text: str) -> dict | None:
     data = None
     for line in reversed(lines):
         if line.lstrip().startswith("{"):
-            data = json.loads(line)
+            data = json_loads(line)
             break
     if not isinstance(data, dict):
         raise ValueError("no JSON line from the torch program")
@@ -193,7 +194,7 @@ def parse_verify(text: str) -> dict | None:
         return None
     if text.startswith("unreadable "):
         raise ValueError(f"{VERIFY_PATH} exists but this user cannot read it")
-    data = json.loads(text)
+    data = json_loads(text)   # a NaN or Infinity in it reads as null
     if not isinstance(data, dict) or "passed" not in data:
         raise ValueError("verify.json has no 'passed' key")
     return data

@@ -72,6 +72,9 @@ SOURCES: tuple[Source, ...] = (
     Source("cpu", _fixed(system.CPU), system.parse_cpu, {}),
     Source("meminfo", _fixed(system.MEMINFO), system.parse_meminfo, {}),
     Source("df", lambda s: system.df_command(disk_dirs(s)), system.parse_df, []),
+    # what a job takes from the pod (issue 45): /dev/shm, memlock and open-files limits, the container's memory limit
+    Source("resources", _fixed(system.RESOURCES), system.parse_resources,
+           {"shm": None, "memlock_kb": None, "nofile": None, "memory_limit_mb": None, "memory_limit_file": None}),
     Source("driver", _fixed(gpu.DRIVER), gpu.parse_driver, {"version": None, "source": None}),
     Source("kernel_gpus", _fixed(gpu.KERNEL_GPUS), gpu.parse_kernel_gpus, {"gpus": [], "devices": []}),
     Source("tegra", _fixed(gpu.TEGRA), gpu.parse_tegra_release),

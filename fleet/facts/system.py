@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from fleet import remote
+
 # ---- uname ------------------------------------------------------------------------------------------
 
 UNAME = "uname -a; uname -m"
@@ -26,7 +28,12 @@ def parse_uname(text: str) -> dict:
             or not lines[0].split()[2][:1].isdigit()):
         raise ValueError("expected `uname -a` then `uname -m`")
     fields = lines[0].split()
+    if max(len(fields[1]), len(fields[2]), len(lines[1])) > _UTS_FIELD:
+        raise ValueError(f"a uname field longer than the kernel's {_UTS_FIELD} characters: not what uname prints")
     return {"hostname": fields[1], "kernel": fields[2], "arch": lines[-1]}
+
+
+_UTS_FIELD = 64   # struct utsname's fields are 65 bytes with the NUL (__NEW_UTS_LEN, include/uapi/linux/utsname.h)
 
 
 # ---- os-release -------------------------------------------------------------------------------------
@@ -34,19 +41,29 @@ def parse_uname(text: str) -> dict:
 OS_RELEASE = "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release"
 
 
+_OS_RELEASE_VALUE = 256   # os-release(5) names no limit; every distribution's longest value is under 100
+_OS_RELEASE_KEYS = 64     # os-release(5) defines about 30 keys
+
+
 def parse_os_release(text: str) -> dict:
-    """os-release(5) KEY=value lines (shell quoting) -> {"ID": "ubuntu", "VERSION_ID": "24.04", ...}."""
+    """os-release(5) KEY=value lines (shell quoting) -> {"ID": "ubuntu", "VERSION_ID": "24.04", ...}.
+
+    A value is kept to its first 256 characters and the file to its first 64 keys (issue 49: a pod's 24 KB
+    PRETTY_NAME is noise, not a name)."""
     values = {}
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, raw = line.partition("=")
+        if len(values) >= _OS_RELEASE_KEYS and key not in values:
+            continue
+        raw = raw[:_OS_RELEASE_VALUE + 2]   # its quotes
         try:
             words = shlex.split(raw)
         except ValueError:
             words = [raw.strip("\"'")]
-        values[key] = " ".join(words)
+        values[key] = " ".join(words)[:_OS_RELEASE_VALUE]
     if "ID" not in values:
         raise ValueError("no ID= line: not an os-release file")
     return values
@@ -69,8 +86,12 @@ def parse_cpu(text: str) -> dict:
     match = re.search(r"^nproc (\d+)\s*$", text, re.M)
     if not match:
         raise ValueError("no CPU count from nproc")
-    model = re.search(r"^(?:model name|cpu model)\s*:\s*(.+?)\s*$", text, re.M | re.I)
-    return {"cpus": int(match[1]), "cpu_model": model[1] if model else None}
+    # `[ \t]*+` and a strip, not `(.+?)\s*$`: a lazy group before trailing spaces re-reads them at every step
+    model = re.search(r"^(?:model name|cpu model)[ \t]*+:[ \t]*+(.*)$", text, re.M | re.I)
+    return {"cpus": int(match[1]), "cpu_model": model[1].strip()[:_CPU_MODEL] or None if model else None}
+
+
+_CPU_MODEL = 256   # the x86 brand string is 48 bytes; Arm's "cpu model" lines are shorter
 
 
 MEMINFO = "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo"
@@ -182,3 +203,55 @@ def parse_df(text: str) -> list[dict]:
     if not disks:
         raise ValueError("no df output")
     return disks
+
+
+# ---- what a job takes from the pod: /dev/shm, the session's limits, the container's memory limit ------------------
+
+RESOURCES = remote.program("pod_resources")   # fleet/remote/pod_resources.sh
+
+# cgroup v1 writes "no limit" as the largest page-aligned 64-bit value (9223372036854771712); v2 as "max"
+_NO_LIMIT_BYTES = 2 ** 62
+
+
+def _limit(value: str) -> int | str:
+    """`ulimit` prints a number or "unlimited"."""
+    value = value.strip()
+    if value == "unlimited":
+        return value
+    if not value.isdigit():
+        raise ValueError(f"not a ulimit value: {value!r}")
+    return int(value)
+
+
+def parse_resources(text: str) -> dict:
+    """fleet/remote/pod_resources.sh -> {"shm": {"filesystem", "size_mb", "free_mb"} | None, "memlock_kb": 8192 |
+    "unlimited", "nofile": 1048576 | "unlimited", "memory_limit_mb": 16384 | None (no limit), "memory_limit_file"}.
+
+        shm tmpfs                65536     0     65536       0% /dev/shm
+        memlock 8192
+        nofile 1048576
+        memory_limit max /sys/fs/cgroup/memory.max
+    """
+    out: dict = {"shm": None, "memlock_kb": None, "nofile": None, "memory_limit_mb": None, "memory_limit_file": None}
+    seen = False
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "shm":
+            seen = True
+            if rest.strip() != "none":
+                fields = rest.split()
+                if len(fields) < 6 or not fields[1].isdigit() or not fields[3].isdigit():
+                    raise ValueError(f"not a df -Pk line: {rest!r}")
+                out["shm"] = {"filesystem": fields[0], "size_mb": int(fields[1]) // 1024,
+                              "free_mb": int(fields[3]) // 1024}
+        elif key in ("memlock", "nofile"):
+            out["memlock_kb" if key == "memlock" else "nofile"] = _limit(rest)
+        elif key == "memory_limit":
+            value, _, where = rest.strip().partition(" ")
+            if value != "max" and not value.isdigit():
+                raise ValueError(f"not a cgroup memory limit: {value!r}")
+            out["memory_limit_file"] = where or None
+            out["memory_limit_mb"] = None if value == "max" or int(value) >= _NO_LIMIT_BYTES else int(value) // 2 ** 20
+    if not seen:
+        raise ValueError("no shm line")
+    return out

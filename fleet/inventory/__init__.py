@@ -34,8 +34,8 @@ TOP_KEYS = {"facts_dir", "roles_path", "roles", "key", "known_hosts", "keyring_p
 HOST_KEYS = {"address", "port", "user", "key", "known_hosts", "connection", "lab", "vars", "roles"}
 GROUP_KEYS = {"hosts", "vars", "roles"}
 CONNECTIONS = ("ssh", "local")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")
+VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 DEFAULT_ROLES_FROM = "the built-in default"
 
 
@@ -185,7 +185,6 @@ def _store(loc, value, base: Path) -> dict:
     """`store: URL` or `store: {url:, expire_after:, retain:}` -> {url (a SQLite path made absolute from this
     file's directory), expire_after and retain in seconds}; a URL with a password is refused (fleet.store)."""
     from fleet import parse
-    from fleet.store import check_url
 
     if value is None:
         return {}
@@ -199,7 +198,11 @@ def _store(loc, value, base: Path) -> dict:
         keys = ("store",) if isinstance(value, str) else ("store", key)
         try:
             if key == "url":
-                url = check_url(str(item), "store")
+                try:
+                    url = parse.store_url(str(item))
+                except parse.Rejected as exc:
+                    loc.problem(keys, str(exc))
+                    continue
                 if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
                     url = f"sqlite:///{(base / url[len('sqlite:///'):]).resolve()}"
                 out["url"] = url
@@ -374,6 +377,10 @@ def _host(loc, key, spec, base: Path) -> Host | None:
         if value is not None and not isinstance(value, str):
             loc.problem(keys + (key,), f"{key} of host {name!r} must be a string, not {yamlsrc.type_name(value)}; "
                                        f"quote it")
+        elif value is not None and re.search(r"[\x00-\x1f\x7f]", value):   # "10.0.0.1\n" is no address
+            loc.problem(keys + (key,), f"{key} of host {name!r} holds a control character ({value!r}); "
+                                       "remove it (a newline inside quotes, a tab)")
+            setattr(host, key, value.strip())   # said once: not "has no address" as well
         elif value is not None:
             setattr(host, key, value)
     if host.connection == "ssh" and not host.address:

@@ -39,7 +39,10 @@ def edit(path: Path, change: Callable[[str], str], validate: Callable[[Path], T]
          new_file: str = "") -> T:
     """Under the lock: read the text (`new_file` where there is no file yet), change it, write it to a temp file
     that validate(temp) must accept (its answer is returned; an exception leaves the file as it was), rename it
-    over the old one. With commit=False only validated: what the edit would make."""
+    over the old one. With commit=False only validated: what the edit would make.
+    Through a symbolic link, the file it points to is edited and the link kept (a rename over the link would replace
+    it with a copy and leave the real inventory as it was)."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
         exists = path.exists()

@@ -32,7 +32,7 @@ MIN_DRIVER: dict[str, str] = {
     "13.3": "610.43.02",
 }
 
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+)*\Z")
 
 
 def version_key(version: str) -> tuple[int, ...]:

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fleet.facts.scrub import scrub
+from fleet.jsontext import dumps, finite
 
-_OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl$")
+_OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl\Z")
 
 
 def runs_dir() -> Path:
@@ -53,7 +54,7 @@ def default_path(command: str, started: float) -> Path:
 
 def line(doc: dict[str, Any]) -> str:
     """One JSON line, secrets masked, ASCII only."""
-    return json.dumps(scrub(json.loads(json.dumps(doc, default=str))), ensure_ascii=True)
+    return dumps(finite(scrub(json.loads(json.dumps(doc, default=str)))), ensure_ascii=True)   # no NaN, no Infinity
 
 
 def write(path: Path, text_lines: list[str]) -> Path:

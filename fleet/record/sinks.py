@@ -81,7 +81,7 @@ class Sinks:
 
 
 def for_run(run: Run, *, facts_dir: Path | None = None, log: Path | None = None,
-            argv: list[str] | None = None) -> list[Sink]:
+            argv: list[str] | None = None, inventory=None) -> list[Sink]:
     """The sinks of one run: the facts records where the run gathers facts (`facts_dir`), and the run log (`log`,
     else a new file under the runs folder: fleet/record/runlog.py). Every command that reaches hosts leaves a run
     record."""
@@ -95,7 +95,7 @@ def for_run(run: Run, *, facts_dir: Path | None = None, log: Path | None = None,
         out.append(FactsRecords(Path(facts_dir)))
     out.append(RunLog(log, argv or ["fleet", run.command]))
     if not run.check:          # the history store (fleet/store/): every host's report, a row per change
-        out.append(sink_for(run, facts_dir))
+        out.append(sink_for(run, facts_dir, inventory))
     return out
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
 from fleet.facts.scrub import scrub
+from fleet.jsontext import document, dumps, finite
 
-_HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+\Z")
 
 
 def record_path(facts_dir: Path | str, host: str, *, previous: bool = False) -> Path:
@@ -36,7 +37,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(scrub(record), indent=2) + "\n"
+    text = dumps(finite(scrub(record)), indent=2) + "\n"   # every reader reads it: no NaN, no Infinity
     old = _readable(path)
     try:
         if old is not None:
@@ -54,7 +55,7 @@ def _readable(path: Path) -> bytes | None:
     """The record's bytes when it is a whole JSON object; None when absent or damaged."""
     try:
         data = path.read_bytes()
-        return data if isinstance(json.loads(data), dict) else None
+        return data if isinstance(document(data), dict) else None
     except (OSError, ValueError):
         return None
 
@@ -89,7 +90,7 @@ def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
     """Read one facts JSON file; a damaged one is an InputError naming the file and the fix."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = document(path.read_text())   # nested too deep: a JSONDecodeError naming where
     except FileNotFoundError:
         if missing_ok:
             return None

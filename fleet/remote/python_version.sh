@@ -24,7 +24,7 @@ fi
 # that cannot import ensurepip still says which it is (the import error is caught). The system's python3 is judged as
 # the venv's is before it starts (a python3 planted on PATH is not run).
 [ "$env_exists" = yes ] || [ -z "$(fleet_judge "$py")" ] || exit 0
-cd / && "$py" -s -B -c 'import platform; print("version", platform.python_version(), flush=True)
+cd / && "$py" -I -B -c 'import platform; print("version", platform.python_version(), flush=True)
 try:
     import ensurepip, venv
 except Exception:

@@ -12,6 +12,6 @@ fleet_report() {
     return 0
   fi
   # shellcheck disable=SC2154
-  (cd / && "$py" -s -c "$fleet_report_program" "$fleet_report_target" "$fleet_report_host" \
+  (cd / && "$py" -I -c "$fleet_report_program" "$fleet_report_target" "$fleet_report_host" \
     "$fleet_report_version" "$1" "${fleet_changed:-0}" "$fleet_report_verify" </dev/null) || true
 }

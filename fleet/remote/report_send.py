@@ -1,7 +1,7 @@
 """A pod's report after each run of its start script (`fleet script --report TARGET`). Standalone, stdlib only:
 the script ships this file's text and runs it as
 
-    python3 -s -c "$(this file)" TARGET HOST FLEET_VERSION EXIT CHANGED VERIFY_PATH
+    python3 -I -c "$(this file)" TARGET HOST FLEET_VERSION EXIT CHANGED VERIFY_PATH
 
 It writes the report (the run's exit and changed count, the verify record the run left, the kernel driver) into
 a spool directory first (/var/lib/fleet/reports as root, else ~/.local/state/fleet/reports; FLEET_REPORT_SPOOL

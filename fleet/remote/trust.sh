@@ -18,8 +18,9 @@
 #                            for a program started through another (`timeout N "$fleet_prog" ...`, sudo)
 #   fleet_trusted PROGRAM ARGS...         runs PROGRAM when fleet_judged passes it, else its status, PROGRAM not
 #                                         started
-#   fleet_trusted_python PYTHON ARGS...   the same for a Python, started with -s (no user site) from / (so neither
-#                                         `-c` nor `-m` imports a module planted in the working directory)
+#   fleet_trusted_python PYTHON ARGS...   the same for a Python, started -I from / (isolated: no PYTHONPATH or
+#                                         PYTHONHOME from the environment or /etc/environment, no user site, and
+#                                         neither `-c` nor `-m` imports a module planted in the working directory)
 #   fleet_trust_prime PATH... [--judge PROGRAM...]
 #                            at a read-only script's start (a probe's, facts/probe.prime): fleet_trust of every PATH and
 #                            of what fleet_judge judges for each PROGRAM, once, its output dropped, keeping what its
@@ -187,5 +188,5 @@ fleet_trusted() {
 fleet_trusted_python() {
   local fleet_prog
   fleet_judged "$1" || return
-  shift; ( cd / && "$fleet_prog" -s "$@" )
+  shift; ( cd / && "$fleet_prog" -I "$@" )
 }

@@ -19,6 +19,7 @@ from rich.text import Text
 from fleet import parse
 from fleet.env import Environment
 from fleet.facts.scrub import scrub, scrub_text
+from fleet.jsontext import finite
 from fleet.connection.parallel import Outcome
 
 # What a hostile host could make the operator's terminal do: retitle the window, hide a HOST KEY CHANGED
@@ -248,8 +249,9 @@ class Reporter:
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
         """One document, secrets masked (the records on disk are; what is printed must be too). JSON escapes
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
-        doc = json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str))
-        self.env.console.print_json(data=scrub(doc), ensure_ascii=True)
+        doc = finite(json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str)))
+        # one host's NaN never makes the fleet's document invalid JSON (issue 49): null, and allow_nan=False
+        self.env.console.print_json(data=scrub(doc), ensure_ascii=True, allow_nan=False)
 
 
 def reporter_for(args, env: Environment) -> Reporter:

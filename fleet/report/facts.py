@@ -20,6 +20,7 @@ class FactsView:
     show_all: bool = False                # every fact, one column per host
     drift: bool = False                   # what changed since the record before
     output: Path | None = None            # md/csv/html to this file (atomically) instead of stdout
+    history: bool = False                 # a question over the history store (fleet/report/history.py)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,11 @@ def _label(outcome, cached: bool) -> str:
 
 
 def printer_for(reporter: Reporter, view: FactsView):
-    """The printer of the form the flags ask for: one JSON document, an export (md, csv, html), or tables."""
+    """The printer of the form the flags ask for: one JSON document, an export (md, csv, html), or tables; the
+    history store's answer (--where, --failed, ...) in any of those forms."""
+    if view.history:
+        from fleet.report.history import HistoryPrinter
+        return HistoryPrinter(reporter, view)
     if view.json:
         return JsonPrinter(reporter, view)
     return TablePrinter(reporter, view) if view.format == "table" else ExportPrinter(reporter, view)

@@ -73,3 +73,53 @@ def _changes(changes, *, first: bool = False, most: int = 4) -> str:
     shown = [f"{cell(c['path'], 60)}: {cell(c['before'], 40)} -> {cell(c['after'], 40)}" for c in changes[:most]]
     more = f" (+{len(changes) - most} more)" if len(changes) > most else ""
     return "; ".join(shown) + more
+
+
+class HistoryPrinter:
+    """Prints one HistoryAnswer (fleet/workflows/history.py) in the form asked: a table, --json, or a report."""
+
+    def __init__(self, reporter, view):
+        self.reporter, self.env, self.view = reporter, reporter.env, view   # view: fleet.report.facts.FactsView
+
+    def finish(self, answer) -> None:
+        import json
+
+        if answer.records is not None:
+            self._export(answer)
+        elif self.view.json:
+            # JSON escapes every control character (ensure_ascii: C1 ones too): a report's text stays data
+            self.env.console.file.write(json.dumps(answer.doc, indent=2, ensure_ascii=True, default=str) + "\n")
+            self.env.console.file.flush()
+        elif answer.kind == "history":
+            self.reporter.print(history_table(answer.doc["host"], answer.rows))
+        elif answer.kind == "since":
+            self.reporter.print(since_table(answer.rows, answer.since))
+        else:
+            self.reporter.print(hosts_table(answer.rows, answer.where, now=answer.now))
+
+    def _export(self, answer) -> None:
+        """--format md|csv|html over the hosts a question selected: their newest records side by side, as
+        `fleet facts --format` shows gathered ones (every remote string escaped by those printers)."""
+        from datetime import datetime, timezone
+
+        from fleet import __version__
+        from fleet.atomic import write_atomic
+        from fleet.report import compare, export, html, safe_value
+
+        last = safe_value(answer.records)
+        ages = {row.host: describe_age(answer.now - row.last_seen) + (" (expired)" if row.expired else "")
+                for row in answer.rows}
+        columns = [compare.Column(row.host, age=ages[row.host]) for row in answer.rows if row.host in last]
+        comparison = compare.compare({c.host: last[c.host] for c in columns}, columns)
+        if self.view.format == "html":
+            text = html.render(comparison, last, ages, version=__version__,
+                               generated=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        else:
+            text = (export.markdown if self.view.format == "md" else export.csv_text)(comparison, ages)
+        if self.view.output:
+            path = self.view.output
+            write_atomic(path, text.encode(), mode=0o644)
+            self.reporter.progress("facts", f"{self.view.format} report of {len(columns)} host(s) written to {path}")
+        else:
+            self.env.console.file.write(text)
+            self.env.console.file.flush()

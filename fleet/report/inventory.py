@@ -15,7 +15,7 @@ def print_hosts(reporter: Reporter, hosts, by_host: dict[str, list], *, json_out
         doc = {"format": JSON_FORMAT, "hosts": {h.name: {
             "target": h.target, "connection": h.connection, "address": h.address, "port": h.port,
             "user": h.user, "groups": list(h.groups), "roles": [r.name for r in by_host[h.name]]} for h in hosts}}
-        reporter.env.console.print_json(data=doc, ensure_ascii=True)
+        reporter.env.console.print_json(data=doc, ensure_ascii=True, allow_nan=False)
         return
     table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0))
     for column in ("host", "reached as", "groups", "roles"):

@@ -23,6 +23,7 @@ class ScriptPrinter:
             self.reporter.env.console.file.flush()
             return
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.output, run.text.encode("utf-8"), mode=0o755)
+        # owner-only (issue 49): the script holds what its tasks need, a private index's password or a git token
+        write_atomic(self.output, run.text.encode("utf-8"), mode=0o700)
         self.reporter.progress(run.host, f"script written to {self.shown_as or self.output} "
                                          f"(run-time variants: {', '.join(run.plans)})")

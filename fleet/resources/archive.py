@@ -16,7 +16,7 @@ import re
 from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, q, qpath
 
 INCOMPLETE = ".fleet-archive-incomplete"
-_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}\Z")
 
 
 def sha256_problem(value) -> str | None:

@@ -7,6 +7,7 @@ type (fleet/resources/verify.py), and an assert never writes or replaces it.
 
 from __future__ import annotations
 
+from fleet.jsontext import finite
 from fleet.remote.verify_record import last_json as _last_json
 from fleet.resources.base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
 from fleet.shell import TRUST_FN
@@ -38,16 +39,9 @@ class Assert(Resource):
         return ""
 
     def check(self) -> str:
-        judge = ""
-        if self.p["interpreter"] == "python":
-            # judged in this shell just before it runs (fleet/shell.py), then started -s from / (fleet_trusted_python's
-            # way, spelled out: timeout(1) cannot start a shell function)
-            # (a python that is not there: run as before, it fails as not in state)
-            judge = (f"{TRUST_FN}\nfleet_judged {qpath(self.p['python'])} 2>/dev/null; fleet_j=$?\n"
-                     f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(self.p['python'])}; exit 126; }}\n"
-                     f"[ $fleet_j = 0 ] || fleet_prog={qpath(self.p['python'])}\ncd /\n")
+        judge = judge_python(self.p["python"]) if self.p["interpreter"] == "python" else ""
         run = self.environment() + _RUN[self.p["interpreter"]].format(script=q(self.p["script"]),
-                                                                      python='"$fleet_prog" -s')
+                                                                      python='"$fleet_prog" -I')
         return (f"{judge}out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\nprintf '%s\\n' \"$out\"\n"
                 f"[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 
@@ -60,9 +54,19 @@ class Assert(Resource):
         return json_result(self.p["msg"], rc, output)
 
 
+def judge_python(python: str) -> str:
+    """Shell that judges `python` just before it runs (fleet/shell.py), leaving it in $fleet_prog and the shell in /,
+    for `timeout N "$fleet_prog" -I ...` (fleet_trusted_python's way, spelled out: timeout(1) cannot start a shell
+    function; -I: no PYTHONPATH/PYTHONHOME from the environment or /etc/environment, no user site, no module from the
+    working directory). A python that is not there runs as before, and fails as not in state."""
+    return (f"{TRUST_FN}\nfleet_judged {qpath(python)} 2>/dev/null; fleet_j=$?\n"
+            f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(python)}; exit 126; }}\n"
+            f"[ $fleet_j = 0 ] || fleet_prog={qpath(python)}\ncd /\n")
+
+
 def json_result(msg: str, rc: int, output: str) -> CheckResult:
     """A JSON check's answer: passed when its last JSON line says so and it exited 0; the failed checks as reason."""
-    doc = _last_json(output)
+    doc = finite(_last_json(output))   # a host's NaN or Infinity: null
     if doc is None:
         return CheckResult(False, f"{msg}: no result ({output.strip()[-300:] or f'exit {rc}'})", error=None)
     failed = [c for c in doc.get("checks", []) if not c.get("passed")]

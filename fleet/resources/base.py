@@ -77,7 +77,7 @@ class Param:
     check: Any = None       # optional value -> problem text (None when fine), run on rendered values
 
 
-_MODE = re.compile(r"^(?:0o|0)?([0-7]{1,4})$")
+_MODE = re.compile(r"^(?:0o|0)?([0-7]{1,4})\Z")
 
 
 def mode_problem(value: Any) -> str | None:
@@ -89,7 +89,7 @@ def mode_problem(value: Any) -> str | None:
     return None if _MODE.match(str(value).strip()) else "is not an octal mode such as \"0644\""
 
 
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 def plain_name_problem(value: Any) -> str | None:

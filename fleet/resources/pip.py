@@ -40,7 +40,7 @@ _UV_ENV = {"index_url": "UV_INDEX_URL", "extra_index_url": "UV_EXTRA_INDEX_URL"}
 
 # What the check can judge: a name, or a name pinned with ==. Anything else (>=, extras, a stray option)
 # would check "absent" forever and reinstall on every apply.
-_REQUIREMENT = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:==[A-Za-z0-9][A-Za-z0-9.+!_-]*)?$")
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:==[A-Za-z0-9][A-Za-z0-9.+!_-]*)?\Z")
 
 # Which requirements are unmet? `==X` is satisfied by X+local (2.11.0+cu130 satisfies ==2.11.0), as in PEP 440.
 _CHECK_PY = remote.source("pip_check")   # fleet/remote/pip_check.py

@@ -32,7 +32,7 @@ from fleet.facts.shells import trace_program
 from fleet.facts.software import VERIFY_PATH
 from fleet import programs
 from fleet.resources import verify_gate
-from fleet.resources.assert_ import Assert, json_result
+from fleet.resources.assert_ import Assert, json_result, judge_python
 from fleet.resources.base import NEEDS_CHANGE, CheckResult, Param, q, qpath
 
 
@@ -87,8 +87,9 @@ class Verify(Assert):
         if self.p.get("script"):
             return super().check()
         program = verify_program()
-        run = f"{self.environment()}{qpath(self.p['python'])} \"{program.at}\" {q(self.p['config'])}"
-        return (programs.use(program) + programs.use(trace_program())
+        # issue 49: <python_env>/bin/python runs as root on a pod: judged first, started isolated (-I) from /
+        run = f"{self.environment()}\"$fleet_prog\" -I \"{program.at}\" {q(self.p['config'])}"
+        return (programs.use(program) + programs.use(trace_program()) + judge_python(self.p["python"])
                 + f"out=$(timeout {int(self.p['timeout'])} {run} 2>&1); rc=$?\n"
                 f"printf '%s\\n' \"$out\"\n[ $rc -eq 0 ] && exit 0; exit {NEEDS_CHANGE}")
 

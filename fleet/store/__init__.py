@@ -21,7 +21,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 from fleet.errors import InputError
 from fleet.store import db
@@ -43,21 +42,13 @@ class Settings:
 
 
 def check_url(url: str, where: str) -> str:
-    """The URL as given, or an InputError: a known scheme, and never a password (libpq reads those from its own
-    files and environment, so none lands in an inventory, an argv or a log)."""
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        if not parts.path or parts.netloc:
-            raise InputError(f"{where}: {url!r} is not a SQLite store URL; write sqlite:///relative/path.db or "
-                             "sqlite:////absolute/path.db")
-        return url
-    if parts.scheme in ("postgresql", "postgres"):
-        if parts.password is not None or "password" in parse_qs(parts.query):
-            raise InputError(f"{where}: the store URL carries a password; remove it and put it where libpq reads "
-                             "it: ~/.pgpass (or PGPASSFILE), a service file (PGSERVICEFILE, then "
-                             "postgresql://?service=NAME), or PGPASSWORD in fleet's environment")
-        return url
-    raise InputError(f"{where}: {url!r} is not a store URL; write sqlite:///PATH or postgresql://USER@HOST/DB")
+    """The URL as given (fleet.parse.store_url), or an InputError naming where it came from."""
+    from fleet import parse
+
+    try:
+        return parse.store_url(url)
+    except parse.Rejected as exc:
+        raise InputError(f"{where}: {exc}") from None
 
 
 def settings(inventory=None, url: str | None = None, env=None) -> Settings:

@@ -17,14 +17,16 @@ import re
 import time
 from datetime import datetime, timezone
 
+from fleet.jsontext import finite
+
 SCHEMA_VERSION = 1
 KINDS = ("apply", "facts", "verify", "health", "bootstrap", "script", "run")
 STATUSES = ("ok", "failed", "unreachable", "refused", "interrupted", "changed", "pending")
 FIELDS = {"schema", "report_id", "host", "kind", "at", "fleet_version", "status", "exit", "changed", "facts"}
 MAX_BYTES = 512 * 1024       # a facts record is about 9 KB (2.3 KB gzipped); a verify record far less
 MAX_DEPTH = 24
-REPORT_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
-HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127}$")   # as fleet.record.store names facts files
+REPORT_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}\Z")
+HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@:+-]{0,127}\Z")   # as fleet.record.store names facts files
 FUTURE_SLACK = 86400
 
 
@@ -33,9 +35,11 @@ class Refused(ValueError):
 
 
 def check(report, *, now: float | None = None) -> dict:
-    """The report with `at_s` (epoch seconds) added, or Refused."""
+    """The report with `at_s` (epoch seconds) added, or Refused. A pod's NaN or Infinity is stored as null (issue 49:
+    no reader of the store, PostgreSQL's jsonb included, takes them)."""
     if not isinstance(report, dict):
         raise Refused(f"a report is a JSON object, not {type(report).__name__}")
+    report.update(finite(report))   # in place: callers keep the object they handed in
     unknown = sorted(set(report) - FIELDS)
     if unknown:
         raise Refused(f"unknown field(s) {', '.join(map(repr, unknown[:5]))}; a report has only "

@@ -81,16 +81,14 @@ class HistorySink:
             return self._store
 
 
-def sink_for(run, facts_dir=None) -> HistorySink:
+def sink_for(run, facts_dir=None, inventory=None) -> HistorySink:
     """The history sink of a run (fleet.record.sinks.for_run): the store its inventory names (FLEET_STORE over
-    it), else SQLite beside the facts records."""
+    it), else SQLite beside the facts records. `inventory`: the run's, loaded already (the store reads no file)."""
     from types import SimpleNamespace
 
-    from fleet.inventory import load_inventory
     from fleet.store import settings
 
     try:
-        inventory = load_inventory(run.inventory, keys_must_exist=False) if run.inventory else None
         if inventory is None and facts_dir is not None:
             inventory = SimpleNamespace(store={}, facts_dir=facts_dir)
         return HistorySink(settings(inventory))

@@ -48,10 +48,10 @@ HEADER = "# Pods added by `fleet bootstrap` (one entry each; edit freely: commen
 _WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
 _NO_VALUE = set("46AaCfGgKkMNnqsTtVvXxYy")
 _ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
-_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)\Z")
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
 _DEST_RE = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@/]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:/@]+))"
-                      r"(?::(?P<port>[^/]*))?/?$")
+                      r"(?::(?P<port>[^/]*))?/?\Z")
 
 Progress = Callable[[str, str], None]
 
@@ -401,6 +401,24 @@ class BootstrapResult:
                 and bool((self.verify or {}).get("passed")))
 
 
+def _no_credentials(overrides: dict, inventory_path: Path) -> None:
+    """--set values become the new pod's entry in the inventory, a file anyone may read or commit: one holding a
+    password or token (a URL's user:password@, a token shape the scrubber knows) is refused, nothing written."""
+    from fleet.facts.scrub import scrub_text
+
+    for name, value in overrides.items():
+        texts = [value] if isinstance(value, str) else [str(v) for v in (value.values() if isinstance(value, dict)
+                                                                          else value if isinstance(value, list) else [])]
+        for text in texts:
+            masked = scrub_text(text)
+            if masked != text:
+                raise InputError(
+                    f"--set {name}={masked}: the value holds a credential, and bootstrap writes --set values into "
+                    f"{inventory_path}; give the URL without it and put the password where pip and git find it on "
+                    "the pod: ~/.netrc (machine HOST login USER password PASSWORD, mode 0600), or the pod's "
+                    "environment (PIP_INDEX_URL in its template's secrets)")
+
+
 def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, wait: float = DEFAULT_WAIT,
               connect_timeout: float = 10.0, known_hosts: Path | None = None,
               progress: Progress | None = None, overrides: dict | None = None,
@@ -423,6 +441,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
         _known_elsewhere(inventory_path, target)
         name = name or derive_name(target, set(old.hosts) | set(old.groups) if old else set())
         check_name(name, old, target)
+        _no_credentials(overrides or {}, inventory_path)
         target.vars = dict(overrides or {})   # the settings it is provisioned with stay with it
         inventory = write_entry(inventory_path, name, target, commit=False)   # validated, not yet written
     else:

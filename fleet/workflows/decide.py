@@ -51,11 +51,12 @@ def _decide_file(decide, path: str, values: dict):
 
     from fleet.decide import FactsError, VariableError
     from fleet.errors import InputError
+    from fleet.jsontext import document
     from fleet.report import terminal_safe
 
     try:
         with open(path, encoding="utf-8") as handle:
-            facts = json.load(handle)
+            facts = document(handle.read())   # 100,000 `[`: a JSONDecodeError, not a RecursionError
     except OSError as exc:
         raise InputError(f"cannot read the facts file ({exc.strerror}): give the path of a record "
                          f"written by `fleet facts`", path=path) from None

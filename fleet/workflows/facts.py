@@ -79,7 +79,7 @@ def _live(inventory, hosts: list, request: FactsRequest) -> FactsRun:
         return with_verify_variables(facts, host, roles.get(host.name, []))
 
     run = Run("facts", inventory.path)
-    told = Told(run, Sinks(for_run(run, facts_dir=facts_dir, argv=list(request.argv))), summary,
+    told = Told(run, Sinks(for_run(run, facts_dir=facts_dir, argv=list(request.argv), inventory=inventory)), summary,
                 keep=lambda o: o.value)
     outcomes = on_hosts(hosts, work, options=request.connect, forks=request.forks, debug=request.debug,
                         on_done=told.then())

@@ -5,7 +5,7 @@
                                                           # sinks (the run log: fleet/record/sinks.py)
 
 ONE remote command of the probe's health sources only (the kernel driver's GPU list, the query fields and remapped
-rows, `nvidia-smi -q -x` filtered, the kernel log), run at once: read-only, cheap enough before every job. The
+rows, `nvidia-smi -q -x` filtered, the kernel log, the pod's /dev/shm and limits), run at once: read-only, cheap enough before every job. The
 verdict is fleet.decide.health's, with the host's `expect_gpus`.
 """
 
@@ -21,7 +21,7 @@ from fleet.decide.health import HealthVerdict, decide_health, parse_expect
 from fleet.facts.record import assemble
 from fleet.facts.sources import BY_NAME
 
-SOURCES = ("kernel_gpus", "health", "health_xml", "xid")
+SOURCES = ("kernel_gpus", "health", "health_xml", "xid", "resources")   # resources: /dev/shm and kin (issue 45)
 TIMEOUT = 60.0
 
 
@@ -35,7 +35,8 @@ def read(found: dict[str, sections.Section], expect_gpus=None) -> tuple[HealthVe
     """Framed output -> (the verdict, {"health": facts.health, "probe": {errors...}}). Pure."""
     outputs = {name[len("facts."):]: sec.output for name, sec in found.items() if name.startswith("facts.")}
     record = assemble(outputs, expected=list(SOURCES))
-    facts = {"health": record["health"], "probe": record["probe"]}
+    facts = {"health": record["health"], "system": {"resources": record["system"]["resources"]},
+             "probe": record["probe"]}
     return decide_health(facts, parse_expect(expect_gpus)), facts
 
 
@@ -80,7 +81,7 @@ def check_hosts(inventory, hosts: list, request: HealthRequest) -> HealthRun:
 
     check_variables(hosts, inventory.roles_path)
     run = Run("health", inventory.path)
-    told = Told(run, Sinks(for_run(run, argv=list(request.argv))), document)
+    told = Told(run, Sinks(for_run(run, argv=list(request.argv), inventory=inventory)), document)
     outcomes = on_hosts(hosts, lambda conn, host: check(conn, host), options=request.connect, forks=request.forks,
                         debug=request.debug, on_done=told.then())
     result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error},

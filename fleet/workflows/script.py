@@ -32,6 +32,7 @@ from fleet.connection import ConnectOptions
 from fleet.engine import Decided, decide_tasks, hostlock, maybe_sudo
 from fleet.engine.probe import gather
 from fleet.errors import HostError
+from fleet.facts.scrub import scrub_text
 from fleet.facts.software import VERIFY_PATH
 from fleet.inventory import Host
 from fleet import programs
@@ -127,7 +128,7 @@ def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
            _PRELUDE, shell.TRUST_FN, *([_report(report, host, verify_path)] if report else []),
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
-           hostlock.take(hostlock.lock_dir(root), f"fleet script for {host.name}").rstrip("\n"),
+           hostlock.take(hostlock.lock_dir(True), f"fleet script for {host.name}", sudo=not root).rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start
            # directory (a pod's shared /workspace): Python started here imports what is in it
            'cd -- "$HOME" 2>/dev/null || cd /',
@@ -217,8 +218,9 @@ def _header(plan, host: Host, now: datetime | None) -> list[str]:
 
 
 def _comment(text: str) -> str:
-    """One comment line: a newline in a reason must never become code."""
-    return ("# " + re.sub(r"[\x00-\x1f\x7f]", " ", str(text))).rstrip()
+    """One comment line: a newline in a reason must never become code, a credential never a comment (a task's
+    description names its index or repository URL: the code needs the password or token, a reader does not)."""
+    return ("# " + re.sub(r"[\x00-\x1f\x7f]", " ", scrub_text(str(text)))).rstrip()
 
 
 def _label(task) -> str:
@@ -247,11 +249,11 @@ def _assert_call(i: int, task, providers: dict, verify_path: str, sudo: str) -> 
         return (f'out=$(fleet_check_{i} 2>&1 </dev/null) && printf \'ok      %s\\n\' {label} '
                 f'|| fleet_fail {label} "$(fleet_tail "$out")"')
     python = assert_.qpath(task.resource.p["python"])
-    # the python that writes the record as root: judged first (fleet/shell.py), started -s from /
+    # the python that writes the record as root: judged first (fleet/shell.py), started -I (isolated) from /
     return (f'out=$(fleet_check_{i} 2>&1 </dev/null); rc=$?\n'
             f'py={python}; [ -x "$py" ] || py=python3\n'
             f'fleet_judged "$py" 2>/dev/null || fleet_fail {label} "$(fleet_judged "$py" 2>&1)"\n'
-            f'summary=$(cd / && printf \'%s\\n\' "$out" | {sudo}"$fleet_prog" -s -c {shlex.quote(verify_record_program())} '
+            f'summary=$(cd / && printf \'%s\\n\' "$out" | {sudo}"$fleet_prog" -I -c {shlex.quote(verify_record_program())} '
             f'{shlex.quote(verify_path)} {shlex.quote(json.dumps(providers, sort_keys=True))} "$rc" 2>&1) '
             f'|| fleet_fail {label} "${{summary:-$(fleet_tail "$out")}}"\n'
             f'printf \'verify  %s\\n\' "$summary"')

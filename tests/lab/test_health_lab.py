@@ -9,6 +9,7 @@ report what the verdict says.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import yaml
 
 from fleet.decide.health import decide_health
 from fleet.inventory import load_inventory
-from fleet_lab import control, health as lab_health, testing
+from fleet_lab import control, health as lab_health, paths, testing
 from fleet.workflows import health
 from test_apply_lab import fleet, fleet_json
 import test_bootstrap_lab
@@ -24,6 +25,7 @@ import test_bootstrap_lab
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "lab-health.yaml"
 HOSTS = ("pod-healthy", "pod-xid79")
 OLD = "pod-old-driver"
+SMALL = "pod-small-shm"   # /dev/shm of 64 MB, Docker's default --shm-size (issue 45)
 Q = "nvidia-smi --format=csv,noheader --query-gpu=index,"
 
 # fault -> (verdict, GPU 1's field in the verdict, what to ask the host, what GPU 1's line of the answer must be)
@@ -57,12 +59,13 @@ def pods(lab, tmp_path_factory):
     doc["hosts"] = {name: doc["hosts"][name] for name in HOSTS}
     # a healthy two-GPU pod on a driver before 550: no recovery action, the query field refused as such a driver does
     doc["hosts"][OLD] = {"address": "127.0.1.78", "lab": {"profile": "h100x2-pod", "driver": "535.104.05"}}
+    doc["hosts"][SMALL] = {"address": "127.0.1.79", "lab": {"profile": "h100x2-small-shm"}}
     for host in doc["hosts"].values():
         host["address"] = host["address"].replace("127.0.1.", testing.test_net() + ".", 1)
     doc["facts_dir"] = "facts"
     inv = tmp_path_factory.mktemp("health") / "lab-health.yaml"
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    control.up(inv, [*HOSTS, OLD], lab.root)
+    control.up(inv, [*HOSTS, OLD, SMALL], lab.root)
     yield lab, inv, load_inventory(inv)
     control.down(inv, lab.root)
     shutil.rmtree(inv.parent, ignore_errors=True)
@@ -209,3 +212,49 @@ def test_a_degraded_gpu_is_named_by_uuid_and_bus_with_keep_or_return_in_a_renter
     assert f"GPU 1 ({ids[1]}, bus {ids[2]}): {CASES[fault][1]}=" in said, said
     assert "keep it if your job can live with this" in said and "else return it" in said, said
     assert "nvidia-smi -pl" not in said and "nvidia-smi -e" not in said
+
+
+# what a DataLoader worker does with a batch (torch places it in a shared-memory segment): 100 MB, written through
+JOB = ("python3 -c 'from multiprocessing import shared_memory as s\n"
+       "m = s.SharedMemory(name=\"fleet-job\", create=True, size=100 * 2**20)\n"
+       "m.buf[:] = bytes(len(m.buf)); print(\"wrote\", len(m.buf)); m.close(); m.unlink()'; echo rc=$?; "
+       "rm -f /dev/shm/fleet-job")
+
+
+def _plain_ssh(pods, host: str, command: str) -> subprocess.CompletedProcess:
+    """A plain OpenSSH client, as a user types it: fleet's code is not in the path."""
+    lab, _, inventory = pods
+    h = inventory.hosts[host]
+    return subprocess.run(["ssh", "-i", str(paths.lab_key(lab.root)), "-o", "BatchMode=yes",
+                           "-o", f"UserKnownHostsFile={paths.lab_known_hosts(lab.root)}",
+                           "-o", "StrictHostKeyChecking=yes", "-p", str(h.port), f"{h.user}@{h.address}", command],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def test_a_64_mb_dev_shm_fails_a_dataloader_like_job_and_health_says_degraded_naming_it(pods):
+    """Issue 45: a pod started with Docker's default --shm-size. A user's shell shows 64 MB, a job that puts 100 MB in
+    shared memory dies of SIGBUS (DataLoader's "bus error in worker"); `fleet health` says degraded, naming /dev/shm and
+    its size. The healthy pod's /dev/shm takes the same job and its health stays healthy."""
+    small = _plain_ssh(pods, SMALL, "df -Pk /dev/shm | tail -n 1; " + JOB)
+    normal = _plain_ssh(pods, "pod-healthy", "df -Pk /dev/shm | tail -n 1; " + JOB)
+    assert small.stdout.splitlines()[0].split()[1] == "65536", small.stdout + small.stderr   # KiB: 64 MB
+    assert "wrote" not in small.stdout and "rc=135" in small.stdout, small.stdout + small.stderr   # 128 + SIGBUS
+    assert "Bus error" in small.stderr, small.stderr
+    assert int(normal.stdout.splitlines()[0].split()[1]) >= 1024 * 1024, normal.stdout
+    assert "wrote 104857600" in normal.stdout and "rc=0" in normal.stdout, normal.stdout + normal.stderr
+    code, out, err = fleet("health", str(pods[1]), "--limit", SMALL)
+    said = " ".join(out.split())
+    assert code == 6, out + err
+    assert "degraded" in said and "/dev/shm=64 MB" in said and "DataLoader workers and NCCL's shared-memory " \
+        "transport fail" in said, said
+    code, doc = fleet_json("health", str(pods[1]), "--limit", "pod-healthy")
+    assert code == 0 and doc["hosts"]["pod-healthy"]["verdict"] == "healthy", doc
+    assert doc["hosts"]["pod-healthy"]["facts"]["system"]["resources"]["shm"]["size_mb"] >= 1024, doc
+
+
+def test_apply_shows_the_small_dev_shm_beside_its_plan(pods):
+    """apply's probe reads the same source: its report names /dev/shm and its size."""
+    code, out, err = fleet("apply", str(pods[1]), "--limit", SMALL, "--check")
+    said = " ".join(out.split())
+    assert "degraded: host: /dev/shm=64 MB (64 MB free)" in said, out + err
+    assert _plain_ssh(pods, SMALL, "df -Pk /dev/shm | tail -n 1").stdout.split()[1] == "65536"

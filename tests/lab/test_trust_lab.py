@@ -87,3 +87,24 @@ def test_apply_refuses_an_archive_home_under_a_directory_others_can_write(lab, t
         assert ok(lab, "thor", "ls -A /srv/open; echo end").split() == ["end"]       # nothing written there
     finally:
         sh(lab, "thor", "rm -rf /srv/open", sudo=True)
+
+
+def test_a_network_volume_at_workspace_never_gets_roots_venv(lab, tmp_path):
+    """Issue 49: on a RunPod-like pod fleet put root's venv on /workspace by default, and a network volume mounted
+    there is written by other pods of the account. A /workspace whose df source names another machine (here a tmpfs
+    mounted under the source name RunPod's MooseFS network volumes show, mfs#HOST:9421) keeps the venv on the
+    container disk; the same volume under a local name is the pod's own and gets it, as before. The host's own df
+    is what fleet reads; the record says where the venv went."""
+    lab.reset([POD])
+    inv = inventory(lab, tmp_path)
+    try:
+        for source, env in (("mfs#eu-ro-1.runpod.net:9421", "/opt/fleet/venv"), ("fleet-own-volume", "/workspace/venv")):
+            said = ok(lab, POD, f"umount /workspace 2>/dev/null; mkdir -p /workspace; mount -t tmpfs -o size=16m,mode=755 "
+                                f"'{source}' /workspace; df -P /workspace | tail -n 1 | cut -d' ' -f1")
+            assert said.strip() == source
+            code, out, err = fleet("facts", str(inv), "--json")
+            assert code == 0, out[-2000:] + err[-2000:]
+            record = json.loads((tmp_path / "facts" / f"{POD}.json").read_text())
+            assert record["python"]["env"] == env, (source, record["python"])
+    finally:
+        sh(lab, POD, "umount /workspace")

@@ -219,14 +219,14 @@ def test_a_changed_kernel_driver_makes_the_verdict_stale_until_it_is_back(conver
     assert host_doc["verify"] == "passed (reused)" and record(lab)["verify"]["verdict"] == "passed"
 
 
-def test_the_same_bootstrap_again_runs_a_failed_verify_again(lab, tmp_path):
+def test_the_same_bootstrap_again_runs_a_failed_verify_again(lab, tmp_path, isolated_home):
     """bootstrap's advice after a failure is "run the same bootstrap again": that must not replay the failed
     verify from the host's record. verify_perf on fails the stand-in's perf smoke; the second bootstrap runs
     verify again (the host's record says so: a new time, not reused, why)."""
     from test_bootstrap_lab import POD, fleet as fleet_in, pods_inventory, ssh_line
 
     lab.reset([POD])
-    pods_inventory(lab, tmp_path, verify_perf=True)
+    pods_inventory(lab, isolated_home, verify_perf=True)     # the default inventory of the test's HOME
     runs = []
     for _ in range(2):
         code, out, err = fleet_in(tmp_path, "bootstrap", ssh_line(lab, POD), "--json")

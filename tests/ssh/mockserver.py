@@ -26,7 +26,20 @@ from mockssh.server import SERVER_KEY_PATH, Handler
 from fleet.shell import exports, wrap_bash, write_file_script
 from fleet.inventory import Host
 
-USER_KEY = str(Path(mockssh.__file__).parent / "sample-user-key")
+
+
+def _owner_only_copy(path: Path) -> str:
+    """mockssh ships its sample key 0644: ssh, and fleet with it, refuse a private key others may read."""
+    import shutil
+    import tempfile
+
+    copy = Path(tempfile.mkdtemp(prefix="fleet-test-key-")) / path.name
+    shutil.copyfile(path, copy)
+    copy.chmod(0o600)
+    return str(copy)
+
+
+USER_KEY = _owner_only_copy(Path(mockssh.__file__).parent / "sample-user-key")
 SENTINEL_EXIT = 97
 
 

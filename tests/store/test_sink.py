@@ -65,12 +65,15 @@ def test_a_run_that_gathers_no_facts_keeps_the_hosts_last_facts(store_url):
 
 
 def test_the_sink_of_a_run_finds_the_inventorys_store(tmp_path, monkeypatch):
+    from fleet.inventory import load_inventory
     from fleet.store.sink import sink_for
 
     monkeypatch.delenv("FLEET_STORE", raising=False)
     inventory = tmp_path / "inv.yaml"
     inventory.write_text("store: sqlite:///db/h.sqlite3\nhosts:\n  here: {connection: local}\n")
-    assert sink_for(Run("apply", inventory)).settings.url == f"sqlite:///{tmp_path / 'db' / 'h.sqlite3'}"
+    loaded = load_inventory(inventory, keys_must_exist=False)
+    assert sink_for(Run("apply", inventory), inventory=loaded).settings.url == \
+        f"sqlite:///{tmp_path / 'db' / 'h.sqlite3'}"
     assert sink_for(Run("bootstrap", None), facts_dir=tmp_path / "facts").settings.url == \
         f"sqlite:///{tmp_path / 'facts' / 'history.sqlite3'}"
 

@@ -140,3 +140,25 @@ def test_a_postgresql_that_restarts_is_connected_to_again(pg_cluster):
         with pytest.raises(psycopg.OperationalError):
             store.add(report("pod-a", T0 + 1, facts=record("pod-a", driver="580.65.06")))
         assert store.add(report("pod-a", T0 + 2, facts=record("pod-a", driver="580.65.06"))) == "stored"
+
+
+def test_a_pods_report_with_nan_is_stored_as_null_and_a_host_with_a_newline_refused():
+    """Issue 49 at the store's door (fleet serve, fleet collect): a pod's NaN/Infinity becomes null before any
+    reader sees it; `host: "pod-a\\n"` is refused ($ matched before a final newline)."""
+    import json
+    import math
+    import time as _time
+
+    import pytest
+
+    from fleet.store import schema
+    from store_helpers import record, report
+
+    now = _time.time()
+    checked = report("pod-a", now, facts={**record("pod-a"), "verify": {"passed": True, "ms": math.nan,
+                                                                         "tflops": [math.inf, 1.5]}})
+    sent = {k: v for k, v in checked.items() if k != "at_s"}
+    assert checked["facts"]["verify"] == {"passed": True, "ms": None, "tflops": [None, 1.5]}
+    json.dumps(checked, allow_nan=False)
+    with pytest.raises(schema.Refused, match="host"):
+        schema.check({**sent, "host": "pod-a\n"}, now=now)

@@ -482,7 +482,8 @@ def test_fleet_decide_and_apply_decide_with_the_same_variables(tmp_path):
 
     facts = json.loads((RECORDS / "orin-jp6.json").read_text())
     facts["system"]["disks"] = [{"path": "/workspace", "mount": "/workspace", "free_gb": 500.0}]
-    facts["paths"] = {"/workspace/venv": None, "/workspace/.cache/pip": None, "/workspace/tmp": None}
+    facts["paths"] = {"/workspace/venv": None, "/workspace/.cache/pip": None, "/workspace/tmp": None,
+                      "/opt/cutlass": None}   # a verdict for every root path, as a real probe gives (issue 49)
     path = tmp_path / "orin.json"
     path.write_text(json.dumps(facts))
     status, out, err = run_cli(str(path), "--json")

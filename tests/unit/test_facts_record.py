@@ -37,7 +37,7 @@ def outputs(host: str, base: str | None = None) -> dict[str, str]:
 
 # Sources added after the real H100 was captured: a capture without them says so, and nothing else.
 NEWER_THAN_CAPTURE = ("shells", "kernel_gpus", "verify_fingerprint", "loader", "paths", "fabric", "health", "health_xml",
-                      "xid", "programs", "smi_version")
+                      "xid", "programs", "smi_version", "resources")
 
 
 def beyond_capture(record: dict) -> list[str]:

@@ -194,7 +194,7 @@ def test_cli_writes_the_script_for_one_host(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
     assert main(["script", str(inv), "--limit", "here", "--roles", "files", "-o", "here.sh"], env) == 0
-    assert (tmp_path / "here.sh").stat().st_mode & 0o755 == 0o755
+    assert (tmp_path / "here.sh").stat().st_mode & 0o777 == 0o700   # owner-only: it can hold credentials
     assert run(tmp_path / "here.sh", tmp_path).stdout.splitlines()[-1] == "changed=3"
     assert main(["script", str(inv), "--roles", "files"], env) == 2
     assert "exactly one host" in err.getvalue()
@@ -208,7 +208,7 @@ def test_a_non_root_user_gets_sudo_for_root_applies_only(tmp_path):
     assert len(checks) == 5 and not any("sudo -n" in body for body in checks)     # checks read as the user
     apply_0 = text[text.index("fleet_apply_0() ("):text.index("fleet_apply_1() (")]
     assert apply_0.count('sudo -n -H bash "$fleet_s" </dev/null') == 1             # /.../a.txt is not under ~
-    assert '| sudo -n -H "$fleet_prog" -s -c ' in text                          # verify.json, as the engine
+    assert '| sudo -n -H "$fleet_prog" -I -c ' in text                          # verify.json, as the engine
     assert "sudo -n" not in render_script(plan, host, root=True)
 
 

@@ -11,6 +11,7 @@ from fleet.connection.ssh_config import resolve
 def config(tmp_path):
     key = tmp_path / "thor_key"
     key.write_text("not read here")
+    key.chmod(0o600)
     path = tmp_path / "ssh_config"
     path.write_text(f"Host thor\n    HostName 10.20.0.7\n    Port 2222\n    User nvidia\n    IdentityFile {key}\n"
                     "    IdentityFile /does/not/exist\n    ProxyJump ops@bastion.example.org:2200,jump2\n\n"
@@ -38,6 +39,7 @@ def test_inventory_values_win(tmp_path, config):
     path, _ = config
     key = tmp_path / "mine"
     key.write_text("x")
+    key.chmod(0o600)
     target = resolve(host(tmp_path, f"{{address: thor, port: 22, user: root, key: {key}}}"), path)
     assert (target.hostname, target.port, target.user, target.key_files) == ("10.20.0.7", 22, "root", [str(key)])
 
@@ -65,3 +67,30 @@ def test_a_bad_port_in_the_config_is_bad_input(tmp_path):
     path.write_text("Host pod\n    Port twenty-two\n")
     with pytest.raises(InputError, match=r":2: Port 'twenty-two' \(for pod\) is not a port number"):
         resolve(host(tmp_path, "{address: pod}"), path)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
+def test_a_key_others_may_read_is_refused_as_ssh_refuses_it(tmp_path, mode, counting_port):
+    """OpenSSH's sshkey_perm_ok: this user's key with any group/other bit is not used. `fleet run` says so before
+    any host is contacted (exit 2), naming the file and the fix; 0600 and 0400 are used."""
+    import io
+
+    from rich.console import Console
+
+    from fleet.cli import main
+    from fleet.env import Environment
+
+    key = tmp_path / "id_pod"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n")
+    key.chmod(mode)
+    (tmp_path / "inv.yaml").write_text(f"hosts:\n  pod: {{address: 127.0.0.1, port: {counting_port.port}, "
+                                       f"key: {key}}}\n")
+    err = io.StringIO()
+    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300), cwd=tmp_path)
+    assert main(["run", str(tmp_path / "inv.yaml"), "--", "true"], env) == 2
+    assert not counting_port.contacted()
+    assert f"private key {key} is readable by others (mode {mode:04o})" in err.getvalue()
+    assert f"chmod 600 {key}" in err.getvalue()
+    for good in (0o600, 0o400):
+        key.chmod(good)
+        assert resolve(host(tmp_path, f"{{address: 10.0.0.1, key: {key}}}"), tmp_path / "none").key_files == [str(key)]

@@ -111,7 +111,7 @@ def test_pip_gets_its_index_credentials_in_its_environment_never_in_argv(tmp_pat
     run = bash(res.apply())
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tok-3f9" not in (tmp_path / "argv").read_text()
-    assert "-s -m pip install" in (tmp_path / "argv").read_text()          # started -s (and from /)
+    assert "-I -m pip install" in (tmp_path / "argv").read_text()          # started -I (isolated, from /)
     assert (tmp_path / "env").read_text() == ("https://u:tok-3f9@mirror.example/simple "
                                               "https://u:tok-3f9@extra.example/simple\n")
 
