@@ -93,12 +93,12 @@ def test_the_real_probe_parses_without_errors_and_the_kernel_names_the_gpu():
     sections = split_sections((DATA / "probe-framed.txt").read_text())
     record = probe.parse(sections, "h100")
     # the capture predates the verify_fingerprint and loader sources (issue 23) and paths (issue 26): their absence
-    # is the one error allowed (and fabric, issue 28)
+    # is the one error allowed (and fabric, issue 28; the pod's resources, issue 45)
     assert [e for e in record["probe"]["errors"]
             if not e.startswith(("facts.verify_fingerprint: no output", "facts.loader: no output",
                                  "facts.paths: no output", "facts.fabric: no output", "facts.health: no output",
                                  "facts.health_xml: no output", "facts.xid: no output", "facts.programs: no output",
-                                     "facts.smi_version: no output"))] == []
+                                 "facts.smi_version: no output", "facts.resources: no output"))] == []
     kernel = gpu.parse_kernel_gpus(sections["facts.kernel_gpus"].output)
     assert kernel["gpus"] == [{"name": "NVIDIA H100 80GB HBM3", "uuid": record["gpus"][0]["uuid"],
                                "bus": "0000:00:06.0"}]
