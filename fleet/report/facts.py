@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.record.store import age_seconds, describe_age
+from fleet.facts import rows
 from fleet.report import Reporter, safe_value
 
 
@@ -45,7 +46,7 @@ def shown(run, *, drift: bool) -> Shown:
              for name, prev in run.previous.items()}
     records, previous, errors = safe_value([run.records, run.previous,
                                             {name: o.error for name, o in run.outcomes.items() if o.error}])
-    changes = {name: compare.drift(previous[name], records[name]) if drift and records[name] and previous[name]
+    changes = {name: rows.drift(previous[name], records[name]) if drift and records[name] and previous[name]
                else [] for name in records}
     columns = [compare.Column(name, reachable=False, age=ages[name], error=errors[name], label=_label(o, run.cached))
                if o.error else compare.Column(name, age=ages[name] if run.cached else None)
@@ -76,8 +77,6 @@ class JsonPrinter:
     view: FactsView
 
     def finish(self, run) -> None:
-        from fleet.report import compare
-
         extra = {}
         errors = {name: o.error for name, o in run.outcomes.items() if o.error}
         if errors:
@@ -86,7 +85,7 @@ class JsonPrinter:
                                for name, error in errors.items()}
         if self.view.drift:
             extra["drift"] = {name: [{"path": p, "before": b, "after": a}
-                                     for p, b, a in compare.drift(run.previous[name], record)]
+                                     for p, b, a in rows.drift(run.previous[name], record)]
                               if record and run.previous[name] else [] for name, record in run.records.items()}
         self.reporter.json({name: o.value for name, o in run.outcomes.items()}, run.outcomes, **extra)
         _warn(self.reporter, run)

@@ -6,7 +6,7 @@ PostgreSQL through psycopg 3 (the `postgres` extra). Where it is: `--store`/FLEE
 
 A report is one host's result of one run, as the sinks, `fleet serve` and `fleet collect` hand it in
 (fleet/store/schema.py checks it): its `facts` are the document kept and queried. A report whose facts, status and
-exit are what the host's report before it said (the same digest: compare.flatten's rows, so exactly what
+exit are what the host's report before it said (the same digest: fleet/facts/rows.py flatten's rows, so exactly what
 `fleet facts --drift` would call no change) adds no row; it moves the host's last_seen. Every report id is
 remembered (receipts): a report sent twice, by a pod whose first send's answer was lost or by a server restarted
 mid-stream, counts once.
@@ -258,17 +258,18 @@ def open_store(url: str) -> Store:
 
 
 def digest_of(facts: dict, status: str, exit_code) -> str:
-    """What "nothing changed" means: the rows `fleet facts --drift` compares (compare.flatten, less what moves
-    between any two gathers), the status and the exit code."""
-    from fleet.report.compare import DRIFT_SKIP, flatten
+    """What "nothing changed" means: the rows `fleet facts --drift` compares (fleet/facts/rows.py flatten, less
+    what moves on its own: fleet/facts/readings.py), the status and the exit code."""
+    from fleet.facts.readings import moves_on_its_own
+    from fleet.facts.rows import flatten
 
     rows = sorted((path, value) for path, value in flatten(facts).items()
-                  if path not in DRIFT_SKIP and path not in BOOKKEEPING)
+                  if not moves_on_its_own(path) and path not in BOOKKEEPING)
     text = json.dumps([rows, status, exit_code], separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _changes(previous: dict | None, current: dict) -> list[list[str]]:
-    from fleet.report.compare import drift
+    from fleet.facts.rows import drift
 
     return [list(change) for change in drift(previous, current)[:MAX_CHANGES]]

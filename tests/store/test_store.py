@@ -31,7 +31,7 @@ def test_a_report_that_changes_nothing_adds_no_row_but_moves_last_seen(store):
 def test_only_what_drift_ignores_may_differ_for_a_report_to_count_as_unchanged(store):
     first = record("pod-a")
     moved = record("pod-a", gathered_at="2030-01-01T00:00:00+00:00")
-    moved["system"] = {**first["system"], "disk_free_gb": 1.5}      # DRIFT_SKIP: moves between any two gathers
+    moved["system"] = {**first["system"], "disk_free_gb": 1.5}      # a reading that moves on its own (fleet/facts/readings.py)
     assert store.add(report("pod-a", T0, facts=first)) == "stored"
     assert store.add(report("pod-a", T0 + 1, facts=moved)) == "unchanged"
     assert store.add(report("pod-a", T0 + 2, facts=record("pod-a", driver="580.65.06"))) == "stored"

@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from fleet.engine import probe
+from fleet.facts import rows
 from fleet.report import compare
 from fleet.facts.record import assemble
 
@@ -79,16 +80,16 @@ def test_drift_names_what_changed():
     after["libraries"]["libcudss.so.0"] = "/opt/fleet/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudss.so.0"
     after["torch"]["version"] = "2.10.0+cu130"
     after["gathered_at"] = "2026-11-22T10:00:00Z"
-    changes = compare.drift(before, after)
+    changes = rows.drift(before, after)
     assert [path for path, _, _ in changes] == ["driver.version", "libraries.libcudss.so.0", "torch.version"]
     assert changes[0] == ("driver.version", "580.159.04", "580.95.05")
     out = text_of(compare.render_drift("h100", changes))
     assert "3 changes since the previous record" in out and "2.10.0+cu130" in out
-    assert compare.drift(before, copy.deepcopy(before)) == []
+    assert rows.drift(before, copy.deepcopy(before)) == []
 
 
 def test_drift_without_previous_record_lists_everything_as_new():
-    changes = compare.drift(None, record_of("h100"))
+    changes = rows.drift(None, record_of("h100"))
     assert ("driver.version", "-", "580.159.04") in changes
 
 

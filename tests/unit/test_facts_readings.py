@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from fleet.facts.readings import READINGS, moves_on_its_own
-from fleet.report import compare
+from fleet.facts import rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -48,11 +48,11 @@ def test_readings_that_moved_are_no_drift_and_a_real_change_still_is():
     gpu["pcie"]["gen"] = 1                                   # idle: the link drops its generation
     after["system"]["mem_available_mb"] -= 1000
     after["verify"]["checked_at"] = "2026-11-29T00:00:00Z"
-    assert all(moves_on_its_own(p) for p, _, _ in compare.drift(before, after) + [("gathered_at", "", "")])
-    assert compare.drift(before, after) == []
+    assert all(moves_on_its_own(p) for p, _, _ in rows.drift(before, after) + [("gathered_at", "", "")])
+    assert rows.drift(before, after) == []
     after["health"]["gpus"][0]["ecc"]["uncorrected_volatile"] = 2   # a counter that says something: drift
     after["driver"]["version"] = "580.95.05"
-    assert [p for p, _, _ in compare.drift(before, after)] == ["driver.version", "health.gpus.0.ecc.uncorrected_volatile"]
+    assert [p for p, _, _ in rows.drift(before, after)] == ["driver.version", "health.gpus.0.ecc.uncorrected_volatile"]
 
 
 def test_a_reading_is_matched_whole_and_by_its_list_index_only():

@@ -115,10 +115,14 @@ def test_write_file_script_replaces_the_file_whole_and_leaves_no_temp(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["it's.conf"]
 
 
-def test_the_apply_lock_lives_where_only_its_user_writes():
-    """root over SSH: /var/lib/fleet; another user, or this machine: the user's own ~/.cache/fleet."""
-    assert "fleet_lock_dir=/var/lib/fleet;" in hostlock.wrap("true", Recording(Host("pod", user="root")))
-    assert 'fleet_lock_dir="$HOME"/.cache/fleet;' in hostlock.wrap("true", Recording(Host("spark", user="ubuntu")))
+def test_the_apply_lock_is_roots_whoever_connects_over_ssh():
+    """One lock per host for what root changes (issue 49): root over SSH takes /var/lib/fleet's itself, another
+    user takes the same one through sudo -n (its own ~/.cache/fleet only where sudo is refused, on the host); this
+    machine (connection: local): the user's own ~/.cache/fleet."""
+    as_root = hostlock.wrap("true", Recording(Host("pod", user="root")))
+    assert "fleet_lock_dir=/var/lib/fleet;" in as_root and "fleet_sudo=\n" in as_root
+    as_user = hostlock.wrap("true", Recording(Host("spark", user="ubuntu")))
+    assert "fleet_lock_dir=/var/lib/fleet;" in as_user and "fleet_sudo=sudo\n" in as_user
     here = LocalConnection(Host("here", connection="local"))
     assert 'fleet_lock_dir="$HOME"/.cache/fleet;' in hostlock.wrap("true", here)
 
