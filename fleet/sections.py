@@ -122,8 +122,13 @@ def background(name: str, body: str, *, keep_in: str | None = None, after: str |
             raise ValueError(f"section {name!r}: fed needs `after`, the variable it reads on its stdin")
         co = "fleet_co_" + fd[len("fleet_bg_"):]
         framed = section(name, body, stdin="")
-        # the coprocess's reading end, held by a descriptor of the script's own: bash closes the coprocess's once it ends
-        start = f'{before}coproc {co} {{ {framed}}}\nexec {{{fd}}}<&"${{{co}[0]}}"'
+        # the coprocess's reading end, held by a descriptor of the script's own: bash closes the coprocess's once it
+        # ends, so the coprocess does not end before its input does (a body that ends without reading it, as a helper
+        # program missing does, exit 97: its input drained by a builtin, one read() where the body read it all):
+        # else, on a busy host, bash could reap it before the next line takes its output, and the section's lines
+        # would be lost
+        start = (f'{before}coproc {co} {{ {framed}while read -r -d "" fleet_drain; do :; done; }}\n'
+                 f'exec {{{fd}}}<&"${{{co}[0]}}"')
         # written only while the coprocess runs (one that ended unset its array): SIGPIPE ignored for that write
         feed = (f'if [ -n "${{{co}[1]-}}" ]; then fleet_w=${{{co}[1]}}; trap \'\' PIPE; '
                 f'printf \'%s\' "${{{after}-}}" >&"$fleet_w" 2>/dev/null; trap - PIPE; exec {{fleet_w}}>&-; fi')

@@ -272,3 +272,20 @@ def test_a_background_section_in_its_own_shell_forks_once_fewer(local):
         b.start.split("\n", 1)[1], sections.section(b.name, "echo hi") + ")"), b.collect) for b in bodies]
     assert local.run(together(subshell)).stdout == local.run(together(bodies)).stdout
     assert forks(together(subshell)) - forks(together(bodies)) == 20
+
+
+def test_a_fed_section_that_ends_before_its_output_is_taken_keeps_its_lines(local):
+    """A fed section whose body ends without reading its input (a helper program missing: exit 97) still has its
+    lines collected when the script reaches the line that takes its output only later, as on a busy host (the
+    suite saw one lost under load; a pause stands for it here): bash reaps an ended coprocess and closes its
+    descriptors, so the coprocess holds on until its input ends."""
+    import dataclasses
+
+    from fleet.sections import background, together
+
+    fed = background("facts.fp", "echo gone; exit 97", after="fleet_tr", fed=True)
+    late = dataclasses.replace(fed, start=fed.start.replace("\nexec ", "\nsleep 0.5\nexec ", 1))
+    assert late.start != fed.start
+    parts = [background("facts.trace", "seq 3", keep_in="fleet_tr"), late, section("plain", "echo still here")]
+    found = split_sections(local.run(together(parts), timeout=60).stdout)
+    assert found["facts.fp"] == Section("facts.fp", 97, "gone") and found["plain"].output == "still here"
