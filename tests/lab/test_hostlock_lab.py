@@ -146,8 +146,10 @@ def test_one_lock_per_host_whoever_connects(lab, tmp_path, first, second):
     thread = threading.Thread(target=hold, daemon=True)
     thread.start()
     with lab.connect("spark") as conn:   # the holder, as the host's own flock(1) tells it
-        wait_for(lambda: conn.run("flock -n /var/lib/fleet/apply.lock true").exit != 0,
-                 "spark: the first apply holding /var/lib/fleet/apply.lock", every=0.1)
+        # held: the file exists (before the first apply made it, flock(1) fails on the missing directory too) and a
+        # non-blocking flock of it is refused
+        wait_for(lambda: conn.run("test -e /var/lib/fleet/apply.lock && ! flock -n /var/lib/fleet/apply.lock true"
+                                  ).exit == 0, "spark: the first apply holding /var/lib/fleet/apply.lock", every=0.1)
         assert conn.run("stat -c '%U %a' /var/lib/fleet/apply.lock /var/lib/fleet").stdout == "root 644\nroot 755\n"
         holder_line = conn.run("cat /var/lib/fleet/apply.lock").stdout
         assert holder_line.startswith("fleet apply from "), holder_line
