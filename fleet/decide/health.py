@@ -7,16 +7,22 @@ The classes are NVIDIA's own:
   kernel driver and lost to NVML / off the bus (Xid 79: "GPU has fallen off the bus", catalog action: reset the GPU
   or reboot the node); a recovery action of Reset, Reboot or Drain and Reset (nvmlDeviceGetGpuRecoveryAction: what
   the driver asks for before the GPU can be trusted again; on a rented pod only the provider can reset or reboot);
-  the Xid codes whose catalog resolution is a GPU reset or node reboot (HOST_XID).
+  the Xid codes whose catalog resolution a renter cannot take (a GPU reset, a node reboot, a repair); Xid 154's
+  recovery action as the kernel line states it; ECC and row remapping as Azure grades them (issue 48: any SRAM
+  uncorrectable error or the SRAM threshold exceeded, SRAM correctable above 10,000, DRAM above 20,000,000, more than
+  512 rows remapped for uncorrectable errors). Every table and threshold: fleet/knowledge/gpu_faults.py, with sources.
 - "degraded": the GPU works but less than it should, with NVIDIA's action: a row remap PENDING (applied at the next
   GPU reset; work can go on meanwhile), uncorrectable ECC errors since the driver loaded, ECC off, pages waiting to
   retire (pre-A100: Dynamic Page Retirement guide, "reload the driver"), a PCIe link narrower than its maximum (or
-  slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, the Xid codes of
-  the catalog whose action is an application restart or a check (DEGRADED_XID).
+  slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, Xid 94 (restart
+  the job, reset the GPU when convenient), a recovery action of Drain P2P.
 - the pod's own resources (issue 45, _resource_findings): a /dev/shm under NCCL's --shm-size=1g is "degraded" (DataLoader
   workers and NCCL's shared-memory transport fail); memlock, open files and the memory limit are notes.
 - "note": shown, no change to the verdict (lifetime ECC history, PCIe replays, persistence mode off, a kernel log
-  that cannot be read: Xid events "unreadable", never "clean").
+  that cannot be read: Xid events "unreadable", never "clean"; the Xids whose catalog action is an application
+  restart or none).
+Each finding from a catalog or a threshold also says what the renter does (Finding.renter, gpu_faults.RENTER):
+restart the job, watch, ask the provider for a GPU reset, ask for a reboot, or return the pod.
 """
 
 from __future__ import annotations
