@@ -49,7 +49,7 @@ def test_every_shipped_role_loads_in_the_default_order():
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside", "file"] and kinds["verify"] == ["verify"]
     assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
-    assert kinds["fabric_manager"] == ["apt", "command", "command"]
+    assert kinds["fabric_manager"] == ["apt", "apt", "command", "command", "command"]   # nvlsm, ib_umad: issue 48
 
 
 def test_an_unknown_role_name_suggests_the_closest():
