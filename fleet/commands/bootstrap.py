@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, env) -> int:
     if args.keyring_pins:   # bad input: exit 2, nothing touched
         target.pins = _pins(env.cwd / os.path.expanduser(args.keyring_pins))
     inventory = env.cwd / os.path.expanduser(args.inventory) if args.inventory else default_inventory(env.cwd)
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     for note in target.notes:
         reporter.progress("bootstrap", note)
     values = _common.overrides(args)    # bad input: exit 2, nothing touched

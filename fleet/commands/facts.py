@@ -60,10 +60,11 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.workflows.facts import FactsRequest, gather_hosts
     from fleet.workflows.history import ask
 
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     inventory, hosts = _common.selected_hosts(args)
     view = FactsView(json=args.json, format=args.format, show_all=args.show_all, drift=args.drift,
-                     output=env.cwd / args.output if args.output else None, history=_history.asked(args))
+                     output=env.cwd / args.output if args.output else None, history=_history.asked(args),
+                     inventory=args.inventory)
     if view.history:   # a question over the history store: no host is contacted
         result = ask(inventory, {h.name for h in hosts} if args.limit else None, _history.question(args))
     else:

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, env) -> int:
 
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _named(args, record)
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     only, connect = _common.role_names(args), _common.connect_options(args, reporter)
     roles = session.roles_of([host], roles_path, only)[host.name]   # bad input: exit 2, nothing touched
     request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect,

@@ -42,6 +42,7 @@ class ApplyPrinter:
     check: bool
     show_diff: bool
     json_out: bool = False
+    inventory: str | None = None          # as the user named it: the fixes' commands name it so (report/fixes.py)
     shown: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -54,7 +55,8 @@ class ApplyPrinter:
         if self.json_out:
             return
         with self._lock:   # one host's lines together, never interleaved with another's
-            _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
+            self.reporter.draw(host_lines(self.reporter, outcome.host, outcome, self.show_diff, self.check,
+                                          self.inventory))
             self.shown.add(outcome.host)
 
     def document(self, outcome: Outcome) -> dict:
@@ -65,7 +67,7 @@ class ApplyPrinter:
         """The rest of the output: each host's document (--json) or the hosts not yet shown, the recap and the plan,
         then where the run log went (the sinks wrote it: fleet/record/sinks.py)."""
         block = [] if self.json_out else apply_block(self.reporter, run.outcomes, show_diff=self.show_diff,
-                                                     check=self.check, shown=self.shown)
+                                                     check=self.check, shown=self.shown, inventory=self.inventory)
         block += [("warn", warning) for warning in run.warnings]
         if run.logged:
             block.append(("note", f"run log: {run.logged}"))
@@ -101,12 +103,13 @@ def _origin_part(roles) -> str:
 
 
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
-                check: bool, shown: set[str] = frozenset()) -> bool:
+                check: bool, shown: set[str] = frozenset(), inventory: str | None = None) -> bool:
     """Print per-host tasks and the recap (or one JSON document); True if any host failed. `shown`: hosts whose
-    lines were printed live already (LiveHosts)."""
+    lines were printed live already (LiveHosts); `inventory`: as the fixes' commands name it."""
     failed = any(o.value is None or o.value.failed for o in outcomes.values())
     hosts = {name: host_json(o, reporter) for name, o in outcomes.items()} if json_out else {}
-    block = [] if json_out else apply_block(reporter, outcomes, show_diff=show_diff, check=check, shown=shown)
+    block = [] if json_out else apply_block(reporter, outcomes, show_diff=show_diff, check=check, shown=shown,
+                                            inventory=inventory)
     if json_out:
         reporter.json(hosts, outcomes)
     reporter.draw(block)
@@ -114,14 +117,14 @@ def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: b
 
 
 def apply_block(reporter: Reporter, outcomes: dict[str, Outcome], *, show_diff: bool, check: bool,
-                shown: set[str] = frozenset()) -> list[tuple]:
+                shown: set[str] = frozenset(), inventory: str | None = None) -> list[tuple]:
     """What apply prints after its hosts (as Reporter.draw prints it): the lines of each host not shown yet, the
     recap and, with --check, the plan last: what a script (or a person) acts on."""
     recap = ("table", _recap(outcomes, check, short=not reporter.plain))
     plans = [("line", f"{_safe(name)}: {plan_total(outcome.value)}")
              for name, outcome in outcomes.items() if check and outcome.value is not None]
     hosts = [line for name, outcome in outcomes.items() if name not in shown
-             for line in host_lines(reporter, name, outcome, show_diff, check)]
+             for line in host_lines(reporter, name, outcome, show_diff, check, inventory)]
     return [*hosts, recap, *plans]
 
 
@@ -146,13 +149,11 @@ def host_total(report: HostReport, seconds: float) -> str:
     return f"in state ({', '.join(counts) or 'no tasks'}) {seconds:.1f} s"
 
 
-def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> None:
-    reporter.draw(host_lines(reporter, name, outcome, show_diff, check))
-
-
-def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> list[tuple]:
+def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool,
+               inventory: str | None = None) -> list[tuple]:
     """One host's lines, as Reporter.draw prints them: its total, each change (with -v each task) and why, then
-    what the host says beyond its tasks (GPU health, where torch is, what it fixed, a verify that skipped perf)."""
+    what the host says beyond its tasks (GPU health, where torch is, what it fixed, a verify that skipped perf);
+    a failed task's fix names `inventory` as the user named it."""
     report: HostReport | None = outcome.value
     if report is None and outcome.interrupted:
         return [("block", name, "INTERRUPTED" if outcome.started else "NOT STARTED",
@@ -186,7 +187,7 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         line = f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)} [dim]— {_safe(why)}[/dim]"
         # one line that fits the terminal ("cut"): the rest is a -v away
         lines.append(("line" if verbose or reporter.plain or task.status == "failed" else "cut", line))
-        fix = fix_for(task.reason, name, reporter.inventory) if task.status == "failed" and not check else None
+        fix = fix_for(task.reason, name, inventory) if task.status == "failed" and not check else None
         if fix and fix not in fixes_said:    # once per host: five tasks cut by one lost connection need one fix
             fixes_said.add(fix)
             lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix)}"))
