@@ -168,7 +168,7 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     if verify:
         rows.append(("verify", verify.get("summary") or ("passed" if verify.get("passed") else "failed")))
     from fleet.decide import DEFAULTS
-    from fleet.facts.shells import reach_sentence
+    from fleet.report.apply import reach_sentence
     reach = reach_sentence(facts.get("torch"), str(result.vars.get("python_env") or DEFAULTS["python_env"]))
     if reach:
         rows.append(("torch", reach))

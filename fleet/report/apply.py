@@ -11,6 +11,7 @@ from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
+from fleet.remote.trace import KINDS   # the kinds of shell a person opens (the shells' trace)
 from fleet.report import Reporter, markup_safe as _safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
@@ -168,7 +169,7 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         lines.append(("line", f"  [bold red]refused:[/bold red] {_safe(report.refuse)}"))
     elif report.error:
         lines.append(("line", f"  [bold red]error:[/bold red] {_safe(report.error)}"))
-    fixes = fixed(report, check)   # what it repaired beyond its own lines
+    beyond = _beyond(report, check)   # printed after the tasks
     verbose = reporter.verbose > 0
     shown_skips, shown_why, fixes_said = set(), set(), set()
     for task in report.tasks:
@@ -193,6 +194,13 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
             lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix)}"))
         if show_diff and task.diff:
             lines.append(("diff", task.diff))
+    return lines + beyond
+
+
+def _beyond(report: HostReport, check: bool) -> list[tuple]:
+    """What the host says beyond its tasks, after them: its GPU health, where torch is, what it fixed (or will), a
+    verify that skipped perf."""
+    lines = []
     health = report.health or {}
     if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
         style = "bold red" if health["verdict"] == "return" else "yellow"
@@ -201,12 +209,12 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
             lines.append(("line", f"  [{style}]keep or return:[/{style}] {_safe(health['advice'])}"))
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
-        from fleet.facts.shells import reach_short
         facts = report.facts or {}
         env = (facts.get("python") or {}).get("env") or "/opt/fleet/venv"
         reach = reach_short(facts.get("torch"), env)
         if reach:
             lines.append(("line", f"  [dim]{_safe(reach)}[/dim]"))
+    fixes = fixed(report, check)   # what it repaired beyond its own lines
     lines += [("line", f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}") for line in fixes]
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         lines.append(("line", f"  [yellow]{_safe(skipped['skipped'])}[/yellow]"))
@@ -217,6 +225,32 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
 _SAID = (("finished", ("done",)), ("already in state", ("in state",)), ("failed", ("failed",)),
          ("running when interrupted (begun, no end reported: the next apply checks it again)", ("begin",)),
          ("never started", ("planned", "not run")))
+
+
+def reach_short(torch: dict | None, python_env: str) -> str | None:
+    """reach_sentence in a line that fits a terminal (apply's summary): the version, the venv, how to reach it."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    kinds = (torch.get("reached_by") or {}).get("kinds") or {}
+    every = all("python3" in (kinds.get(k) or []) for k in KINDS)
+    how = "python3 and pip in any new shell" if every else f"{python_env}/bin/python (not python3 in every shell)"
+    return f"torch {torch.get('version') or '?'} in {python_env}: {how}"
+
+
+def reach_sentence(torch: dict | None, python_env: str) -> str | None:
+    """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    reach = torch.get("reached_by") or {}
+    kinds = reach.get("kinds") or {}
+    every = [k for k in KINDS if "python3" in (kinds.get(k) or [])]
+    python = f"{python_env}/bin/python"
+    how = ("`python3` (and pip) in any new shell" if len(every) == len(KINDS) else
+           f"`python3` in {', '.join(every)} shells" if every else f"{python} by path (python3 in a shell is another)")
+    said = f"torch {torch.get('version') or '?'} at {torch['path']}: {how}, or {python}"
+    for other in reach.get("others") or []:
+        said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
+    return said
 
 
 def interrupted_summary(reporter: Reporter, outcome: Outcome) -> str:

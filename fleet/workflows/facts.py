@@ -84,9 +84,8 @@ def _live(inventory, hosts: list, request: FactsRequest) -> FactsRun:
         facts = probe.gather(conn, host, last[host.name])
         return with_verify_variables(facts, host, roles.get(host.name, []))
 
-    run = Run("facts", inventory.path)
-    told = Told(run, Sinks(for_run(run, facts_dir=facts_dir, argv=list(request.argv), inventory=inventory)), summary,
-                keep=lambda o: o.value)
+    run = Run("facts", inventory.path, argv=request.argv, facts_dir=facts_dir, loaded=inventory)
+    told = Told(run, Sinks(for_run(run)), summary, keep=lambda o: o.value)
     outcomes = on_hosts(hosts, work, options=request.connect, forks=request.forks, debug=request.debug,
                         on_done=told.then())
     records, previous = {}, {}
