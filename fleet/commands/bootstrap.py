@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, env) -> int:
     import shlex
 
     from fleet.inventory.home import default_inventory
-    from fleet.workflows.bootstrap import bootstrap, parse_target
+    from fleet.workflows.bootstrap import bootstrap
+    from fleet.workflows.ssh_line import parse_target
     from fleet.errors import ExitStatus
 
     words = list(args.target) + [w for opt in args.ssh_options for w in ("-o", opt)]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fleet.workflows.bootstrap import BootstrapResult, parse_target
+from fleet.workflows.bootstrap import BootstrapResult
+from fleet.workflows.ssh_line import parse_target
 from fleet.commands.bootstrap import print_result
 from fleet.engine import HostReport, TaskReport
 from fleet.env import Environment
