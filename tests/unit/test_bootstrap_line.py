@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.workflows.bootstrap import derive_name
+from fleet.workflows.pod_entry import derive_name
 from fleet.workflows.ssh_line import Target, parse_target
 from fleet.errors import InputError
 
