@@ -73,8 +73,8 @@ class RunLog:
     when, the command line, check mode, how long). `path` None: a new file under runs_dir(), named when the run
     begins. `written`: where it went, once it did."""
 
-    def __init__(self, path: Path | None, argv: list[str]):
-        self.path, self.argv = path, list(argv)
+    def __init__(self, path: Path | None = None):
+        self.path = path
         self.written: Path | None = None
         self._lines: list[str] = []
         self._lock = threading.Lock()
@@ -89,7 +89,7 @@ class RunLog:
 
     def end(self, run, status: int) -> None:
         started = run.started.timestamp()
-        head = {"format": 1, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "argv": self.argv,
+        head = {"format": 1, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "argv": list(run.argv or ("fleet", run.command)),
                 "check": run.check, "seconds": round(time.time() - started, 3)}
         with self._lock:
             text_lines = [line(head), *self._lines]
