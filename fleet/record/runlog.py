@@ -11,7 +11,6 @@ per run named by its UTC start, the newest KEEP (200, or $FLEET_RUN_LOGS_KEEP) k
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -19,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fleet.facts.scrub import scrub
-from fleet.jsontext import dumps, finite
+from fleet.facts.scrub import Scrubbed, scrub_text, scrubbed
+from fleet.jsontext import dumps
 
 _OURS = re.compile(r"^\d{8}T\d{6}Z-\d+-[a-z]+\.jsonl\Z")
 
@@ -54,7 +53,7 @@ def default_path(command: str, started: float) -> Path:
 
 def line(doc: dict[str, Any]) -> str:
     """One JSON line, secrets masked, ASCII only."""
-    return dumps(finite(scrub(json.loads(json.dumps(doc, default=str)))), ensure_ascii=True)   # no NaN, no Infinity
+    return dumps(scrubbed(doc), ensure_ascii=True)   # as JSON writes it, no secret, no NaN, no Infinity
 
 
 def write(path: Path, text_lines: list[str]) -> Path:
@@ -83,7 +82,8 @@ class RunLog:
         self.path = self.path or default_path(run.command, run.started.timestamp())
 
     def host(self, run, name: str, report: dict[str, Any]) -> None:
-        doc = {"host": name, **{k: v for k, v in report.items() if k != "record"}}
+        report = scrubbed(report)
+        doc = Scrubbed({"host": scrub_text(name), **{k: v for k, v in report.items() if k != "record"}})
         with self._lock:
             self._lines.append(line(doc))
 
