@@ -9,8 +9,9 @@ module, added in `for_run`: the facts records (fleet/record/store.py FactsRecord
 
 `report` is the host's result as JSON-able data (`report_of`): `{"status": "ok"|"failed"|"unreachable"|"refused"|
 "interrupted", "record": the facts record to keep (None: none), the command's JSON document of the host (apply's
-counts and tasks, health's verdict, ...), "stats": {"remote_commands", "seconds"}}`. Secrets are scrubbed by each
-sink on its way out (the records and the log are).
+counts and tasks, health's verdict, ...), "stats": {"remote_commands", "seconds"}}`. Secrets are scrubbed on the way
+out: `Sinks` hands every sink the report scrubbed once (fleet.facts.scrub.scrubbed: a `Scrubbed`), and each sink
+still passes what it writes through `scrubbed`, a no-op on a report already made so.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ class Sinks:
             self._call(None, sink.begin, run)
 
     def host(self, run: Run, name: str, report: dict[str, Any]) -> None:
+        from fleet.facts.scrub import scrubbed
+
         self.told.add(name)
+        report = scrubbed(report)      # once for every sink: each one's own scrubbed() is then a no-op
         for sink in self.sinks:
             self._call(name, sink.host, run, name, report)
 
