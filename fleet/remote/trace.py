@@ -23,6 +23,8 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
                   pythons: {exe: {prefix, torch, externally_managed, ran}}}}
 """
 
+import shlex
+
 from . import loader_rules
 
 KINDS = ("noninteractive", "interactive", "login")
@@ -40,6 +42,7 @@ def parse(text):
     the first @@shell belong to no kind; a kind traced twice keeps its last trace. Never raises on a line."""
     out = {"home": None, "etc_environment": []}
     current = None
+    defs: dict = {}     # each kind's @@def lines (alias, unalias, hash): read when its @@cmd lines come
     for raw in text.splitlines():
         if raw.startswith("@@home "):
             out["home"] = raw[7:]
@@ -64,16 +67,68 @@ def parse(text):
                 current["set_by"][TRACKED[int(index) - 1]] = {
                     "file": file, "line": int(line) if line.isdigit() else None,
                     "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@def\t"):
+            defs.setdefault(id(current), []).append(raw)
         elif raw.startswith("@@cmd "):
-            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
+            fields = raw[6:].split("\t")
+            name, path, real, extra = (fields + [""] * 4)[:4]
             current["commands"][name] = {"path": path or None, "real": real or None,
                                          **({"version": extra or None} if name == "nvcc" else {}),
                                          **({"python": extra or None} if name == "pip" else {})}
+            if len(fields) > 4:     # how the name resolves (shells_commands.sh; traces before it say nothing)
+                current["commands"][name].update(resolved(name, fields[4], fields[5] if len(fields) > 5 else "",
+                                                          defs.get(id(current), [])))
         elif raw.startswith("@@py "):
             exe, _, answer = raw[5:].partition("\t")
-            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
+            fields = answer.strip().split("\t")
+            prefix, torch, managed = (fields + ["", "", ""])[:3]
             current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
                                        "externally_managed": managed == "1", "ran": bool(prefix)}
+            if len(fields) > 3:     # why torch is found there (shells_python.py; traces before it say nothing)
+                current["pythons"][exe]["torch_from"] = torch_from(fields[3])
         elif raw.startswith("@@change\t"):
             current["ld_changes"].append(loader_rules.parse_change(raw))
     return out
+
+
+def resolved(name, how, detail, defs):
+    """How `name` resolves in this kind (@@cmd's fifth and sixth fields) -> {"how": "alias" | "function" | "hash" |
+    "path", "by": {file, line, depth, text, via} | None, "alias": its text | "hashed": PATH's own answer}. An alias's
+    or a hash's line is the last @@def line that made it (`alias python3=...`, `hash -p PATH python3`); a function's
+    is bash's own answer (declare -F under extdebug: FILE:LINE)."""
+    out = {"how": how or None, "by": None}
+    if how == "alias":
+        out["alias"] = detail
+    elif how == "hash":
+        out["hashed"] = detail or None
+    if how == "function" and ":" in detail:
+        file, _, line = detail.rpartition(":")
+        out["by"] = {"file": file, "line": int(line) if line.isdigit() else None, "depth": 0,
+                     "text": f"{name}() {{ ... }}", "via": []}
+    for raw in defs if how in ("alias", "hash") else ():
+        depth, file, line, cmd, via = (raw.split("\t") + [""] * 6)[1:6]
+        if defines(cmd, name, how):
+            out["by"] = {"file": file, "line": int(line) if line.isdigit() else None,
+                         "depth": int(depth) if depth.isdigit() else 0, "text": cmd,
+                         "via": [v for v in via.split(">") if v]}
+    return out
+
+
+def defines(cmd, name, how):
+    """Whether a traced `alias ...` (how "alias") or `hash -p PATH NAME` (how "hash") line makes `name` so."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        words = cmd.split()
+    if how == "alias":
+        return bool(words) and words[0] == "alias" and any(w.split("=", 1)[0] == name for w in words[1:] if "=" in w)
+    return len(words) >= 4 and words[:2] == ["hash", "-p"] and name in words[3:]
+
+
+def torch_from(field):
+    """shells_python.py's last field -> None (site-packages, or no torch) | {"by": "PYTHONPATH" | "user"} |
+    {"by": "pth", "file": the .pth file, "line": n}."""
+    if field.startswith("pth:"):
+        file, _, line = field[4:].rpartition(":")
+        return {"by": "pth", "file": file, "line": int(line) if line.isdigit() else None}
+    return {"by": field} if field in ("PYTHONPATH", "user") else None
