@@ -33,7 +33,9 @@ fleet_nvcc_json() {
 # found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
 # (a name the startup files hashed, a non-executable file the only one found, set +h, nothing at all) command -v
 # itself answers
-declare -A fleet_how fleet_def
+# fleet_argv0[path]: a hashed name's, run as bash runs it: that path with argv[0] the bare name, from which a python
+# finds its prefix by searching PATH (CPython's getpath), so it is asked the same way
+declare -A fleet_how fleet_def fleet_argv0
 for c in "${fleet_cmds[@]}"; do
   fleet_how[$c]=path; fleet_def[$c]=
   if [ -n "${BASH_ALIASES[$c]+x}" ] && shopt -q expand_aliases; then
@@ -44,7 +46,7 @@ for c in "${fleet_cmds[@]}"; do
     fleet_how[$c]=function; w=$(shopt -s extdebug; declare -F "$c"); w=${w#* }; fleet_def[$c]="${w#* }:${w%% *}"; p=$c
   elif [ -n "${BASH_CMDS[$c]+x}" ]; then
     p=${BASH_CMDS[$c]}; w=$(hash -d "$c" 2>/dev/null; type -P -- "$c" 2>/dev/null)
-    [ "$w" = "$p" ] || { fleet_how[$c]='hash'; fleet_def[$c]=$w; }
+    [ "$w" = "$p" ] || { fleet_how[$c]='hash'; fleet_def[$c]=$w; fleet_argv0[$p]=$c; }
   elif [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
   else p=$(command -v "$c" 2>/dev/null) || p=; fi
   fleet_path[$c]=$p
@@ -80,10 +82,10 @@ declare -A fleet_pya
 for q in $fleet_pys; do
   [ -x "$q" ] || continue
   [ -n "${fleet_real[$q]+x}" ] || fleet_real[$q]=$(readlink -f -- "$q")
-  k="${q%/*}|${fleet_real[$q]}"
+  k="${q%/*}|${fleet_real[$q]}|${fleet_argv0[$q]-}"
   if [ -n "${fleet_pya[$k]+x}" ]; then a=${fleet_pya[$k]}
   else
-    a=$("$q" -c "$fleet_pyq" 2>/dev/null)
+    a=$(exec -a "${fleet_argv0[$q]:-$q}" "$q" -c "$fleet_pyq" 2>/dev/null)
     [ -n "$a" ] && a="${a//$'\n'/ } "
     fleet_pya[$k]=$a
   fi

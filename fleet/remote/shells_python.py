@@ -4,7 +4,8 @@
 # beside a stdlib outside a venv), and why torch is found where it is (site.py's order: PYTHONPATH's entries first,
 # then the user site, then site-packages and what their .pth files add):
 #   PYTHONPATH            an entry of PYTHONPATH holds it
-#   pth:FILE:LINE         line LINE of the .pth file FILE added the directory that holds it
+#   pth:FILE:LINE         line LINE of the .pth file FILE added the directory that holds it (a path line, or an
+#                         `import` line that names it: sys.path.insert, an editable install's finder)
 #   user                  the user site (~/.local/lib/pythonX.Y/site-packages, or PYTHONUSERBASE's)
 #   -                     the prefix's own site-packages, or no torch
 # One line, tab-separated; stdlib only (any python3 the user's shell runs).
@@ -32,6 +33,12 @@ if t:
                 except (OSError, UnicodeDecodeError):
                     continue
                 for i, l in enumerate(lines, 1):
-                    if w == "-" and l.strip() and not l.startswith(("#", "import ", "import\t")) and r(os.path.join(sd, l.rstrip())) == d:
+                    if w != "-" or not l.strip() or l.startswith("#"):
+                        continue
+                    if l.startswith(("import ", "import\t")):
+                        hit = d in l or os.path.dirname(t) in l
+                    else:
+                        hit = r(os.path.join(sd, l.rstrip())) == d
+                    if hit:
                         w = "pth:%s:%d" % (os.path.join(sd, n), i)
 print(sys.prefix, t or "-", int(m), w, sep="\t")

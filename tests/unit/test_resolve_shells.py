@@ -79,11 +79,29 @@ def test_a_function_is_named_with_the_line_bash_defined_it_on(tmp_path, envs):
 
 
 def test_a_hash_p_line_is_named(tmp_path, envs):
-    found, said = judged(tmp_path, envs, f"hash -p {SYSTEM} python3\n")
+    wrapper = tmp_path / "python3-system"     # a name hashed to another program: what runs is that program
+    wrapper.write_text(f'#!/bin/sh\nexec {SYSTEM} "$@"\n')
+    wrapper.chmod(0o755)
+    found, said = judged(tmp_path, envs, f"hash -p {wrapper} python3\n")
     cmd = found["noninteractive"]["commands"]["python3"]
-    assert cmd["how"] == "hash" and cmd["path"] == SYSTEM and cmd["hashed"] == f"{envs['fleet']}/bin/python3"
+    assert cmd["how"] == "hash" and cmd["path"] == str(wrapper) and cmd["hashed"] == f"{envs['fleet']}/bin/python3"
     hit = python3(said, "noninteractive")
     assert hit["cause"] == "hash" and hit["where"] == "~/.bashrc:2" and "`hash -r` after it" in hit["fix"]
+
+
+def test_a_python_hashed_by_its_bare_name_is_asked_as_bash_runs_it(tmp_path, envs):
+    """bash runs a hashed path with argv[0] the bare name, from which CPython finds its prefix by searching PATH
+    (getpath): the system's binary hashed as `python3` still runs fleet's venv, torch and all. Asked the same way."""
+    (tmp_path / ".bashrc").write_text(f"export PATH={envs['fleet']}/bin:$PATH\nhash -p {SYSTEM} python3\n")
+    typed = subprocess.run(["bash", "-c", '. ~/.bashrc; python3 -c "import sys; print(sys.prefix)"'],
+                           capture_output=True, text=True, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert typed.stdout.strip() == str(envs["fleet"])
+    found = run(tmp_path)
+    cmd = found["noninteractive"]["commands"]["python3"]
+    assert cmd["how"] == "hash" and cmd["path"] == SYSTEM
+    assert found["noninteractive"]["pythons"][SYSTEM]["prefix"] == str(envs["fleet"])
+    said = judge.judge({"shells": found}, None, str(envs["fleet"]), str(envs["site"] / "torch"))
+    assert not [f for f in said["findings"] if "`python3`" in f["says"] and f["kind"] != "login"]   # no ~/.profile
 
 
 def test_pythonpath_to_a_source_tree_is_named_in_login_shells(tmp_path, envs):

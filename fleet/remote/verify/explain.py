@@ -111,3 +111,17 @@ def command_cause(run, kind, shell, name):
     if why["mechanism"] == "PATH":
         why = {**why, "because": f"PATH last set at {loader.variable_line(run, kind, 'PATH')}", "fix": PATH_FIX}
     return why
+
+
+def import_cause(run):
+    """Why verify's own `import torch` reached another torch than the venv's: a .pth line of its site-packages (the
+    only one of resolve_rules' Python causes that `python -I` still obeys), from the shells' trace, where a kind's
+    python of this very venv says so; None otherwise."""
+    trace = run.shell_trace()
+    for kind in ("noninteractive", "interactive", "login"):
+        shell = trace.get(kind) or {}
+        for exe, answer in (shell.get("pythons") or {}).items():
+            if (answer or {}).get("prefix") == sys.prefix and ((answer or {}).get("torch_from") or {}).get("by") == "pth":
+                why = resolve_rules.python_cause(shell, exe, sys.prefix, at)
+                return f"{why['because']}; fix: {why['fix']}"
+    return None
