@@ -16,6 +16,9 @@
 set -u
 source tests/data/h200-device/lib.sh
 SRC=/root/pytorch-src
+# a name hashed to another program (the system's python3 hashed by its bare name still finds the venv through PATH:
+# CPython's getpath searches PATH for argv[0], which bash sets to the bare name)
+WRAPPER=/opt/resolve-trap/python3-system
 note "first apply (converge)"
 step F apply "$INV"
 ask "converged"
@@ -37,18 +40,17 @@ PY
 TRAPS=(
   "alias|/root/.bashrc|verify||alias python3=/usr/bin/python3|"
   "function|/root/.bashrc|verify||python3() {\n  /usr/bin/python3 \"\$@\"\n}|"
-  "hash|/root/.bashrc|verify||hash -p /usr/bin/python3 python3|"
+  "hash|/root/.bashrc|verify|mkdir -p /opt/resolve-trap && printf '%s\\n' '#!/bin/sh' 'exec /usr/bin/python3 \"\$@\"' > $WRAPPER && chmod 755 $WRAPPER|hash -p $WRAPPER python3|rm -rf /opt/resolve-trap"
   "PATH|/root/.bashrc|verify||export PATH=/usr/bin:\$PATH|"
-  "PYTHONPATH|/root/.profile|verify|mkdir -p $SRC/torch \&\& echo 'from torch._C import *' > $SRC/torch/__init__.py|export PYTHONPATH=$SRC|rm -rf $SRC"
+  "PYTHONPATH|/root/.profile|verify|mkdir -p $SRC/torch && echo 'from torch._C import *' > $SRC/torch/__init__.py|export PYTHONPATH=$SRC|rm -rf $SRC"
   "PYTHONHOME|/root/.profile|verify||export PYTHONHOME=/usr/lib/nothing-here|"
-  "pth|$SITE/zz-pytorch-src.pth|verify|mkdir -p $SRC/torch \&\& echo 'from torch._C import *' > $SRC/torch/__init__.py|# pip install -e by hand\nimport sys; sys.path.insert(0, '$SRC')|rm -rf $SRC $SITE/zz-pytorch-src.pth"
-  "user-site|/root/.profile|verify|mkdir -p $USER_SITE/torch \&\& : > $USER_SITE/torch/__init__.py|export PATH=/usr/bin:\$PATH|rm -rf $USER_SITE/torch"
+  "pth|$SITE/zz-pytorch-src.pth|verify|mkdir -p $SRC/torch && echo 'from torch._C import *' > $SRC/torch/__init__.py|# pip install -e by hand\nimport sys; sys.path.insert(0, '$SRC')|rm -rf $SRC $SITE/zz-pytorch-src.pth"
+  "user-site|/root/.profile|verify|mkdir -p $USER_SITE/torch && : > $USER_SITE/torch/__init__.py|export PATH=/usr/bin:\$PATH|rm -rf $USER_SITE/torch"
   "venv-activated|/root/.bashrc|apply|/usr/bin/python3 -m venv --without-pip /opt/projenv|. /opt/projenv/bin/activate|rm -rf /opt/projenv"
-  "conda-activated|/root/.bashrc|apply|/usr/bin/python3 -m venv --without-pip /opt/condaenv \&\& mkdir -p /opt/condaenv/etc \&\& printf '%s\\\\n' 'export CONDA_PREFIX=/opt/condaenv CONDA_DEFAULT_ENV=condaenv CONDA_SHLVL=1' 'export PATH=/opt/condaenv/bin:\$PATH' > /opt/condaenv/etc/activate.sh|. /opt/condaenv/etc/activate.sh|rm -rf /opt/condaenv"
+  "conda-activated|/root/.bashrc|apply|/usr/bin/python3 -m venv --without-pip /opt/condaenv && mkdir -p /opt/condaenv/etc && printf '%s\\n' 'export CONDA_PREFIX=/opt/condaenv CONDA_DEFAULT_ENV=condaenv CONDA_SHLVL=1' 'export PATH=/opt/condaenv/bin:\$PATH' > /opt/condaenv/etc/activate.sh|. /opt/condaenv/etc/activate.sh|rm -rf /opt/condaenv"
 )
 for row in "${TRAPS[@]}"; do
   IFS='|' read -r name file how setup lines undo <<< "$row"
-  setup=${setup//\\&/&}
   note "trap $name: appended to $file (from line $(( $( (wc -l < "$file") 2>/dev/null || echo 0) + 1 )))"
   [ -z "$setup" ] || eval "$setup" >> "$T" 2>&1
   touch "$file"; cp -p "$file" "$file.resolve"

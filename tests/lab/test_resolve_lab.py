@@ -87,8 +87,8 @@ def failed_in(checks: dict, kind: str) -> str:
     return check["detail"]
 
 
-WRAPPER = "/root/bin/python3-system"
-MAKE_WRAPPER = (f"mkdir -p /root/bin && printf '%s\\n' '#!/bin/sh' 'exec /usr/bin/python3 \"$@\"' > {WRAPPER} && "
+WRAPPER = "/opt/resolve-trap/python3-system"
+MAKE_WRAPPER = (f"mkdir -p /opt/resolve-trap && printf '%s\\n' '#!/bin/sh' 'exec /usr/bin/python3 \"$@\"' > {WRAPPER} && "
                 f"chmod 755 {WRAPPER}")
 SOURCE_TREE = (f"mkdir -p {SRC_TREE}/torch && printf '%s\\n' 'from torch._C import *' > {SRC_TREE}/torch/__init__.py")
 
@@ -113,7 +113,7 @@ def test_each_cause_is_named_with_its_line_and_its_own_fix(lab, converged, name,
     inventory, _ = converged
     clean = asked(lab, kind)
     assert clean[0].split()[0] == VENV and clean[-1].startswith(f"torch {VENV}/"), clean
-    with trap(lab, file, *lines, setup=setup, undo=f"rm -rf {SRC_TREE} /root/bin") as n:
+    with trap(lab, file, *lines, setup=setup, undo=f"rm -rf {SRC_TREE} /opt/resolve-trap") as n:
         # the host itself, as a user types it: that kind now runs another python, or no torch
         got = asked(lab, kind)
         if name == "PYTHONPATH":
