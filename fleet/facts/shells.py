@@ -132,6 +132,11 @@ def parse(text: str) -> dict:
             shell = out[kind]
             for said in shell["ld_changes"] + list(shell["set_by"].values()):
                 said["text"] = scrub_text(said["text"])
+            for cmd in shell["commands"].values():   # an alias's text, the line that made it (issue 45)
+                if cmd.get("by"):
+                    cmd["by"]["text"] = scrub_text(cmd["by"]["text"])
+                if cmd.get("alias"):
+                    cmd["alias"] = scrub_text(cmd["alias"])
             lines = shell.pop("loader_lines")
             shell["loader"] = loader.parse_query(lines) if lines else None
             _settled(shell, etc)

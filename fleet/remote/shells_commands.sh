@@ -27,8 +27,10 @@ fleet_nvcc_json() {
 # How each name resolves, as bash resolves what is typed (bash manual, "Command Search and Execution"): an alias
 # (expanded only where expand_aliases is on: interactive shells), a shell function, a name hashed by `hash -p` or
 # hashed before PATH changed, then PATH. fleet_how[name] says which (alias, function, hash, path) and fleet_def[name]
-# what made it so: the alias's text, the function's file:line (extdebug's declare -F). An alias's first word is what
-# runs: its path (the PATH search for a bare name) is the path asked below.
+# what made it so: the alias's text, a hashed name's PATH answer. A function's file:line (extdebug's declare -F) is an
+# @@def line of its own, as the trace's alias and hash lines are (line numbers stay out of @@cmd, which the verify
+# fingerprint digests: a comment above a line must not re-run verify). An alias's first word is what runs: its path
+# (the PATH search for a bare name) is the path asked below.
 # `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
 # found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
 # (a name the startup files hashed, a non-executable file the only one found, set +h, nothing at all) command -v
@@ -43,7 +45,8 @@ for c in "${fleet_cmds[@]}"; do
     w=${BASH_ALIASES[$c]}; w=${w#"${w%%[![:space:]]*}"}; w=${w%%[[:space:]]*}
     case $w in /*) p=$w ;; *) p=$(type -P -- "$w" 2>/dev/null) || p= ;; esac
   elif declare -F "$c" >/dev/null; then
-    fleet_how[$c]=function; w=$(shopt -s extdebug; declare -F "$c"); w=${w#* }; fleet_def[$c]="${w#* }:${w%% *}"; p=$c
+    fleet_how[$c]=function; w=$(shopt -s extdebug; declare -F "$c"); w=${w#* }
+    printf '@@def\t1\t%s\t%s\t%s() { ... }\t\n' "${w#* }" "${w%% *}" "$c"; p=$c
   elif [ -n "${BASH_CMDS[$c]+x}" ]; then
     p=${BASH_CMDS[$c]}; w=$(hash -d "$c" 2>/dev/null; type -P -- "$c" 2>/dev/null)
     [ "$w" = "$p" ] || { fleet_how[$c]='hash'; fleet_def[$c]=$w; fleet_argv0[$p]=$c; }

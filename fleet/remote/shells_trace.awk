@@ -25,5 +25,6 @@
   stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
 }
 /^@@(value|unset|cmd|py) / { print }
+/^@@def\t/ { print }
 /^@@ld(var|find|obj|missing) / { print }
 END { for (k in last) printf "@@set\t%d\t%s\n", k, last[k] }

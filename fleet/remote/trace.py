@@ -12,15 +12,21 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@value LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:/usr/lib
     @@unset CUDA_HOME
     @@set	2	1	/root/.bashrc	4	export CUDA_HOME=/usr/local/cuda-12.4	
-    @@cmd nvcc	/usr/local/cuda-12.4/bin/nvcc	/usr/local/cuda-12.4/bin/nvcc	12.4.1
-    @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0
+    @@cmd nvcc	/usr/local/cuda-12.4/bin/nvcc	/usr/local/cuda-12.4/bin/nvcc	12.4.1	path	
+    @@def	1	/root/.bashrc	120	alias python3=/usr/bin/python3	
+    @@cmd python3	/usr/bin/python3	/usr/bin/python3.12		alias	/usr/bin/python3
+    @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0	-
+    @@py /usr/bin/python3	/usr	/root/src/torch	1	PYTHONPATH
     @@rc 0
 -> {home: "/root", etc_environment: [{file, line, name, value}],
     interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
                   ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}],
                   loader_lines: ["@@ld..."], set_by: {CUDA_HOME: {file, line, depth, text, via}},
-                  commands: {nvcc: {path, real, version}, pip: {path, real, python}, python3: {path, real}},
-                  pythons: {exe: {prefix, torch, externally_managed, ran}}}}
+                  commands: {nvcc: {path, real, version, how, by}, pip: {path, real, python, how, by},
+                             python3: {path, real, how: "alias", by: {file, line, ...}, alias: "/usr/bin/python3"}},
+                  pythons: {exe: {prefix, torch, externally_managed, ran, torch_from: {by: "PYTHONPATH"} | None}}}}
+(how, by, alias/hashed and torch_from only from traces that carry them: fleet/remote/shells_commands.sh's resolution
+fields, @@def lines, fleet/remote/shells_python.py's last field)
 """
 
 import shlex
@@ -93,19 +99,15 @@ def parse(text):
 
 def resolved(name, how, detail, defs):
     """How `name` resolves in this kind (@@cmd's fifth and sixth fields) -> {"how": "alias" | "function" | "hash" |
-    "path", "by": {file, line, depth, text, via} | None, "alias": its text | "hashed": PATH's own answer}. An alias's
-    or a hash's line is the last @@def line that made it (`alias python3=...`, `hash -p PATH python3`); a function's
-    is bash's own answer (declare -F under extdebug: FILE:LINE)."""
+    "path", "by": {file, line, depth, text, via} | None, "alias": its text | "hashed": PATH's own answer}. The line is
+    the last @@def line that made it: the trace's (`alias python3=...`, `hash -p PATH python3`), or for a function
+    the commands' own (bash's declare -F under extdebug: `python3() { ... }` at FILE:LINE)."""
     out = {"how": how or None, "by": None}
     if how == "alias":
         out["alias"] = detail
     elif how == "hash":
         out["hashed"] = detail or None
-    if how == "function" and ":" in detail:
-        file, _, line = detail.rpartition(":")
-        out["by"] = {"file": file, "line": int(line) if line.isdigit() else None, "depth": 0,
-                     "text": f"{name}() {{ ... }}", "via": []}
-    for raw in defs if how in ("alias", "hash") else ():
+    for raw in defs:
         depth, file, line, cmd, via = (raw.split("\t") + [""] * 6)[1:6]
         if defines(cmd, name, how):
             out["by"] = {"file": file, "line": int(line) if line.isdigit() else None,
@@ -115,7 +117,10 @@ def resolved(name, how, detail, defs):
 
 
 def defines(cmd, name, how):
-    """Whether a traced `alias ...` (how "alias") or `hash -p PATH NAME` (how "hash") line makes `name` so."""
+    """Whether a traced `alias ...` (how "alias"), `hash -p PATH NAME` (how "hash") or the commands' own
+    `NAME() { ... }` line (how "function": bash's declare -F) makes `name` so."""
+    if how == "function":
+        return cmd == f"{name}() {{ ... }}"
     try:
         words = shlex.split(cmd)
     except ValueError:

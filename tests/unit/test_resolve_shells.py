@@ -179,3 +179,27 @@ def test_path_alone_keeps_the_hooks_fix(tmp_path, envs):
     _, said = judged(tmp_path, envs, "export PATH=/usr/bin:$PATH\n")
     hit = python3(said, "noninteractive")
     assert hit["cause"] == "PATH" and hit["hook_fixes"] and "env_hooks_venv_on_path" in hit["fix"]
+
+
+def test_an_alias_line_keeps_no_secret(tmp_path, envs):
+    found, said = judged(tmp_path, envs, "alias python3='HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 /usr/bin/python3'\n")
+    cmd = found["interactive"]["commands"]["python3"]
+    assert "hf_abcdef" not in str(found) and "hf_abcdef" not in str(said)
+    assert cmd["how"] == "alias" and cmd["by"]["line"] == 2 and "HF_TOKEN=***" in cmd["alias"]
+
+
+def test_a_comment_above_a_function_leaves_the_lines_verify_fingerprints_alone(tmp_path, envs):
+    """The fingerprint digests each kind's @@cmd and @@py lines (fleet/remote/fingerprint_trace.sh) and leaves line
+    numbers out, so a comment does not re-run verify: a function's line is its own @@def line, not in @@cmd."""
+    body = "python3() {\n  /usr/bin/python3 \"$@\"\n}\n"
+
+    def lines(bashrc: str) -> list[str]:
+        (tmp_path / ".bashrc").write_text(bashrc)
+        out = subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=600,
+                             env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+        return [line for line in out.splitlines() if line.startswith(("@@cmd ", "@@py "))]
+
+    before, after = lines(body), lines("# a comment\n" + body)
+    assert before == after and any("\tfunction\t" in line for line in before)
+    found = run(tmp_path)
+    assert found["noninteractive"]["commands"]["python3"]["by"]["line"] == 2
