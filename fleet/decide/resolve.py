@@ -57,9 +57,9 @@ def findings(kind: str, name: str, shell: dict, at, python_env: str,
         out.append(_finding(kind, name, f"`pip` is {pip.get('path') or 'not a file'}, not {venv_bin}/pip", why, ""))
     disagree = resolve_rules.disagreement(shell, at)
     if disagree:
-        out.append({"kind": kind, "mechanism": "python", "cause": "VIRTUAL_ENV", "variable": "VIRTUAL_ENV",
-                    "value": shell.get("VIRTUAL_ENV") or shell.get("CONDA_PREFIX"), "hook_fixes": False,
-                    "where": at((shell.get("set_by") or {}).get("VIRTUAL_ENV")), "says": f"{name}: {disagree}",
+        var = disagree.split("=", 1)[0]
+        out.append({"kind": kind, "mechanism": "python", "cause": var, "variable": var, "value": shell.get(var),
+                    "hook_fixes": False, "where": at((shell.get("set_by") or {}).get(var)), "says": f"{name}: {disagree}",
                     "fix": "activate the environment last (its activate script sets both), or unset the variable "
                            "where it is set"})
     return out, notes

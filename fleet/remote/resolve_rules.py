@@ -105,7 +105,8 @@ def activated(shell, venv):
 
 
 def disagreement(shell, at):
-    """VIRTUAL_ENV (or CONDA_PREFIX) names one environment while `python3` runs another: the sentence, else None."""
+    """VIRTUAL_ENV (or CONDA_PREFIX) names one environment while `python3` runs another: the sentence, else None
+    (which variable: the sentence's first word)."""
     got = (shell.get("commands") or {}).get("python3") or {}
     prefix = ((shell.get("pythons") or {}).get(got.get("path") or "") or {}).get("prefix")
     for var in ENVS:
