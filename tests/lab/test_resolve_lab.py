@@ -128,6 +128,11 @@ def test_each_cause_is_named_with_its_line_and_its_own_fix(lab, converged, name,
     detail = failed_in(checks, kind)
     assert says.format(n=n) in detail and fix.format(n=n) in detail, detail
     assert checks["ssh"]["passed"], checks["ssh"]
+    # the plan's judgement of the same facts (`fleet decide FACTS`: what apply's env_hooks why prints) says the same
+    _, doc = fleet_json("decide", str(pathlib.Path(inventory).parent / "facts" / f"{HOST}.json"))
+    found = [f for f in doc["hosts"][HOST]["shells"]["findings"] if f["kind"] == kind and "`python3`" in f["says"]]
+    assert len(found) == 1 and found[0]["cause"] == name and not found[0]["hook_fixes"], found
+    assert says.format(n=n) in found[0]["says"] and found[0]["fix"].startswith(fix.format(n=n)), found
 
 
 def test_a_pth_line_that_adds_a_source_tree_is_named_by_file_and_line(lab, converged):
