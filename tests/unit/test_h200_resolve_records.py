@@ -42,8 +42,9 @@ ACTIVATED = {"venv-activated": ("/opt/projenv", "virtual_env"), "conda-activated
 
 
 def sections(text: str) -> dict[str, str]:
-    """The transcript cut at each `# trap NAME:` note -> {NAME: its text up to the next note of a trap}."""
-    parts = re.split(r"^# trap ([\w-]+): ", text, flags=re.M)
+    """The transcript cut at each `# trap NAME:` note -> {NAME: its text up to the next note of a trap, the last one up
+    to `# every trap undone` (the host asked again once put back is no trap's)}."""
+    parts = re.split(r"^# trap ([\w-]+): ", text.split("\n# every trap undone")[0], flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
