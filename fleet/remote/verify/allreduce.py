@@ -146,20 +146,28 @@ def fallback_row(table, link):
 
 def message_bytes(row, free, share):
     """The message: the row's size (what its figure was measured at), within `share` of the GPUs' least free memory;
-    a power of two, at least 1 MiB."""
-    cap = min(int(row.get("size") or 1 << 30), int(share * free))
+    a power of two, at least 1 MiB (free None: not known, the row's size)."""
+    cap = int(row.get("size") or 1 << 30)
+    cap = cap if free is None else min(cap, int(share * free))
     size = MIB
     while size * 2 <= cap:
         size *= 2
     return size
 
 
+def free_port():
+    """A port no one listens on now (the kernel's pick), so a user's job on NCCL's usual 29500 is never met."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def launch(run, n, elems, kind=None):
     """Start the ranks (here, or under a kind's startup files) and wait -> (result | None, error | None, seconds)."""
     from .kinds import fresh_env
     started = time.perf_counter()
-    port = 29500 + os.getpid() % 900 + {None: 0, "interactive": 1, "login": 2}[kind] * 3
-    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(n), "FLEET_AR_ELEMS": str(elems)}
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(n), "FLEET_AR_ELEMS": str(elems)}
     if kind:   # the kind's own startup files, from a new session's environment (+ sshd's multicast guards)
         base = {**fresh_env(), **{k: os.environ[k] for k in NVLS_GUARD if k in os.environ}}
         flags = ["+m", "-i"] if kind == "interactive" else ["-l"]

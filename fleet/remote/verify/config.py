@@ -23,6 +23,7 @@ class Config:
                               every kind of shell (issue 35); "" or absent: not checked
         allreduce     dict    {rows: [{match, link, gpus, nvls, peak, warn, floor, size, source}], link_busbw,
                               floor_share}: the all-reduce's rows (fleet/knowledge/allreduce.py), first match wins
+        allreduce_run bool    the all-reduce runs (with perf, or verify_allreduce; never in --check)  default perf
         multi_gpu_budget  float   seconds the multi-GPU proof may take (links: topology, peer access, the
                               all-reduce here and in each kind that differs)                        default 60
         venv_first    bool    fleet's venv first on PATH (env_hooks_venv_on_path: first): python3, python and
@@ -39,6 +40,7 @@ class Config:
         self.toolkit = str(values.get("toolkit") or "").rstrip("/")
         self.venv_first = bool(values.get("venv_first", False))
         self.allreduce = dict(values.get("allreduce") or {})
+        self.allreduce_run = bool(values.get("allreduce_run", self.perf))
         self.multi_gpu_budget = float(values.get("multi_gpu_budget", 60))
 
     def perf_row(self, name):

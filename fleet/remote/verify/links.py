@@ -10,6 +10,7 @@ import subprocess
 import time
 
 from . import allreduce as ar
+from .gpus import smi
 
 def topology():
     """`nvidia-smi topo -m` as the host says it now -> {(i, j): "NV18" | "PIX" | ...} for i < j, or None."""
@@ -100,6 +101,15 @@ def peers(run, torch, n, topo):
                   "off the fabric (nvidia-smi -q, Fabric State/Status), its NVLink peers lost")
 
 
+def free_memory(torch, n):
+    """The least free memory of the GPUs, bytes: torch's (cudaMemGetInfo), else nvidia-smi's memory.free (the lab's
+    stand-in torch has no mem_get_info); None where neither answers."""
+    if hasattr(torch.cuda, "mem_get_info"):
+        return min(torch.cuda.mem_get_info(i)[0] for i in range(n))
+    rows = smi("--query-gpu=memory.free") or []
+    return min([float(r[0]) * 2**20 for r in rows if r and r[0].replace(".", "", 1).isdigit()], default=None)
+
+
 class Clock:
     """The multi-GPU proof's seconds, part by part, against its budget (issue 48: the whole proof on 8 GPUs in under
     60 s; DCGM's level 2 takes 2.5-10.5 min there): `parts` is what the record keeps."""
@@ -126,7 +136,7 @@ def reduce_every_kind(run, torch, n, topo, clock):
     of shell whose NCCL variables differ from this process's, where the budget leaves room for one more."""
     name = torch.cuda.get_device_name(0)
     kind = link_kind(name, [topo.get((i, j)) for i in range(n) for j in range(i + 1, n)] if topo else [])
-    free = min(torch.cuda.mem_get_info(i)[0] for i in range(n))
+    free = free_memory(torch, n)
     here = ar.nccl_env()
     nvls = ar.nvls_state(here, ar.nccl_conf())
     row, note = ar.pick_row(run.config.allreduce, name, kind, n, nvls["enabled"])

@@ -63,7 +63,7 @@ def every_gpu(run):
 
 
 def gpu_links(run):
-    links.links(run, run.torch, run.look, allreduce=run.config.perf)   # like perf, never in --check
+    links.links(run, run.torch, run.look, allreduce=run.config.allreduce_run)   # like perf, never in --check
 
 
 def perf_smoke(run):
