@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import allreduce
+from fleet.knowledge import allreduce, copy_floors
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ class Platform:
     def as_json(self) -> dict:
         """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
         return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf],
+                "copies": copy_floors.rows() if self.has_gpu else [],   # the copy engines' floors (issue 48)
                 "allreduce": allreduce.config() if self.allreduce else None}
 
 
