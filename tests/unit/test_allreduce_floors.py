@@ -200,3 +200,18 @@ def fake_torch(n):
 
 def test_the_knowledge_table_is_what_the_platform_row_hands_the_role(config):
     assert config["allreduce"] == table.config() and config["allreduce"]["rows"][0]["match"] == "H200"
+
+
+def test_the_startup_line_is_named_where_the_shells_trace_follows_the_variable(config, smi, monkeypatch):
+    # the trace's shape for a family member once the shells' trace follows NCCL_* (set_by[NAME] {file, line, via},
+    # families {NAME: value}); until then the ranks' own environment is what names it (the tests above)
+    monkeypatch.setenv("FLEET_VERIFY_TRACE", "true")
+    monkeypatch.setenv("HOME", "/root")
+    row, _ = row_for(config, 2)
+    run = verify_program.fresh(config, run=False)
+    run.shells = {"noninteractive": {"families": {"NCCL_P2P_DISABLE": "1"}, "set_by": {
+        "NCCL_P2P_DISABLE": {"file": "/root/.bashrc", "line": 1, "depth": 0, "text": "export NCCL_P2P_DISABLE=1",
+                             "via": []}}}}
+    ar.judge(run, real("p2p-disabled", env={"NCCL_P2P_DISABLE": "1"}), row, None, {(0, 1): "NV18"}, 2)
+    assert "NCCL_P2P_DISABLE=1 (turns off peer-to-peer between GPUs: NVLink is not used, traffic goes through host " \
+           "memory) set at ~/.bashrc:1; fix: remove it there" in run.checks[0]["detail"]
