@@ -164,7 +164,8 @@ def test_a_kind_whose_nccl_variables_differ_runs_its_own_allreduce_named_at_its_
     monkeypatch.setattr(ar, "launch", launch)
     monkeypatch.setattr(links, "topology", lambda: {(0, 1): "NV18"})
     run = verify_program.fresh(config, run=False)
-    run.kind_reports = {"ssh": {"nccl": {}}, "interactive": {"nccl": {}}, "login": {"nccl": {"NCCL_P2P_DISABLE": "1"}}}
+    run.kind_reports = {"ssh": {"nccl": {}}, "interactive": {"nccl": {}}, "login": {"nccl": {"NCCL_P2P_DISABLE": "1"}},
+                        "bare": {"nccl": {}}}
     links.links(run, fake_torch(2), None)
     checks = {c["name"]: c for c in run.checks}
     assert calls == [(2, GIB // 4, None), (2, GIB // 4, "login")]    # interactive's variables are these: not run
@@ -173,6 +174,7 @@ def test_a_kind_whose_nccl_variables_differ_runs_its_own_allreduce_named_at_its_
     assert "NCCL_P2P_DISABLE=1" in checks["allreduce_login"]["detail"]
     assert "the environment the ranks ran in (a login shell" in checks["allreduce_login"]["detail"]
     assert run.out["links"]["allreduce_login"]["differs"] == {"NCCL_P2P_DISABLE": "1"}
+    assert "allreduce_bare" not in run.out["links"]   # the same variables as here: nothing to say
     t = run.out["links"]["time"]
     assert set(t) == {"budget_s", "gpus", "topology_s", "peer_access_s", "allreduce_s", "allreduce_login_s",
                       "total_s", "within_budget"} and t["budget_s"] == 60 and t["within_budget"]
@@ -182,12 +184,13 @@ def test_a_kind_left_out_by_the_budget_says_why(config, smi, monkeypatch):
     monkeypatch.setattr(ar, "launch", lambda run, n, elems, kind=None: (real("1"), None, 7.0))
     monkeypatch.setattr(links, "topology", lambda: {(0, 1): "NV18"})
     run = verify_program.fresh({**config, "multi_gpu_budget": 5}, run=False)
-    run.kind_reports = {"interactive": {"nccl": {"NCCL_ALGO": "Tree"}}}
+    run.kind_reports = {"interactive": {"nccl": {"NCCL_ALGO": "Tree"}}, "bare": {"nccl": {"NCCL_ALGO": "Tree"}}}
     links.links(run, fake_torch(2), None)
     check = next(c for c in run.checks if c["name"] == "allreduce_interactive")
     assert check["passed"] and check["detail"].startswith("in an interactive shell NCCL's variables differ "
                                                           "(NCCL_ALGO): not run: 5 s of the 5 s budget left")
     assert "one all-reduce took 7 s" in check["detail"] and run.out["links"]["time"]["budget_s"] == 5
+    assert run.out["links"]["allreduce_bare"]["not_run"].startswith("a bare process (env -i) reads no startup file")
 
 
 def fake_torch(n):

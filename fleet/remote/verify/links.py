@@ -155,6 +155,11 @@ def reduce_every_kind(run, torch, n, topo, clock):
     ar.judge(run, result, row, note, topo, n)
     reports = run.kind_reports
     mine = {k: v for k, v in here.items() if k not in ar.NVLS_GUARD}
+    bare = (reports.get("bare") or {}).get("nccl")
+    if bare is not None and {k: v for k, v in bare.items() if k not in ar.NVLS_GUARD} != mine:
+        run.out["links"]["allreduce_bare"] = {"not_run": "a bare process (env -i) reads no startup file: no NCCL "
+                                              "variable reaches it but a service's or container's own; NCCL's config "
+                                              "files, which it reads as every kind does, are in this run's"}
     for other in ("interactive", "login"):
         theirs = (reports.get(other) or {}).get("nccl")
         if theirs is None:
