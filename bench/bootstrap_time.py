@@ -173,6 +173,27 @@ def show(run: dict) -> None:
         print(f"  verify program's own run: {run['verify_seconds']} s")
 
 
+def script(lab, args) -> int:
+    """bench/h200/bootstrap_time.sh against the lab's pod, as the lead runs it on the H200."""
+    import subprocess
+
+    from fleet_lab import paths
+
+    out = Path(args.script)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("rounds.jsonl", "transcript.txt"):
+        (out / name).unlink(missing_ok=True)
+    lab.reset([args.profile])
+    address = lab.inventory.hosts[args.profile].address
+    env = {**os.environ, "OUT": str(out), "FLEET_BOOTSTRAP_PY": sys.executable, "FLEET_BOOTSTRAP_WARMUP": "1",
+           "FLEET_BOOTSTRAP_PERF": "off", "FLEET_BOOTSTRAP_LINE": f"ssh root@{address} -p 22 -i {paths.lab_key(lab.root)}",
+           "FLEET_BOOTSTRAP_SETS": f"--keyring-pins {lab.root / 'keyring.sha256'} --set verify_perf=false"}
+    done = subprocess.run(["bash", "bench/h200/bootstrap_time.sh", str(args.rounds), args.before], cwd=BENCH.parent,
+                          env=env)
+    print((out / "transcript.txt").read_text())
+    return done.returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -180,6 +201,10 @@ def main() -> int:
     parser.add_argument("--warm", action="store_true",
                         help="nothing to download: each round starts from the pod with the toolkit and torch already "
                              "installed, nothing of fleet's (see warm_snapshot)")
+    parser.add_argument("--script", default=None, metavar="OUT",
+                        help="run bench/h200/bootstrap_time.sh on the lab's pod instead (this tree and --before, "
+                             "--rounds each, verify_perf off), its rounds.jsonl and transcript.txt into OUT")
+    parser.add_argument("--before", default="7a5130c", help="with --script: the commit to compare with")
     parser.add_argument("--facts-out", default=None, metavar="FILE",
                         help="the last round's facts record (as bootstrap recorded it), for tests/data")
     parser.add_argument("--json", default=None, metavar="FILE", help="every round's figures, for the record")
@@ -189,6 +214,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fleet-bench-bootstrap-") as tmp:
         (Path(tmp) / "lab").mkdir()
         lab = testing.start_test_lab(Path(tmp) / "lab")
+        if args.script:
+            try:
+                return script(lab, args)
+            finally:
+                testing.stop_test_lab(lab)
         runs = []
         try:
             kept = None
