@@ -52,13 +52,11 @@ class Observed:
 
 
 def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed | None", *,
-            forced: str | None = None, without_records: bool = False, install: bool = True) -> Observed:
+            forced: str | None = None, without_records: bool = False) -> Observed:
     """Facts + every check in one command (two when the live facts render the checks differently).
     `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified.
     `forced`: why the checks behind a gate run whatever it says. `without_records`: the checks of the judged
-    resources that keep a record are left out (a task failed earlier in this run: judge skips them). `install`:
-    False runs fleet's helper programs from a temporary copy, as --check does, in an apply's probe too (bootstrap's
-    preview: nothing is written on a pod before its health and the plan say it is worth provisioning)."""
+    resources that keep a record are left out (a task failed earlier in this run: judge skips them)."""
     setup.progress(host.name, "probe: facts and checks")
     forced = forced or setup.rerun
     max_age = None if forced else gate_age(setup, host)
@@ -67,8 +65,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     # --check writes nothing: a program's text runs from a temporary copy; nor does a probe of a host its last
     # record refuses (a refused host is never written to: its checks' programs are not installed either)
     refused = guess is not None and guess.decisions.refuse
-    install = install and not setup.check_mode
-    needs = probe.needs_of(host, last_facts, install=install and not refused)
+    needs = probe.needs_of(host, last_facts, install=not setup.check_mode and not refused)
     guessed = _sections_of(guess, max_age, without_records, needs.have, needs.install)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
     facts, found = probe.probe(conn, host, needs, guessed, timeout=deadline(guess))
@@ -78,14 +75,14 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     # the guess stands for the live facts (only readings differ): its checks are the ones just sent
     wanted = guessed if guessed and guess is not None and decided.tasks is guess.tasks else \
         check_sections(decided, max_age, without_records=without_records, have=probe.programs_of(facts),
-                       install=install)
+                       install=not setup.check_mode)
     if wanted and wanted != guessed:   # none wanted (every task left out by these facts): nothing more to ask
         found.update(probe.run_sections(conn, sections.together(wanted), "checks", deadline(decided)))
     # a helper program the host turned out to lack (removed, changed): those checks again, with its text
     lacking = {t.id for t in decided.tasks if programs.missing(getattr(found.get(f"check.{t.id}"), "output", ""))}
     if lacking:
         again = check_sections(decided, max_age, without_records=without_records, have=(), only=lacking,
-                               install=install)
+                               install=not setup.check_mode)
         found.update(probe.run_sections(conn, sections.together(again), "checks", deadline(decided)))
     checks, folded, seen = {}, dict(facts), Seen(facts, max_age, forced)
     # the helper programs the host has now: the listing, and what the checks after it installed (their lines are

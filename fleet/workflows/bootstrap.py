@@ -4,8 +4,8 @@
     result = bootstrap(target, inventory_path=default_inventory())   # ~/.config/fleet/pods.yaml
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
-fingerprint shown, a CHANGED key is refused as always) -> facts (the engine's observe + plan: facts, decisions
-and every check but verify's, nothing changed; the GPUs' health judged on them) -> inventory -> apply
+fingerprint shown, a CHANGED key is refused as always) -> health -> facts (the engine's observe + plan: facts,
+decisions and every check but verify's; nothing changed but fleet's helper programs) -> inventory -> apply
 (fleet.engine.converge from that same probe, every role) -> verify (its second observe).
 
 When the host enters the inventory: after the facts phase has shown the pod can be provisioned (reachable,
@@ -487,7 +487,8 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
                 conn = connect(host, options)
             except AuthRefused:
                 raise AuthRefused(_refused(host, target, min(wait, AUTH_WAIT))) from None
-        _provision(conn, host, inventory, roles, result, progress, on_task, ignore_health)
+        if _healthy_enough(conn, host, result, progress, ignore_health):
+            _provision(conn, host, inventory, roles, result, progress, on_task)
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
@@ -501,13 +502,13 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     return result
 
 
-def _healthy_enough(facts: dict, host: Host, result: BootstrapResult, progress: Progress, ignore_health: bool) -> bool:
-    """The GPUs' health, judged on the preview's facts (the probe reads what `fleet health` reads for its verdict:
-    fleet/workflows/health.py), before anything is installed: a pod whose verdict is "return this pod" (a fault only
-    its provider can fix) is not worth the gigabytes."""
-    from fleet.decide.health import decide_health, parse_expect
+def _healthy_enough(conn, host: Host, result: BootstrapResult, progress: Progress, ignore_health: bool) -> bool:
+    """The health check alone (one read-only command, fleet.workflows.health) before anything is installed: a pod
+    whose verdict is "return this pod" (a fault only its provider can fix) is not worth the gigabytes."""
+    from fleet.workflows import health
 
-    verdict = decide_health(facts, parse_expect(host.vars.get("expect_gpus")))
+    with _phase(result, "health"):
+        verdict, _ = health.check(conn, host)
     result.health = verdict
     progress(host.name, f"GPU health: {verdict.reason}")
     if verdict.verdict != "return" or ignore_health:
@@ -518,14 +519,12 @@ def _healthy_enough(facts: dict, host: Host, result: BootstrapResult, progress: 
 
 
 def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress,
-               on_task=None, ignore_health: bool = False) -> None:
+               on_task=None) -> None:
     from fleet.engine import Setup, converge
 
     setup = Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task)
     with _phase(result, "facts"):
         observed, planned = _preview(conn, host, setup, result)
-    if not _healthy_enough(observed.facts, host, result, progress, ignore_health):
-        return
     problem = _cannot_provision(observed, planned)
     if problem:
         result.error = f"{host.name} cannot be provisioned: {problem}"
@@ -552,14 +551,13 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
 
 
 def _preview(conn, host: Host, setup, result: BootstrapResult):
-    """The facts phase: the apply's own first probe and plan, nothing changed on the pod (fleet's helper programs
-    run from a temporary copy, as --check runs them), the facts recorded as a --check would. GPU health is judged on
-    these facts (no command of its own), and the apply goes on from this very probe (converge's `first`): one probe,
-    not two. verify is left out of it (without_records): after any change it runs again anyway, so it runs once,
-    after the changes."""
+    """The facts phase: the apply's own first probe and plan (nothing changed on the pod but fleet's helper
+    programs, installed by digest as any apply's probe installs them), the facts recorded as a --check would. The
+    apply goes on from this very probe (converge's `first`): one probe, not two. verify is left out of it
+    (without_records): after any change it runs again anyway, so it runs once, after the changes."""
     from fleet.engine import final_facts, judge, last_facts, observe, plan, session
 
-    observed = observe(conn, host, setup, last_facts(setup, host), without_records=True, install=False)
+    observed = observe(conn, host, setup, last_facts(setup, host), without_records=True)
     if observed.refuse:
         result.facts = observed.facts
         session.record(setup.facts_dir, host.name, observed.facts)

@@ -75,8 +75,8 @@ def test_a_fresh_pod_ends_verified_and_written_once(bootstrapped, lab):
     assert host["bootstrap"]["verify"]["passed"] is True
     assert host["changed"] > 0 and host["failed"] == 0
     assert host["bootstrap"]["added"] is True and host["bootstrap"]["platform"] == "x86_64-dgpu"
-    assert set(host["bootstrap"]["phases"]) == {"connect", "facts", "apply", "verify"}
-    assert host["bootstrap"]["health"]["verdict"] == "healthy"   # judged on the facts, before anything was installed
+    assert set(host["bootstrap"]["phases"]) == {"connect", "health", "facts", "apply", "verify"}
+    assert host["bootstrap"]["health"]["verdict"] == "healthy"   # read first, before anything was installed
     # the key was taken on first use, into fleet's own known-hosts file under this test's HOME
     assert "SHA256:" in host["bootstrap"]["host_key"]
     known = (work / "home" / ".config" / "fleet" / "known_hosts").read_text()

@@ -147,8 +147,8 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
 
 
 def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path, isolated_home):
-    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: the verdict is judged on the
-    facts probe, whose helper programs ran from a temporary copy), nothing written, exit 5, the provider's way out."""
+    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: health is read before the facts
+    probe, which installs fleet's helper programs), nothing written, exit 5, the provider's way out."""
     lab, _, inventory = pods
     original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
     host = inventory.hosts["pod-xid79"]
