@@ -116,7 +116,8 @@ def warm_snapshot(lab, profile: str, kept: Path) -> None:
 
 def one(lab, profile: str, work: Path, kept: Path | None = None) -> dict:
     from fleet_lab import paths
-    from fleet.workflows.bootstrap import bootstrap, parse_target
+    from fleet.workflows.bootstrap import bootstrap
+    from fleet.workflows.ssh_line import parse_target
 
     home = work / "home"
     os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".state"))
