@@ -27,25 +27,35 @@ if [ -z "${FLEET_BOOTSTRAP_LINE:-}" ]; then
   FLEET_BOOTSTRAP_LINE="ssh root@127.0.0.1 -p 2222 -i /tmp/fleet-sshd/client_ed25519"
   FLEET_BOOTSTRAP_SETS="--set python_env=/opt/torch/.venv --set cutlass_repo=/tmp/cutlass-standin"
   FLEET_BOOTSTRAP_PY=python3
+  RESET_HERE=1
 else
   T=$OUT/transcript.txt
   note() { printf '\n# %s\n' "$*" >> "$T"; }
 fi
-reset_pod() {   # fleet's own state on the pod, nothing else (run on the pod through its SSH line)
-  # shellcheck disable=SC2086
-  ${FLEET_BOOTSTRAP_LINE} -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
-    'rm -rf /var/lib/fleet /opt/cutlass /etc/fleet /etc/profile.d/fleet.sh
+# fleet's own state on the pod, nothing else: through the pod's SSH line on the lab; on the lent H200 the pod is this
+# very machine (its sshd on 127.0.0.1:2222, root) and it has no ssh client, so the same lines run here
+RESET='rm -rf /var/lib/fleet /opt/cutlass /etc/fleet /etc/profile.d/fleet.sh
      for f in ~/.bashrc ~/.profile ~/.bash_profile ~/.bash_login; do
        [ -f "$f" ] && sed -i "/^# BEGIN fleet env_hooks/,/^# END fleet env_hooks/d" "$f"; done
      for p in /opt/torch/.venv/bin/pip /workspace/venv/bin/pip /opt/fleet/venv/bin/pip; do
        grep -qs "written by fleet" "$p" && rm -f "$p"; done; true'
+reset_pod() {
+  if [ -n "${RESET_HERE:-}" ]; then HOME=/root bash -c "$RESET"; return; fi
+  # shellcheck disable=SC2086
+  ${FLEET_BOOTSTRAP_LINE} -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+    "$RESET"
 }
 trees="before after"
 if [ "$before" = - ]; then trees=after; note "this tree alone; $rounds rounds"
 else
   rm -rf /tmp/fleet-before && mkdir -p /tmp/fleet-before
-  git archive "$before" fleet roles | tar -x -C /tmp/fleet-before || { echo "cannot export $before" >> "$T"; exit 1; }
-  note "before: $before ($(git log -1 --format='%h %s' "$before" | cut -c1-70)); after: this tree; $rounds rounds"
+  if [ -d .before/fleet ]; then   # a machine without the repository's history: `git archive BEFORE fleet roles` unpacked
+    cp -r .before/fleet .before/roles /tmp/fleet-before/    # into .before/ beforehand, carried with the tree
+    note "before: $before (carried in .before/); after: this tree; $rounds rounds"
+  else
+    git archive "$before" fleet roles | tar -x -C /tmp/fleet-before || { echo "cannot export $before" >> "$T"; exit 1; }
+    note "before: $before ($(git log -1 --format='%h %s' "$before" | cut -c1-70)); after: this tree; $rounds rounds"
+  fi
 fi
 one() {   # $1 tree (before|after) $2 round $3 perf (on|off)
   local src=$PWD sets=${FLEET_BOOTSTRAP_SETS:-} home
