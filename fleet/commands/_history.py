@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="HOST's reports, oldest first, each with what changed")
     group.add_argument("--since", metavar="DATE", default=None,
                        help="what changed since DATE (2026-11-20, 2026-11-20T12:00, or back from now: 7d)")
+    group.add_argument("--now", metavar="DATE", default=None,
+                       help="ask as of DATE (2026-11-29T12:00, UTC unless it says): what --stale, --since 7d and "
+                            "expire_after count from; default: now")
 
 
 def asked(args: argparse.Namespace) -> bool:
@@ -34,4 +37,4 @@ def question(args: argparse.Namespace):
     from fleet.workflows.history import Question
 
     return Question(where=tuple(args.where or ()), failed=args.failed, stale=args.stale, history=args.history,
-                    since=args.since, export=args.format != "table" and not args.history and not args.since)
+                    since=args.since, now=args.now, export=args.format != "table" and not args.history and not args.since)

@@ -9,6 +9,8 @@ import json
 import re
 import time
 
+from datetime import datetime, timezone
+
 import yaml
 from rich.console import Console
 
@@ -40,10 +42,20 @@ def facts_json(inventory, *argv) -> dict:
     return json.loads(out)
 
 
+def sh_fails(pod, lab) -> bool:
+    """The pod is gone as an SSH client finds it: a connection to it fails."""
+    try:
+        with lab.connect(pod) as conn:
+            conn.run("true")
+    except Exception:   # noqa: BLE001 - refused, reset or timed out: gone
+        return True
+    return False
+
+
 def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp_path, monkeypatch):
     monkeypatch.delenv("FLEET_STORE", raising=False)
     doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["store"] = {"url": "sqlite:///history.sqlite3", "expire_after": "4s"}
+    doc["store"] = {"url": "sqlite:///history.sqlite3", "expire_after": "2h"}
     inventory = tmp_path / "lab.yaml"
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
     store_url = settings(load_inventory(inventory)).url
@@ -92,10 +104,12 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         assert (host["host"], host["kind"], host["health"]) == (POD, "health", verdict)
 
         LabHost(POD, lab.root).stop()               # the pod goes away and reports no more
-        time.sleep(4.5)
-        (gone,) = facts_json(inventory, "--stale", "4s")["hosts"]
+        assert sh_fails(POD, lab)
+        assert facts_json(inventory, "--stale", "1h")["hosts"] == []         # not yet: seen within the hour
+        later = datetime.fromtimestamp(time.time() + 3 * 3600, timezone.utc).isoformat()   # the clock, not a sleep
+        (gone,) = facts_json(inventory, "--stale", "1h", "--now", later)["hosts"]
         assert (gone["host"], gone["expired"]) == (POD, True)
-        code, shown, _ = fleet("facts", inventory, "--stale", "4s")
+        code, shown, _ = fleet("facts", inventory, "--stale", "1h", "--now", later)
         assert "expired" in shown
     finally:
         server.kill()
