@@ -75,6 +75,7 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
             driver = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)",
                                conn.run("cat /proc/driver/nvidia/version").stdout)[1]
             verify = json.loads(conn.run("cat /var/lib/fleet/verify.json").stdout)
+            listed = conn.run("nvidia-smi -L").stdout.count("GPU ")         # the GPUs the pod's nvidia-smi lists
             spool = conn.run("ls -A /var/lib/fleet/reports").stdout.split()
         for run in (first, second):
             assert run.exit == 0, run.stdout[-3000:] + run.stderr[-2000:]
@@ -87,6 +88,11 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         (host,) = found["hosts"]
         assert (host["host"], host["status"], host["kind"], host["driver"]) == (POD, "ok", "script", driver)
         assert host["expired"] is False
+        pod_said = host["health"]                  # the pod's own report carries its GPU health (issue 46)
+        with open_store(store_url) as store:
+            (document,) = store.rows("SELECT document FROM reports WHERE host = ? ORDER BY at_s DESC LIMIT 1", (POD,))[0]
+        kept = document if isinstance(document, dict) else json.loads(document)
+        assert len(kept["health"]["gpus"]) == listed >= 1 and "health_sections" not in kept
         history = facts_json(inventory, "--history", POD)["history"]
         assert [(row["kind"], row["status"], row["verify"]) for row in history][0] == ("script", "ok", True)
         with open_store(store_url) as store:        # each start's report once, each change a row
@@ -99,6 +105,8 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         # a controller's `fleet health` lands in the same store, over what the pod reported
         code, out, err = fleet("health", inventory, "--limit", POD, "--json")
         verdict = json.loads(out)["hosts"][POD]["verdict"]
+        assert pod_said == verdict                 # what the pod reported is what `fleet health` says of it
+        assert kept["health"]["findings"] == json.loads(out)["hosts"][POD]["findings"]
         found = facts_json(inventory, "--where", f"health.verdict == {verdict}", "--where", f"driver.version == {driver}")
         (host,) = found["hosts"]
         assert (host["host"], host["kind"], host["health"]) == (POD, "health", verdict)
