@@ -76,8 +76,8 @@ class RunLog:
     when, the command line, check mode, how long). `path` None: a new file under runs_dir(), named when the run
     begins. `written`: where it went, once it did."""
 
-    def __init__(self, path: Path | None, argv: list[str]):
-        self.path, self.argv = path, list(argv)
+    def __init__(self, path: Path | None = None):
+        self.path = path
         self.written: Path | None = None
         self._docs: list[dict] = []
         self._lock = threading.Lock()
@@ -93,7 +93,8 @@ class RunLog:
 
     def end(self, run, status: int) -> None:
         started = run.started.timestamp()
-        head = {"format": 2, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "argv": self.argv,
+        head = {"format": 2, "run": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                "argv": list(run.argv or ("fleet", run.command)),
                 "check": run.check, "seconds": round(time.time() - started, 3)}
         with self._lock:
             docs = list(self._docs)

@@ -83,7 +83,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def read(facts_dir: Path | str, host: str, *, previous: bool = False) -> dict | None:
     """The host's record (or the one before it); None when there is none yet."""
-    return load(record_path(facts_dir, host, previous=previous), missing_ok=True)
+    path = record_path(facts_dir, host, previous=previous)
+    return load(path, missing_ok=True)
+
+
+def read_both(facts_dir: Path | str, host: str) -> tuple[dict | None, dict | None]:
+    """The host's record and the one before it (drift), each None where there is none."""
+    paths = [record_path(facts_dir, host, previous=previous) for previous in (False, True)]
+    record, before = (load(path, missing_ok=True) for path in paths)
+    return record, before
 
 
 def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:

@@ -19,7 +19,7 @@ from fleet.engine.report import HostReport
 from fleet.env import Environment
 from fleet.errors import InputError
 from fleet.report import Reporter
-from fleet.report.apply import _host
+from fleet.report.apply import host_lines
 from fleet.connection.parallel import Outcome
 from fleet.roles import load_role, load_roles, render_role, roles_dirs
 
@@ -75,23 +75,27 @@ def test_each_builtin_skip_sentence_is_rendered_on_some_platform():
     reached = {(t.spec.role, t.spec.index) for _, _, t in skipped_tasks()
                if t.skip_condition.startswith("condition is false")}
     wanted = {(r.name, s.index) for r in shipped() for s in r.tasks if s.when}
-    # a fabric manager's systemd/no-systemd pair needs an NVSwitch host that manages its own fabric, and the loader
-    # task a host with LD_LIBRARY_PATH but no GPU: no record holds one, so those are rendered below with decisions
-    # made up for them
-    assert wanted - reached <= {("fabric_manager", 1), ("fabric_manager", 2), ("env_hooks", 7)}, wanted - reached
+    # a fabric manager's tasks (NVLSM and ib_umad for NVSwitch generation 4, the systemd/no-systemd pair) need an
+    # NVSwitch host that manages its own fabric, and the loader task a host with LD_LIBRARY_PATH but no GPU: no record
+    # holds one, so those are rendered below with decisions made up for them
+    assert wanted - reached <= {("fabric_manager", i) for i in (1, 2, 3, 4)} | {("env_hooks", 7)}, wanted - reached
 
 
 def test_the_fabric_manager_tasks_say_which_starts_the_daemon():
     role = next(r for r in shipped() if r.name == "fabric_manager")
     facts = json.loads((DATA / "records" / "h100-pod-570.json").read_text())
     decisions = decide(facts, {}).to_json()
-    decisions["fabric"] = {**decisions["fabric"], "action": "install", "version": "570.133.20",
+    decisions["fabric"] = {**decisions["fabric"], "action": "install", "version": "570.133.20", "generation": 3,
                            "packages": ["nvidia-fabricmanager-570=570.133.20-1", "libnvidia-nscq-570=570.133.20-1"]}
     host = {"name": "h", "user": "root", "root": True}
-    for systemd, index, words in ((False, 1, "no systemd on this host"), (True, 2, "systemd runs the service")):
+    for systemd, index, words in ((False, 3, "no systemd on this host"), (True, 4, "systemd runs the service")):
         facts["system"] = {**facts["system"], "systemd": systemd}
         task = render_role(role, {}, facts, decisions, host)[index]
         assert not task.enabled and task.skip_reason.startswith(words), task.skip_reason
+    # an H100 baseboard's NVSwitches are generation 3: neither NVLSM nor ib_umad (the generation-4 tasks)
+    nvlsm, umad = render_role(role, {}, facts, decisions, host)[1:3]
+    assert not nvlsm.enabled and nvlsm.skip_reason == "NVSwitch generation 3: no NVLink Subnet Manager needed"
+    assert not umad.enabled and umad.skip_reason == "NVSwitch generation 3: no kernel module needed"
 
 
 def test_the_loader_task_of_a_host_without_a_gpu_says_so():
@@ -142,7 +146,7 @@ def shown(verbose: int) -> str:
                         id="nvpl.1", condition="role condition is false: decisions.nvpl.needed"),
              TaskReport("torch", "torch", "ok", "all installed", id="torch.1"))
     report = HostReport("pod-a", False, tasks)
-    _host(reporter, "pod-a", Outcome("pod-a", value=report, seconds=0.4), False, False)
+    reporter.draw(host_lines(reporter, "pod-a", Outcome("pod-a", value=report, seconds=0.4), False, False))
     return out.getvalue()
 
 
