@@ -17,6 +17,9 @@ FOLDERS = [DATA / "lab-bootstrap-time"] + sorted(p.parent for p in DATA.glob("h2
 # per folder: (tree, perf) -> (median wall s, median facts+apply s, remote commands), as measured
 MEASURED = {
     "lab-bootstrap-time": {("before", "off"): (25.01, 13.04, 7), ("after", "off"): (19.01, 6.56, 6)},
+    # the lent one-GPU H200 (bench/h200/bootstrap_time.sh 2 7a5130c): 7a5130c against this tree, 2 rounds each
+    "bootstrap-time": {("before", "on"): (14.46, 8.22, 7), ("before", "off"): (9.29, 5.71, 7),
+                       ("after", "on"): (6.96, 0.39, 6), ("after", "off"): (4.22, 0.43, 6)},
 }
 
 
