@@ -7,6 +7,7 @@ carry its exit status.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -264,6 +265,7 @@ _HOISTED = "\n# TRUST_FN: at the top\n"
 _OWN_TEXT = re.compile(r"<<'([A-Za-z0-9_]+)'\n.*?\n\1\n", re.S)
 
 
+@functools.lru_cache(maxsize=4096)   # keyed on both texts: ~170 a host, most the same on every host
 def _shared_once(text: str, shared: str) -> str:
     """`text` with each copy of `shared` outside a quoted here-document replaced by the _HOISTED comment."""
     if shared not in text:

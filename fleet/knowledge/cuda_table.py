@@ -8,6 +8,7 @@ the driver supports with every feature, which is what compat decisions compare a
 
 from __future__ import annotations
 
+import functools
 import re
 
 MIN_DRIVER: dict[str, str] = {
@@ -40,10 +41,16 @@ def version_key(version: str) -> tuple[int, ...]:
 
     Raises ValueError for anything that is not dot-separated digits ("[N/A]", "", "13.0.x").
     """
-    text = str(version).strip()
-    if not _VERSION_RE.match(text):
+    key = _key_of(str(version).strip())
+    if key is None:
         raise ValueError(f"not a version number: {version!r}")
-    return tuple(int(part) for part in text.split("."))
+    return key
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_of(text: str) -> tuple[int, ...] | None:
+    # keyed on the whole text: a converged plan compares the same few versions ~170 times a host
+    return tuple(int(part) for part in text.split(".")) if _VERSION_RE.match(text) else None
 
 
 def compare_versions(a: str, b: str) -> int:

@@ -15,9 +15,11 @@ from __future__ import annotations
 SCRIPTS = ("boot", "pip_check", "pip_index", "shells_python")
 
 import functools
+import threading
 from importlib import resources
 
 
+@functools.cache   # fleet's own files: the same for every host of a run
 def source(module: str) -> str:
     """The text of fleet/remote/<module>.py ("verify.kinds": verify/kinds.py; a package: its __init__.py), as it is
     shipped to a host."""
@@ -44,9 +46,18 @@ def bundle(main: str, modules: tuple[str, ...]) -> str:
     return f"_MAIN = {main!r}\n_BUNDLED = {sources!r}\n" + source("boot")
 
 
-@functools.cache
 def program(name: str) -> str:
-    """fleet/remote/<name>.sh as it is shipped: its comments and blank lines stripped, without a final newline."""
+    """fleet/remote/<name>.sh as it is shipped: its comments and blank lines stripped, without a final newline.
+    Stripped once per run: without the lock, hosts' threads asking at once each stripped it again."""
+    with _STRIPPING:
+        return _program(name)
+
+
+_STRIPPING = threading.RLock()
+
+
+@functools.cache
+def _program(name: str) -> str:
     from fleet.remote.strip import strip_comments
 
     text = resources.files(__name__).joinpath(f"{name}.sh").read_text(encoding="utf-8")
