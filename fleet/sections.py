@@ -98,6 +98,7 @@ class Background:
     feed: str = ""            # fed: the shell that writes `after` to its stdin once it is kept
 
 
+@functools.lru_cache(maxsize=4096)   # keyed on every argument: a probe frames ~40, most the same on every host
 def background(name: str, body: str, *, keep_in: str | None = None, after: str | None = None,
                before: str = "", fed: bool = False) -> Background:
     """A section that runs while the script goes on: its start runs it at once, framed as section() frames it, into
