@@ -137,7 +137,10 @@ READINGS = {None: ("gathered_at", "probe", "programs"), "system": ("mem_availabl
             "verify": ("checked_at", "reused", "reason")}
 _NAMED = ("gathered_at", "mem_available_mb", "disk_free_gb", "checked_at", "facts.probe", "facts['probe']", "facts.programs",
           'facts["probe"]', "verify.reason", "verify.reused", "verify['reason']", "verify['reused']",
-          'verify["reason"]', 'verify["reused"]')
+          'verify["reason"]', 'verify["reused"]', ".free_gb", "['free_gb']", '["free_gb"]')
+# each disk's free space (fleet/facts/readings.py: system.disks.*.free_gb): the disks' paths, mounts and sources are
+# judged (fleet/decide/storage.py), their free space moves on every host between two probes
+_DISK_READING = "free_gb"
 
 
 def without_readings(facts: dict) -> dict:
@@ -146,6 +149,10 @@ def without_readings(facts: dict) -> dict:
     for part, names in READINGS.items():
         if part is not None and isinstance(out.get(part), dict):
             out[part] = {k: v for k, v in out[part].items() if k not in names}
+    disks = out["system"].get("disks") if isinstance(out.get("system"), dict) else None
+    if isinstance(disks, list):
+        out["system"]["disks"] = [{k: v for k, v in d.items() if k != _DISK_READING} if isinstance(d, dict) else d
+                                  for d in disks]
     return out
 
 

@@ -194,9 +194,13 @@ def test_the_built_in_roles_render_the_same_whatever_the_readings_of_the_moment(
     assert not reads_readings(roles)
     facts = record(name)
     facts["verify"] = {"passed": True, "summary": "verify passed: torch_imports", "at": "2026-11-20T10:00:00+00:00"}
+    facts["system"]["disks"] = [{"path": "/", "mount": "/", "filesystem": "/dev/vda", "size_gb": 252.0,
+                                 "free_gb": 64.0}]
     moved = copy.deepcopy(facts)
     moved.update(gathered_at="2030-01-01T00:00:00Z", probe={"errors": [], "raw": {}, "notes": ["x"]})
     moved["system"].update(mem_available_mb=1, disk_free_gb=0.5)
+    # each disk's free space moves too (bench/controller.py's first apply at 1,000 decided every host twice)
+    moved["system"]["disks"] = [{**d, "free_gb": 0.5} for d in moved["system"]["disks"]]
     moved["verify"].update(checked_at="2030-01-01T00:00:00+00:00", reused=True, reason="reused: ...")
     assert without_readings(moved) == without_readings(facts) and moved != facts
     host = Host("h", address="192.0.2.1")
