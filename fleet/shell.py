@@ -154,31 +154,8 @@ def _payload(script: str, compress: bool) -> tuple[str, bool]:
 
 
 # -- a remote command that ends with its connection -------------------------------------------------------------
-# sshd starts a command in a session of its own (setsid; the login shell execs bash, so the script's $$ is that
-# session), and when the connection goes (Ctrl-C, SIGTERM or SIGHUP of fleet, a controller that died, a dropped
-# network) its sshd process goes, but the script would run on, reparented to PID 1: an apply holding its lock, a
-# probe blocked on a dead mount, a `fleet run` command. A watchdog started first checks every second that the
-# script's parent sshd is alive; once it is gone (and the script is not) it sends TERM to every process of the
-# session (pkill -s; without pkill, the script's process group), then KILL 5 s later to what is left. It is off
-# the channel (its output to /dev/null, so the command still ends when the script does), and disowned, so it is no
-# job of the script's shell: a bare `wait` in the script (a user's `fleet run` command) never waits for it. What runs under timeout(1) (fleet.sections.bounded) is in the same session; what
-# sudo started gets the TERM from sudo, which relays it. No process is started to find the session: `read` of
-# /proc/$$/stat is a builtin (the probe's cost stays flat); the watchdog is the one process it adds.
-STOP_WITH_CONNECTION = (
-    # the session sshd made for this command (field 6 of /proc/PID/stat, proc(5)); $$ where /proc is missing
-    "fleet_stat=; read -r fleet_stat 2>/dev/null </proc/$$/stat; fleet_stat=(${fleet_stat##*) })\n"
-    "fleet_sid=${fleet_stat[3]}; fleet_sshd=$PPID; unset fleet_stat\n"
-    "case \"$fleet_sid\" in ''|0|1|*[!0-9]*) fleet_sid=$$ ;; esac\n"
-    "( trap '' TERM HUP INT\n"
-    "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done\n"
-    "  kill -0 $$ 2>/dev/null || exit 0\n"
-    "  for fleet_sig in TERM KILL; do\n"
-    "    if command -v pkill >/dev/null 2>&1; then pkill -\"$fleet_sig\" -s \"$fleet_sid\"; "
-    "else kill -\"$fleet_sig\" -- \"-$fleet_sid\"; fi\n"
-    "    sleep 5\n"
-    "  done\n"
-    ") 9>&- </dev/null >/dev/null 2>&1 & disown $!\n"
-)
+# A watchdog that ends the command's session once its sshd is gone: fleet/remote/stop_with_connection.sh (why, there).
+STOP_WITH_CONNECTION = remote.program("stop_with_connection") + "\n"
 
 
 def ends_with_connection(script: str, *, local: bool) -> str:
@@ -188,24 +165,14 @@ def ends_with_connection(script: str, *, local: bool) -> str:
 
 
 # -- files ---------------------------------------------------------------------------------------------------
-def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> str:
-    """Shell that replaces `path` atomically: a temp file in the same directory (so the rename never crosses a
-    file system), synced, then renamed over the old one; a crash leaves the old file or the new, never half."""
+def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None,
+                      path_word: str | None = None) -> str:
+    """Shell that replaces `path` atomically (fleet/remote/write_file.sh: a temp file in the same directory, synced,
+    then renamed over the old one). `path_word`: the path as a shell word already (a ~/ path, "$HOME"/...)."""
     data = content.encode() if isinstance(content, str) else content
     packed = base64.b64encode(data).decode()
-    q = quote(path)
-    chown = f'chown {quote(owner)} "$tmp"\n' if owner else ""
-    return (
-        "set -e\n"
-        f"d=$(dirname -- {q}); mkdir -p -- \"$d\"\n"
-        f"tmp=$(mktemp \"$d/.fleet-write.XXXXXX\")\n"
-        "trap 'rm -f -- \"$tmp\"' EXIT\n"
-        f"printf %s {quote(packed)} | base64 -d > \"$tmp\"\n"
-        f"chmod {mode:o} \"$tmp\"\n{chown}"
-        "sync -- \"$tmp\" 2>/dev/null || sync\n"
-        f"mv -f -- \"$tmp\" {q}\n"
-        "trap - EXIT\n"
-    )
+    return (f"fleet_wf_path={path_word or quote(path)} fleet_wf_data={quote(packed)} fleet_wf_mode={mode:o} "
+            f"fleet_wf_owner={quote(owner or '')}\n" + remote.program("write_file") + "\n")
 
 
 # -- trust: judged where a program is run, in the same shell, just before it runs ---------------------------------
