@@ -70,10 +70,12 @@ def sudo_prefix(needed: bool) -> str:
     return f"{SUDO} " if needed else ""
 
 
-def as_root(snippet: str, *, wants_root: bool, user_is_root: bool) -> str:
-    """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged."""
+def as_root(snippet: str, *, wants_root: bool, user_is_root: bool, needs: Iterable[str] = ()) -> str:
+    """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged. Under sudo
+    it runs in a bash of its own: the shared functions it calls (`needs`, FUNCTIONS) go with it."""
     if not needs_sudo(wants_root, user_is_root):
         return snippet
+    snippet = define(needs) + snippet
     # Never as an argument (`sudo bash -c '<snippet>'` shows a token in it to every user in /proc/*/cmdline),
     # and this snippet is one section of a larger script, whose stdin is not ours to read: hand it to sudo as a
     # private temp file. printf is a builtin: its arguments are in no process's command line, and no argument
@@ -218,6 +220,62 @@ RETRY_FN = remote.program("retry")   # its case patterns are TRANSIENT, its grep
 
 def git_guard(dest: str) -> str:
     """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner:
-    fleet/remote/git_guard.sh (why, in its comments). Needs TRUST_FN defined (the text includes it)."""
-    return f"{TRUST_FN}\nfleet_gd={dest}\n" + remote.program("git_guard") + "\n"
+    fleet/remote/git_guard.sh (why, in its comments). Its `git` calls fleet_trusted: a body holding it needs
+    ("trust",) (FUNCTIONS)."""
+    return f"fleet_gd={dest}\n" + remote.program("git_guard") + "\n"
+
+
+# -- shared functions: declared by what calls them, written once per shell ----------------------------------------
+# name -> (the names it calls in turn, the programs of fleet/remote/ that define it). A fact source or a resource
+# declares the names its shell calls (`needs=("trust",)`); whoever builds the script writes each once (define()): at
+# the top of a probe (fleet/sections.py together: every section's subshell sees the script's functions), at the top
+# of `fleet script`'s file, and inside each body that runs in a bash of its own (sections.bounded's, as_root's under
+# sudo), which sees none of them. "bin": fleet_bin_trusted and fleet_bin_ok (fleet/programs.py: a helper program in
+# /var/lib/fleet/bin judged right before it runs); "program": fleet_program (the same, with its text riding along).
+FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "trust": ((), ("trust",)),
+    "retry": ((), ("retry",)),
+    "fetch": (("retry",), ("fetch",)),
+    "bin": (("trust",), ("bin_trusted", "bin_ok")),
+    "program": (("bin",), ("program_run",)),
+    "block": ((), ("block.awk", "block_top_run.awk", "block_early", "block_check")),
+}
+# the ~/.bashrc's early return for non-interactive shells (fleet/resources/block.py EARLY_RETURN), an ERE: Ubuntu's
+# `case $- in ... *) return;; esac`, Debian's and others' `[ -z "$PS1" ] && return`, `[[ $- != *i* ]] && return`,
+# `if [[ $- != *i* ]]; then return; fi`
+EARLY_RETURN = (r'^[[:space:]]*(case[[:space:]]+"?\$-"?[[:space:]]+in'
+                r'|\[\[?[[:space:]].*(\$-|PS1).*\]\]?[[:space:]]*(&&|\|\|)[[:space:]]*return'
+                r'|if[[:space:]].*(\$-|PS1).*then[[:space:]]*return)')
+
+
+def _definition(part: str) -> str:
+    """One part of a shared function's definition: fleet/remote/NAME.sh as shipped; an awk program
+    (fleet/remote/NAME.awk) as the variable fleet_awk_NAME holding its text; block_early, EARLY_RETURN's variable."""
+    if part.endswith(".awk"):
+        return f"fleet_awk_{part[:-4]}={quote(remote.text(part))}"
+    if part == "block_early":
+        return f"fleet_block_early={quote(EARLY_RETURN)}"
+    return remote.program(part)
+
+
+def needed(needs: Iterable[str]) -> tuple[str, ...]:
+    """`needs` with what each calls in turn, in FUNCTIONS' order (each once); an unknown name is refused."""
+    wanted: set[str] = set()
+
+    def add(name: str) -> None:
+        if name not in FUNCTIONS:
+            raise ValueError(f"no shared shell function {name!r} (fleet.shell.FUNCTIONS: {', '.join(FUNCTIONS)})")
+        if name not in wanted:
+            wanted.add(name)
+            for inner in FUNCTIONS[name][0]:
+                add(inner)
+
+    for name in needs:
+        add(name)
+    return tuple(name for name in FUNCTIONS if name in wanted)
+
+
+def define(needs: Iterable[str]) -> str:
+    """Shell defining the shared functions `needs` names (and those they call), each once; "" for none."""
+    return "".join(_definition(part) + "\n" for name in needed(needs) for part in FUNCTIONS[name][1])
 

@@ -57,8 +57,8 @@ def select_python(python_env: str) -> str:
     (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
     Run it as `cd / && "$py" -I ...` (isolated: no PYTHONPATH/PYTHONHOME, no user site, no module from the working
-    directory)."""
-    return f"{paths.TRUST_FN}\nenv_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
+    directory). It calls the shared functions "trust" (fleet.shell.FUNCTIONS): a source holding it declares them."""
+    return f"env_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
 
 
 def python_command(python_env: str) -> str:

@@ -27,7 +27,7 @@ import re
 from fleet.errors import InputError
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 from fleet import remote
-from fleet.shell import RETRY_FN, TRUST_FN, exports
+from fleet.shell import exports
 
 # fleet_venv_complete, fleet_venv_started: fleet/remote/pip_venv.sh
 _VENV_SH = remote.program("pip_venv") + "\n"
@@ -58,6 +58,8 @@ _INDEX_PY = remote.source("pip_index")   # fleet/remote/pip_index.py
 
 class Pip(Resource):
     type_name = "pip"
+    needs = ("trust",)           # fleet_trusted_python and fleet_trusted
+    apply_needs = ("retry",)
     default_deadline = 3600     # downloads (fleet.sections.bounded)
     path_param = "venv"
     params = {
@@ -108,7 +110,7 @@ class Pip(Resource):
                         f"{exports({'FLEET_INDEX': self.p['index_url']}).strip()}; fleet_trusted_python \"$ipy\" -c "
                         f"{q(_INDEX_PY)} {reqs} || exit $?; fi; fi\n")
         # from /: the fast path's working-directory entries are then /'s, as Python's sys.path[0] is
-        return (f"cd /\n{TRUST_FN}\n{_VENV_SH}{_FAST_SH}"
+        return (f"cd /\n{_VENV_SH}{_FAST_SH}"
                 f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; rc={NEEDS_CHANGE}\n"
                 f"elif ! fleet_venv_complete {venv}; then echo 'incomplete virtual environment at '{q(self.p['venv'])}"
                 "' (no pip: its creation was cut short): it will be moved aside and made again'; "
@@ -122,7 +124,7 @@ class Pip(Resource):
         index_env = {_PIP_ENV[key]: str(self.p[key]) for key in _PIP_ENV if self.p.get(key)}
         if self.p["no_index"]:
             args.append("--no-index")
-        lines = ["set -e", TRUST_FN, RETRY_FN, _VENV_SH, exports(index_env).rstrip("\n")]
+        lines = ["set -e", _VENV_SH, exports(index_env).rstrip("\n")]
         if self.p["tmpdir"]:
             lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
         if self.p["cache_dir"]:

@@ -7,16 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 
-from fleet import sections
-from fleet import programs
+from fleet import programs, sections
+from fleet.shell import define
 
 PROGRAM = programs.Program("fleet-test-echo", 'printf "ran from %s with %s\\n" "$0" "$*"\n')
 
 
 def run(body: str, tmp) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp), "HOME": str(tmp)}
-    return subprocess.run(["bash", "-c", sections.section("check.t.0", body)], capture_output=True, text=True,
-                          env=env, timeout=60)
+    # as a probe holds it: the section declares the shared function it calls, the script defines it once
+    script = sections.together([sections.Plain(sections.section("check.t.0", body), programs.NEEDS_PROGRAM)])
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_check_mode_runs_the_carried_text_from_a_temporary_copy_it_removes(tmp_path):
@@ -43,7 +44,7 @@ def test_without_the_text_a_missing_program_is_said_missing_and_nothing_runs(tmp
 def test_a_copy_whose_digest_differs_is_not_run(tmp_path):
     other = programs.Program(PROGRAM.name, PROGRAM.text + "echo tampered\n")
     forged = programs.ship(other).replace(other.file.replace("-", "_"), PROGRAM.file.replace("-", "_"))
-    body = (programs.FUNCTIONS + programs.STAGE + forged + programs.use(PROGRAM) + f'bash "{PROGRAM.at}"\n')
+    body = (define(programs.NEEDS_PROGRAM) + programs.STAGE + forged + programs.use(PROGRAM) + f'bash "{PROGRAM.at}"\n')
     out = sections.split_sections(run(body, tmp_path).stdout)["check.t.0"]
     assert out.rc == 1 and "could not run" in out.output and "ran from" not in out.output
     assert list(tmp_path.iterdir()) == []
