@@ -99,24 +99,12 @@ class Pip(Resource):
 
 
     def check(self) -> str:
-        venv = qpath(self.p["venv"])
-        py = f"{venv}/bin/python"
-        reqs = " ".join(q(r) for r in self.p["packages"])
-        on_index = ""
-        if self.p["index_check"] and self.p["index_url"]:
-            # Asked only where something is missing: a converged host costs no index request.
-            on_index = (f"if [ \"$rc\" = {NEEDS_CHANGE} ]; then ipy={py}; [ -x \"$ipy\" ] || ipy=$(command -v "
-                        f"{q(self.p['python'])} || true); if [ -n \"$ipy\" ]; then "
-                        f"{exports({'FLEET_INDEX': self.p['index_url']}).strip()}; fleet_trusted_python \"$ipy\" -c "
-                        f"{q(_INDEX_PY)} {reqs} || exit $?; fi; fi\n")
-        # from /: the fast path's working-directory entries are then /'s, as Python's sys.path[0] is
-        return (f"cd /\n{_VENV_SH}{_FAST_SH}"
-                f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; rc={NEEDS_CHANGE}\n"
-                f"elif ! fleet_venv_complete {venv}; then echo 'incomplete virtual environment at '{q(self.p['venv'])}"
-                "' (no pip: its creation was cut short): it will be moved aside and made again'; "
-                f"rc={NEEDS_CHANGE}\n"
-                f"elif fleet_pip_fast {venv} {reqs}; then echo 'all installed'; rc=0\n"
-                f"else fleet_trusted_python {py} -c {q(_CHECK_PY)} {reqs}; rc=$?; fi\n{on_index}exit $rc\n")
+        """fleet/remote/pip_check.sh, its values as variables, the requirements as its arguments."""
+        index = self.p["index_url"] if self.p["index_check"] and self.p["index_url"] else ""
+        values = {"venv": qpath(self.p["venv"]), "said": q(self.p["venv"]), "python": q(self.p["python"]),
+                  "check_py": q(_CHECK_PY), "index": q(index), "index_py": q(_INDEX_PY) if index else "''"}
+        return (_VENV_SH + _FAST_SH + " ".join(f"fleet_pip_{name}={value}" for name, value in values.items())
+                + f"\nset -- {' '.join(q(r) for r in self.p['packages'])}\n" + remote.program("pip_check") + "\n")
 
     def apply(self) -> str:
         venv = qpath(self.p["venv"])
