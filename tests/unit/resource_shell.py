@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fleet.resources import TYPES, Resource
 from fleet.resources.base import CheckResult
+from fleet.programs import prelude
 from fleet.shell import define
 
 
@@ -35,8 +36,9 @@ def sh(snippet: str, *, path_prefix: Path | None = None, env: dict | None = None
 
 def check_text(resource: Resource) -> str:
     """The check as a script runs it: after the shared functions it declares (fleet.shell.FUNCTIONS), which the
-    probe defines once at its top."""
-    return define(resource.uses()) + resource.check()
+    probe defines once at its top, and the text of each helper program it runs, run from a private copy as --check
+    runs it (installing would write /var/lib/fleet/bin on this machine)."""
+    return define(resource.uses()) + prelude(resource.programs(), (), install=False) + resource.check()
 
 
 def apply_text(resource: Resource) -> str:

@@ -48,3 +48,23 @@ def test_a_copy_whose_digest_differs_is_not_run(tmp_path):
     out = sections.split_sections(run(body, tmp_path).stdout)["check.t.0"]
     assert out.rc == 1 and "could not run" in out.output and "ran from" not in out.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_user_who_cannot_install_runs_the_text_from_a_private_copy(tmp_path):
+    """Not root and no sudo without a password (a user's own venv): installing fails, said so; the program still runs,
+    from a private copy the section's end removes, and nothing lands in /var/lib/fleet/bin."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "id").write_text('#!/bin/sh\n[ "$1" = -u ] && { echo 1000; exit 0; }\nexec /usr/bin/id "$@"\n')
+    (stubs / "sudo").write_text("#!/bin/sh\necho 'sudo: a password is required' >&2\nexit 1\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    body = programs.prelude([PROGRAM], (), install=True) + programs.use(PROGRAM) + f'bash "{PROGRAM.at}" a\n'
+    script = sections.together([sections.Plain(sections.section("check.t.0", body), programs.NEEDS_PROGRAM)])
+    env = {"PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    out = sections.split_sections(done.stdout)["check.t.0"]
+    assert out.rc == 0, done.stdout + done.stderr
+    assert f"could not install {programs.BIN}/{PROGRAM.file}" in out.output and programs.INSTALLED not in out.output
+    assert f"ran from {tmp_path}/fleet-program." in out.output and out.output.rstrip().endswith(" with a")
+    assert list(tmp_path.iterdir()) == [stubs] and not os.path.exists(PROGRAM.path)
