@@ -137,13 +137,19 @@ def prelude(programs, have=None, *, install: bool = True) -> str:
     """What a section needs to run `programs` besides the shared function "program" (NEEDS_PROGRAM, defined by the
     script): the text of each whose file is not in `have` (the file names the host had at its last probe; None:
     nothing known, ship every one) and the function installing it. `install` False (--check): a text that rides along
-    is run from a temporary copy that the section's end removes, never installed."""
+    is run from a temporary copy that the section's end removes, never installed. Installed at once, whether the
+    section runs it or not (pip's check runs its program only where its fast path cannot vouch): else a host that
+    never needs it would be sent its text by every command."""
     programs = tuple(programs)
-    if not programs:
-        return ""
     have = frozenset(have or ())
-    shipped = "".join(ship(p) for p in programs if p.file not in have)
-    return (INSTALL if install else STAGE) + shipped if shipped else ""
+    shipped = [p for p in programs if p.file not in have]
+    if not shipped:
+        return ""
+    text = (INSTALL if install else STAGE) + "".join(ship(p) for p in shipped)
+    if install:   # said installed only where it is there, whole and trusted (not a private copy's fallback)
+        text += "".join(f"fleet_program {p.file} {p.digest} >/dev/null 2>&1; fleet_bin_ok {p.file} {p.digest} "
+                        f"&& printf '{INSTALLED}%s\\n' {p.file}\n" for p in shipped)
+    return text
 
 
 def use(program: Program) -> str:

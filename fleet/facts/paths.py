@@ -1,6 +1,6 @@
 """Whether a path fleet runs from or writes into as root is safe from the host's other users, asked on the host.
 
-What "trusted" means is fleet/shell.py's TRUST_FN (owner, mode, group membership, POSIX ACLs, every parent, a
+What "trusted" means is fleet/remote/trust.sh's fleet_trust (owner, mode, group membership, POSIX ACLs, every parent, a
 symlink's target, failing closed); the same function judges each program in the shell that runs it, just before
 it runs. The probe asks it of every path here so that the record, `fleet facts` and apply's refusal say why (a venv
 under a 1777 /workspace that `nobody` planted, one under a volume shared with setfacl): the refusal is the

@@ -54,7 +54,7 @@ def parse_env(text: str) -> dict:
 
 def select_python(python_env: str) -> str:
     """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
-    (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
+    (fleet/remote/trust.sh's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
     Run it as `cd / && "$py" -I ...` (isolated: no PYTHONPATH/PYTHONHOME, no user site, no module from the working
     directory). It calls the shared functions "trust" (fleet.shell.FUNCTIONS): a source holding it declares them."""
