@@ -37,18 +37,22 @@ _DONE = re.compile(r"= (\d+)\s*$")
 
 
 def count(trace: str) -> dict[str, int]:
-    """strace -f output -> {"forks": processes made, "execs": programs started, "threads": threads made}."""
-    forks = execs = threads = 0
+    """strace -f output -> {"forks": processes made, "execs": programs started, "threads": threads made, "sleeps":
+    the `sleep` programs among the execs}. The sleeps are the connection watchdog's (fleet/remote/
+    stop_with_connection.sh: one `sleep 1` a second while the probe runs): they count the probe's seconds, not its
+    work, so a loaded host shows more of them; "forks" and "execs" then leave them out."""
+    forks = execs = threads = sleeps = 0
     for line in trace.splitlines():
         done = _DONE.search(line)
         if "execve(" in line and line.rstrip().endswith("= 0"):
             execs += 1
+            sleeps += bool(re.search(r'execve\("[^"]*/sleep"', line))
         elif _FORK.search(line) and done and int(done[1]) > 0:
             if "CLONE_THREAD" in line:
                 threads += 1
             else:
                 forks += 1
-    return {"forks": forks, "execs": execs, "threads": threads}
+    return {"forks": forks - sleeps, "execs": execs - sleeps, "threads": threads, "sleeps": sleeps}
 
 
 def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[dict[str, int]]:
@@ -105,7 +109,7 @@ def main() -> None:
         finally:
             stop()
     print(f"\nfleet from {args.tree}: {args.host}'s no-op probe ({len(script)} B of script), {args.repeat} runs")
-    for key in ("forks", "execs", "threads"):
+    for key in ("forks", "execs", "threads", "sleeps"):
         values = [r[key] for r in runs]
         print(f"  {key:<8} median {statistics.median(values):g}   each {values}")
 
