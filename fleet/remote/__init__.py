@@ -11,8 +11,9 @@ by fleet.shell, never by formatting their text."""
 from __future__ import annotations
 
 # Files here that are programs run on the host, never modules imported here: each runs its work at its top level
-# (boot.py starts the bundled verify program; pip_check.py and pip_index.py are pip's helper programs)
-SCRIPTS = ("boot", "pip_check", "pip_index")
+# (boot.py starts the bundled verify program; pip_check.py and pip_index.py are pip's helper programs;
+# shells_python.py is run through `python -c` by shells_commands.sh)
+SCRIPTS = ("boot", "pip_check", "pip_index", "shells_python")
 
 import functools
 from importlib import resources
