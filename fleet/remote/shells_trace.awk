@@ -1,3 +1,10 @@
+/^\++@@.*@@ (alias|unalias|hash) .*(python|pip|nvcc)/ {
+  dd = match($0, /[^+]/) - 1; r = substr($0, dd + 3)
+  i = index(r, "@@"); f = substr(r, 1, i - 1); r = substr(r, i + 2); n = substr(r, 1, index(r, "@@") - 1)
+  c = substr($0, index($0, "@@ ") + 3); gsub(/\t/, " ", c)
+  v = ""; for (k = 2; k < dd; k++) v = v (v == "" ? "" : ">") stack[k]
+  if (c ~ /^(alias|unalias|hash) /) printf "@@def\t%d\t%s\t%s\t%s\t%s\n", dd - 1, f, n, substr(c, 1, 300), v
+}
 
 /^\++@@/ {
   d = match($0, /[^+]/) - 1; rest = substr($0, d + 3)
@@ -18,5 +25,6 @@
   stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
 }
 /^@@(value|unset|cmd|py) / { print }
+/^@@def\t/ { print }
 /^@@ld(var|find|obj|missing) / { print }
 END { for (k in last) printf "@@set\t%d\t%s\n", k, last[k] }

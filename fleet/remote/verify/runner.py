@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from . import copies, gpus, kinds, links, perf
+from . import allreduce, copies, explain, gpus, kinds, links, perf
 from .config import STOP, Run
 from .cuda import cuda_report, need_of
 
@@ -25,7 +25,8 @@ def torch_imports(run):
     try:
         import torch
     except Exception as exc:  # the loader's error names the first missing library
-        run.check("torch_imports", False, f"{type(exc).__name__}: {exc}")
+        why = explain.import_cause(run)   # a .pth line that put another torch first, named with its line
+        run.check("torch_imports", False, f"{type(exc).__name__}: {exc}" + (f": {why}" if why else ""))
         return STOP
     run.check("torch_imports", True, f"torch {torch.__version__} from {os.path.dirname(torch.__file__)}")
     run.out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}
@@ -52,6 +53,7 @@ def cuda_kinds(run):
     here = cuda_report()
     others = kinds.other_kinds(run, need_of(run.torch.version.cuda))
     run.out["cuda"] = {"noninteractive": here, "interactive": others["interactive"]}   # as before; every kind: "kinds"
+    run.kind_reports = {"ssh": here, **others}   # each kind's NCCL variables: the all-reduce judges the kinds they differ in
     run.out["kinds"] = {kind: kinds.judge_kind(run, kind, here if kind == "ssh" else others[kind])
                         for kind in kinds.KINDS}
     return None if here.get("torch_available") else STOP
@@ -62,7 +64,7 @@ def every_gpu(run):
 
 
 def gpu_links(run):
-    links.links(run, run.torch, run.look, allreduce=run.config.perf)   # like perf, never in --check
+    links.links(run, run.torch, run.look, allreduce=run.config.allreduce_run)   # like perf, never in --check
 
 
 def perf_smoke(run):
@@ -109,7 +111,7 @@ def main(argv, program=None):
         print("@@fleet-cuda " + json.dumps(cuda_report(False, int(argv[1]) if len(argv) > 1 else 0)))
         return 0
     if argv[:1] == ["--allreduce"]:
-        links.allreduce_worker()
+        allreduce.allreduce_worker()
         return 0
     try:
         config = json.loads(argv[0]) if argv else {}
