@@ -105,7 +105,8 @@ def test_pip_gets_its_index_credentials_in_its_environment_never_in_argv(tmp_pat
     (venv / "bin").mkdir()
     (venv / "bin" / "activate").write_text("")
     tool(venv / "bin", "python", f'printf "%s\\n" "$*" >> {tmp_path}/argv; '
-                                 f'printf "%s %s\\n" "$PIP_INDEX_URL" "$PIP_EXTRA_INDEX_URL" >> {tmp_path}/env\n')
+                                 'case "$*" in *"-m pip install"*) k=install;; *) k=other;; esac; '
+                                 f'printf "%s %s %s\\n" "$k" "$PIP_INDEX_URL" "$PIP_EXTRA_INDEX_URL" >> {tmp_path}/env\n')
     res = Pip(Pip.validate({"packages": ["torch==2.11.0"], "venv": str(venv),
                             "index_url": "https://u:tok-3f9@mirror.example/simple",
                             "extra_index_url": "https://u:tok-3f9@extra.example/simple"}, "role.yaml:1"))
@@ -113,8 +114,12 @@ def test_pip_gets_its_index_credentials_in_its_environment_never_in_argv(tmp_pat
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tok-3f9" not in (tmp_path / "argv").read_text()
     assert "-I -m pip install" in (tmp_path / "argv").read_text()          # started -I (isolated, from /)
-    assert (tmp_path / "env").read_text() == ("https://u:tok-3f9@mirror.example/simple "
-                                              "https://u:tok-3f9@extra.example/simple\n")
+    # each call of the venv's python, the environment it had: only pip's install gets the index's credentials (the
+    # check that drops a broken dist-info first reads no index and gets none)
+    calls = (tmp_path / "env").read_text().splitlines()
+    assert [c for c in calls if c.startswith("install ")] == [
+        "install https://u:tok-3f9@mirror.example/simple https://u:tok-3f9@extra.example/simple"], calls
+    assert all(c.strip() == "other" for c in calls if not c.startswith("install ")), calls
 
 
 def test_a_checkout_whose_git_config_others_can_write_is_not_trusted_by_git(tmp_path):
