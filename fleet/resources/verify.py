@@ -150,8 +150,9 @@ def _now() -> str:
 @functools.lru_cache(maxsize=None)
 def verify_program() -> programs.Program:
     """fleet's verify program as it is shipped: the package fleet/remote/verify/ with the facts' own loader rules and
-    trace reader (fleet/remote/loader_rules.py, trace.py) bundled into one file (fleet.remote.bundle)."""
+    trace reader and the families table they judge by (fleet/remote/loader_rules.py, trace.py, families.py) bundled
+    into one file (fleet.remote.bundle)."""
     from fleet import remote
 
-    modules = ("loader_rules", "trace", *remote.package("verify"))
+    modules = ("families", "loader_rules", "trace", *remote.package("verify"))
     return programs.Program("verify", remote.bundle("verify.runner", modules))
