@@ -60,6 +60,7 @@ _STARTUP = {
 _AWK = remote.text("shells_trace.awk")
 # a traced command that may set a family variable: a name of the families at a word's start (the awk reads it whole)
 _FAMW = "(^|[ '])(" + "|".join(families.PREFIXES) + ")"
+_AWK_VARS = '-v fam="$fleet_fam" -v famw="$fleet_famw" -v secret="$fleet_secret"'
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
@@ -97,7 +98,7 @@ def command() -> str:
     runs["bare"] = (f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" $to bash --norc --noprofile -c "
                     f"{quote(_SHOW + chr(10) + _FAMS + chr(10) + _CMDS)}")
     for kind, run in runs.items():
-        lines.append(f"exec {{fleet_sh_{kind}}}< <({run} </dev/null 2>&1 | awk -v fam=\"$fleet_fam\" -v famw=\"$fleet_famw\" -v secret=\"$fleet_secret\" \"$awkp\"; "
+        lines.append(f"exec {{fleet_sh_{kind}}}< <({run} </dev/null 2>&1 | awk {_AWK_VARS} \"$awkp\"; "
                      "printf '@@rc %s\\n' \"${PIPESTATUS[0]}\")")
     for kind in runs:
         lines.append(f"printf '@@shell {kind}\\n'; mapfile -u \"$fleet_sh_{kind}\" fleet_sh; exec {{fleet_sh_{kind}}}<&-; "

@@ -126,3 +126,62 @@ def test_the_table_judges_what_its_sources_say():
                       "NCCL_NVLS_ENABLE": "deliberate", "NCCL_P2P_LEVEL": "warn"}
     assert all(r.source and r.does for r in families.RULES)
     assert all(families.is_family(r.name) for r in families.RULES)
+
+
+def test_decide_names_each_breaking_variable_with_its_value_kind_and_line(traced):
+    from fleet.decide import shells as decide_shells
+
+    home, _, found = traced
+    said = decide_shells.judge({"shells": found, "gpus": []}, None, "/opt/fleet/venv")
+    family = {(f["kind"], f["variable"]): f for f in said["findings"] if f["mechanism"] == "family"}
+    assert set(family) == {("noninteractive", "NCCL_P2P_DISABLE"), ("interactive", "NCCL_P2P_DISABLE"),
+                           ("login", "NCCL_P2P_DISABLE"), ("login", "CUDA_LAUNCH_BLOCKING")}
+    assert family["noninteractive", "NCCL_P2P_DISABLE"]["says"].startswith(
+        "`ssh host cmd`: ~/.bashrc:1 sets NCCL_P2P_DISABLE='1' (turns off NCCL's peer-to-peer transport")
+    assert family["login", "CUDA_LAUNCH_BLOCKING"]["fix"].endswith(": ~/.profile:2")
+    assert not [n for n in said["notes"] if "OMP_NUM_THREADS" in n]   # 4 threads: no row judges it
+
+
+def test_a_deliberate_variable_is_said_as_deliberate_never_a_finding():
+    from fleet.decide import shells as decide_shells
+
+    shell = {"families": {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}, "set_by": {}}
+    said = decide_shells.judge({"shells": {"noninteractive": shell, "login": shell}, "gpus": []}, None, "/v")
+    assert not [f for f in said["findings"] if f["mechanism"] == "family"]
+    assert [n for n in said["notes"] if "deliberate" in n and "NCCL_NVLS_ENABLE='0'" in n
+            and "`ssh host cmd`, login shells" in n]
+
+
+def test_verify_fails_the_kinds_a_breaking_variable_reaches_naming_it_on_the_host(traced, monkeypatch):
+    from fleet.remote.verify import jobenv
+    from verify_program import fresh
+
+    home, text, _ = traced
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FLEET_VERIFY_TRACE", "true")
+    program = fresh(run=False)
+    program.shells = trace.parse(text)     # what Run.shell_trace reads the host's trace with
+    jobenv.job_variables(program)
+    checks = {c["name"]: c for c in program.checks}
+    assert not checks["job_variables_ssh"]["passed"] and not checks["job_variables_login"]["passed"]
+    assert "NCCL_P2P_DISABLE='1' set at ~/.bashrc:1" in checks["job_variables_ssh"]["detail"]
+    assert "CUDA_LAUNCH_BLOCKING='1' set at ~/.profile:2" in checks["job_variables_login"]["detail"]
+    assert "NCCL_P2P_DISABLE='1' set at ~/.bashrc:1 (read from ~/.profile:1)" in checks["job_variables_login"]["detail"]
+
+
+def test_verify_passes_a_kind_whose_variables_only_note(tmp_path, monkeypatch):
+    from fleet.remote.verify import jobenv
+    from verify_program import fresh
+
+    (tmp_path / ".bashrc").write_text("export OMP_NUM_THREADS=1 NCCL_DEBUG=INFO\n")
+    text = subprocess.run(["bash", "-c", shells.command()], capture_output=True, text=True, timeout=600,
+                          env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FLEET_VERIFY_TRACE", "true")
+    program = fresh(run=False)
+    program.shells = trace.parse(text)
+    jobenv.job_variables(program)
+    checks = {c["name"]: c for c in program.checks}
+    assert all(c["passed"] for c in checks.values()) and set(checks) == {
+        "job_variables_ssh", "job_variables_interactive", "job_variables_login"}
+    assert "OMP_NUM_THREADS='1' set at ~/.bashrc:1: one OpenMP thread" in checks["job_variables_ssh"]["detail"]
