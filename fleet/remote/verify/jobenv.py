@@ -36,10 +36,8 @@ def job_variables(run):
         run.out["job_variables"][kind] = [{k: f[k] for k in ("variable", "value", "severity")} for f in judged]
         bad = [s for s, f in zip(said, judged) if f["severity"] == families.FAIL]
         others = [s for s, f in zip(said, judged) if f["severity"] != families.FAIL]
-        if bad:
-            detail = f"{name}: " + "; ".join(bad)
-        else:
-            detail = f"{name}: no variable of the families a GPU job reads breaks or slows it" + \
-                     (" (noted: " + "; ".join(others) + ")" if others else "")
+        noted = " (noted: " + "; ".join(others) + ")" if others else ""
+        detail = (f"{name}: " + "; ".join(bad) if bad else
+                  f"{name}: no variable of the families a GPU job reads breaks or slows it") + noted
         run.check(f"job_variables_{kind}", not bad, detail)
     return None
