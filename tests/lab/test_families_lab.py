@@ -4,11 +4,12 @@ left in would set them:
 
 - `export NCCL_P2P_DISABLE=1` at the TOP of ~/.bashrc (every kind: `ssh host cmd` reads ~/.bashrc up to its early
   return, login shells through ~/.profile); NVIDIA's NCCL guide lists it among the debugging variables;
-- `export CUDA_LAUNCH_BLOCKING=1` in ~/.profile (login shells only; serialises every kernel launch);
+- `export CUDA_LAUNCH_BLOCKING=1` at the top of ~/.profile (login shells only; serialises every kernel launch);
 - `export OMP_NUM_THREADS=1` in /etc/profile.d (login shells; a note, never a failure);
-- of the families, named by no issue: `export CUDNN_LOGINFO_DBG=1` at the end of ~/.bashrc (interactive shells: a
-  note), `export TRITON_CACHE_DIR=/tmp/triton-cache` and `export KMP_AFFINITY=granularity=fine` (recorded, judged by
-  no row), and `export NCCL_NVLS_ENABLE=0` as the lent machines set it (deliberate: said so, never a failure).
+- of the families, named by no issue: `export CUDNN_LOGINFO_DBG=1` at the end of /etc/bash.bashrc (interactive
+  shells: a note), `export TRITON_CACHE_DIR=/tmp/triton-cache` there and `export KMP_AFFINITY=granularity=fine` in
+  /etc/profile.d (recorded, judged by no row), and `export NCCL_NVLS_ENABLE=0` at the end of /etc/bash.bashrc as the
+  lent machines set it (deliberate: said so, never a failure).
 
 Each is proven by asking a plain shell of each kind on the host what it gets; then `fleet facts` records each with
 its file:line, `fleet apply --check --detailed-exitcode` is no longer "passed (reused)", and `fleet verify` fails
@@ -51,11 +52,14 @@ def trapped(lab, converged_fresh):
     assert code == 0, json.dumps(doc["hosts"][HOST], indent=1)[-3000:]
     inventory = str(lab.inventory_path)
     clean = asked(lab)
+    # lines above fleet's guards (which stay the last word of ~/.bashrc and ~/.profile), and at the end of
+    # /etc/bash.bashrc, which returns first where PS1 is unset (interactive shells only)
     ok(lab, HOST, "cp -p /root/.bashrc /root/.bashrc.fam && cp -p /root/.profile /root/.profile.fam && "
+                  "cp -p /etc/bash.bashrc /etc/bash.bashrc.fam && "
                   "sed -i '1i export NCCL_P2P_DISABLE=1' /root/.bashrc && "
                   "printf '%s\\n' 'export CUDNN_LOGINFO_DBG=1' 'export TRITON_CACHE_DIR=/tmp/triton-cache' "
-                  "'export NCCL_NVLS_ENABLE=0' >> /root/.bashrc && "
-                  "printf '%s\\n' 'export CUDA_LAUNCH_BLOCKING=1' >> /root/.profile && "
+                  "'export NCCL_NVLS_ENABLE=0' >> /etc/bash.bashrc && "
+                  "sed -i '1i export CUDA_LAUNCH_BLOCKING=1' /root/.profile && "
                   f"printf '%s\\n' 'export OMP_NUM_THREADS=1' 'export KMP_AFFINITY=granularity=fine' > {PROFILE_D}")
     try:
         yield inventory, clean
@@ -65,12 +69,14 @@ def trapped(lab, converged_fresh):
 
 def undo(lab) -> None:
     ok(lab, HOST, f"[ ! -e /root/.bashrc.fam ] || mv -f /root/.bashrc.fam /root/.bashrc; "
-                  f"[ ! -e /root/.profile.fam ] || mv -f /root/.profile.fam /root/.profile; rm -f {PROFILE_D}")
+                  f"[ ! -e /root/.profile.fam ] || mv -f /root/.profile.fam /root/.profile; "
+                  f"[ ! -e /etc/bash.bashrc.fam ] || mv -f /etc/bash.bashrc.fam /etc/bash.bashrc; rm -f {PROFILE_D}")
 
 
 def lines(lab, name: str) -> list[list[str]]:
     """The line numbers of the host's startup files that hold `name`, found with grep on the host."""
-    out = ok(lab, HOST, f"grep -n -- {shlex.quote(name)} /root/.bashrc /root/.profile {PROFILE_D} || true")
+    out = ok(lab, HOST, f"grep -n -- {shlex.quote(name)} /root/.bashrc /root/.profile /etc/bash.bashrc {PROFILE_D} "
+                        "|| true")
     return [line.split(":")[:2] for line in out.splitlines()]
 
 
@@ -81,7 +87,8 @@ def test_each_kind_of_shell_gets_the_families_as_the_lines_say(lab, trapped):
     assert got["noninteractive"] == {**dict.fromkeys(NAMES), "NCCL_P2P_DISABLE": "1"}
     assert got["interactive"] == {**dict.fromkeys(NAMES), "NCCL_P2P_DISABLE": "1", "CUDNN_LOGINFO_DBG": "1",
                                   "TRITON_CACHE_DIR": "/tmp/triton-cache", "NCCL_NVLS_ENABLE": "0"}
-    assert got["login"] == {**got["interactive"], "CUDA_LAUNCH_BLOCKING": "1", "OMP_NUM_THREADS": "1",
+    # a login shell: ~/.profile reads ~/.bashrc (its first line); /etc/bash.bashrc returns at once (no PS1)
+    assert got["login"] == {**got["noninteractive"], "CUDA_LAUNCH_BLOCKING": "1", "OMP_NUM_THREADS": "1",
                             "KMP_AFFINITY": "granularity=fine"}
 
 
@@ -120,7 +127,7 @@ def test_a_reused_verify_no_longer_passes_and_verify_names_the_variable_kind_and
     assert code != 0 and record["passed"] is False
     ssh, login = checks["job_variables_ssh"], checks["job_variables_login"]
     assert not ssh["passed"] and "NCCL_P2P_DISABLE='1' set at ~/.bashrc:1" in ssh["detail"], ssh
-    assert not login["passed"] and "CUDA_LAUNCH_BLOCKING='1' set at ~/.profile:" in login["detail"], login
+    assert not login["passed"] and "CUDA_LAUNCH_BLOCKING='1' set at ~/.profile:1" in login["detail"], login
     interactive = checks["job_variables_interactive"]
     assert not interactive["passed"] and "CUDNN_LOGINFO_DBG='1'" in interactive["detail"]
     assert "NCCL_NVLS_ENABLE='0'" in interactive["detail"] and "deliberate" in interactive["detail"]
