@@ -64,11 +64,10 @@ _AWK_VARS = '-v fam="$fleet_fam" -v famw="$fleet_famw" -v secret="$fleet_secret"
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
-# ... then every other exported variable of the families a GPU job reads (fleet/remote/families.py), by prefix (bash's
-# ${!PREFIX@}: no process), a name that looks like a secret's never printed: `@@fam NAME=VALUE`
-_FAMS = (f"fleet_secret={quote(families.SECRET_ERE)}; for v in " + " ".join("${!%s@}" % p for p in families.PREFIXES)
-         + f"; do [[ ${{!v@a}} == *x* ]] && ! [[ ${{v^^}} =~ $fleet_secret ]] || continue; case {quote(' ' + ' '.join(VARS) + ' ')}"
-         " in *\" $v \"*) continue;; esac; x=${!v}; printf '@@fam %s=%s\\n' \"$v\" \"${x//$'\\n'/ }\"; done")
+# ... then every other exported variable of the families a GPU job reads (fleet/remote/families.py), by prefix, a name
+# that looks like a secret's never printed: `@@fam NAME=VALUE` (fleet/remote/shells_families.sh)
+_FAMS = (f"fleet_prefixes=({' '.join(families.PREFIXES)}) fleet_secret={quote(families.SECRET_ERE)} "
+         f"fleet_tracked={quote(' ' + ' '.join(VARS) + ' ')}\n" + remote.program("shells_families"))
 
 # What each user command resolves to in each kind, and where each python finds torch:
 # fleet/remote/shells_commands.sh, handed COMMANDS as the array fleet_cmds.
