@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
         args.argv = argv + (["--", *rest] if rest else [])   # the command line as given (the run log keeps it)
     except SystemExit as exc:  # argparse: --help exits 0, a bad flag exits 2 after one line of usage
         return int(exc.code or 0)
-    env.debug = args.debug
+    env.debug, env.quiet, env.verbose = args.debug, args.quiet, args.verbose or 0   # the output flags, once
     _color(env, args.color)
     if not getattr(args, "func", None):
         parser.print_help()

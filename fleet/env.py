@@ -15,6 +15,8 @@ class Environment:
     err_console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False, soft_wrap=True))
     cwd: Path = field(default_factory=Path.cwd)
     debug: bool = False
+    quiet: bool = False                   # -q: no progress lines on stderr (set by fleet.cli, as debug is)
+    verbose: int = 0                      # -v/-vv: more detail
 
     def home(self) -> Path:
         return Path(os.path.expanduser("~"))

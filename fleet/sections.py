@@ -194,17 +194,19 @@ def together(parts, first: str = "") -> str:
     hoisted = any(_HOISTED in (p.start + p.plain if isinstance(p, Background) else p) for p in parts)
     background_parts = [p for p in parts if isinstance(p, Background)]
     keepers: dict[str, Background] = {}     # variable -> the started section keeping it
-    started: list[Background] = []
+    # started sections by identity: `in` on a list of dataclasses compared every field of each (a probe's ~60
+    # sections: ~2,600 comparisons of long strings a host)
+    begun: set[int] = set()
     while True:   # a section after one that is itself after a variable nothing keeps is not started either
-        more = [p for p in background_parts if p not in started and (not p.after or p.after in keepers)]
+        more = [p for p in background_parts if id(p) not in begun and (not p.after or p.after in keepers)]
         if not more:
             break
-        started += more
+        begun.update(map(id, more))
         keepers.update({p.keep_in: p for p in more if p.keep_in})
-    started = [p for p in background_parts if p in started]   # in the parts' order
+    started = [p for p in background_parts if id(p) in begun]   # in the parts' order
     # a section waiting for a variable nothing here keeps runs as a plain one (its `before` first)
     plain = [(p.before.rstrip("\n") + "\n" if p.before else "") + p.plain if isinstance(p, Background) else p
-             for p in parts if not isinstance(p, Background) or p not in started]
+             for p in parts if not isinstance(p, Background) or id(p) not in begun]
     text, waited, launched, fed = [], {}, set(), set()
 
     def launch(p: Background) -> None:

@@ -45,6 +45,25 @@ FM_VERSIONS = ("570.124.06", "570.133.20", "580.126.09", "580.159.04")
 BUS_IDS = ("00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0",
            "00000000:9A:00.0", "00000000:AB:00.0", "00000000:BA:00.0", "00000000:DB:00.0")
 NVSWITCHES = 4   # an HGX H100 8-GPU baseboard carries four third-generation NVSwitch chips
+# NVSwitch generation 4 (issue 48): a B200 board's marker (what the real fabric manager learns from its NVSwitches),
+# the stand-in NVLink Subnet Manager's package, and the kernel modules the stand-in modprobe "loads": a file each
+# on the host's own /run (this machine's kernel is never touched; a reboot of the host forgets them, as a real one)
+GEN4_MARKER = "/etc/fleet-lab/nvswitch-generation-4"
+NVLSM_BIN = "/opt/nvidia/nvlsm/sbin/nvlsm"
+NVLSM_VERSION = "2025.06.3-1"
+MODULES_DIR = "/run/fleet-lab/modules/"
+MODPROBE_SCRIPT = f"""#!/bin/sh
+# fleet lab stand-in for modprobe(8): NOT kmod's. Knows ib_umad only (a fourth-generation NVSwitch board's); loading it
+# marks it in this host's own /run ({MODULES_DIR}), which the stand-in lsmod lists. This machine's kernel is untouched.
+for m in "$@"; do case $m in -*) ;; ib_umad) mkdir -p {MODULES_DIR} && : > {MODULES_DIR}ib_umad ;;
+  *) echo "modprobe: FATAL: Module $m not found in directory /lib/modules/$(uname -r)" >&2; exit 1 ;; esac; done
+"""
+LSMOD_SCRIPT = f"""#!/bin/sh
+# fleet lab stand-in for lsmod(8): NOT kmod's. The modules the stand-in modprobe loaded on this host.
+echo 'Module                  Size  Used by'
+for f in {MODULES_DIR}*; do [ -e "$f" ] && printf '%-24s%6s  %s\\n' "${{f##*/}}" 45056 0; done
+true
+"""
 
 FM_SCRIPT = '''#!/usr/bin/python3
 """fleet lab stand-in for NVIDIA Fabric Manager (nv-fabricmanager): NOT NVIDIA's. Version {version}.
@@ -55,6 +74,9 @@ import os, sys, time
 VERSION = "{version}"
 STATE = "{state}"
 LOG = "{log}"
+GEN4 = "{gen4}"
+NVLSM = "{nvlsm}"
+MODULES = "{modules}"
 
 
 def log(level, text):
@@ -93,6 +115,15 @@ if not any(name.startswith("nvidia-nvswitch") for name in os.listdir("/dev")):
     print(text, file=sys.stderr)
     log("ERROR", text)
     sys.exit(1)
+if os.path.exists(GEN4):   # a fourth-generation NVSwitch board: NVLSM and ib_umad first (FM user guide)
+    missing = [what for what, there in (("the NVLink Subnet Manager (nvlsm)", os.path.exists(NVLSM)),
+                                        ("the ib_umad kernel module", os.path.exists(MODULES + "ib_umad")))
+               if not there]
+    if missing:
+        text = "fabric manager: NVSwitch generation 4 needs " + " and ".join(missing) + ": not starting"
+        print(text, file=sys.stderr)
+        log("ERROR", text)
+        sys.exit(1)
 read, write = os.pipe()
 if os.fork():   # DAEMONIZE=1: the parent returns once the fabric is set up, as the service's start does
     os.close(write)
@@ -302,7 +333,8 @@ def debs(multiarch: str, nscq_lib: Path) -> list[Deb]:
         branch = version.split(".")[0]
         out.append(Deb(f"nvidia-fabricmanager-{branch}", f"{version}-1",
                        f"NVIDIA Fabric Manager {version} (nv-fabricmanager: refuses any other driver version)",
-                       files={FM_BIN: FM_SCRIPT.format(version=version, state=FABRIC_STATE, log=FM_LOG).encode(),
+                       files={FM_BIN: FM_SCRIPT.format(version=version, state=FABRIC_STATE, log=FM_LOG, gen4=GEN4_MARKER,
+                                                       nvlsm=NVLSM_BIN, modules=MODULES_DIR).encode(),
                               FM_CONFIG: FM_CFG.encode(),
                               "/lib/systemd/system/nvidia-fabricmanager.service": FM_UNIT.encode()},
                        executables={FM_BIN}))
@@ -310,7 +342,15 @@ def debs(multiarch: str, nscq_lib: Path) -> list[Deb]:
         out.append(Deb(f"libnvidia-nscq-{branch}", f"{version}-1", f"NVSwitch Configuration and Query library {version}",
                        files={lib: nscq_lib}, links={f"/usr/lib/{multiarch}/libnvidia-nscq.so.2": f"libnvidia-nscq.so.{version}"},
                        triggers="activate-noawait ldconfig"))
+    out.append(Deb("nvlsm", NVLSM_VERSION, "NVIDIA NVLink Subnet Manager (fleet lab stand-in: not NVIDIA's)",
+                   files={NVLSM_BIN: b"#!/bin/sh\necho 'fleet lab stand-in for nvlsm: NOT NVIDIA NVLink Subnet Manager'\n"},
+                   executables={NVLSM_BIN}))
     return out
+
+
+def gen4(profile) -> bool:
+    """A fourth-generation NVSwitch board (HGX B200): what fleet's decision reads from the GPUs' name."""
+    return bool(profile.fabric == "managed" and "B200" in profile.gpu.name)
 
 
 def preinstalled(profile, driver: str) -> str | None:
@@ -341,6 +381,10 @@ def to_layer(layer: Path, profile, driver: str, mirror: Path, repo_in_host: str)
         steps += ["dpkg -i " + " ".join(files), "apt-mark hold " + " ".join(names)]
     if steps:   # one throw-away namespace for all of it
         layers.dpkg_in_layer(layer, mirror, ["sh", "-c", shlex.quote(" && ".join(steps))])
+    if gen4(profile):
+        layers.put(layer, GEN4_MARKER, "4\n")
+        layers.put(layer, "/usr/sbin/modprobe", MODPROBE_SCRIPT, 0o755)
+        layers.put(layer, "/usr/bin/lsmod", LSMOD_SCRIPT, 0o755)
     if profile.systemd:
         layers.put(layer, SYSTEMCTL, SYSTEMCTL_SCRIPT.format(wants=WANTS), 0o755)
         layers.opaque_dir(layer, "/etc/systemd/system")   # this machine's enabled units are not the host's
@@ -374,8 +418,12 @@ def boot_lines(profile, merged: str) -> list[str]:
     without systemd an init script starts the daemon of a host whose fabric manager runs."""
     m = shlex.quote(merged)
     if profile.systemd:
-        # (wants entries are symlinks to unit paths inside the host: -L, not -e, from out here)
-        return [f"mkdir -p {m}/run/systemd/system",   # what fleet's probe (and sd_booted) take for systemd
+        # (wants entries are symlinks to unit paths inside the host: -L, not -e, from out here); the modules named
+        # in /etc/modules-load.d load first, as systemd-modules-load does
+        modules = ([f"for f in {m}/etc/modules-load.d/*.conf; do [ -f \"$f\" ] && chroot {m} sh -c "
+                    "'grep -v \"^#\" \"$1\" | xargs -r /usr/sbin/modprobe' sh \"${f#"
+                    f"{m}}}\" </dev/null >/dev/null 2>&1; done; true"] if gen4(profile) else [])
+        return [*modules, f"mkdir -p {m}/run/systemd/system",   # what fleet's probe (and sd_booted) take for systemd
                 f"for u in {m}{WANTS}/*.service; do if [ -L \"$u\" ]; then chroot {m} {SYSTEMCTL} start "
                 "\"${u##*/}\" </dev/null >/dev/null 2>&1 || true; fi; done"]
     if profile.fm not in ("running", "behind"):

@@ -71,6 +71,23 @@ FAULTS = {
     "thermal": lambda g: [f"health.{g}.events=0x40", f"health.{g}.temp=94"],    # HW thermal slowdown
     "xid95": lambda g: [_xid(g, 95, "pid=4411, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No")],
     "width-gen": lambda g: [f"health.{g}.pcie_gen=3", f"health.{g}.pcie_width=4"],
+    # issue 48: ECC and remapping as operators grade them (fleet/knowledge/gpu_faults.py), Xid with its action
+    "sram-uncorrectable": lambda g: [f"health.{g}.volatile.sram_uncorrectable_secded=1",
+                                     f"health.{g}.aggregate.sram_uncorrectable_secded=1",
+                                     f"health.{g}.ecc_unc_vol=1", f"health.{g}.ecc_unc_agg=1"],
+    "sram-threshold": lambda g: [f"health.{g}.aggregate.sram_uncorrectable_parity=3",
+                                 f"health.{g}.aggregate.sram_threshold_exceeded=Yes", f"health.{g}.ecc_unc_agg=3"],
+    "remap-over-512": lambda g: [f"health.{g}.remap_unc=513", f"health.{g}.aggregate.dram_uncorrectable=513",
+                                 f"health.{g}.ecc_unc_agg=513"],
+    "dram-history": lambda g: [f"health.{g}.remap_unc=3", f"health.{g}.aggregate.dram_uncorrectable=3",
+                               f"health.{g}.ecc_unc_agg=3"],
+    # the kernel's order on a GPU that fell over: the fault, then Xid 154 with the driver's recovery action
+    "xid154-reboot": lambda g: [_xid(g, 119, "pid=2211, name=python3, Timeout after 6s of waiting for RPC response "
+                                "from GPU0 GSP!"),
+                                _xid(g, 154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
+                                "Required)", "812.601200")],
+    "xid13": lambda g: [_xid(g, 13, "pid=4411, name=python3, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): "
+                        "Out Of Range Address")],
 }
 
 

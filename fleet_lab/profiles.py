@@ -212,6 +212,10 @@ PROFILES.update({
     "hgx-healthy": replace(_HGX, name="hgx-healthy", fm="running"),
     "hgx-gpu-off": replace(_HGX, name="hgx-gpu-off", fm="running", off_fabric=(3,), systemd=False),
     "hgx-container": replace(_HGX, name="hgx-container", runpod=True, fabric="provider", systemd=False),
+    # NVSwitch generation 4 (issue 48): an HGX B200 board, no fabric manager yet; its fabric manager starts only with
+    # the NVLink Subnet Manager and ib_umad (fleet_lab/fabric.py: the stand-in modprobe, lsmod and nvlsm)
+    "hgx-b200": replace(_HGX, name="hgx-b200", gpu=Gpu("NVIDIA B200", "10.0", 183359, "datacenter",
+                                                       "00000000:18:00.0", 183359)),
 })
 
 # GPU health (issue 36): a 2-GPU H100 pod on driver 580 with the lab's own kernel log, healthy or with a fault staged
@@ -251,8 +255,9 @@ class HostSpec:
             from .fabric import preinstalled   # (stopped, healthy and gpu-off share one: they differ at boot)
             fm = preinstalled(self.prof, self.driver) or "none"
             enabled = "-enabled" if self.prof.systemd and self.prof.fm in ("running", "behind") else ""
+            gen4 = "-b200" if "B200" in self.prof.gpu.name else ""   # its own stand-ins (fabric.gen4)
             return (f"{self.prof.gpus}gpu-{self.prof.fabric}{'-systemd' if self.prof.systemd else ''}-fm-{fm}{enabled}"
-                    f"{compat}")
+                    f"{gen4}{compat}")
         if self.prof.kernel_log:   # the health pods differ only in the fault staged at boot (not in the layer)
             return f"{self.prof.gpus}gpu-kernel-log-{self.driver}{compat}"
         return f"{self.profile}{compat}"

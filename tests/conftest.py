@@ -14,6 +14,27 @@ import pytest
 # go to a scratch state directory, never the developer's ~/.local/state.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="fleet-test-state-")
 
+# Every session's tmp_path directories under a root of its own. pytest numbers sessions' directories under one
+# shared root (/tmp/pytest-of-<user>) and each session, as it starts and ends, deletes the older ones it judges
+# unused; a long session beside other sessions (another checkout's suite, a developer's run) lost its lab inventory
+# mid-run that way (FileNotFoundError: .../pytest-479/lab-inventory0/lab.yaml). A root per session is touched by
+# nothing else; it is removed when the session passed and kept for reading when it failed.
+_OWN_TEMPROOT = "PYTEST_DEBUG_TEMPROOT" not in os.environ
+if _OWN_TEMPROOT:
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="fleet-pytest-")
+_TEMPROOT = os.environ["PYTEST_DEBUG_TEMPROOT"]
+_PASSED = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _PASSED.append(exitstatus == 0)
+
+
+def pytest_unconfigure(config):
+    if _OWN_TEMPROOT and _PASSED == [True]:
+        import shutil
+        shutil.rmtree(_TEMPROOT, ignore_errors=True)
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):

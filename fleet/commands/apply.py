@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
     if getattr(args, "detailed_exitcode", False) and not args.check:
         raise InputError("--detailed-exitcode only has a meaning with --check (exit 4 when changes are pending): "
                          "add --check, or drop --detailed-exitcode")
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     connect = _common.connect_options(args, reporter)
     inventory, hosts, by_host = _common.checked_hosts(args)   # bad input: exit 2, nobody touched
     request = ApplyRequest(check=args.check,
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace, env, *, rerun: str | None = None) -> int:
                            detailed=getattr(args, "detailed_exitcode", False), command=args.command,
                            argv=("fleet", *getattr(args, "argv", [args.command])),
                            log=env.cwd / args.log if getattr(args, "log", None) else None)
-    printer = ApplyPrinter(reporter, check=args.check, show_diff=args.diff, json_out=args.json)
+    printer = ApplyPrinter(reporter, check=args.check, show_diff=args.diff, json_out=args.json,
+                           inventory=args.inventory)
     result = converge_hosts(inventory, by_host, hosts, request, reporter, on_start=printer.start,
                             on_done=printer, describe=printer.document)
     printer.finish(result)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, env) -> int:
 
     inventory = load_inventory(args.inventory_file) if args.inventory_file else None
     found = settings(inventory, url=args.store)
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     with open_store(found.url) as store:
         result = collect(store, env.cwd / args.path, keep=args.keep, retain=found.retain)
     if args.json:

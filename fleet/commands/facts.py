@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from fleet.commands import _common, _history
+from fleet import parse
+from fleet.commands import _common
 
 HELP = "gather and record every host's facts; compare hosts side by side"
 DESCRIPTION = """\
@@ -49,7 +50,7 @@ def register(subparsers) -> None:
                         help="table (default: drawn on a terminal, tab-separated in a pipe), md, csv or html")
     parser.add_argument("-o", "--output", metavar="FILE", default=None,
                         help="write the md/csv/html report to FILE (atomically) instead of stdout")
-    _history.add_arguments(parser)
+    _add_questions(parser)
     _common.add_connect(parser)
     parser.set_defaults(func=run)
 
@@ -60,15 +61,47 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.workflows.facts import FactsRequest, gather_hosts
     from fleet.workflows.history import ask
 
-    reporter = reporter_for(args, env)
-    inventory, hosts = _common.selected_hosts(args)
+    question = _question(args)   # None: no question over the history store
     view = FactsView(json=args.json, format=args.format, show_all=args.show_all, drift=args.drift,
-                     output=env.cwd / args.output if args.output else None, history=_history.asked(args))
-    if view.history:   # a question over the history store: no host is contacted
-        result = ask(inventory, {h.name for h in hosts} if args.limit else None, _history.question(args))
+                     output=env.cwd / args.output if args.output else None, history=question is not None,
+                     inventory=args.inventory)
+    reporter = reporter_for(env)
+    connect = _common.connect_options(args, reporter)
+    inventory, hosts = _common.selected_hosts(args)
+    if question is not None:   # a question over the history store: no host is contacted
+        result = ask(inventory, {h.name for h in hosts} if args.limit else None, question)
     else:
-        request = FactsRequest(cached=args.cached, connect=_common.connect_options(args, reporter), forks=args.forks,
-                               debug=env.debug, argv=("fleet", *getattr(args, "argv", [args.command])))
+        request = FactsRequest(cached=args.cached, connect=connect, forks=args.forks, debug=env.debug,
+                               argv=("fleet", *getattr(args, "argv", [args.command])))
         result = gather_hosts(inventory, hosts, request)
     printer_for(reporter, view).finish(result)
     return result.status
+
+
+QUESTIONS = ("where", "failed", "stale", "history", "since")
+
+
+def _add_questions(parser: argparse.ArgumentParser) -> None:
+    """The questions over the history store (fleet/workflows/history.py answers them): they read the store alone."""
+    group = parser.add_argument_group(
+        "questions over the history store (no host is contacted; the store: fleet/store, FLEET_STORE)")
+    group.add_argument("--where", action="append", metavar="EXPR", default=None,
+                       help="hosts whose newest report matches PATH OP VALUE (== != < <= > >=; versions compared "
+                            "as versions), e.g. 'driver.version < 580'; repeatable, ANDed")
+    group.add_argument("--failed", action="store_true", help="hosts whose last run did not end ok")
+    group.add_argument("--stale", metavar="DURATION", type=parse.flag(parse.duration), default=None,
+                       help="hosts not seen for DURATION (24h, 30m, 2d)")
+    group.add_argument("--history", metavar="HOST", default=None,
+                       help="HOST's reports, oldest first, each with what changed")
+    group.add_argument("--since", metavar="DATE", default=None,
+                       help="what changed since DATE (2026-11-20, 2026-11-20T12:00, or back from now: 7d)")
+
+
+def _question(args: argparse.Namespace):
+    """The question the flags ask over the history store, or None where they ask none."""
+    from fleet.workflows.history import Question
+
+    if all(getattr(args, flag, None) in (None, False) for flag in QUESTIONS):
+        return None
+    return Question(where=tuple(args.where or ()), failed=args.failed, stale=args.stale, history=args.history,
+                    since=args.since, export=args.format != "table" and not args.history and not args.since)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report.health import HealthPrinter
     from fleet.workflows.health import HealthRequest, check_hosts
 
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     connect = _common.connect_options(args, reporter)
     inventory, hosts = _common.selected_hosts(args)
     request = HealthRequest(connect=connect, forks=args.forks, debug=env.debug,

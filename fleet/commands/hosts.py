@@ -26,5 +26,5 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report.inventory import print_hosts
 
     _inventory, hosts, by_host = _common.checked_hosts(args)
-    print_hosts(reporter_for(args, env), hosts, by_host, json_out=args.json)
+    print_hosts(reporter_for(env), hosts, by_host, json_out=args.json)
     return ExitStatus.OK

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, env) -> int:
     command = words[0] if len(words) == 1 else shell.join(words)
     inventory = load_inventory(args.inventory)
     hosts = inventory.select(args.limit)
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     _warn_bad_variables(reporter, hosts, inventory.roles_path)
     options = _common.connect_options(args, reporter)
 

@@ -55,13 +55,13 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report.script import ScriptPrinter
     from fleet.workflows.script import ScriptRequest, make_script
 
+    report = _report_target(args.report)
     record = _read_facts(env.cwd / args.from_facts) if args.from_facts else None
     host, roles_path = _named(args, record)
-    reporter = reporter_for(args, env)
+    reporter = reporter_for(env)
     only, connect = _common.role_names(args), _common.connect_options(args, reporter)
     roles = session.roles_of([host], roles_path, only)[host.name]   # bad input: exit 2, nothing touched
-    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect,
-                            report=_report_target(args.report))
+    request = ScriptRequest(record=record, from_facts=args.from_facts, connect=connect, report=report)
     printer = ScriptPrinter(reporter, output=env.cwd / args.output if args.output else None, shown_as=args.output)
     result = make_script(host, roles, request, progress=reporter.progress)
     printer.finish(result)

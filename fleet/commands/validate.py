@@ -28,5 +28,5 @@ def run(args: argparse.Namespace, env) -> int:
     from fleet.report.inventory import print_valid
 
     _inventory, hosts, by_host = _common.checked_hosts(args)
-    print_valid(reporter_for(args, env), args.inventory, hosts, by_host)
+    print_valid(reporter_for(env), args.inventory, hosts, by_host)
     return ExitStatus.OK

@@ -119,6 +119,7 @@ class KnownHosts:
 
 _files: dict[Path, tuple[tuple | None, KnownHosts]] = {}
 _files_lock = threading.Lock()
+_parsing: dict[Path, threading.Lock] = {}   # per file: held while one thread parses it
 
 
 def known_hosts(path: Path) -> KnownHosts:
@@ -134,9 +135,17 @@ def known_hosts(path: Path) -> KnownHosts:
         cached = _files.get(path)
         if cached and cached[0] == signature:
             return cached[1]
-    parsed = KnownHosts(path)
-    with _files_lock:
-        _files[path] = (signature, parsed)
+        parsing = _parsing.setdefault(path, threading.Lock())
+    # One thread parses while the others wait for it: 1,000 hosts start at once, and each one that found no
+    # parse yet parsed the file itself (the cache above missed for most of them: quadratic again).
+    with parsing:
+        with _files_lock:
+            cached = _files.get(path)
+            if cached and cached[0] == signature:
+                return cached[1]
+        parsed = KnownHosts(path)
+        with _files_lock:
+            _files[path] = (signature, parsed)
     return parsed
 
 

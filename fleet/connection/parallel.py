@@ -9,10 +9,12 @@ process open after the recap.
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -65,18 +67,39 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
     run = _Run(hosts, work, options, debug, on_done)
     workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True)
                for i in range(min(forks or len(hosts), len(hosts)))]
-    for thread in workers:
-        thread.start()
-    try:
+    with _collector_for_many_hosts():
         for thread in workers:
-            while thread.is_alive():
-                thread.join(0.1)  # a timed join: Ctrl-C reaches the main thread at once
-    except KeyboardInterrupt:
-        run.interrupt()
-        deadline = time.monotonic() + INTERRUPT_GRACE
-        for thread in workers:
-            thread.join(max(deadline - time.monotonic(), 0))
+            thread.start()
+        try:
+            for thread in workers:
+                while thread.is_alive():
+                    thread.join(0.1)  # a timed join: Ctrl-C reaches the main thread at once
+        except KeyboardInterrupt:
+            run.interrupt()
+            deadline = time.monotonic() + INTERRUPT_GRACE
+            for thread in workers:
+                thread.join(max(deadline - time.monotonic(), 0))
     return run.results()
+
+
+# Python's cycle collector while the hosts run: every host keeps its facts, checks and report (a few hundred KB of
+# dicts and lists) until the recap, and each full collection walks all of them. At 1,000 converged hosts it cost the
+# controller 5.3 s of CPU (5 ms a host, 14 full passes) and held every thread meanwhile (issue 46). What exists
+# before the hosts start (modules, the inventory, the roles) is frozen out of every pass (gc.freeze), and the
+# young generation is collected every 10,000 allocations rather than 700; cycles are still collected, later.
+GC_THRESHOLD = (10_000, 10, 10)
+
+
+@contextmanager
+def _collector_for_many_hosts():
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _room_for_files(connections: int) -> None:

@@ -37,6 +37,13 @@ from fleet.connection.hostkeys import Policy, _warn_once, fingerprint, host_key_
 __all__ = ["SSHConnection"]
 
 KEEPALIVE_SECONDS = 15
+# SSH handshakes in progress at once, whatever the number of hosts. A handshake is CPU on this side (key exchange,
+# host-key check, the key's signature, paramiko's packets in Python: ~10 ms a host); 1,000 begun at once on a 2-core
+# controller all progressed together, each past paramiko's banner/auth timeouts (--connect-timeout, 10 s), and
+# hundreds of hosts failed at "0 cmd" for the controller's own load (issue 46). The time a host waits for its turn
+# is no part of its timeout; 64 at once still overlap the network's round trips of a far fleet.
+HANDSHAKES = 64
+_handshakes = threading.BoundedSemaphore(HANDSHAKES)
 # Seconds the login shell may take to start fleet's command (its startup files: conda's init, an NFS home): past
 # them the command is given up, naming the startup files (ssh._exec); wrap_bash's first line ends the wait.
 FIRST_OUTPUT = 120.0
@@ -73,7 +80,8 @@ class SSHConnection(Connection):
         delay, refused = 0.5, None     # refused: (when a key was first refused, the latest refusal)
         while True:
             try:
-                self._open_once()
+                with _handshakes:
+                    self._open_once()
                 return
             except _AuthRefused as exc:
                 refused, failure = (refused[0] if refused else time.monotonic(), exc), exc

@@ -7,46 +7,35 @@ The classes are NVIDIA's own:
   kernel driver and lost to NVML / off the bus (Xid 79: "GPU has fallen off the bus", catalog action: reset the GPU
   or reboot the node); a recovery action of Reset, Reboot or Drain and Reset (nvmlDeviceGetGpuRecoveryAction: what
   the driver asks for before the GPU can be trusted again; on a rented pod only the provider can reset or reboot);
-  the Xid codes whose catalog resolution is a GPU reset or node reboot (HOST_XID).
+  the Xid codes whose catalog resolution a renter cannot take (a GPU reset, a node reboot, a repair); Xid 154's
+  recovery action as the kernel line states it; ECC and row remapping as Azure grades them (issue 48: any SRAM
+  uncorrectable error or the SRAM threshold exceeded, SRAM correctable above 10,000, DRAM above 20,000,000, more than
+  512 rows remapped for uncorrectable errors). Every table and threshold: fleet/knowledge/gpu_faults.py, with sources.
 - "degraded": the GPU works but less than it should, with NVIDIA's action: a row remap PENDING (applied at the next
   GPU reset; work can go on meanwhile), uncorrectable ECC errors since the driver loaded, ECC off, pages waiting to
   retire (pre-A100: Dynamic Page Retirement guide, "reload the driver"), a PCIe link narrower than its maximum (or
-  slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, the Xid codes of
-  the catalog whose action is an application restart or a check (DEGRADED_XID).
+  slower, read under load), a power limit below the default, hardware or thermal clock slowdowns, Xid 94 (restart
+  the job, reset the GPU when convenient), a recovery action of Drain P2P.
 - the pod's own resources (issue 45, _resource_findings): a /dev/shm under NCCL's --shm-size=1g is "degraded" (DataLoader
   workers and NCCL's shared-memory transport fail); memlock, open files and the memory limit are notes.
 - "note": shown, no change to the verdict (lifetime ECC history, PCIe replays, persistence mode off, a kernel log
-  that cannot be read: Xid events "unreadable", never "clean").
+  that cannot be read: Xid events "unreadable", never "clean"; the Xids whose catalog action is an application
+  restart or none).
+Each finding from a catalog or a threshold also says what the renter does (Finding.renter, gpu_faults.RENTER):
+restart the job, watch, ask the provider for a GPU reset, ask for a reboot, or return the pod.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from fleet.knowledge import gpu_faults as faults
+
 RETURN, DEGRADED, NOTE = "return", "degraded", "note"
 _ORDER = {RETURN: 0, DEGRADED: 1, NOTE: 2}
 
-XID_CATALOG = "docs.nvidia.com/deploy/xid-errors"
-# NVIDIA's Xid catalog: code -> (class, meaning, NVIDIA's resolution)
-XID = {
-    13: (NOTE, "graphics engine exception", "usually the application's fault: check it; restart it"),
-    31: (NOTE, "GPU memory page fault", "usually the application's illegal access: check it"),
-    43: (NOTE, "GPU stopped processing", "usually the application's fault: restart it"),
-    45: (NOTE, "preemptive cleanup after an earlier error", "follows another error: see it"),
-    48: (DEGRADED, "double-bit (uncorrectable) ECC error", "a row remap or page retirement follows: reset the GPU"),
-    61: (RETURN, "internal micro-controller breakpoint", "reset the GPU"),
-    62: (RETURN, "internal micro-controller halt", "reset the GPU"),
-    63: (DEGRADED, "ECC page retirement or row remap recorded", "reset the GPU (or reload the driver) to apply it"),
-    64: (RETURN, "ECC page retirement or row remap failed", "the RMA policy's case: the provider replaces the GPU"),
-    74: (DEGRADED, "NVLink error", "reset the GPU; if it recurs the link hardware is at fault"),
-    79: (RETURN, "GPU has fallen off the bus", "reset the GPU or reboot the node; check the slot and power"),
-    92: (DEGRADED, "high single-bit ECC error rate", "watch it; reset the GPU at the next chance"),
-    94: (DEGRADED, "contained ECC error", "restart the application that was hit"),
-    95: (RETURN, "uncontained ECC error", "reset the GPU"),
-    119: (RETURN, "GSP RPC timeout", "reset the GPU or reboot the node"),
-    120: (RETURN, "GSP error", "reset the GPU or reboot the node"),
-    140: (RETURN, "unrecovered ECC error", "reset the GPU"),
-}
+# The Xid catalog and the ECC thresholds, with their sources: fleet/knowledge/gpu_faults.py
+XID_CATALOG = faults.XID_CATALOG
 # nvmlGpuRecoveryAction_t as nvidia-smi prints it
 RECOVERY = {"none": None, "reset": RETURN, "reboot": RETURN, "drain and reset": RETURN, "drain p2p": DEGRADED}
 # clock-event reasons that mean hardware holds the clocks down (nvmlClocksEventReasons: HwSlowdown "HW slowdown
@@ -85,11 +74,13 @@ class Finding:
     action: str                     # NVIDIA's action (who can take it)
     uuid: str | None = None         # the GPU's UUID and PCI bus id: what a provider asks for in a report
     bus: str | None = None
+    renter: str | None = None       # what the renter does (gpu_faults.RENTER's words): restart, reset, reboot, return
 
     def line(self) -> str:
         ids = ", ".join(x for x in (self.uuid, f"bus {self.bus}" if self.bus else None) if x)
         where = (f"GPU {self.gpu}" + (f" ({ids})" if ids else "")) if self.gpu is not None else "host"
-        return f"{where}: {self.field}={self.value}: {self.meaning}; {self.action}"
+        you = f"; you: {self.renter}" if self.renter else ""
+        return f"{where}: {self.field}={self.value}: {self.meaning}; {self.action}{you}"
 
 
 @dataclass
@@ -130,8 +121,8 @@ def parse_expect(text: str | int | None) -> dict:
 def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     i, out = g.get("index"), []
 
-    def add(severity, field_, value, meaning, action):
-        out.append(Finding(severity, i, field_, str(value), meaning, action, g.get("uuid"), g.get("bus")))
+    def add(severity, field_, value, meaning, action, renter=None):
+        out.append(Finding(severity, i, field_, str(value), meaning, action, g.get("uuid"), g.get("bus"), renter))
 
     remap = g.get("remapped") or {}
     if remap.get("failure"):
@@ -140,9 +131,15 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
     if remap.get("pending"):
         add(DEGRADED, "remapped_rows.pending", "Yes", "a row remap waits for the next GPU reset (work goes on meanwhile)",
             "reset the GPU at the next chance: the provider's (nvidia-smi -r, or a reboot of the host)")
-    if (remap.get("uncorrectable") or 0) > 0 and not remap.get("failure"):
-        add(NOTE, "remapped_rows.uncorrectable", remap["uncorrectable"], "rows remapped for uncorrectable errors",
-            "history: the rows are replaced; a failure or a pending remap would be a finding")
+    unc = remap.get("uncorrectable") or 0
+    if unc > faults.REMAP_UNCORRECTABLE_MAX and not remap.get("failure"):
+        add(RETURN, "remapped_rows.uncorrectable", unc, f"more than {faults.REMAP_UNCORRECTABLE_MAX} rows remapped for "
+            "uncorrectable errors: the memory is wearing out", f"{faults.ECC_SOURCE}: the node fails",
+            renter=faults.RENTER["return"])
+    elif unc > 0 and not remap.get("failure"):
+        add(NOTE, "remapped_rows.uncorrectable", unc, "rows remapped for uncorrectable errors",
+            "history: the rows are replaced; a failure or a pending remap would be a finding",
+            renter=faults.RENTER["watch"])
     action = (g.get("recovery_action") or "")
     severity = RECOVERY.get(action.lower()) if action else None
     if severity:
@@ -190,8 +187,16 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
         elif reason == "sw_power_cap" and not under_load:
             add(NOTE, "clocks_event_reasons.sw_power_cap", "Active", "clocks held at the power limit",
                 "expected under full load; at rest it points at a low power limit")
+    out += _ecc_split_findings(g.get("ecc_split") or {}, add)
     for code in g.get("xid") or []:
         out.append(_xid_finding(i, code))
+    change = g.get("xid_recovery") or {}
+    asked = faults.RECOVERY_CODES.get(change.get("to"))
+    if asked and asked != "none":
+        add(faults.RECOVERY_SEVERITY[asked], "xid 154", f"{change.get('to_text') or asked} (0x{change['to']:x})",
+            "the driver's recovery action after an earlier Xid (the kernel log since boot)",
+            "NVIDIA Xid catalog: follow Xid 154's action (the provider's)",
+            renter=faults.RENTER[faults.RECOVERY_RENTER[asked]])
     if g.get("persistence") is False:
         add(NOTE, "persistence_mode", "Disabled", "the driver unloads between jobs (start-up costs each time)",
             "the host's root sets it (nvidia-smi -pm 1), not a pod: jobs start a little slower, nothing else")
@@ -241,9 +246,42 @@ def _resource_findings(resources: dict | None) -> list[Finding]:
 
 
 def _xid_finding(gpu: int | None, code: int) -> Finding:
-    severity, meaning, action = XID.get(code, (NOTE, "an Xid the catalog lists", f"look it up in {XID_CATALOG}"))
+    meaning, bucket, renter = faults.XID.get(code, ("an Xid the catalog lists", "see the catalog", "watch"))
+    severity = faults.SEVERITY[renter]
+    if code == 154:   # its own finding carries the action it names (the xid_recovery finding)
+        severity = NOTE
     return Finding(severity, gpu, "xid", str(code), meaning + " (the kernel log since boot)",
-                   f"NVIDIA Xid catalog: {action}" + (" (the provider's)" if severity == RETURN else ""))
+                   f"NVIDIA Xid catalog: {bucket}" + (" (the provider's)" if severity == RETURN else ""),
+                   renter=faults.RENTER[renter])
+
+
+def _ecc_split_findings(split: dict, add) -> list[Finding]:
+    """SRAM and DRAM errors as Azure grades them (gpu_faults: the thresholds and their source); `add` appends to the
+    GPU's findings, so this returns nothing of its own."""
+    vol, agg = split.get("volatile") or {}, split.get("aggregate") or {}
+    if agg.get("sram_threshold_exceeded"):
+        add(RETURN, "ecc.sram_threshold_exceeded", "Yes", "SRAM uncorrectable errors passed NVIDIA's RMA threshold",
+            "NVIDIA Xid 48 flow: the RMA flow (the provider replaces the GPU)", renter=faults.RENTER["return"])
+    for scope, counts in (("volatile", vol), ("aggregate", agg)):
+        for kind in ("sram_uncorrectable_parity", "sram_uncorrectable_secded"):
+            if (counts.get(kind) or 0) > 0:
+                add(RETURN, f"ecc.{scope}.{kind}", counts[kind], "uncorrectable errors in the GPU's SRAM (caches, "
+                    "register files): no row remap repairs SRAM", f"{faults.ECC_SOURCE}: any fails the node",
+                    renter=faults.RENTER["return"])
+        if (counts.get("sram_correctable") or 0) > faults.SRAM_CORRECTABLE_MAX:
+            add(RETURN, f"ecc.{scope}.sram_correctable", counts["sram_correctable"],
+                f"SRAM correctable errors above {faults.SRAM_CORRECTABLE_MAX:,}", f"{faults.ECC_SOURCE}: the node fails",
+                renter=faults.RENTER["return"])
+        for kind in ("dram_correctable", "dram_uncorrectable"):
+            if (counts.get(kind) or 0) > faults.DRAM_ERRORS_MAX:
+                add(RETURN, f"ecc.{scope}.{kind}", counts[kind], f"DRAM (HBM) errors above {faults.DRAM_ERRORS_MAX:,}",
+                    f"{faults.ECC_SOURCE}: the node fails", renter=faults.RENTER["return"])
+        if scope == "aggregate" and 0 < (counts.get("dram_uncorrectable") or 0) <= faults.DRAM_ERRORS_MAX \
+                and not (vol.get("dram_uncorrectable") or 0):
+            add(NOTE, "ecc.aggregate.dram_uncorrectable", counts["dram_uncorrectable"],
+                "DRAM uncorrectable errors in the GPU's lifetime (row remapping repairs them)",
+                "history: none since the driver loaded", renter=faults.RENTER["watch"])
+    return []
 
 
 def judged(facts: dict, vars: dict | None) -> dict:

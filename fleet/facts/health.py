@@ -64,7 +64,13 @@ HEALTH = (f"{_TIMEOUT}\nfields={shlex.quote(FIELDS)} "
 
 # `fleet health`'s only (see above): the PCIe replay counters, and the recovery action where the query has none. (A
 # probe of 83fa5ab..e611fe2 read the driver's and CUDA's versions here too: record.smi_versions still reads those.)
-_XML_KEYS = ("gpu_recovery_action", "replay_counter", "replay_rollover_counter")
+# ECC split by where the error was (driver 580's -q -x: <ecc_errors><volatile>/<aggregate> each with SRAM correctable,
+# SRAM uncorrectable parity and SEC-DED, DRAM correctable and uncorrectable; the aggregate with sram_threshold_exceeded,
+# NVIDIA's SRAM RMA gate): the lent H200's capture, shared/captured/h200-device/health.txt.
+ECC_KEYS = ("sram_correctable", "sram_uncorrectable_parity", "sram_uncorrectable_secded", "dram_correctable",
+            "dram_uncorrectable")
+_XML_KEYS = ("gpu_recovery_action", "replay_counter", "replay_rollover_counter", "volatile", "aggregate",
+             *ECC_KEYS, "sram_threshold_exceeded")
 HEALTH_XML = f"{_TIMEOUT}\nxml_keys={shlex.quote('|'.join(_XML_KEYS))}\n" + remote.program("health_xml")
 
 # The kernel log since boot, its Xid lines: fleet/remote/health_kernel.sh
@@ -202,35 +208,53 @@ def parse_health(text: str) -> dict:
 
 def parse_health_xml(text: str) -> dict:
     """The health_xml section (`nvidia-smi -q -x`, filtered) -> {bus: {"recovery_action": "None",
-    "replay": 0, "replay_rollover": 0}}, in the GPUs' order.
+    "replay": 0, "replay_rollover": 0, "ecc": {"volatile": {...}, "aggregate": {..., "sram_threshold_exceeded"}}}},
+    in the GPUs' order.
 
         <gpu id="00000000:00:06.0">
             <gpu_recovery_action>None</gpu_recovery_action>
             <replay_counter>0</replay_counter>
             <replay_rollover_counter>0</replay_rollover_counter>
-    A driver without a recovery action (before 550) leaves it None.
+                <volatile>
+                    <sram_correctable>0</sram_correctable>  ... <dram_uncorrectable>0</dram_uncorrectable>
+                <aggregate>
+                    <sram_correctable>0</sram_correctable>  ... <sram_threshold_exceeded>No</sram_threshold_exceeded>
+    A driver without a recovery action (before 550) leaves it None; one without the SRAM/DRAM split leaves "ecc" {}.
     """
     out: dict[str, dict] = {}
-    current = None
+    current, scope = None, None
     for line in text.splitlines():
         gpu = re.search(r'<gpu id="([^"]+)">', line)
         if gpu:
-            current = out.setdefault(gpu[1], {"recovery_action": None, "replay": None, "replay_rollover": None})
+            current = out.setdefault(gpu[1], {"recovery_action": None, "replay": None, "replay_rollover": None,
+                                              "ecc": {}})
+            scope = None
+            continue
+        opened = re.fullmatch(r"\s*<(volatile|aggregate)>\s*", line)
+        if opened and current is not None:
+            scope = opened[1]
             continue
         field = re.search(r"<(\w+)>([^<]*)</\1>", line)
-        if field and current is not None:
-            key = {"gpu_recovery_action": "recovery_action", "replay_counter": "replay",
-                   "replay_rollover_counter": "replay_rollover"}.get(field[1])
-            if key == "recovery_action":
-                current[key] = _value(field[2])
-            elif key:
-                current[key] = _int(field[2])
+        if not field or current is None:
+            continue
+        key = {"gpu_recovery_action": "recovery_action", "replay_counter": "replay",
+               "replay_rollover_counter": "replay_rollover"}.get(field[1])
+        if key == "recovery_action":
+            current[key] = _value(field[2])
+        elif key:
+            current[key] = _int(field[2])
+        elif scope and field[1] in ECC_KEYS:
+            current["ecc"].setdefault(scope, {})[field[1]] = _int(field[2])
+        elif scope == "aggregate" and field[1] == "sram_threshold_exceeded":
+            current["ecc"].setdefault(scope, {})[field[1]] = _yes(field[2])
     if not out and text.strip():
         raise ValueError("nvidia-smi -q -x: " + text.strip()[:200])
     return out
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+),\s*(.*)$")
+# Xid 154's text (NVIDIA's catalog): "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"
+_RECOVERY_CHANGE = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
 _OFF_BUS = re.compile(r"NVRM: GPU (?:at PCI:)?([0-9A-Fa-f:.]+):?.*fallen off the bus")
 
 
@@ -253,7 +277,12 @@ def parse_xid(text: str) -> dict:
     for line in text.splitlines():
         found = _XID.search(line)
         if found:
-            events.append({"bus": found[1].lower(), "code": int(found[2]), "text": found[3].strip()[:200]})
+            event = {"bus": found[1].lower(), "code": int(found[2]), "text": found[3].strip()[:200]}
+            change = _RECOVERY_CHANGE.search(found[3]) if event["code"] == 154 else None
+            if change:   # what the driver now asks for, by its number and its words
+                event["recovery"] = {"from": int(change[1], 16), "from_text": change[2].strip(),
+                                     "to": int(change[3], 16), "to_text": change[4].strip()}
+            events.append(event)
             continue
         off = _OFF_BUS.search(line)
         if off:
@@ -281,9 +310,13 @@ def health_facts(section: dict, xml: dict, xid: dict, kernel_gpus: list[dict]) -
         # the recovery action: the query's, else the XML's (`fleet health` on a driver that refused the query field,
         # or a record of a probe before it); the replay counter: the XML's only, so `fleet health`'s only
         action = g.get("recovery_action") if g.get("recovery_action") is not None else extra.get("recovery_action")
+        mine = [e for e in xid["events"] if same_bus(e["bus"], g["bus"])]
+        changes = [e["recovery"] for e in mine if e.get("recovery")]
         gpus.append({**g, "remapped": {k: v for k, v in remap.items() if k != "bus"} if remap else None,
                      "recovery_action": action, "pcie_replay": extra.get("replay"),
-                     "xid": sorted({e["code"] for e in xid["events"] if same_bus(e["bus"], g["bus"])})})
+                     "ecc_split": extra.get("ecc") or None,   # SRAM/DRAM (`fleet health`'s XML only)
+                     "xid": sorted({e["code"] for e in mine}),
+                     "xid_recovery": changes[-1] if changes else None})   # the last Xid 154: what it asks now
     # the kernel driver's GPUs in bus order (its numbering, and nvidia-smi's): a GPU NVML lost keeps its index here
     kernel = sorted(k["bus"] for k in kernel_gpus or [] if k.get("bus"))
     buses = list(section.get("lost") or [])

@@ -46,46 +46,25 @@ def flatten(record: dict | None) -> dict[str, str]:
     return rows
 
 
+# The paths summarised in a row of their own below: every other path goes straight to the plain walk (a record's ~550
+# paths, each once a host at every run into the history store: its digest is this walk).
+_SUMMARISED = {"verify", "verify.stale", "verify.checks", "env.compat_lines", "loader.kinds", "loader.conf",
+               "loader.preload", "loader.cache"}
+_LD_CHANGES = re.compile(r"shells\.\w+\.ld_changes")
+
+
 def _walk(value, prefix: str, rows: dict[str, str]) -> None:
-    if prefix in SKIP or HEALTH_NOISE.match(prefix):
+    if prefix in SKIP or (prefix.startswith("health.") and HEALTH_NOISE.match(prefix)):
         return
-    if prefix == "verify" and isinstance(value, dict) and value.get("verdict") == "stale":
-        # shown as passed only while its fingerprint holds: a stale verdict says "stale" and why, never "yes"
-        value = {**value, "passed": "stale", "summary": f"stale (was: {value.get('summary')})"}
-    if prefix == "verify.stale" and isinstance(value, list):
-        rows[prefix] = "; ".join(str(reason) for reason in value) if value else "no"
-        return
-    if prefix == "verify.checks" and isinstance(value, list):
-        passed = sum(1 for check in value if isinstance(check, dict) and check.get("passed"))
-        rows[prefix] = f"{passed}/{len(value)} passed"
-        for check in value:
-            if isinstance(check, dict) and not check.get("passed"):
-                rows[f"verify.failed.{check.get('name')}"] = show(check.get("detail"))
-        return
-    if prefix == "env.compat_lines" and isinstance(value, list):   # one sentence per neutralized line
-        rows[prefix] = str(len(value)) if value else "none"
-        for i, line in enumerate(value):
-            rows[f"{prefix}.{i}"] = show(line.get("says") if isinstance(line, dict) else line)
-        return
-    if prefix == "loader.kinds" and isinstance(value, dict):   # one row per kind of process: its libcuda and why
-        for kind, seen in value.items():
-            if isinstance(seen, dict):
-                rows[f"loader.{kind}"] = " ".join(str(part) for part in (
-                    seen.get("libcuda") or "none", f"({seen['version']})" if seen.get("version") else "",
-                    "stub" if seen.get("stub") else "", f"by {seen['step']}" if seen.get("step") else "",
-                    seen.get("set_by") or "") if part)
-        return
-    if prefix in ("loader.conf", "loader.preload") and isinstance(value, list):   # file:line dir, one cell
-        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}={c.get('dir') or c.get('entry')}"
-                                for c in value if isinstance(c, dict)) or "none"
-        return
-    if prefix == "loader.cache" and isinstance(value, list):
-        rows[prefix] = " ".join(f"{c.get('name')}={c.get('real')}" for c in value if isinstance(c, dict)) or "none"
-        return
-    if re.fullmatch(r"shells\.\w+\.ld_changes", prefix) and isinstance(value, list):   # file:line of each change
-        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}" for c in value if isinstance(c, dict)) or "none"
-        return
-    if isinstance(value, dict):
+    if prefix in _SUMMARISED or prefix.endswith(".ld_changes"):
+        if _summarised(value, prefix, rows):
+            return
+        if prefix == "verify" and isinstance(value, dict) and value.get("verdict") == "stale":
+            # shown as passed only while its fingerprint holds: a stale verdict says "stale" and why, never "yes"
+            value = {**value, "passed": "stale", "summary": f"stale (was: {value.get('summary')})"}
+    if isinstance(value, str):      # most of a record: a row as it is
+        rows[prefix] = value
+    elif isinstance(value, dict):
         if not value and prefix:
             rows[prefix] = ABSENT
         for key, item in value.items():
@@ -95,6 +74,44 @@ def _walk(value, prefix: str, rows: dict[str, str]) -> None:
             _walk(item, f"{prefix}.{index}", rows)
     else:
         rows[prefix] = show(value)
+
+
+def _summarised(value, prefix: str, rows: dict[str, str]) -> bool:
+    """The rows of a path summarised in its own way (True), or False: walk it as any other."""
+    if prefix == "verify.stale" and isinstance(value, list):
+        rows[prefix] = "; ".join(str(reason) for reason in value) if value else "no"
+        return True
+    if prefix == "verify.checks" and isinstance(value, list):
+        passed = sum(1 for check in value if isinstance(check, dict) and check.get("passed"))
+        rows[prefix] = f"{passed}/{len(value)} passed"
+        for check in value:
+            if isinstance(check, dict) and not check.get("passed"):
+                rows[f"verify.failed.{check.get('name')}"] = show(check.get("detail"))
+        return True
+    if prefix == "env.compat_lines" and isinstance(value, list):   # one sentence per neutralized line
+        rows[prefix] = str(len(value)) if value else "none"
+        for i, line in enumerate(value):
+            rows[f"{prefix}.{i}"] = show(line.get("says") if isinstance(line, dict) else line)
+        return True
+    if prefix == "loader.kinds" and isinstance(value, dict):   # one row per kind of process: its libcuda and why
+        for kind, seen in value.items():
+            if isinstance(seen, dict):
+                rows[f"loader.{kind}"] = " ".join(str(part) for part in (
+                    seen.get("libcuda") or "none", f"({seen['version']})" if seen.get("version") else "",
+                    "stub" if seen.get("stub") else "", f"by {seen['step']}" if seen.get("step") else "",
+                    seen.get("set_by") or "") if part)
+        return True
+    if prefix in ("loader.conf", "loader.preload") and isinstance(value, list):   # file:line dir, one cell
+        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}={c.get('dir') or c.get('entry')}"
+                                for c in value if isinstance(c, dict)) or "none"
+        return True
+    if prefix == "loader.cache" and isinstance(value, list):
+        rows[prefix] = " ".join(f"{c.get('name')}={c.get('real')}" for c in value if isinstance(c, dict)) or "none"
+        return True
+    if _LD_CHANGES.fullmatch(prefix) and isinstance(value, list):   # file:line of each change
+        rows[prefix] = " ".join(f"{c.get('file')}:{c.get('line')}" for c in value if isinstance(c, dict)) or "none"
+        return True
+    return False
 
 
 def drift(previous: dict | None, current: dict | None) -> list[tuple[str, str, str]]:

@@ -4,6 +4,8 @@ anything a host printed (an HF_TOKEN in an env dump, a token inside a repository
 from __future__ import annotations
 
 import functools
+import json
+import math
 import re
 
 MASK = "***"
@@ -96,3 +98,36 @@ def scrub(value):
     if isinstance(value, (list, tuple)):
         return [scrub(item) for item in value]
     return value
+
+
+class Scrubbed(dict):
+    """A report that `scrubbed` has made: every string masked, every number finite, every value JSON's own. The run's
+    sinks (fleet/record/sinks.py) are handed one, made once per host, so each sink's own `scrubbed` is a no-op: three
+    sinks each walking a 26 KB record cost the controller ~3 ms a host at 1,000 hosts (issue 46)."""
+
+
+def scrubbed(report: dict) -> Scrubbed:
+    """The report as JSON writes it (`json.loads(json.dumps(report, default=str))`: tuples as lists, keys as strings,
+    any other object as its str), with every string scrubbed and every NaN or Infinity null, in one walk."""
+    return report if isinstance(report, Scrubbed) else Scrubbed(_clean(report if isinstance(report, dict) else {}))
+
+
+def _clean(value):
+    if isinstance(value, str):
+        return scrub_text(value)
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key if isinstance(key, str) else _key(key): _clean(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item) for item in value]
+    return scrub_text(str(value))
+
+
+def _key(key) -> str:
+    """A dict key as json.dumps writes a key that is no string (1 -> "1", True -> "true", None -> "null")."""
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return str(key)

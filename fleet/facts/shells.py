@@ -269,32 +269,6 @@ def reached_by(shell_facts: dict | None, torch_path: str | None) -> dict:
     return out
 
 
-def reach_short(torch: dict | None, python_env: str) -> str | None:
-    """reach_sentence in a line that fits a terminal (apply's summary): the version, the venv, how to reach it."""
-    if not isinstance(torch, dict) or not torch.get("path"):
-        return None
-    kinds = (torch.get("reached_by") or {}).get("kinds") or {}
-    every = all("python3" in (kinds.get(k) or []) for k in KINDS)
-    how = "python3 and pip in any new shell" if every else f"{python_env}/bin/python (not python3 in every shell)"
-    return f"torch {torch.get('version') or '?'} in {python_env}: {how}"
-
-
-def reach_sentence(torch: dict | None, python_env: str) -> str | None:
-    """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
-    if not isinstance(torch, dict) or not torch.get("path"):
-        return None
-    reach = torch.get("reached_by") or {}
-    kinds = reach.get("kinds") or {}
-    every = [k for k in KINDS if "python3" in (kinds.get(k) or [])]
-    python = f"{python_env}/bin/python"
-    how = ("`python3` (and pip) in any new shell" if len(every) == len(KINDS) else
-           f"`python3` in {', '.join(every)} shells" if every else f"{python} by path (python3 in a shell is another)")
-    said = f"torch {torch.get('version') or '?'} at {torch['path']}: {how}, or {python}"
-    for other in reach.get("others") or []:
-        said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
-    return said
-
-
 @functools.lru_cache(maxsize=None)
 def trace_program() -> Program:
     """The trace of the startup files (`command`), as a helper program (fleet/programs.py): what the probe runs

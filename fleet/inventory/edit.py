@@ -103,7 +103,7 @@ _HOSTS_LINE = re.compile(r"^hosts:[ \t]*(?P<value>\{[ \t]*\}|~|null)?[ \t]*(?P<c
 
 def insert_host(text: str, name: str, target, *, when: str | None = None, where: str = "the inventory") -> str:
     """`text` with the host appended under `hosts:` (created when absent); every other line kept as it is.
-    `target`: what the entry says (address, port, user, key, vars, pins: fleet.workflows.bootstrap.Target)."""
+    `target`: what the entry says (address, port, user, key, vars, pins: fleet.workflows.ssh_line.Target)."""
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"

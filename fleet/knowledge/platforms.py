@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fleet.knowledge import copy_floors
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -117,7 +119,8 @@ class Platform:
 
     def as_json(self) -> dict:
         """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
-        return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf]}
+        return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf],
+                "copies": copy_floors.rows() if self.has_gpu else []}   # the copy engines' floors (issue 48)
 
 
 # In detection order: a Jetson before anything else, the Spark before other Arm GPU servers, cpu-only last.

@@ -9,8 +9,9 @@ module, added in `for_run`: the facts records (fleet/record/store.py FactsRecord
 
 `report` is the host's result as JSON-able data (`report_of`): `{"status": "ok"|"failed"|"unreachable"|"refused"|
 "interrupted", "record": the facts record to keep (None: none), the command's JSON document of the host (apply's
-counts and tasks, health's verdict, ...), "stats": {"remote_commands", "seconds"}}`. Secrets are scrubbed by each
-sink on its way out (the records and the log are).
+counts and tasks, health's verdict, ...), "stats": {"remote_commands", "seconds"}}`. Secrets are scrubbed on the way
+out: `Sinks` hands every sink the report scrubbed once (fleet.facts.scrub.scrubbed: a `Scrubbed`), and each sink
+still passes what it writes through `scrubbed`, a no-op on a report already made so.
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Run:
-    """One command's run: what ran, when, over which inventory."""
+    """One command's run: what ran, when, over which inventory, and where its results go (`for_run` reads them)."""
     command: str                      # apply, facts, verify, health, bootstrap, script, ...
     inventory: Path | None
     check: bool = False               # --check: nothing was changed
+    argv: tuple = ()                  # the command line as given (the run log's head; empty: `fleet COMMAND`)
+    facts_dir: Path | None = None     # where the run keeps each host's facts record (None: it keeps none)
+    log: Path | None = None           # --log FILE (None: a new file under the runs folder)
+    loaded: Any = None                # the inventory, loaded: its `store:` names the history store (None: FLEET_STORE,
+    #                                   else SQLite beside facts_dir)
     started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -57,7 +63,10 @@ class Sinks:
             self._call(None, sink.begin, run)
 
     def host(self, run: Run, name: str, report: dict[str, Any]) -> None:
+        from fleet.facts.scrub import scrubbed
+
         self.told.add(name)
+        report = scrubbed(report)      # once for every sink: each one's own scrubbed() is then a no-op
         for sink in self.sinks:
             self._call(name, sink.host, run, name, report)
 
@@ -80,22 +89,21 @@ class Sinks:
             self.warnings.append(f"{type(method.__self__).__name__}: {type(exc).__name__}: {exc}")
 
 
-def for_run(run: Run, *, facts_dir: Path | None = None, log: Path | None = None,
-            argv: list[str] | None = None, inventory=None) -> list[Sink]:
-    """The sinks of one run: the facts records where the run gathers facts (`facts_dir`), and the run log (`log`,
-    else a new file under the runs folder: fleet/record/runlog.py). Every command that reaches hosts leaves a run
-    record."""
+def for_run(run: Run) -> list[Sink]:
+    """The sinks of one run: the facts records where the run gathers facts (`run.facts_dir`), the run log
+    (`run.log`, else a new file under the runs folder: fleet/record/runlog.py) and, but in --check, the history store.
+    Every command that reaches hosts leaves a run record."""
     from fleet.record.runlog import RunLog
     from fleet.record.store import FactsRecords
 
     from fleet.store.sink import sink_for
 
     out: list[Sink] = []
-    if facts_dir is not None:
-        out.append(FactsRecords(Path(facts_dir)))
-    out.append(RunLog(log, argv or ["fleet", run.command]))
+    if run.facts_dir is not None:
+        out.append(FactsRecords(Path(run.facts_dir)))
+    out.append(RunLog(run.log))
     if not run.check:          # the history store (fleet/store/): every host's report, a row per change
-        out.append(sink_for(run, facts_dir, inventory))
+        out.append(sink_for(run, run.facts_dir, run.loaded))
     return out
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
-from fleet.facts.scrub import scrub
-from fleet.jsontext import document, dumps, finite
+from fleet.facts.scrub import Scrubbed, scrubbed
+from fleet.jsontext import document, dumps
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+\Z")
 
@@ -37,7 +37,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(finite(scrub(record)), indent=2) + "\n"   # every reader reads it: no NaN, no Infinity
+    text = dumps(scrubbed(record), indent=2) + "\n"   # every reader reads it: no secret, no NaN, no Infinity
     old = _readable(path)
     try:
         if old is not None:
@@ -83,7 +83,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def read(facts_dir: Path | str, host: str, *, previous: bool = False) -> dict | None:
     """The host's record (or the one before it); None when there is none yet."""
-    return load(record_path(facts_dir, host, previous=previous), missing_ok=True)
+    path = record_path(facts_dir, host, previous=previous)
+    return load(path, missing_ok=True)
+
+
+def read_both(facts_dir: Path | str, host: str) -> tuple[dict | None, dict | None]:
+    """The host's record and the one before it (drift), each None where there is none."""
+    paths = [record_path(facts_dir, host, previous=previous) for previous in (False, True)]
+    record, before = (load(path, missing_ok=True) for path in paths)
+    return record, before
 
 
 def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
@@ -145,8 +153,9 @@ class FactsRecords:
         pass
 
     def host(self, run, name: str, report: dict) -> None:
+        report = scrubbed(report)
         if report.get("record") is not None:
-            write(self.facts_dir, name, report["record"])
+            write(self.facts_dir, name, Scrubbed(report["record"]))   # scrubbed with its report
 
     def end(self, run, status: int) -> None:
         pass

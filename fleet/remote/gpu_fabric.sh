@@ -29,5 +29,5 @@ if command -v systemctl >/dev/null 2>&1; then printf 'systemctl %s\n' "$(systemc
 for p in /proc/[0-9]*/comm; do read -r c < "$p" 2>/dev/null && [ "$c" = nv-fabricmanage ] && { echo process; break; }; done
 echo '@@packages'
 # shellcheck disable=SC2016  # dpkg-query's own ${Package} fields, not the shell's
-command -v dpkg-query >/dev/null 2>&1 && dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' 'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null
+command -v dpkg-query >/dev/null 2>&1 && dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' 'nvidia-fabricmanager*' 'libnvidia-nscq*' nvlsm 2>/dev/null
 true

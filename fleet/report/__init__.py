@@ -61,11 +61,11 @@ def safe_value(value: Any) -> Any:
 
 
 class Reporter:
-    def __init__(self, env: Environment, *, quiet: bool = False, verbose: int = 0):
+    def __init__(self, env: Environment, *, quiet: bool | None = None, verbose: int | None = None):
+        """-q and -v as the environment has them (fleet.cli sets them once), unless given here."""
         self.env = env
-        self.inventory: str | None = None       # the run's inventory, as the fixes it prints name it (report/fixes.py)
-        self.quiet = quiet
-        self.verbose = 0 if quiet else verbose
+        self.quiet = env.quiet if quiet is None else quiet
+        self.verbose = 0 if self.quiet else (env.verbose if verbose is None else verbose)
         self._lock = threading.Lock()
         self.steps: dict[str, list[str]] = {}   # per host, the steps announced so far (the partial recap)
         self.running: dict[str, list] = {}      # per host in a step: [the step, when it began, when last heard]
@@ -249,16 +249,16 @@ class Reporter:
     def json(self, hosts: dict[str, Any], outcomes: dict[str, Outcome], **extra: Any) -> None:
         """One document, secrets masked (the records on disk are; what is printed must be too). JSON escapes
         C0 controls itself; ensure_ascii escapes the C1 ones (U+009B is a CSI to many terminals)."""
-        doc = finite(json.loads(json.dumps(json_document(hosts, outcomes, **extra), default=str)))
+        doc = json_document(hosts, outcomes, **extra)
         # one host's NaN never makes the fleet's document invalid JSON (issue 49): null, and allow_nan=False
+        doc = finite(json.loads(json.dumps(doc, default=str)))
         self.env.console.print_json(data=scrub(doc), ensure_ascii=True, allow_nan=False)
 
 
-def reporter_for(args, env: Environment) -> Reporter:
-    """The Reporter a command's flags ask for: -q (no progress lines), -v/-vv (more detail)."""
-    reporter = Reporter(env, quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", 0) or 0)
-    reporter.inventory = getattr(args, "inventory", None)
-    return reporter
+def reporter_for(env: Environment) -> Reporter:
+    """The Reporter of this run: -q (no progress lines) and -v/-vv (more detail) as fleet.cli set them on the
+    environment, once for every command."""
+    return Reporter(env)
 
 
 # Seconds of quiet before a step's heartbeat line: long enough that a pipe (a CI log) is not flooded, short

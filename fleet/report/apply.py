@@ -11,6 +11,7 @@ from rich.table import Table
 
 from fleet.engine import HostReport
 from fleet.connection.parallel import Outcome
+from fleet.remote.trace import KINDS   # the kinds of shell a person opens (the shells' trace)
 from fleet.report import Reporter, markup_safe as _safe
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}
@@ -42,6 +43,7 @@ class ApplyPrinter:
     check: bool
     show_diff: bool
     json_out: bool = False
+    inventory: str | None = None          # as the user named it: the fixes' commands name it so (report/fixes.py)
     shown: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -54,7 +56,8 @@ class ApplyPrinter:
         if self.json_out:
             return
         with self._lock:   # one host's lines together, never interleaved with another's
-            _host(self.reporter, outcome.host, outcome, self.show_diff, self.check)
+            self.reporter.draw(host_lines(self.reporter, outcome.host, outcome, self.show_diff, self.check,
+                                          self.inventory))
             self.shown.add(outcome.host)
 
     def document(self, outcome: Outcome) -> dict:
@@ -65,7 +68,7 @@ class ApplyPrinter:
         """The rest of the output: each host's document (--json) or the hosts not yet shown, the recap and the plan,
         then where the run log went (the sinks wrote it: fleet/record/sinks.py)."""
         block = [] if self.json_out else apply_block(self.reporter, run.outcomes, show_diff=self.show_diff,
-                                                     check=self.check, shown=self.shown)
+                                                     check=self.check, shown=self.shown, inventory=self.inventory)
         block += [("warn", warning) for warning in run.warnings]
         if run.logged:
             block.append(("note", f"run log: {run.logged}"))
@@ -101,12 +104,13 @@ def _origin_part(roles) -> str:
 
 
 def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: bool, show_diff: bool,
-                check: bool, shown: set[str] = frozenset()) -> bool:
+                check: bool, shown: set[str] = frozenset(), inventory: str | None = None) -> bool:
     """Print per-host tasks and the recap (or one JSON document); True if any host failed. `shown`: hosts whose
-    lines were printed live already (LiveHosts)."""
+    lines were printed live already (LiveHosts); `inventory`: as the fixes' commands name it."""
     failed = any(o.value is None or o.value.failed for o in outcomes.values())
     hosts = {name: host_json(o, reporter) for name, o in outcomes.items()} if json_out else {}
-    block = [] if json_out else apply_block(reporter, outcomes, show_diff=show_diff, check=check, shown=shown)
+    block = [] if json_out else apply_block(reporter, outcomes, show_diff=show_diff, check=check, shown=shown,
+                                            inventory=inventory)
     if json_out:
         reporter.json(hosts, outcomes)
     reporter.draw(block)
@@ -114,14 +118,14 @@ def print_apply(reporter: Reporter, outcomes: dict[str, Outcome], *, json_out: b
 
 
 def apply_block(reporter: Reporter, outcomes: dict[str, Outcome], *, show_diff: bool, check: bool,
-                shown: set[str] = frozenset()) -> list[tuple]:
+                shown: set[str] = frozenset(), inventory: str | None = None) -> list[tuple]:
     """What apply prints after its hosts (as Reporter.draw prints it): the lines of each host not shown yet, the
     recap and, with --check, the plan last: what a script (or a person) acts on."""
     recap = ("table", _recap(outcomes, check, short=not reporter.plain))
     plans = [("line", f"{_safe(name)}: {plan_total(outcome.value)}")
              for name, outcome in outcomes.items() if check and outcome.value is not None]
     hosts = [line for name, outcome in outcomes.items() if name not in shown
-             for line in host_lines(reporter, name, outcome, show_diff, check)]
+             for line in host_lines(reporter, name, outcome, show_diff, check, inventory)]
     return [*hosts, recap, *plans]
 
 
@@ -146,13 +150,11 @@ def host_total(report: HostReport, seconds: float) -> str:
     return f"in state ({', '.join(counts) or 'no tasks'}) {seconds:.1f} s"
 
 
-def _host(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> None:
-    reporter.draw(host_lines(reporter, name, outcome, show_diff, check))
-
-
-def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool) -> list[tuple]:
+def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool, check: bool,
+               inventory: str | None = None) -> list[tuple]:
     """One host's lines, as Reporter.draw prints them: its total, each change (with -v each task) and why, then
-    what the host says beyond its tasks (GPU health, where torch is, what it fixed, a verify that skipped perf)."""
+    what the host says beyond its tasks (GPU health, where torch is, what it fixed, a verify that skipped perf);
+    a failed task's fix names `inventory` as the user named it."""
     report: HostReport | None = outcome.value
     if report is None and outcome.interrupted:
         return [("block", name, "INTERRUPTED" if outcome.started else "NOT STARTED",
@@ -167,7 +169,7 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         lines.append(("line", f"  [bold red]refused:[/bold red] {_safe(report.refuse)}"))
     elif report.error:
         lines.append(("line", f"  [bold red]error:[/bold red] {_safe(report.error)}"))
-    fixes = fixed(report, check)   # what it repaired beyond its own lines
+    beyond = _beyond(report, check)   # printed after the tasks
     verbose = reporter.verbose > 0
     shown_skips, shown_why, fixes_said = set(), set(), set()
     for task in report.tasks:
@@ -186,12 +188,19 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
         line = f"  [{_STYLE[task.status]}]{label}[/] {_safe(task.role)}: {_safe(task.task)} [dim]— {_safe(why)}[/dim]"
         # one line that fits the terminal ("cut"): the rest is a -v away
         lines.append(("line" if verbose or reporter.plain or task.status == "failed" else "cut", line))
-        fix = fix_for(task.reason, name, reporter.inventory) if task.status == "failed" and not check else None
+        fix = fix_for(task.reason, name, inventory) if task.status == "failed" and not check else None
         if fix and fix not in fixes_said:    # once per host: five tasks cut by one lost connection need one fix
             fixes_said.add(fix)
             lines.append(("line", f"  [bold]fix:[/bold] {_safe(fix)}"))
         if show_diff and task.diff:
             lines.append(("diff", task.diff))
+    return lines + beyond
+
+
+def _beyond(report: HostReport, check: bool) -> list[tuple]:
+    """What the host says beyond its tasks, after them: its GPU health, where torch is, what it fixed (or will), a
+    verify that skipped perf."""
+    lines = []
     health = report.health or {}
     if health.get("verdict") in ("degraded", "return"):   # the GPUs themselves (issue 36): what, which GPU, the action
         style = "bold red" if health["verdict"] == "return" else "yellow"
@@ -200,12 +209,12 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
             lines.append(("line", f"  [{style}]keep or return:[/{style}] {_safe(health['advice'])}"))
     skipped = ((report.facts or {}).get("verify") or {}).get("perf") or {}
     if report.verify == "passed":   # verify ran and proved it in this run: where torch is and how to reach it
-        from fleet.facts.shells import reach_short
         facts = report.facts or {}
         env = (facts.get("python") or {}).get("env") or "/opt/fleet/venv"
         reach = reach_short(facts.get("torch"), env)
         if reach:
             lines.append(("line", f"  [dim]{_safe(reach)}[/dim]"))
+    fixes = fixed(report, check)   # what it repaired beyond its own lines
     lines += [("line", f"  [green]{'will fix' if check else 'fixed'}:[/green] {_safe(line)}") for line in fixes]
     if skipped.get("skipped"):   # a busy GPU: say why there are no perf figures (issue 11)
         lines.append(("line", f"  [yellow]{_safe(skipped['skipped'])}[/yellow]"))
@@ -216,6 +225,32 @@ def host_lines(reporter: Reporter, name: str, outcome: Outcome, show_diff: bool,
 _SAID = (("finished", ("done",)), ("already in state", ("in state",)), ("failed", ("failed",)),
          ("running when interrupted (begun, no end reported: the next apply checks it again)", ("begin",)),
          ("never started", ("planned", "not run")))
+
+
+def reach_short(torch: dict | None, python_env: str) -> str | None:
+    """reach_sentence in a line that fits a terminal (apply's summary): the version, the venv, how to reach it."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    kinds = (torch.get("reached_by") or {}).get("kinds") or {}
+    every = all("python3" in (kinds.get(k) or []) for k in KINDS)
+    how = "python3 and pip in any new shell" if every else f"{python_env}/bin/python (not python3 in every shell)"
+    return f"torch {torch.get('version') or '?'} in {python_env}: {how}"
+
+
+def reach_sentence(torch: dict | None, python_env: str) -> str | None:
+    """Where torch is and how to reach it, in words, from facts.torch (with reached_by)."""
+    if not isinstance(torch, dict) or not torch.get("path"):
+        return None
+    reach = torch.get("reached_by") or {}
+    kinds = reach.get("kinds") or {}
+    every = [k for k in KINDS if "python3" in (kinds.get(k) or [])]
+    python = f"{python_env}/bin/python"
+    how = ("`python3` (and pip) in any new shell" if len(every) == len(KINDS) else
+           f"`python3` in {', '.join(every)} shells" if every else f"{python} by path (python3 in a shell is another)")
+    said = f"torch {torch.get('version') or '?'} at {torch['path']}: {how}, or {python}"
+    for other in reach.get("others") or []:
+        said += f"; also {other['torch']} for {other['python']} (not the one fleet verifies)"
+    return said
 
 
 def interrupted_summary(reporter: Reporter, outcome: Outcome) -> str:

@@ -22,6 +22,7 @@ class FactsView:
     drift: bool = False                   # what changed since the record before
     output: Path | None = None            # md/csv/html to this file (atomically) instead of stdout
     history: bool = False                 # a question over the history store (fleet/report/history.py)
+    inventory: str | None = None          # as the user named it: the commands a view prints name it so
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class TablePrinter:
             from fleet.report.glance import glance
 
             for column in seen.columns:
-                reporter.print(glance(column.host, last[column.host], column, reporter.inventory))
+                reporter.print(glance(column.host, last[column.host], column, self.view.inventory))
             reporter.note("every fact, hosts side by side: fleet facts --all (or --json)")
         else:
             # With one host there is nothing to compare: fold nothing.

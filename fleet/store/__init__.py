@@ -144,21 +144,28 @@ class Store:
             cur.execute(e.sql("SELECT first_seen, last_seen, last_at FROM hosts WHERE host = ?" + e.lock_row),
                         (report["host"],))
             first_seen, last_seen, last_at = cur.fetchone()
-            cur.execute(e.sql("SELECT digest, document FROM reports WHERE host = ? AND at_s <= ? "
+            cur.execute(e.sql("SELECT digest, id FROM reports WHERE host = ? AND at_s <= ? "
                               "ORDER BY at_s DESC, id DESC LIMIT 1"), (report["host"], at))
             before = cur.fetchone()
-            previous = e.load(before[1]) if before is not None else None
+            kept: list = []
+
+            def previous():   # the report before it, read only where needed (a converged host's never is)
+                if before is not None and not kept:
+                    cur.execute(e.sql("SELECT document FROM reports WHERE id = ?"), (before[1],))
+                    kept.append(e.load(cur.fetchone()[0]))
+                return kept[0] if kept else None
+
             # a report without facts (a host that did not answer, a run that gathers none) keeps the host's last
             # facts: only its status is new
-            facts = report.get("facts") or previous or {}
-            if merge and report.get("facts") and previous:     # a run that saw part of the host (fleet health)
-                facts = {**previous, **report["facts"]}
+            facts = report.get("facts") or previous() or {}
+            if merge and report.get("facts") and previous():     # a run that saw part of the host (fleet health)
+                facts = {**previous(), **report["facts"]}
             digest = digest_of(facts, report["status"], report.get("exit"))
-            document = json.dumps(facts, sort_keys=True, separators=(",", ":"))
             outcome = "unchanged" if before is not None and before[0] == digest else "stored"
-            row_id = None
+            row_id = document = None
             if outcome == "stored":
-                changes = _changes(previous, facts) if before is not None else []
+                document = json.dumps(facts, sort_keys=True, separators=(",", ":"))
+                changes = _changes(previous(), facts) if before is not None else []
                 cur.execute(e.sql("INSERT INTO reports (report_id, host, kind, at_s, received_s, fleet_version, "
                                   "status, exit, digest, changes, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                                   + e.json_param + ")" + e.returning_id),

@@ -13,6 +13,7 @@ printer escapes them (terminal_safe, Rich's escape, html.escape), none runs or r
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import datetime, timezone
@@ -39,7 +40,8 @@ def check(report, *, now: float | None = None) -> dict:
     no reader of the store, PostgreSQL's jsonb included, takes them)."""
     if not isinstance(report, dict):
         raise Refused(f"a report is a JSON object, not {type(report).__name__}")
-    report.update(finite(report))   # in place: callers keep the object they handed in
+    # in place: callers keep the object they handed in (the facts are made finite below, in their depth's walk)
+    report.update(finite({key: value for key, value in report.items() if key != "facts"}))
     unknown = sorted(set(report) - FIELDS)
     if unknown:
         raise Refused(f"unknown field(s) {', '.join(map(repr, unknown[:5]))}; a report has only "
@@ -69,8 +71,9 @@ def check(report, *, now: float | None = None) -> dict:
         facts = {}
     if not isinstance(facts, dict):
         raise Refused(f"facts must be a JSON object, not {type(facts).__name__}")
-    if _depth(facts) > MAX_DEPTH:
-        raise Refused(f"facts nest deeper than {MAX_DEPTH} levels")
+    facts = _finite_within(facts)
+    if "facts" in report:
+        report["facts"] = facts
     for where, named in (("facts.host", facts.get("host")),
                          ("facts.verify.host", (facts.get("verify") or {}).get("host")
                           if isinstance(facts.get("verify"), dict) else None)):
@@ -103,14 +106,18 @@ def _time(value) -> float:
     return when.timestamp()
 
 
-def _depth(value, level: int = 0) -> int:
-    if level > MAX_DEPTH:
-        return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+def _finite_within(value, level: int = 0):
+    """The facts with every NaN and Infinity null (fleet.jsontext.finite), or Refused where a dict or list lies
+    MAX_DEPTH levels down (the facts themselves are level 0): one walk for both."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (dict, list, tuple)):
+        if level >= MAX_DEPTH:
+            raise Refused(f"facts nest deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            return {key: _finite_within(item, level + 1) for key, item in value.items()}
+        return [_finite_within(item, level + 1) for item in value]
+    return value
 
 
 def _short(value) -> str:

@@ -32,9 +32,12 @@ class HistorySink:
         """Nothing yet: the store opens with the first host."""
 
     def host(self, run, name: str, report: dict[str, Any]) -> None:
+        from fleet.facts.scrub import scrubbed
+
         store = self._open()
         if store is None:
             return
+        report = scrubbed(report)      # the store keeps what the facts records keep: no secret
         status = report.get("status") if report.get("status") in STATUSES else "failed"
         changed = report.get("changed")
         if not isinstance(changed, int) or isinstance(changed, bool):

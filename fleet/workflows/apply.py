@@ -97,10 +97,9 @@ def converge_hosts(inventory, by_host: dict[str, list], hosts: list, request: Ap
 
     if on_start:
         on_start(hosts, by_host)
-    run = Run(request.command, inventory.path, check=request.check)
-    told = Told(run, Sinks(for_run(run, facts_dir=inventory.facts_dir, log=request.log, argv=list(request.argv),
-                                   inventory=inventory)),
-                describe, keep=lambda o: o.value.record)
+    run = Run(request.command, inventory.path, check=request.check, argv=request.argv, facts_dir=inventory.facts_dir,
+              log=request.log, loaded=inventory)
+    told = Told(run, Sinks(for_run(run)), describe, keep=lambda o: o.value.record)
     with reporter.heartbeat(live=request.live):   # on a terminal: a live status line per running host
         outcomes = on_hosts(hosts, work, options=request.connect, forks=request.forks, debug=request.debug,
                             on_done=told.then(on_done))

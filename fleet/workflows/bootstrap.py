@@ -1,6 +1,6 @@
 """`fleet bootstrap`: a new pod, from the SSH line its provider shows to a verified stack, in one shot.
 
-    target = parse_target("ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519")
+    target = parse_target("ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519")   # fleet/workflows/ssh_line.py
     result = bootstrap(target, inventory_path=default_inventory())   # ~/.config/fleet/pods.yaml
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
@@ -15,329 +15,33 @@ starts changing is always written, so that a failed apply (a mirror hiccup, a lo
 resumed with `fleet apply INVENTORY --limit NAME` or the same bootstrap line, and inspected with `fleet
 facts`/`fleet run`. The entry is written once (the same address and port already there: that name is
 reused and the file left as it is), as a text edit that keeps every comment, into a temp file that must
-load with `load_inventory` before it is renamed over the original: never a truncated or invalid file.
+load with `load_inventory` before it is renamed over the original: never a truncated or invalid file
+(fleet/workflows/pod_entry.py).
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from fleet import parse
 from fleet.engine import hostlock
 from fleet.errors import AuthRefused, FleetError, InputError
-from fleet.inventory import NAME_RE, Host, Inventory, load_inventory
-from fleet.inventory.edit import edit, entry_text, insert_host
-from fleet.inventory.home import known_inventories, remember
+from fleet.inventory import Host, Inventory
+from fleet.inventory.home import remember
+from fleet.workflows.pod_entry import (check_name, derive_name, entry_vars, find_pod, kept_values, known_elsewhere,
+                                       load_existing, shown, write_entry, write_vars)
+from fleet.workflows.ssh_line import Target   # the pod to bootstrap, read from its SSH line (parse_target)
 
 DEFAULT_WAIT = 300.0
 # A key the pod refuses is tried again this long: a provider may still be writing authorized_keys as sshd starts
 # (seconds, not minutes); past that the -i key is the wrong one, and waiting the whole --wait would cost a renter
 # five minutes to learn it.
 AUTH_WAIT = 20.0
-HEADER = "# Pods added by `fleet bootstrap` (one entry each; edit freely: comments are kept).\n"
-
-# ssh's own flags: those that take a value, and those that do not (man ssh). Only -p -i -l and some -o
-# options matter to fleet; the rest are noted and ignored, except a jump host, which fleet cannot follow.
-_WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
-_NO_VALUE = set("46AaCfGgKkMNnqsTtVvXxYy")
-_ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-                         r"|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)\Z")
-_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}\Z")
-_DEST_RE = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@/]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:/@]+))"
-                      r"(?::(?P<port>[^/]*))?/?\Z")
 
 Progress = Callable[[str, str], None]
-
-
-# -- the SSH line ----------------------------------------------------------------------------------------
-
-@dataclass
-class Target:
-    user: str
-    address: str
-    port: int
-    key: str | None = None            # as written (~ kept), or absolute
-    notes: list[str] = field(default_factory=list)
-    # --keyring-pins FILE: {keyring URL: sha256} of the keyring .debs this pod's mirror serves at NVIDIA's URLs (a
-    # lab's, a site mirror's); written into THIS pod's entry only (its vars: cuda_keyring_pins), never the others'
-    pins: dict[str, str] = field(default_factory=dict)
-    # --set NAME=VALUE of the bootstrap that adds the pod: the settings it was provisioned with, written into its
-    # entry's vars so that `fleet apply INVENTORY --limit NAME` (the summary's "next") keeps them
-    vars: dict = field(default_factory=dict)
-
-    def ssh_line(self) -> str:
-        """The line to connect with, in the form providers show it."""
-        parts = ["ssh", f"{self.user}@{self.address}", "-p", str(self.port)] + (["-i", self.key] if self.key else [])
-        return " ".join(p if p.startswith("~/") and shlex.quote(p[2:]) == p[2:] else shlex.quote(p) for p in parts)
-
-
-def parse_target(line: str, *, port: int | None = None, key: str | None = None, cwd: Path | None = None) -> Target:
-    """An SSH line as pasted (`ssh root@IP -p PORT -i KEY`, `-o` options, `user@host:port`, `host`) -> Target.
-
-    `port` and `key` are fleet's own -p/-i; they may repeat the line's, never contradict it.
-    """
-    try:
-        words = shlex.split(line.replace("\\\n", " ").strip().lstrip("$ "))  # a line pasted with continuations
-    except ValueError as exc:
-        raise InputError(f"cannot read the SSH line ({exc}); paste it inside single quotes") from None
-    if words and (words[0] == "ssh" or words[0].endswith("/ssh")):
-        words = words[1:]
-    found: dict[str, str] = {}
-    notes: list[str] = []
-    dests: list[str] = []
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word.startswith("-") and len(word) > 1 and len(dests) < 2:  # as ssh: options around the host
-            i = _flag(words, i, found, notes)
-            continue
-        dests.append(word)
-        i += 1
-    if not dests:
-        raise InputError("no host in the SSH line; write it as the provider shows it, e.g. "
-                         "'ssh root@203.0.113.10 -p 17322 -i ~/.ssh/id_ed25519'")
-    if len(dests) > 1:
-        raise InputError(f"the SSH line runs a command ({' '.join(dests[1:])!r}) after the host; paste only the "
-                         "connection part, e.g. 'ssh root@203.0.113.10 -p 17322'")
-    user, address, dest_port = _destination(dests[0])
-    _refuse_proxied(address)
-    user = _agree_all("user", [("the SSH line's -l", found.get("user")), ("user@host", user)]) or "root"
-    ports = [("the SSH line's -p", found.get("port")), ("host:port", dest_port),
-             ("-p", None if port is None else str(port))]
-    port_text = _agree_all("port", ports)
-    key = _agree_all("key", [("the SSH line's -i", found.get("key")), ("-i", key)])
-    if not _USER_RE.match(user):
-        raise InputError(f"user {user!r} in the SSH line is not a user name; write e.g. root@203.0.113.10")
-    return Target(user, address, _port("22" if port_text is None else port_text), _key(key, cwd) if key else None, notes)
-
-
-def _refuse_proxied(address: str) -> None:
-    """RunPod's basic SSH goes through its proxy (POD-ID@ssh.runpod.io): an interactive shell only, no SCP/SFTP
-    and no `ssh host cmd`, which is how fleet runs everything (docs.runpod.io/pods/configuration/use-ssh:
-    "Basic SSH ... SCP/SFTP support: No"; "Full SSH (public IP) ... Yes")."""
-    if address.lower().rstrip(".") == "ssh.runpod.io" or address.lower().endswith(".ssh.runpod.io"):
-        raise InputError("this is RunPod's proxied SSH line (...@ssh.runpod.io), which gives an interactive shell "
-                         "only: fleet needs to run commands. Use the pod's 'SSH over exposed TCP' line instead "
-                         "(ssh root@IP -p PORT -i KEY; expose TCP port 22 in the pod's settings if it is missing)")
-
-
-def _flag(words: list[str], i: int, found: dict, notes: list[str]) -> int:
-    """Read one ssh option cluster at words[i] (e.g. -p 22, -p22, -tt, -oPort=22); returns the next index."""
-    word = words[i]
-    for pos in range(1, len(word)):
-        letter = word[pos]
-        if letter in _NO_VALUE:
-            notes.append(f"ssh option -{letter} ignored")
-            continue
-        if letter not in _WITH_VALUE:
-            raise InputError(f"unknown ssh option -{letter} in the SSH line; remove it")
-        value = word[pos + 1:]
-        if not value:
-            if i + 1 >= len(words):
-                raise InputError(f"ssh option -{letter} in the SSH line has no value; e.g. -p 17322")
-            i, value = i + 1, words[i + 1]
-        _option(letter, value, found, notes)
-        break
-    return i + 1
-
-
-def _option(letter: str, value: str, found: dict, notes: list[str]) -> None:
-    named = {"p": "port", "i": "key", "l": "user"}
-    if letter in named:
-        _set(found, named[letter], value)
-    elif letter == "J":
-        raise InputError(f"the SSH line goes through a jump host (-J {value}), which fleet does not take from the "
-                         f"line: {_VIA_CONFIG}")
-    elif letter == "o":
-        name, _, setting = value.replace("=", " ", 1).partition(" ")
-        lowered = name.strip().lower()
-        honoured = {"port": "port", "user": "user", "identityfile": "key"}.get(lowered)
-        if lowered in _ROUTE_OPTIONS:
-            # these change where ssh connects: ignoring them would connect straight to the address and trust
-            # whatever key answers there (issue 26)
-            raise InputError(f"the SSH line sets -o {value}, which changes where ssh connects and fleet does not take "
-                             f"from the line: {_VIA_CONFIG}")
-        if honoured:
-            _set(found, honoured, setting.strip())
-        else:
-            notes.append(f"ssh option -o {value} ignored (fleet checks host keys itself)")
-    else:
-        notes.append(f"ssh option -{letter} {value} ignored")
-
-
-# ssh options that route the connection elsewhere than the line's address (ssh_config(5))
-_ROUTE_OPTIONS = ("proxyjump", "proxycommand", "hostname")
-_VIA_CONFIG = ("put the route in ~/.ssh/config (Host NAME, with HostName and ProxyJump, which fleet honours) and "
-               "bootstrap 'ssh root@NAME -p PORT'")
-
-
-def _set(found: dict, what: str, value: str) -> None:
-    if found.get(what, value) != value:
-        raise InputError(f"the SSH line gives two {what}s ({found[what]!r} and {value!r}); keep one")
-    found[what] = value
-
-
-def _destination(dest: str) -> tuple[str | None, str, str | None]:
-    if dest.count(":") > 1 and "[" not in dest and not dest.startswith("ssh://"):
-        user, _, address = dest.rpartition("@")         # a bare IPv6 address: its colons are not a port
-        return user or None, _address(address), None
-    match = _DEST_RE.match(dest)
-    if not match:
-        raise InputError(f"cannot read {dest!r} as a host; write user@host, user@host:port or host")
-    return match["user"], _address(match["v6"] or match["host"]), match["port"]
-
-
-def _address(address: str) -> str:
-    if not address or not _ADDRESS_RE.match(address):
-        raise InputError(f"{address!r} is not a host name or IP address; copy the address from the provider's "
-                         "SSH line")
-    return address
-
-
-def _agree_all(what: str, sources: list[tuple[str, str | None]]) -> str | None:
-    given = [(where, value) for where, value in sources if value is not None]
-    for where, value in given[1:]:
-        if value != given[0][1]:
-            raise InputError(f"{given[0][0]} says {what} {given[0][1]!r} but {where} says {value!r}; give one")
-    return given[0][1] if given else None
-
-
-def _port(text: str) -> int:
-    try:
-        return parse.count(text, most=65535)   # what -p and the inventory's port: take
-    except parse.Rejected:
-        raise InputError(f"port {text!r} in the SSH line is not a number from 1 to 65535") from None
-
-
-def _key(key: str, cwd: Path | None) -> str:
-    """Keep ~/ as the user wrote it (the inventory expands it); make a relative path absolute."""
-    path = Path(os.path.expanduser(key))
-    if not path.is_absolute():
-        path = (cwd or Path.cwd()) / path
-        key = str(path)
-    if not path.is_file():
-        raise InputError(f"key file {key!r} does not exist ({path}); fix the -i path")
-    return key
-
-
-# -- the inventory entry ---------------------------------------------------------------------------------
-
-def derive_name(target: Target, taken) -> str:
-    """pod-<last octet>[-<port>] for an IP address, <first label>[-<port>] for a name; unique among `taken`."""
-    if re.fullmatch(r"[\d.]+", target.address):
-        base = "pod-" + target.address.rsplit(".", 1)[-1]
-    elif ":" in target.address:
-        base = "pod-" + (target.address.rstrip(":").rsplit(":", 1)[-1] or "v6")
-    else:
-        base = target.address.split(".")[0]
-    base = re.sub(r"[^A-Za-z0-9._-]", "-", base).strip("-.")[:50] or "pod"
-    if target.port != 22:
-        base += f"-{target.port}"
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}-{n}", n + 1
-    return name
-
-
-def load_existing(path: Path) -> Inventory | None:
-    """The inventory as it is; None when absent or when it has no hosts yet (load_inventory demands some)."""
-    if not path.exists():
-        return None
-    from fleet import yamlsrc
-
-    doc = yamlsrc.load(path).data
-    if isinstance(doc, dict) and not doc.get("hosts"):
-        return None
-    return load_inventory(path)
-
-
-def find_pod(inventory: Inventory | None, target: Target) -> Host | None:
-    """The host already written for this address and port, if any."""
-    for host in (inventory.hosts.values() if inventory else ()):
-        if host.connection == "ssh" and host.address == target.address and host.port == target.port:
-            return host
-    return None
-
-
-def _known_elsewhere(inventory_path: Path, target: Target) -> None:
-    """A pod another known inventory (fleet/inventory/home.py) holds by this address and port is named, not added
-    twice: two entries would be two names, two facts records and one host key that forgetting either would drop."""
-    for path in known_inventories():
-        if os.path.realpath(path) == os.path.realpath(inventory_path):
-            continue
-        try:
-            other = find_pod(load_existing(path), target)
-        except (InputError, OSError):
-            continue     # an inventory that no longer loads holds nothing fleet can name
-        if other is not None:
-            raise InputError(f"{target.user}@{target.address}:{target.port} is already {other.name!r} in {path}; "
-                             f"bootstrap it there (--inventory {path}), or take it out first (fleet forget "
-                             f"{other.name} --inventory {path})", path=str(path), line=other.line or None)
-
-
-def check_name(name: str, inventory: Inventory | None, target: Target) -> None:
-    if not NAME_RE.match(name):
-        raise InputError(f"--name {name!r} must be letters, digits, '.', '_' or '-' (it names the facts file)")
-    if inventory and (name in inventory.hosts or name in inventory.groups):
-        raise InputError(f"{name!r} already names another host or group in {inventory.path}; choose another "
-                         f"--name, or leave it out for a derived one")
-
-
-def write_entry(path: Path, name: str, target: Target, *, commit: bool = True) -> Inventory:
-    """Add the entry atomically: text edit -> temp file -> load_inventory must accept it -> rename.
-
-    With commit=False the temp file is only validated (and removed): the Inventory the host would be in.
-    """
-    new = edit(path, lambda text: insert_host(text, name, target, where=str(path)),
-               # inside the lock, before the rename: load_existing reads the inventory as it was
-               lambda temp: _validated(temp, load_existing(path), name, target, path), commit=commit, new_file=HEADER)
-    new.path = path
-    return new
-
-
-def _entry_vars(path: Path, name: str) -> dict:
-    """The variables the host's own entry sets (not its groups' nor the inventory's)."""
-    from fleet import yamlsrc
-
-    entry = ((yamlsrc.load(path).data or {}).get("hosts") or {}).get(name)
-    return dict(entry.get("vars") or {}) if isinstance(entry, dict) and isinstance(entry.get("vars"), dict) else {}
-
-
-def _kept(pod: str, given: dict, own: dict, lines: dict) -> dict:
-    """The --set values (checked) a retried bootstrap writes into the pod's entry: those it does not set yet. A value
-    the entry sets otherwise is refused, naming its line: which of the two should last is the person's call."""
-    for name, value in given.items():
-        if name in own and own[name] != value:
-            where = lines.get(name) or f"{pod}'s entry"
-            raise InputError(f"{where}: {pod}'s entry sets {name}: {_shown(own[name])} and --set says "
-                             f"{_shown(value)}; edit that line (or leave out --set {name}) and run the bootstrap again")
-    return {name: value for name, value in given.items() if name not in own}
-
-
-def _shown(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def write_vars(path: Path, name: str, values: dict) -> Inventory:
-    """Add `values` under the host's own vars: in its entry (as text, every other line kept), validated as bootstrap
-    validates a new entry: the file loads and the host carries them."""
-    from fleet.inventory.edit import with_host_vars
-
-    def check(temp: Path) -> Inventory:
-        new = load_inventory(temp)
-        if any(new.hosts[name].vars.get(n) != v for n, v in values.items()):
-            raise InputError(f"fleet could not add {', '.join(values)} to {name!r}'s vars in {path} as text; "
-                             "write them there by hand")
-        return new
-
-    return edit(path, lambda text: with_host_vars(text, name, values, str(path)), check)
 
 
 def _refused(host: Host, target: Target, waited: float) -> str:
@@ -348,26 +52,6 @@ def _refused(host: Host, target: Target, waited: float) -> str:
     return (f"{host.name}: {host.target} refused {key} (tried for {waited:g}s, as long as a provider may still be "
             f"installing keys); {fix}, then run the bootstrap again")
 
-
-def _validated(temp: Path, old: Inventory | None, name: str, target: Target, path: Path) -> Inventory:
-    manual = f"add it by hand:\n{entry_text(name, target)}"
-    try:
-        new = load_inventory(temp)
-    except InputError as exc:
-        raise InputError(f"adding {name!r} to {path} would break it ({str(exc).replace(str(temp), str(path))}); "
-                         f"{manual}") from None
-    host = new.hosts.get(name)
-    kept = all(n in new.hosts and (new.hosts[n].address, new.hosts[n].port) == (h.address, h.port)
-               for n, h in (old.hosts.items() if old else ()))
-    pins_kept = host and (not target.pins or host.vars.get("cuda_keyring_pins") == target.pins) and all(
-        host.vars.get(n) == v for n, v in target.vars.items())
-    if not host or (host.address, host.port, host.user) != (target.address, target.port, target.user) or not kept \
-            or not pins_kept:
-        raise InputError(f"fleet could not add {name!r} to {path} as text without changing other entries; {manual}")
-    return new
-
-
-# -- the phases ------------------------------------------------------------------------------------------
 
 @dataclass
 class BootstrapResult:
@@ -438,7 +122,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     old = load_existing(inventory_path)
     present = find_pod(old, target)
     if present is None:
-        _known_elsewhere(inventory_path, target)
+        known_elsewhere(inventory_path, target)
         name = name or derive_name(target, set(old.hosts) | set(old.groups) if old else set())
         check_name(name, old, target)
         _no_credentials(overrides or {}, inventory_path)
@@ -447,7 +131,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     else:
         inventory = old
     host = inventory.hosts[present.name if present else name]
-    own = _entry_vars(inventory_path, present.name) if present and overrides else {}
+    own = entry_vars(inventory_path, present.name) if present and overrides else {}
     own_where = dict(host.var_where)     # file:line of each, before --set stands over them
     if overrides:
         host.vars = {**host.vars, **overrides}
@@ -465,7 +149,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     if present is None:   # the entry keeps the values as checked: --set verify_perf=off is written false
         target.vars = {name: host.vars[name] for name in target.vars}
     else:                 # a retry keeps its --set too: the summary's `fleet apply --limit NAME` must run the same
-        result.kept = _kept(present.name, {n: host.vars[n] for n in overrides or {}}, own, own_where)
+        result.kept = kept_values(present.name, {n: host.vars[n] for n in overrides or {}}, own, own_where)
     result.vars = dict(host.vars)
 
     def on_key(message: str) -> None:
@@ -537,7 +221,7 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
     elif result.kept:
         write_vars(result.inventory, host.name, result.kept)
         progress(host.name, f"kept in its entry in {result.inventory}: "
-                            + ", ".join(f"{n}={_shown(v)}" for n, v in result.kept.items()))
+                            + ", ".join(f"{n}={shown(v)}" for n, v in result.kept.items()))
     report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task))
     result.report, result.facts = report, report.facts
     from fleet.engine import session

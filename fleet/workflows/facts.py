@@ -56,7 +56,13 @@ def gather_hosts(inventory, hosts: list, request: FactsRequest) -> FactsRun:
     recorded, or read from their records (`request.cached`: nothing is rendered, nobody contacted)."""
     if not request.cached:
         return _live(inventory, hosts, request)
-    return _cached(hosts, inventory.facts_dir)
+    outcomes, records, previous = {}, {}, {}
+    for host in hosts:
+        records[host.name], previous[host.name] = store.read_both(inventory.facts_dir, host.name)
+        error = None if records[host.name] else (f"{host.name}: no record in {inventory.facts_dir}; run `fleet facts` "
+                                                 "without --cached")
+        outcomes[host.name] = Outcome(host.name, value=records[host.name], error=error)
+    return FactsRun(outcomes, records, previous, inventory.facts_dir, cached=True)
 
 
 def _live(inventory, hosts: list, request: FactsRequest) -> FactsRun:
@@ -78,35 +84,20 @@ def _live(inventory, hosts: list, request: FactsRequest) -> FactsRun:
         facts = probe.gather(conn, host, last[host.name])
         return with_verify_variables(facts, host, roles.get(host.name, []))
 
-    run = Run("facts", inventory.path)
-    told = Told(run, Sinks(for_run(run, facts_dir=facts_dir, argv=list(request.argv), inventory=inventory)), summary,
-                keep=lambda o: o.value)
+    run = Run("facts", inventory.path, argv=request.argv, facts_dir=facts_dir, loaded=inventory)
+    told = Told(run, Sinks(for_run(run)), summary, keep=lambda o: o.value)
     outcomes = on_hosts(hosts, work, options=request.connect, forks=request.forks, debug=request.debug,
                         on_done=told.then())
     records, previous = {}, {}
     for name, outcome in outcomes.items():
         if outcome.error or name in told.sinks.failed:    # nothing new recorded: as the records stand
-            records[name], previous[name] = _stored(facts_dir, name)
+            records[name], previous[name] = store.read_both(facts_dir, name)
         else:                                             # what the record now holds, and the one it replaced
             records[name], previous[name] = scrub(outcome.value), last.get(name)
     result = FactsRun(outcomes, records, previous, facts_dir, unkept=told.failed)
     told.end(outcomes, result.status)
     result.logged, result.warnings = told.logged, tuple(told.sinks.warnings)
     return result
-
-
-def _cached(hosts: list, facts_dir: Path) -> FactsRun:
-    outcomes, records, previous = {}, {}, {}
-    for host in hosts:
-        records[host.name], previous[host.name] = _stored(facts_dir, host.name)
-        error = None if records[host.name] else (f"{host.name}: no record in {facts_dir}; run `fleet facts` without "
-                                                 "--cached")
-        outcomes[host.name] = Outcome(host.name, value=records[host.name], error=error)
-    return FactsRun(outcomes, records, previous, facts_dir, cached=True)
-
-
-def _stored(facts_dir: Path, name: str) -> tuple[dict | None, dict | None]:
-    return store.read(facts_dir, name), store.read(facts_dir, name, previous=True)
 
 
 def summary(outcome: Outcome) -> dict:

@@ -80,8 +80,8 @@ def check_hosts(inventory, hosts: list, request: HealthRequest) -> HealthRun:
     from fleet.workflows.hosts import Told
 
     check_variables(hosts, inventory.roles_path)
-    run = Run("health", inventory.path)
-    told = Told(run, Sinks(for_run(run, argv=list(request.argv), inventory=inventory)), document)
+    run = Run("health", inventory.path, argv=request.argv, loaded=inventory)
+    told = Told(run, Sinks(for_run(run)), document)
     outcomes = on_hosts(hosts, lambda conn, host: check(conn, host), options=request.connect, forks=request.forks,
                         debug=request.debug, on_done=told.then())
     result = HealthRun(outcomes, {name: o.value[0] for name, o in outcomes.items() if not o.error},

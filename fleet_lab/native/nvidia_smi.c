@@ -403,6 +403,29 @@ static const char *xml_cuda_version(void) {
     return cuda_version();
 }
 
+/* -q -x's <ecc_errors> as driver 580 prints it (the lent H200's capture): SRAM and DRAM, volatile and aggregate, the
+ * aggregate's SRAM RMA gate. Staged per GPU as health.<g>.<volatile|aggregate>.<element>=N (issue 48). */
+static void ecc_errors(int i) {
+    static const char *const KINDS[] = {"sram_correctable", "sram_uncorrectable_parity", "sram_uncorrectable_secded",
+                                        "dram_correctable", "dram_uncorrectable"};
+    static const char *const SCOPES[] = {"volatile", "aggregate"};
+    char key[96];
+    printf("\t\t<ecc_mode>\n\t\t\t<current_ecc>%s</current_ecc>\n\t\t</ecc_mode>\n\t\t<ecc_errors>\n",
+           hv(i, "ecc_mode", "Enabled"));
+    for (size_t s = 0; s < N(SCOPES); s++) {
+        printf("\t\t\t<%s>\n", SCOPES[s]);
+        for (size_t k = 0; k < N(KINDS); k++) {
+            snprintf(key, sizeof key, "%s.%s", SCOPES[s], KINDS[k]);
+            printf("\t\t\t\t<%s>%s</%s>\n", KINDS[k], hv(i, key, "0"), KINDS[k]);
+        }
+        if (s == 1)
+            printf("\t\t\t\t<sram_threshold_exceeded>%s</sram_threshold_exceeded>\n",
+                   hv(i, "aggregate.sram_threshold_exceeded", "No"));
+        printf("\t\t\t</%s>\n", SCOPES[s]);
+    }
+    printf("\t\t</ecc_errors>\n");
+}
+
 static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -x fleet reads, per GPU */
     int n = ngpus();
     const char *state, *status, *clique;
@@ -417,6 +440,7 @@ static void query_all(const char *driver, int xml) {   /* the parts of -q / -q -
                    bus_of(i), gpu_need("name"), uuid_of(i));
             if (recovery_known(driver))
                 printf("\t\t<gpu_recovery_action>%s</gpu_recovery_action>\n", hv(i, "recovery", "None"));
+            ecc_errors(i);
             printf("\t\t<pci>\n\t\t\t<pci_bus_id>%s</pci_bus_id>\n"
                    "\t\t\t<replay_counter>%s</replay_counter>\n\t\t\t<replay_rollover_counter>0</replay_rollover_counter>\n"
                    "\t\t</pci>\n", bus_of(i), hv(i, "replay", "0"));

@@ -4,13 +4,13 @@ end (stderr). What the log says changed is checked on the host itself."""
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
+from fleet.record import runlog
 
 from helpers import ok
 
@@ -24,7 +24,7 @@ def fleet(*argv: str) -> tuple[int, str, str]:
 
 
 def read_log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return runlog.read(path)   # each line, texts said once by reference given back
 
 
 def test_each_apply_leaves_a_log_of_what_happened_on_each_host(lab, tmp_path, isolated_home):

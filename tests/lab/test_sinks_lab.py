@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fleet.cli import main
 from fleet.env import Environment
-from fleet.record import sinks
+from fleet.record import runlog, sinks
 
 from helpers import ok, sh
 
@@ -70,7 +70,7 @@ def test_fleet_facts_records_each_host_and_leaves_a_run_record(lab, isolated_hom
     assert code == 0, err
     told_once(counting[-1], "facts", 0)
     [log] = logs(isolated_home)
-    head, *hosts = [json.loads(line) for line in log.read_text().splitlines()]
+    head, *hosts = runlog.read(log)   # texts said by reference given back
     assert head["argv"][:2] == ["fleet", "facts"] and sorted(h["host"] for h in hosts) == PODS
     for pod in PODS:   # the record the facts sink kept says what the host itself says
         record = json.loads((lab.inventory.facts_dir / f"{pod}.json").read_text())
@@ -86,7 +86,7 @@ def test_fleet_health_leaves_a_run_record_and_no_facts_record(lab, isolated_home
     told_once(counting[-1], "health", code)
     doc = json.loads(out)
     [log] = logs(isolated_home)
-    head, *hosts = [json.loads(line) for line in log.read_text().splitlines()]
+    head, *hosts = runlog.read(log)   # texts said by reference given back
     assert sorted(h["host"] for h in hosts) == PODS
     for line in hosts:   # the log holds the verdict the command printed, and the GPUs the host's nvidia-smi lists
         assert line["verdict"] == doc["hosts"][line["host"]]["verdict"]
@@ -103,7 +103,7 @@ def test_fleet_verify_leaves_a_run_record_for_each_host(lab, isolated_home, coun
     told_once(counting[-1], "verify", code)
     [log] = logs(isolated_home)
     assert log.name.endswith("-verify.jsonl") and f"run log: {log}" in err
-    head, *hosts = [json.loads(line) for line in log.read_text().splitlines()]
+    head, *hosts = runlog.read(log)   # texts said by reference given back
     assert head["argv"][:2] == ["fleet", "verify"] and sorted(h["host"] for h in hosts) == PODS
     for line in hosts:   # a fresh pod has no venv: verify failed, as a plain shell there finds
         task = next(t for t in line["tasks"] if t["role"] == "verify")

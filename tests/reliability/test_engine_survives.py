@@ -135,7 +135,8 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path, isolated_home):
 
 
 def test_two_bootstraps_of_one_name_or_one_pod_fail_before_contacting(tmp_path, monkeypatch):
-    from fleet.workflows.bootstrap import bootstrap, parse_target
+    from fleet.workflows.bootstrap import bootstrap
+    from fleet.workflows.ssh_line import parse_target
 
     contacted = []
     monkeypatch.setattr("fleet.connection.connect", lambda *a, **k: contacted.append(a) or (_ for _ in ()).throw(

@@ -133,8 +133,9 @@ def test_facts_table_of_a_hostile_record_is_clean(tmp_path):
 
 
 def test_bootstrap_json_and_summary_are_scrubbed():
-    from fleet.workflows.bootstrap import BootstrapResult, Target
-    from fleet.commands.bootstrap import print_result
+    from fleet.workflows.bootstrap import BootstrapResult
+    from fleet.workflows.ssh_line import Target
+    from fleet.report.bootstrap import print_result
 
     target = Target("root", "203.0.113.10", 22)
     result = BootstrapResult("pod-10", Path("pods.yaml"), target)

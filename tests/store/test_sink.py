@@ -89,3 +89,25 @@ def test_fleet_healths_verdict_lays_over_the_hosts_last_facts(store_url):
         assert (row.kind, row.shown["health"], row.shown["driver"]) == ("health", "return", "580.65.06")
         (last,) = query.history(store, "pod-a")[1:]
         assert {"path": "health.verdict", "before": "healthy", "after": "return"} in last["changes"]
+
+
+def test_the_store_keeps_the_record_scrubbed_as_the_facts_records_keep_it(store_url, tmp_path):
+    """A secret a host printed into its facts (an env dump's token) is masked in the history store too: the sinks
+    scrub each report once and every sink writes that (the store took the raw record before)."""
+    from fleet.record.sinks import Sinks
+    from fleet.record.store import FactsRecords
+
+    secret = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmNoP"
+    leaky = record("pod-a")
+    leaky["env"] = {"LD_LIBRARY_PATH": f"/opt/x HF_TOKEN={secret}", "hook_installed": True}
+    sinks = Sinks([FactsRecords(tmp_path / "facts"), HistorySink(Settings(store_url))])
+    run = Run("facts", None)
+    sinks.begin(run)
+    sinks.host(run, "pod-a", {"status": "ok", "record": leaky})
+    sinks.end(run, 0)
+    assert not sinks.warnings
+    assert secret not in (tmp_path / "facts" / "pod-a.json").read_text()
+    with open_store(store_url) as store:
+        (document,) = [row[0] for row in store.rows("SELECT document FROM reports WHERE host = 'pod-a'")]
+    text = document if isinstance(document, str) else json.dumps(document)
+    assert "HF_TOKEN=***" in text and secret not in text

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fleet.inventory.edit import insert_host
-from fleet.workflows.bootstrap import HEADER, Target, find_pod, load_existing, write_entry
+from fleet.workflows.pod_entry import HEADER, find_pod, load_existing, write_entry
+from fleet.workflows.ssh_line import Target
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.workflows.bootstrap import Target, derive_name, parse_target
+from fleet.workflows.pod_entry import derive_name
+from fleet.workflows.ssh_line import Target, parse_target
 from fleet.errors import InputError
 
 

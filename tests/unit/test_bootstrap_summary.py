@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fleet.workflows.bootstrap import BootstrapResult, parse_target
-from fleet.commands.bootstrap import print_result
+from fleet.workflows.bootstrap import BootstrapResult
+from fleet.workflows.ssh_line import parse_target
+from fleet.report.bootstrap import print_result
 from fleet.engine import HostReport, TaskReport
 from fleet.env import Environment
 from fleet.report import Reporter

@@ -90,7 +90,8 @@ def rendered(record):
 def test_role_pins_holds_and_starts_on_an_nvswitch_host_and_skips_elsewhere():
     hgx = facts("topo-8-nv18.txt", "q-8-in-progress.txt", True, service="systemctl failed", packages=fm("570.124.06"))
     hgx["system"]["systemd"] = True
-    apt, service, manual = rendered(hgx)
+    apt, nvlsm, umad, service, manual = rendered(hgx)
+    assert not nvlsm.enabled and not umad.enabled   # an H100 board: NVSwitch generation 3
     assert apt.enabled and apt.resource.p["packages"] == ["nvidia-fabricmanager-570=570.133.20-1",
                                                          "libnvidia-nscq-570=570.133.20-1"]
     assert apt.resource.p["hold"] is True and apt.resource.p["keyring_deb"].endswith("cuda-keyring_1.1-1_all.deb")
@@ -119,3 +120,45 @@ def test_fleet_decide_prints_the_fabric_row(tmp_path):
 def test_a_host_without_gpus_has_no_links():
     record = json.loads((DATA / "records" / "cpu-only.json").read_text())
     assert decide(record).fabric["reason"] == "no GPU: no links to check"
+
+
+# NVSwitch generation 4 (issue 48): the GPUs' name decides it; the fabric manager then needs nvlsm and ib_umad
+def b200(**kw) -> dict:
+    record = facts("topo-8-nv18.txt", "q-8-in-progress.txt", True, **kw)
+    record["gpus"] = [{**g, "name": "NVIDIA B200"} for g in record["gpus"]] or [{"index": 0, "name": "NVIDIA B200"}]
+    return record
+
+
+def test_b200_board_adds_the_subnet_manager_and_ib_umad():
+    f = decide(b200(service="systemctl inactive")).fabric
+    assert (f["action"], f["generation"], f["nvlsm"], f["modules"]) == ("install", 4, True, ["ib_umad"])
+    assert "NVSwitch generation 4: the NVLink Subnet Manager (nvlsm) and ib_umad" in f["reason"]
+
+
+def test_b200_running_without_nvlsm_is_named_and_with_it_present():
+    without = decide(b200(service="systemctl active", packages=fm("570.133.20"))).fabric
+    assert without["action"] == "install" and "no NVLink Subnet Manager (nvlsm)" in without["reason"]
+    with_it = decide(b200(service="systemctl active", packages=fm("570.133.20") + "nvlsm 2025.06.3-1 ii \n")).fabric
+    assert with_it["action"] == "present" and with_it["nvlsm"]
+
+
+def test_hopper_boards_are_generation_3_and_need_neither():
+    f = decide(facts("topo-8-nv18.txt", "q-8-in-progress.txt", True, service="systemctl inactive")).fabric
+    assert (f["generation"], f["nvlsm"], f["modules"]) == (3, False, [])
+
+
+def test_the_role_installs_nvlsm_and_loads_ib_umad_on_a_b200_board():
+    board = b200(service="systemctl inactive")
+    board["system"]["systemd"] = True
+    apt, nvlsm, umad, service, _ = rendered(board)
+    assert apt.enabled and nvlsm.enabled and nvlsm.resource.p["packages"] == ["nvlsm"]
+    assert umad.enabled and umad.resource.p["cmd"].startswith("modprobe ib_umad && ")
+    assert "/etc/modules-load.d/fleet-ib_umad.conf" in umad.resource.p["unless"] and service.enabled
+
+
+def test_the_probe_asks_dpkg_for_nvlsm():
+    section = ("@@topo\n" + ONE + "@@query\n@@nvswitch\n@@container\n@@service\n@@packages\n"
+               "nvlsm 2025.06.3-1 ii \n")
+    assert fabric.parse_fabric(section)["packages"] == {"nvlsm": "2025.06.3-1"}
+    from fleet import remote
+    assert "nvlsm" in remote.program("gpu_fabric").split("dpkg-query", 1)[1].split("\n", 1)[0]

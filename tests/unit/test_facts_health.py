@@ -77,7 +77,10 @@ def test_h200_remapped_rows_and_xml():
     assert section["remapped"] == [{"bus": "00000000:00:06.0", "correctable": 0, "uncorrectable": 0,
                                     "pending": False, "failure": False}]
     xml = health.parse_health_xml(_captured_xml_filtered())
-    assert xml == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0, "replay_rollover": 0}}
+    zeros = dict.fromkeys(health.ECC_KEYS, 0)   # the capture's SRAM/DRAM split, every counter 0 (issue 48)
+    assert xml == {"00000000:00:06.0": {"recovery_action": "None", "replay": 0, "replay_rollover": 0,
+                                        "ecc": {"volatile": zeros, "aggregate": {**zeros,
+                                                                                 "sram_threshold_exceeded": False}}}}
 
 
 # What the lent H200's driver 580.159.04 answered (bench/results/2026-11-26-h200-profile-691d111/costs.txt, asked the
@@ -231,10 +234,11 @@ def _before(recovery: str) -> dict:
                                                ("Drain P2P", "degraded")])
 def test_every_decisive_rule_sees_what_it_saw_before(tmp_path, recovery, verdict):
     """The captured H200: the record without `-q -x` holds every field the record with it held, but the replay counter
-    (a note only: decide/health.py), and decide_health finds the same."""
+    (a note only: decide/health.py) and the SRAM/DRAM split (all zero in the capture), and decide_health finds the same."""
     now, before = _routine(tmp_path, recovery), _before(recovery)
     assert before["health"]["gpus"][0]["pcie_replay"] == 0 and now["health"]["gpus"][0]["pcie_replay"] is None
-    strip = lambda record: [{k: v for k, v in g.items() if k != "pcie_replay"} for g in record["health"]["gpus"]]
+    strip = lambda record: [{k: v for k, v in g.items() if k not in ("pcie_replay", "ecc_split")}
+                            for g in record["health"]["gpus"]]
     assert strip(now) == strip(before) and now["health"]["gpus"][0]["recovery_action"] == recovery
     assert {k: v for k, v in now["health"].items() if k != "gpus"} == \
         {k: v for k, v in before["health"].items() if k != "gpus"}

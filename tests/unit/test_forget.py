@@ -17,7 +17,8 @@ from fleet.cli import main
 from fleet.env import Environment
 from fleet.inventory import load_inventory
 from fleet.inventory.edit import insert_host
-from fleet.workflows.bootstrap import HEADER, Target
+from fleet.workflows.pod_entry import HEADER
+from fleet.workflows.ssh_line import Target
 
 KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

@@ -13,7 +13,8 @@ import pytest
 
 from fleet.inventory import edit, load_inventory
 from fleet.inventory.edit import without_host
-from fleet.workflows.bootstrap import HEADER, Target, write_entry
+from fleet.workflows.pod_entry import HEADER, write_entry
+from fleet.workflows.ssh_line import Target
 from fleet.workflows.forget import forget
 
 START = HEADER + "vars: {cuda_version: '13.0'}   # mine\nhosts:\n  old-pod:\n    address: 203.0.113.7\n" \

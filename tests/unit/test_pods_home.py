@@ -15,7 +15,8 @@ from rich.console import Console
 from fleet.cli import main
 from fleet.env import Environment
 from fleet.inventory.edit import insert_host, with_host_vars
-from fleet.workflows.bootstrap import HEADER, Target
+from fleet.workflows.pod_entry import HEADER
+from fleet.workflows.ssh_line import Target
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 

@@ -34,8 +34,8 @@ def test_a_changed_module_changes_the_digest(monkeypatch):
 
 
 def test_the_package_is_every_module_of_its_folder():
-    assert remote.package("verify") == ("verify", "verify.config", "verify.cuda", "verify.explain", "verify.gpus",
-                                        "verify.jobenv",
+    assert remote.package("verify") == ("verify", "verify.config", "verify.copies", "verify.cuda", "verify.explain",
+                                        "verify.gpus", "verify.jobenv",
                                         "verify.kinds", "verify.links", "verify.loader", "verify.perf", "verify.runner")
 
 

@@ -49,7 +49,8 @@ def test_every_shipped_role_loads_in_the_default_order():
     kinds = {r.name: [t.type for t in r.tasks] for r in roles}
     assert kinds["env_hooks"] == ["file", "block", "block", "file", "block", "block", "block", "ld_aside", "file"] and kinds["verify"] == ["verify"]
     assert kinds["cutlass"] == ["apt", "git"] and kinds["torch"] == ["apt", "pip"]  # git / python3-venv first
-    assert kinds["fabric_manager"] == ["apt", "command", "command"]
+    # fabric manager + NSCQ; on NVSwitch gen 4 NVLSM too, and ib_umad loaded now and at boot (issue 48 item 4)
+    assert kinds["fabric_manager"] == ["apt", "apt", "command", "command", "command"]
 
 
 def test_an_unknown_role_name_suggests_the_closest():

@@ -68,8 +68,8 @@ def test_the_facts_records_are_a_sink_and_a_record_it_cannot_write_fails_that_ho
 
 def test_the_run_log_is_a_sink_head_first_then_each_host_without_its_record(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    run = Run("health", tmp_path / "inv.yaml")
-    log = runlog.RunLog(None, ["fleet", "health", "inv.yaml"])
+    run = Run("health", tmp_path / "inv.yaml", argv=("fleet", "health", "inv.yaml"))
+    log = runlog.RunLog()
     sinks = Sinks([log])
     sinks.begin(run)
     sinks.host(run, "pod-a", report_of(Outcome("pod-a", value=1, remote_commands=1, seconds=0.25),
@@ -90,8 +90,8 @@ def test_the_run_log_is_a_sink_head_first_then_each_host_without_its_record(tmp_
 
 
 def test_for_run_keeps_facts_records_only_where_the_run_gathers_facts(tmp_path):
-    run = Run("apply", tmp_path / "inv.yaml")
-    kinds = [type(sink).__name__ for sink in for_run(run, facts_dir=tmp_path / "facts")]
+    run = Run("apply", tmp_path / "inv.yaml", facts_dir=tmp_path / "facts")
+    kinds = [type(sink).__name__ for sink in for_run(run)]
     assert kinds == ["FactsRecords", "RunLog", "HistorySink"]       # every run's reports into the history store
     assert [type(sink).__name__ for sink in for_run(Run("health", None))] == ["RunLog", "HistorySink"]
     assert [type(sink).__name__ for sink in for_run(Run("apply", None, check=True))] == ["RunLog"]   # --check
@@ -103,3 +103,25 @@ def test_report_of_says_each_host_s_status():
     assert report_of(Outcome("a", error="x", unreachable=True), {})["status"] == "unreachable"
     assert report_of(Outcome("a", error="x", refused=True), {})["status"] == "refused"
     assert report_of(Outcome("a", error="x", interrupted=True), {})["status"] == "interrupted"
+
+
+def test_the_run_log_says_a_shared_text_once_and_reads_back_whole(tmp_path):
+    """A reason every host's task repeats (env_hooks' 3 KB of them, issue 46) is written once, in the head; each
+    place that said it holds a reference, and runlog.read gives every line back as the hosts said it."""
+    reason = "the hook sources /etc/fleet/env.sh " + "because every shell kind must see it; " * 80
+    run, path = Run("apply", tmp_path / "inv.yaml"), tmp_path / "run.jsonl"
+    log = runlog.RunLog(path)
+    sinks = Sinks([log])
+    sinks.begin(run)
+    docs = {name: {"tasks": [{"role": "env_hooks", "status": "ok", "reason": reason, "short": "ok"}] * 3}
+            for name in ("pod-a", "pod-b")}
+    for name, doc in docs.items():
+        sinks.host(run, name, report_of(Outcome(name, value=1), doc))
+    sinks.end(run, 0)
+    text = path.read_text()
+    assert text.count(reason) == 1 and len(text) < len(reason) + 2000
+    head, *hosts = runlog.read(path)
+    assert head["format"] == 2 and "said" not in head
+    assert {h["host"]: h["tasks"] for h in hosts} == {name: doc["tasks"] for name, doc in docs.items()}
+    raw = [json.loads(line) for line in text.splitlines()]
+    assert raw[1]["tasks"][0]["reason"] == {"said": "1"} and raw[0]["said"] == {"1": reason}

@@ -19,7 +19,7 @@ from fleet.engine.report import HostReport
 from fleet.env import Environment
 from fleet.errors import InputError
 from fleet.report import Reporter
-from fleet.report.apply import _host
+from fleet.report.apply import host_lines
 from fleet.connection.parallel import Outcome
 from fleet.roles import load_role, load_roles, render_role, roles_dirs
 
@@ -142,7 +142,7 @@ def shown(verbose: int) -> str:
                         id="nvpl.1", condition="role condition is false: decisions.nvpl.needed"),
              TaskReport("torch", "torch", "ok", "all installed", id="torch.1"))
     report = HostReport("pod-a", False, tasks)
-    _host(reporter, "pod-a", Outcome("pod-a", value=report, seconds=0.4), False, False)
+    reporter.draw(host_lines(reporter, "pod-a", Outcome("pod-a", value=report, seconds=0.4), False, False))
     return out.getvalue()
 
 

@@ -5,7 +5,7 @@ It proves the GPU stack works in every kind of process (they read different star
 a different libcuda.so.1: issues 11, 23) and prints ONE JSON line as its last line:
 
     {"passed", "checks": [{"name", "passed", "detail"}], "missing_libraries", "torch", "cuda", "kinds", "perf",
-     "bandwidth", "load", "gpus", "links", "commands", "python"}
+     "bandwidth", "copies", "load", "gpus", "links", "commands", "python"}
 
 exiting 0 only when every check passed. It runs in the shell `ssh host cmd` gives (torch, every GPU, perf), and
 asks CUDA again in each other kind of process (bare, interactive, login) by starting itself there
@@ -22,6 +22,7 @@ The modules, each one idea:
     gpus.py     nvidia-smi, the busy look, the libraries torch lacks, every GPU's architecture and matmul
     perf.py     matmul and attention against the platform row, bandwidth, GPU health under load
     links.py    peer access, the NVLink topology, the all-reduce over every GPU
+    copies.py   every GPU's pinned host copies and every pair's device copies (read, write) against the floors
     runner.py   the steps in order, `main`
 
 It ships as ONE file (fleet/resources/verify.py verify_program: fleet/remote/__init__.py bundle carries these

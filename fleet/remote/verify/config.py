@@ -17,6 +17,8 @@ class Config:
         perf_table    list    [{match, peak, matmul_floor, attention_floor} (TFLOP/s), memory_tbs,
                               memory_floor_tbs, host_gbs, host_floor_gbs (the bandwidth floors; 0: none)],
                               first match wins
+        copy_table    list    [{match, host_floor_gbs, pair_read_floor_gbs, pair_write_floor_gbs, source}]: the
+                              copy engines' floors (fleet/knowledge/copy_floors.py), first match wins
         memory_share  float   of the FREE GPU memory the perf tensors may take                 default 0.1
         busy_share    float   memory used by others above this share of the total: busy        default 0.1
         toolkit       str     the decided toolkit's directory (decisions.cuda.path): its nvcc and CUDA_HOME in
@@ -30,6 +32,7 @@ class Config:
         self.perf = bool(values.get("perf", False))
         self.gpu_expected = bool(values.get("gpu_expected", True))
         self.perf_table = list(values.get("perf_table") or [])
+        self.copy_table = list(values.get("copy_table") or [])
         self.memory_share = float(values.get("memory_share", 0.1))
         self.busy_share = float(values.get("busy_share", 0.1))
         self.toolkit = str(values.get("toolkit") or "").rstrip("/")
@@ -38,6 +41,10 @@ class Config:
     def perf_row(self, name):
         """The perf table's first row whose `match` is in the GPU's name (a copy), else None."""
         return next((dict(r) for r in self.perf_table if r["match"] in name), None)
+
+    def copy_row(self, name):
+        """The copy table's first row whose `match` is in the GPU's name (a copy), else None."""
+        return next((dict(r) for r in self.copy_table if r["match"] in name), None)
 
 
 class Run:

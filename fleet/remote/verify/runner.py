@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from . import gpus, jobenv, kinds, links, perf
+from . import copies, gpus, jobenv, kinds, links, perf
 from .config import STOP, Run
 from .cuda import cuda_report, need_of
 
@@ -73,9 +73,16 @@ def perf_smoke(run):
         run.check("perf", True, run.out["perf"]["skipped"])
         return STOP
     torch = run.torch
-    for name, step in (("perf", perf.perf), ("bandwidth", perf.bandwidth), ("under_load", perf.under_load)):
+    topo = {tuple(map(int, k.split("-"))): c for k, c in ((run.out.get("links") or {}).get("topology") or {}).items()}
+    for name, step in (("perf", perf.perf), ("bandwidth", perf.bandwidth), ("copies", copies.copies),
+                       ("under_load", perf.under_load)):
         try:
-            step(run, torch, torch.cuda.get_device_name(0)) if step is not perf.under_load else step(run, torch)
+            if step is perf.under_load:
+                step(run, torch)
+            elif step is copies.copies:   # every GPU and every pair, the topology naming why one is short
+                step(run, torch, torch.cuda.get_device_name(0), topo)
+            else:
+                step(run, torch, torch.cuda.get_device_name(0))
         except Exception as exc:
             run.check(name, False, f"{type(exc).__name__}: {exc}")
     return None
