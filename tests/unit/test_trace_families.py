@@ -185,3 +185,28 @@ def test_verify_passes_a_kind_whose_variables_only_note(tmp_path, monkeypatch):
     assert all(c["passed"] for c in checks.values()) and set(checks) == {
         "job_variables_ssh", "job_variables_interactive", "job_variables_login"}
     assert "OMP_NUM_THREADS='1' set at ~/.bashrc:1: one OpenMP thread" in checks["job_variables_ssh"]["detail"]
+
+
+@pytest.mark.parametrize("kind", ["noninteractive", "interactive", "login", "bare"])
+def test_a_family_variable_in_any_kind_changes_the_fingerprint_and_its_line_alone_does_not(kind):
+    """The reuse fingerprint covers the families: a verify passed without NCCL_P2P_DISABLE=1 is not reused with it
+    (this machine's bash runs the fingerprint's own program over the trace, as the probe feeds it)."""
+    import os
+
+    from fleet.facts import fingerprint
+
+    def parts(extra: dict[str, str]) -> dict:
+        trace = "".join(f"@@shell {k}\n@@value PATH=/usr/bin\n{extra.get(k, '')}@@rc 0\n"
+                        for k in ("noninteractive", "interactive", "login", "bare"))
+        out = subprocess.run(["bash", "-c", fingerprint.fingerprint_script("/opt/fleet/venv"), "fp",
+                              fingerprint.TRACE_ON_STDIN], input=trace, capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ))
+        return fingerprint.parse(out.stdout)
+
+    clean = parts({})
+    trapped = parts({kind: "@@fam NCCL_P2P_DISABLE=1\n@@famset\tNCCL_P2P_DISABLE\t1\t/root/.bashrc\t1\tx\t\n"})
+    moved = parts({kind: "@@fam NCCL_P2P_DISABLE=1\n@@famset\tNCCL_P2P_DISABLE\t1\t/root/.bashrc\t7\tx\t\n"})
+    assert [k for k in clean if clean[k] != trapped[k]] == [f"env.{kind}"]
+    assert moved == trapped
+    why = fingerprint.stale_reasons({"fingerprint_parts": clean}, trapped)
+    assert why and "every variable of the families a GPU job reads" in why[0]
