@@ -38,7 +38,7 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
         set_by = shell.get("set_by") or {}
         for found in families.judge(shell.get("families") or {}, set_by):
             line = where(found["setter"], home)
-            said = f"{found['variable']}={found['value']!r} ({found['does']})"
+            said = f"{found['variable']}={found['value']!r}: {found['does']}"
             if found["severity"] == families.FAIL:
                 findings.append({
                     "kind": kind, "mechanism": "family", "variable": found["variable"], "value": found["value"],
@@ -49,5 +49,5 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
                 seen_notes.setdefault((found["severity"], said, line), []).append(name)
     for (severity, said, line), kinds in seen_notes.items():
         head = "deliberate, left as it is" if severity == families.DELIBERATE else "may slow a job"
-        notes.append(f"{', '.join(kinds)}: {line} sets {said}: {head}")
+        notes.append(f"{', '.join(kinds)}: {line} sets {said} ({head})")
     return findings, notes

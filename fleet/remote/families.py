@@ -51,7 +51,7 @@ OMP_ENV = ("the OpenMP specification, OMP_NUM_THREADS; torch.distributed.run set
            "unless given (docs.pytorch.org/docs/stable/elastic/run.html)")
 LENT = ("the lent multi-GPU machines keep NVLink multicast off in every process (shared/DOMAIN.md, \"Several GPUs, "
         "seen for real\"; shared/tools/real-gpu-env.sh)")
-CAPTURED_P2P = "296 -> 27 GB/s over 2 H200s, 335 -> 25 over 4 (shared/DOMAIN.md, captured/h200-multi)"
+CAPTURED_P2P = "all-reduce 296 -> 27 GB/s over 2 H200s, 335 -> 25 over 4, as measured on the lent H200s"
 
 FAIL, WARN, DELIBERATE = "fail", "warn", "deliberate"   # verify fails / verify warns / a deliberate setting, said
 

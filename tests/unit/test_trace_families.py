@@ -137,7 +137,7 @@ def test_decide_names_each_breaking_variable_with_its_value_kind_and_line(traced
     assert set(family) == {("noninteractive", "NCCL_P2P_DISABLE"), ("interactive", "NCCL_P2P_DISABLE"),
                            ("login", "NCCL_P2P_DISABLE"), ("login", "CUDA_LAUNCH_BLOCKING")}
     assert family["noninteractive", "NCCL_P2P_DISABLE"]["says"].startswith(
-        "`ssh host cmd`: ~/.bashrc:1 sets NCCL_P2P_DISABLE='1' (turns off NCCL's peer-to-peer transport")
+        "`ssh host cmd`: ~/.bashrc:1 sets NCCL_P2P_DISABLE='1': turns off NCCL's peer-to-peer transport")
     assert family["login", "CUDA_LAUNCH_BLOCKING"]["fix"].endswith(": ~/.profile:2")
     assert not [n for n in said["notes"] if "OMP_NUM_THREADS" in n]   # 4 threads: no row judges it
 
@@ -210,3 +210,24 @@ def test_a_family_variable_in_any_kind_changes_the_fingerprint_and_its_line_alon
     assert moved == trapped
     why = fingerprint.stale_reasons({"fingerprint_parts": clean}, trapped)
     assert why and "every variable of the families a GPU job reads" in why[0]
+
+
+def test_the_plan_says_which_line_sets_a_breaking_variable_and_that_fleet_leaves_it():
+    """env_hooks' reason in the plan (`fleet apply --check`) names the family finding, and that verify fails on it
+    rather than the hook fixing it (a recorded pod's facts, the line added to its shells)."""
+    import json
+    from pathlib import Path
+
+    from fleet.decide import decide
+    from fleet.roles import load_roles, render_role, roles_dirs
+
+    facts = json.loads((Path(__file__).parents[1] / "data" / "records" / "h100-pod-570.json").read_text())
+    setter = {"file": "/root/.bashrc", "line": 1, "depth": 1, "text": "export NCCL_P2P_DISABLE=1", "via": []}
+    facts["shells"] = {"home": "/root", "noninteractive": {"families": {"NCCL_P2P_DISABLE": "1"},
+                                                            "set_by": {"NCCL_P2P_DISABLE": setter}}}
+    role = next(r for r in load_roles(None, roles_dirs()) if r.name == "env_hooks")
+    task = render_role(role, {}, facts, decide(facts, {}).to_json(),
+                       {"name": "h", "user": "root", "root": True, "roles": ["env_hooks"]})[0]
+    assert ("`ssh host cmd`: ~/.bashrc:1 sets NCCL_P2P_DISABLE='1': turns off NCCL's peer-to-peer transport"
+            in task.why)
+    assert "as measured on the lent H200s) (fleet leaves it to you: verify fails naming it)" in task.why
