@@ -14,26 +14,31 @@ import pytest
 # go to a scratch state directory, never the developer's ~/.local/state.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="fleet-test-state-")
 
-# Every session's tmp_path directories under a root of its own. pytest numbers sessions' directories under one
-# shared root (/tmp/pytest-of-<user>) and each session, as it starts and ends, deletes the older ones it judges
-# unused; a long session beside other sessions (another checkout's suite, a developer's run) lost its lab inventory
-# mid-run that way (FileNotFoundError: .../pytest-479/lab-inventory0/lab.yaml). A root per session is touched by
-# nothing else; it is removed when the session passed and kept for reading when it failed.
-_OWN_TEMPROOT = "PYTEST_DEBUG_TEMPROOT" not in os.environ
-if _OWN_TEMPROOT:
-    os.environ["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="fleet-pytest-")
-_TEMPROOT = os.environ["PYTEST_DEBUG_TEMPROOT"]
-_PASSED = []
+# Every session's tmp_path directories under a base of its own (as --basetemp gives one), unless the command line
+# names one. Without it pytest numbers sessions' directories under one shared root (/tmp/pytest-of-<user>) that
+# other sessions on the machine clean up; a suite run beside eight other sessions lost its lab inventory mid-run
+# (FileNotFoundError .../pytest-479/lab-inventory0/lab.yaml). What deleted it was not proven; a base of its own
+# leaves nothing shared. Its paths are also shorter than pytest's numbered ones. Removed when the session passed,
+# kept for reading when it failed.
+_OWN_BASETEMP = []
+
+
+@pytest.hookimpl(tryfirst=True)     # before pytest's tmpdir plugin reads the option
+def pytest_configure(config):
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="fleet-")
+        _OWN_BASETEMP.append(config.option.basetemp)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    _PASSED.append(exitstatus == 0)
+    if _OWN_BASETEMP and exitstatus == 0:
+        _OWN_BASETEMP.append("passed")
 
 
 def pytest_unconfigure(config):
-    if _OWN_TEMPROOT and _PASSED == [True]:
+    if _OWN_BASETEMP[-1:] == ["passed"]:
         import shutil
-        shutil.rmtree(_TEMPROOT, ignore_errors=True)
+        shutil.rmtree(_OWN_BASETEMP[0], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -43,7 +43,7 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
                 findings.append({
                     "kind": kind, "mechanism": "family", "variable": found["variable"], "value": found["value"],
                     "where": line, "says": f"{name}: {line} sets {said}", "fix": f"{found['fix']}: {line}",
-                    "source": found["source"]})
+                    "source": found["source"], "hook_fixes": False})
             else:
                 # one note per variable, value and line, naming every kind it reaches
                 seen_notes.setdefault((found["severity"], said, line), []).append(name)

@@ -11,8 +11,10 @@ passed" holds for whatever the user runs next (shared/DOMAIN.md, "What a process
   same): verify fails naming the line, and this says so in the plan.
 - toolkit: the `nvcc` a shell runs is not the decided toolkit's, or CUDA_HOME/CUDA_PATH names another toolkit (a
   build would mix two toolkits);
-- python: `python3`/`python` does not find the torch verify proved; `pip` runs a Python that refuses installs
-  (PEP 668) or is not the venv's;
+- python: `python3`/`python` does not find the torch verify proved, each named with its cause and that cause's fix
+  (fleet/decide/resolve.py: alias, function, hash, PYTHONPATH, PYTHONHOME, a .pth line, the user site, an
+  environment activated after fleet's guard, PATH); `pip` runs a Python that refuses installs (PEP 668) or is not
+  the venv's;
 - notes: NVIDIA_VISIBLE_DEVICES set in a shell (read by the container toolkit when a container starts, never by
   CUDA), CUDA_DEVICE_ORDER (changes which GPU an index means).
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import posixpath
 
-from fleet.decide import families
+from fleet.decide import families, resolve
 
 KINDS = {"noninteractive": "`ssh host cmd`", "interactive": "interactive shells", "login": "login shells",
          "bare": "processes that read no startup file"}
@@ -87,7 +89,8 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                     "kind": kind, "mechanism": "visibility", "variable": "CUDA_VISIBLE_DEVICES", "value": value,
                     "where": line, "says": f"{name}: {line} sets CUDA_VISIBLE_DEVICES={value!r}: {len(seen)} of the "
                     f"host's {len(gpus)} GPUs visible" + (" (cuInit 100, CUDA_ERROR_NO_DEVICE)" if not seen else ""),
-                    "fix": f"correct or remove the line at {line} (fleet leaves CUDA_VISIBLE_DEVICES to you)"})
+                    "fix": f"correct or remove the line at {line} (fleet leaves CUDA_VISIBLE_DEVICES to you)",
+                    "hook_fixes": False})
         for var in ("NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
             if shell.get(var) is not None:
                 what = ("read only by the container toolkit when a container starts, never by CUDA" if
@@ -106,7 +109,8 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                     "kind": kind, "mechanism": "toolkit", "variable": "PATH", "value": None,
                     "where": where(set_by.get("PATH"), home), "says": f"{name}: `nvcc` {said}, not the toolkit's "
                     f"{toolkit}/bin/nvcc (PATH last set at {where(set_by.get('PATH'), home)})",
-                    "fix": f"put {toolkit}/bin first on PATH (fleet's env hook does, last in every shell)"})
+                    "fix": f"put {toolkit}/bin first on PATH (fleet's env hook does, last in every shell)",
+                    "hook_fixes": True})
             for var in ("CUDA_HOME", "CUDA_PATH"):
                 got = shell.get(var)
                 if (var == "CUDA_HOME" or got is not None) and (got is None or not _under(got, toolkit)):
@@ -115,23 +119,10 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                         "where": where(set_by.get(var), home),
                         "says": f"{name}: {var}={got!r}, not the toolkit {toolkit}"
                         + (f" (set at {where(set_by.get(var), home)})" if set_by.get(var) else ""),
-                        "fix": f"set {var}={toolkit} (fleet's env hook does for CUDA_HOME)"})
-        want = torch_path or posixpath.join(python_env, "lib")
-        for command in ("python3", "python"):
-            got = commands.get(command) or {}
-            answer = pythons.get(got.get("path") or "") or {}
-            torch = answer.get("torch")
-            if not got.get("path"):
-                says = f"`{command}` is not found"
-            elif not torch:
-                says = f"`{command}` is {got.get('path')}, which has no torch"
-            elif not (torch == torch_path if torch_path else torch.startswith(want)):
-                says = f"`{command}` is {got.get('path')}, whose torch is {torch}, not the one verify proves ({want})"
-            else:
-                continue
-            findings.append({"kind": kind, "mechanism": "python", "variable": "PATH", "value": None,
-                             "where": where(set_by.get("PATH"), home), "says": f"{name}: {says}",
-                             "fix": f"put {venv_bin} first on PATH (env_hooks_venv_on_path: first)"})
+                        "fix": f"set {var}={toolkit} (fleet's env hook does for CUDA_HOME)", "hook_fixes": True})
+        found, said = resolve.findings(kind, name, shell, lambda setter: where(setter, home), python_env, torch_path)
+        findings += found
+        notes += said
         pip = commands.get("pip") or {}
         pip_python = (pythons.get(pip.get("python") or "") or {})
         if pip.get("path") and pip_python.get("externally_managed"):
@@ -139,7 +130,8 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                              "where": where(set_by.get("PATH"), home),
                              "says": f"{name}: `pip` is {pip.get('real')} for {pip.get('python')}, an externally "
                                      "managed Python (PEP 668): `pip install` refuses",
-                             "fix": f"put {venv_bin} first on PATH (its pip installs into fleet's venv)"})
+                             "fix": f"put {venv_bin} first on PATH (its pip installs into fleet's venv)",
+                             "hook_fixes": True})
     notes += other_torches(shells, torch_path, python_env)
     # every variable of the families a GPU job reads, by the table with sources (fleet/decide/families.py)
     family_findings, family_notes = families.judge(shells, where)

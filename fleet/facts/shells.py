@@ -71,7 +71,10 @@ _FAMS = (f"fleet_prefixes=({' '.join(families.PREFIXES)}) fleet_secret={quote(fa
 
 # What each user command resolves to in each kind, and where each python finds torch:
 # fleet/remote/shells_commands.sh, handed COMMANDS as the array fleet_cmds.
-_CMDS = f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\n" + remote.program("shells_commands")
+# Each python is asked by fleet/remote/shells_python.py's text (its comment lines left here), as $fleet_pyq.
+_PYQ = "\n".join(line for line in remote.text("shells_python.py").splitlines() if not line.startswith("#"))
+_CMDS = (f"fleet_cmds=({' '.join(map(quote, COMMANDS))})\nfleet_pyq={quote(_PYQ)}\n"
+         + remote.program("shells_commands"))
 
 
 def command() -> str:
@@ -138,6 +141,11 @@ def parse(text: str) -> dict:
             shell = out[kind]
             for said in shell["ld_changes"] + list(shell["set_by"].values()):
                 said["text"] = scrub_text(said["text"])
+            for cmd in shell["commands"].values():   # an alias's text, the line that made it (issue 45)
+                if cmd.get("by"):
+                    cmd["by"]["text"] = scrub_text(cmd["by"]["text"])
+                if cmd.get("alias"):
+                    cmd["alias"] = scrub_text(cmd["alias"])
             lines = shell.pop("loader_lines")
             shell["loader"] = loader.parse_query(lines) if lines else None
             _settled(shell, etc)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 # Files here that are programs run on the host, never modules imported here: each runs its work at its top level
 # (boot.py starts the bundled verify program; pip_check.py and pip_index.py are run through `python -c`)
-SCRIPTS = ("boot", "pip_check", "pip_index")
+SCRIPTS = ("boot", "pip_check", "pip_index", "shells_python")
 
 import functools
 from importlib import resources

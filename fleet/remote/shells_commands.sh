@@ -24,13 +24,33 @@ fleet_nvcc_json() {
   done < "$1"
   x=$m
 }
+# How each name resolves, as bash resolves what is typed (bash manual, "Command Search and Execution"): an alias
+# (expanded only where expand_aliases is on: interactive shells), a shell function, a name hashed by `hash -p` or
+# hashed before PATH changed, then PATH. fleet_how[name] says which (alias, function, hash, path) and fleet_def[name]
+# what made it so: the alias's text, a hashed name's PATH answer. A function's file:line (extdebug's declare -F) is an
+# @@def line of its own, as the trace's alias and hash lines are (line numbers stay out of @@cmd, which the verify
+# fingerprint digests: a comment above a line must not re-run verify). An alias's first word is what runs: its path
+# (the PATH search for a bare name) is the path asked below.
 # `command -v` without a process per name: a name that is no alias, no function and not hashed yet is an executable
 # found on PATH where `hash` finds it (bash searches PATH as command -v does and keeps the path in BASH_CMDS); else
-# (an alias, a function, a name the startup files hashed, a non-executable file the only one found, set +h, nothing
-# at all) command -v itself answers
+# (a name the startup files hashed, a non-executable file the only one found, set +h, nothing at all) command -v
+# itself answers
+# fleet_argv0[path]: a hashed name's, run as bash runs it: that path with argv[0] the bare name, from which a python
+# finds its prefix by searching PATH (CPython's getpath), so it is asked the same way
+declare -A fleet_how fleet_def fleet_argv0
 for c in "${fleet_cmds[@]}"; do
-  if [ -z "${BASH_ALIASES[$c]+x}" ] && [ -z "${BASH_CMDS[$c]+x}" ] && ! declare -F "$c" >/dev/null &&
-     [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
+  fleet_how[$c]=path; fleet_def[$c]=
+  if [ -n "${BASH_ALIASES[$c]+x}" ] && shopt -q expand_aliases; then
+    fleet_how[$c]='alias'; fleet_def[$c]=${BASH_ALIASES[$c]}
+    w=${BASH_ALIASES[$c]}; w=${w#"${w%%[![:space:]]*}"}; w=${w%%[[:space:]]*}
+    case $w in /*) p=$w ;; *) p=$(type -P -- "$w" 2>/dev/null) || p= ;; esac
+  elif declare -F "$c" >/dev/null; then
+    fleet_how[$c]=function; w=$(shopt -s extdebug; declare -F "$c"); w=${w#* }
+    printf '@@def\t1\t%s\t%s\t%s() { ... }\t\n' "${w#* }" "${w%% *}" "$c"; p=$c
+  elif [ -n "${BASH_CMDS[$c]+x}" ]; then
+    p=${BASH_CMDS[$c]}; w=$(hash -d "$c" 2>/dev/null; type -P -- "$c" 2>/dev/null)
+    [ "$w" = "$p" ] || { fleet_how[$c]='hash'; fleet_def[$c]=$w; fleet_argv0[$p]=$c; }
+  elif [[ $- == *h* ]] && hash "$c" 2>/dev/null; then p=${BASH_CMDS[$c]}
   else p=$(command -v "$c" 2>/dev/null) || p=; fi
   fleet_path[$c]=$p
 done
@@ -52,7 +72,8 @@ for c in "${fleet_cmds[@]}"; do
   elif [ "$c" = pip ] && [ -n "$r" ]; then
     IFS= read -r x < "$r" 2>/dev/null; case $x in '#!'*) x=${x#\#!}; x=${x%% *} ;; *) x= ;; esac
   fi
-  printf '@@cmd %s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x"
+  d=${fleet_def[$c]//[$'\t\n']/ }
+  printf '@@cmd %s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$p" "$r" "$x" "${fleet_how[$c]}" "$d"
   # a python is asked by the path it is run by: a venv's bin/python3 links to the system's, and only that path
   # finds the venv (its pyvenv.cfg)
   case $c in python*) q=$p ;; pip) q=$x ;; *) q= ;; esac
@@ -64,13 +85,10 @@ declare -A fleet_pya
 for q in $fleet_pys; do
   [ -x "$q" ] || continue
   [ -n "${fleet_real[$q]+x}" ] || fleet_real[$q]=$(readlink -f -- "$q")
-  k="${q%/*}|${fleet_real[$q]}"
+  k="${q%/*}|${fleet_real[$q]}|${fleet_argv0[$q]-}"
   if [ -n "${fleet_pya[$k]+x}" ]; then a=${fleet_pya[$k]}
   else
-    a=$("$q" -c 'import importlib.util as u, os, sys, sysconfig
-s = u.find_spec("torch")
-m = sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print(sys.prefix, os.path.dirname(s.origin) if s and s.origin else "-", int(m), sep="\t")' 2>/dev/null)
+    a=$(exec -a "${fleet_argv0[$q]:-$q}" "$q" -c "$fleet_pyq" 2>/dev/null)
     [ -n "$a" ] && a="${a//$'\n'/ } "
     fleet_pya[$k]=$a
   fi

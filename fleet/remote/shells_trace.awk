@@ -1,3 +1,10 @@
+/^\++@@.*@@ (alias|unalias|hash) .*(python|pip|nvcc)/ {
+  dd = match($0, /[^+]/) - 1; r = substr($0, dd + 3)
+  i = index(r, "@@"); f = substr(r, 1, i - 1); r = substr(r, i + 2); n = substr(r, 1, index(r, "@@") - 1)
+  c = substr($0, index($0, "@@ ") + 3); gsub(/\t/, " ", c)
+  v = ""; for (k = 2; k < dd; k++) v = v (v == "" ? "" : ">") stack[k]
+  if (c ~ /^(alias|unalias|hash) /) printf "@@def\t%d\t%s\t%s\t%s\t%s\n", dd - 1, f, n, substr(c, 1, 300), v
+}
 
 function words(s, w,    n, i, c, q, in_w, cur) {
   n = 0; cur = ""; q = 0; in_w = 0
@@ -53,6 +60,7 @@ function setters(cmd, d, file, line,    w, n, k, j, name, text, via, verb) {
 }
 /^@@fam / { name = substr($0, 7); v = name; sub(/=.*/, "", name); sub(/^[^=]*=/, "", v); fin[name] = v; print; next }
 /^@@(value|unset|cmd|py) / { print }
+/^@@def\t/ { print }
 /^@@ld(var|find|obj|missing) / { print }
 END {
   for (k in last_t) printf "@@set\t%d\t%s\n", k, last_t[k]

@@ -12,8 +12,11 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@value LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:/usr/lib
     @@unset CUDA_HOME
     @@set	2	1	/root/.bashrc	4	export CUDA_HOME=/usr/local/cuda-12.4	
-    @@cmd nvcc	/usr/local/cuda-12.4/bin/nvcc	/usr/local/cuda-12.4/bin/nvcc	12.4.1
-    @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0
+    @@cmd nvcc	/usr/local/cuda-12.4/bin/nvcc	/usr/local/cuda-12.4/bin/nvcc	12.4.1	path	
+    @@def	1	/root/.bashrc	120	alias python3=/usr/bin/python3	
+    @@cmd python3	/usr/bin/python3	/usr/bin/python3.12		alias	/usr/bin/python3
+    @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0	-
+    @@py /usr/bin/python3	/usr	/root/src/torch	1	PYTHONPATH
     @@fam NCCL_P2P_DISABLE=1
     @@famset	NCCL_P2P_DISABLE	1	/root/.bashrc	1	export NCCL_P2P_DISABLE=1	
     @@rc 0
@@ -22,9 +25,14 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
                   families: {NCCL_P2P_DISABLE: "1", LD_LIBRARY_PATH: "...", ...},
                   ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}],
                   loader_lines: ["@@ld..."], set_by: {CUDA_HOME: {file, line, depth, text, via}},
-                  commands: {nvcc: {path, real, version}, pip: {path, real, python}, python3: {path, real}},
-                  pythons: {exe: {prefix, torch, externally_managed, ran}}}}
+                  commands: {nvcc: {path, real, version, how, by}, pip: {path, real, python, how, by},
+                             python3: {path, real, how: "alias", by: {file, line, ...}, alias: "/usr/bin/python3"}},
+                  pythons: {exe: {prefix, torch, externally_managed, ran, torch_from: {by: "PYTHONPATH"} | None}}}}
+(how, by, alias/hashed and torch_from only from traces that carry them: fleet/remote/shells_commands.sh's resolution
+fields, @@def lines, fleet/remote/shells_python.py's last field)
 """
+
+import shlex
 
 from . import families as fams, loader_rules
 
@@ -46,6 +54,7 @@ def parse(text):
     the first @@shell belong to no kind; a kind traced twice keeps its last trace. Never raises on a line."""
     out = {"home": None, "etc_environment": []}
     current = None
+    defs: dict = {}     # each kind's @@def lines (alias, unalias, hash): read when its @@cmd lines come
     for raw in text.splitlines():
         if raw.startswith("@@home "):
             out["home"] = raw[7:]
@@ -83,16 +92,67 @@ def parse(text):
                 current["set_by"][TRACKED[int(index) - 1]] = {
                     "file": file, "line": int(line) if line.isdigit() else None,
                     "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@def\t"):
+            defs.setdefault(id(current), []).append(raw)
         elif raw.startswith("@@cmd "):
-            name, path, real, extra = (raw[6:].split("\t") + [""] * 4)[:4]
+            fields = raw[6:].split("\t")
+            name, path, real, extra = (fields + [""] * 4)[:4]
             current["commands"][name] = {"path": path or None, "real": real or None,
                                          **({"version": extra or None} if name == "nvcc" else {}),
                                          **({"python": extra or None} if name == "pip" else {})}
+            if len(fields) > 4:     # how the name resolves (shells_commands.sh; traces before it say nothing)
+                current["commands"][name].update(resolved(name, fields[4], fields[5] if len(fields) > 5 else "",
+                                                          defs.get(id(current), [])))
         elif raw.startswith("@@py "):
             exe, _, answer = raw[5:].partition("\t")
-            prefix, torch, managed = (answer.strip().split("\t") + ["", "", ""])[:3]
+            fields = answer.strip().split("\t")
+            prefix, torch, managed = (fields + ["", "", ""])[:3]
             current["pythons"][exe] = {"prefix": prefix or None, "torch": None if torch in ("", "-") else torch,
                                        "externally_managed": managed == "1", "ran": bool(prefix)}
+            if len(fields) > 3:     # why torch is found there (shells_python.py; traces before it say nothing)
+                current["pythons"][exe]["torch_from"] = torch_from(fields[3])
         elif raw.startswith("@@change\t"):
             current["ld_changes"].append(loader_rules.parse_change(raw))
     return out
+
+
+def resolved(name, how, detail, defs):
+    """How `name` resolves in this kind (@@cmd's fifth and sixth fields) -> {"how": "alias" | "function" | "hash" |
+    "path", "by": {file, line, depth, text, via} | None, "alias": its text | "hashed": PATH's own answer}. The line is
+    the last @@def line that made it: the trace's (`alias python3=...`, `hash -p PATH python3`), or for a function
+    the commands' own (bash's declare -F under extdebug: `python3() { ... }` at FILE:LINE)."""
+    out = {"how": how or None, "by": None}
+    if how == "alias":
+        out["alias"] = detail
+    elif how == "hash":
+        out["hashed"] = detail or None
+    for raw in defs:
+        depth, file, line, cmd, via = (raw.split("\t") + [""] * 6)[1:6]
+        if defines(cmd, name, how):
+            out["by"] = {"file": file, "line": int(line) if line.isdigit() else None,
+                         "depth": int(depth) if depth.isdigit() else 0, "text": cmd,
+                         "via": [v for v in via.split(">") if v]}
+    return out
+
+
+def defines(cmd, name, how):
+    """Whether a traced `alias ...` (how "alias"), `hash -p PATH NAME` (how "hash") or the commands' own
+    `NAME() { ... }` line (how "function": bash's declare -F) makes `name` so."""
+    if how == "function":
+        return cmd == f"{name}() {{ ... }}"
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        words = cmd.split()
+    if how == "alias":
+        return bool(words) and words[0] == "alias" and any(w.split("=", 1)[0] == name for w in words[1:] if "=" in w)
+    return len(words) >= 4 and words[:2] == ["hash", "-p"] and name in words[3:]
+
+
+def torch_from(field):
+    """shells_python.py's last field -> None (site-packages, or no torch) | {"by": "PYTHONPATH" | "user"} |
+    {"by": "pth", "file": the .pth file, "line": n}."""
+    if field.startswith("pth:"):
+        file, _, line = field[4:].rpartition(":")
+        return {"by": "pth", "file": file, "line": int(line) if line.isdigit() else None}
+    return {"by": field} if field in ("PYTHONPATH", "user") else None

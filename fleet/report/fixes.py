@@ -20,6 +20,14 @@ _FIXES = (
      "the cuda-keyring .deb {host} downloaded is not the one fleet pins: where its mirror serves its own keyring, "
      "pin that one for this host (its vars: cuda_keyring_pins, or bootstrap's --keyring-pins FILE), then `{apply}`; "
      "anywhere else the download was altered on its way: do not install it"),
+    # what a user's own startup line makes python3/pip resolve to (issue 45: fleet/remote/resolve_rules.py's causes):
+    # fleet's hook does not rewrite it, so apply again would change nothing
+    (r"an alias: `alias |a shell function defined at |hashed to \S+ by |PYTHONPATH=.*\(set at |"
+     r"PYTHONHOME=.*\(set at |a \.pth file site\.py reads|the user site \S+ holds a torch|activated at .*"
+     r"\((?:VIRTUAL_ENV|CONDA_PREFIX);|(?:VIRTUAL_ENV|CONDA_PREFIX)=\S+ \(set at .* while `python3`",
+     "a line of {host}'s own startup files (named above, with the fix of that cause) decides which python a shell "
+     "runs: fleet leaves lines it does not own to you (a second apply changes nothing there); edit that line, then "
+     "`{verify}`"),
     (r"torch_imports|torch_installed|no torch in|No module named|ModuleNotFoundError|cannot import name",
      "a package verify imports is gone from {host}'s venv (removed or broken by hand): `{apply}` installs it again "
      "and verifies"),

@@ -10,7 +10,7 @@ from fleet import remote
 from fleet.programs import Program
 from fleet.resources.verify import verify_program
 
-VERIFY = ("families", "loader_rules", "trace", *remote.package("verify"))
+VERIFY = ("families", "loader_rules", "resolve_rules", "trace", *remote.package("verify"))
 
 
 def test_the_same_modules_in_any_order_are_the_same_text_and_digest():

@@ -109,7 +109,7 @@ def test_the_run_log_says_a_shared_text_once_and_reads_back_whole(tmp_path):
     """A reason every host's task repeats (env_hooks' 3 KB of them, issue 46) is written once, in the head; each
     place that said it holds a reference, and runlog.read gives every line back as the hosts said it."""
     reason = "the hook sources /etc/fleet/env.sh " + "because every shell kind must see it; " * 80
-    run, path = Run("apply", tmp_path / "inv.yaml"), tmp_path / "run.jsonl"
+    run, path = Run("apply", tmp_path / "inv.yaml", argv=("fleet", "apply", "inv.yaml")), tmp_path / "run.jsonl"
     log = runlog.RunLog(path)
     sinks = Sinks([log])
     sinks.begin(run)

@@ -75,22 +75,25 @@ def test_each_builtin_skip_sentence_is_rendered_on_some_platform():
     reached = {(t.spec.role, t.spec.index) for _, _, t in skipped_tasks()
                if t.skip_condition.startswith("condition is false")}
     wanted = {(r.name, s.index) for r in shipped() for s in r.tasks if s.when}
-    # a fabric manager's systemd/no-systemd pair needs an NVSwitch host that manages its own fabric, and the loader
-    # task a host with LD_LIBRARY_PATH but no GPU: no record holds one, so those are rendered below with decisions
-    # made up for them
-    assert wanted - reached <= {("fabric_manager", 1), ("fabric_manager", 2), ("env_hooks", 7)}, wanted - reached
+    # a fabric manager's tasks (NVLSM and ib_umad for NVSwitch generation 4, the systemd/no-systemd pair) need an
+    # NVSwitch host that manages its own fabric, and the loader task a host with LD_LIBRARY_PATH but no GPU: no record
+    # holds one, so those are rendered below with decisions made up for them
+    assert wanted - reached <= {("fabric_manager", i) for i in (1, 2, 3, 4)} | {("env_hooks", 7)}, wanted - reached
 
 
 def test_the_fabric_manager_tasks_say_which_starts_the_daemon():
     role = next(r for r in shipped() if r.name == "fabric_manager")
     facts = json.loads((DATA / "records" / "h100-pod-570.json").read_text())
     decisions = decide(facts, {}).to_json()
-    decisions["fabric"] = {**decisions["fabric"], "action": "install", "version": "570.133.20",
+    decisions["fabric"] = {**decisions["fabric"], "action": "install", "version": "570.133.20", "generation": 3,
                            "packages": ["nvidia-fabricmanager-570=570.133.20-1", "libnvidia-nscq-570=570.133.20-1"]}
     host = {"name": "h", "user": "root", "root": True}
-    for systemd, index, words in ((False, 1, "no systemd on this host"), (True, 2, "systemd runs the service")):
+    for systemd, index, words in ((False, 3, "no systemd on this host"), (True, 4, "systemd runs the service")):
         facts["system"] = {**facts["system"], "systemd": systemd}
         task = render_role(role, {}, facts, decisions, host)[index]
+        assert not task.enabled and task.skip_reason.startswith(words), task.skip_reason
+    for index, words in ((1, "not an NVSwitch generation 4 board: no NVLink"), (2, "not an NVSwitch generation 4 board")):
+        task = render_role(role, {}, facts, decisions, host)[index]   # an H100 board: generation 3 (issue 48)
         assert not task.enabled and task.skip_reason.startswith(words), task.skip_reason
 
 

@@ -86,7 +86,7 @@ def test_a_key_others_may_read_is_refused_as_ssh_refuses_it(tmp_path, mode, coun
     (tmp_path / "inv.yaml").write_text(f"hosts:\n  pod: {{address: 127.0.0.1, port: {counting_port.port}, "
                                        f"key: {key}}}\n")
     err = io.StringIO()
-    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300), cwd=tmp_path)
+    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300, soft_wrap=True), cwd=tmp_path)
     assert main(["run", str(tmp_path / "inv.yaml"), "--", "true"], env) == 2
     assert not counting_port.contacted()
     assert f"private key {key} is readable by others (mode {mode:04o})" in err.getvalue()

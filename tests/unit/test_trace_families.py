@@ -230,4 +230,5 @@ def test_the_plan_says_which_line_sets_a_breaking_variable_and_that_fleet_leaves
                        {"name": "h", "user": "root", "root": True, "roles": ["env_hooks"]})[0]
     assert ("`ssh host cmd`: ~/.bashrc:1 sets NCCL_P2P_DISABLE='1': turns off NCCL's peer-to-peer transport"
             in task.why)
-    assert "as measured on the lent H200s) (fleet leaves it to you: verify fails naming it)" in task.why
+    assert ("as measured on the lent H200s) (fleet leaves it to you: verify fails naming it; fix: delete the line that "
+            "sets NCCL_P2P_DISABLE") in task.why

@@ -81,3 +81,45 @@ def test_a_pcie_card_has_no_pair_floor(program, tmp_path, monkeypatch):  # noqa:
     slow = lambda s, d: (40.0, 40.0)
     checks = _judge(program, tmp_path, monkeypatch, "topo-8-nv18.txt", "NVIDIA H100 PCIe", figures(2, slow))
     assert checks["copies_pairs"]["passed"] and "no floor known" in checks["copies_pairs"]["detail"]
+
+
+class _Buf:
+    """What copies.measure asks of a tensor, logging each copy (no GPU here: the order and the shape, not speed)."""
+
+    def __init__(self, log, where):
+        self.log, self.where = log, where
+
+    def __getitem__(self, _):
+        return self
+
+    def copy_(self, other, non_blocking=False):
+        self.log.append(("copy", other.where, self.where))
+
+    def data_ptr(self):
+        return id(self)
+
+
+def _torch(log):
+    import contextlib
+    import types
+
+    def empty(size, dtype=None, pin_memory=False, device=None):
+        return _Buf(log, device or "host")
+    cuda = types.SimpleNamespace(device=lambda i: contextlib.nullcontext(), synchronize=lambda d=None: None,
+                                 current_stream=lambda i: types.SimpleNamespace(cuda_stream=0))
+    return types.SimpleNamespace(empty=empty, uint8="uint8", cuda=cuda)
+
+
+def test_every_peer_access_is_enabled_before_the_first_read(monkeypatch):
+    """The reads pull over peer access torch enables at a first copy in each direction: all of those come before the
+    first read, else the driver stages the early pairs' reads through the host and they read as PCIe."""
+    log = []
+    monkeypatch.setattr(copies, "_driver_copy", lambda: lambda dst, src, size, stream: log.append(("read",)) or 0)
+    figures = copies.measure(_torch(log), 3, 64 << 20)
+    assert [g["index"] for g in figures["gpus"]] == [0, 1, 2]
+    assert [(p["src"], p["dst"]) for p in figures["pairs"]] == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    assert all(p["read_gbs"] and p["write_gbs"] for p in figures["pairs"])
+    first_read = log.index(("read",))
+    enabled = {(src, dst) for kind, *rest in log[:first_read] if kind == "copy"
+               for src, dst in [rest] if src != "host" and dst != "host"}
+    assert enabled == {(f"cuda:{s}", f"cuda:{d}") for s in range(3) for d in range(3) if s != d}

@@ -7,8 +7,10 @@ source), naming the GPU or the pair that falls short and why, read from the topo
 whose every pair is short.
 
 How each copy is issued: write as torch issues a copy between two GPUs (on the source device's current stream:
-ATen's copy_device_to_device); read with the driver's cuMemcpyDtoDAsync on a stream of the destination (the target's
-context pulls from its peer), after torch's own copies in both directions have enabled peer access. Each figure is
+ATen's copy_device_to_device, which enables the source's peer access to the destination on first use); read with
+the driver's cuMemcpyDtoDAsync on a stream of the destination (the target's context pulls from its peer), after a
+one-byte torch copy in every direction has enabled each peer access (else the driver stages the copy through the host
+and the pair reads as PCIe). Each figure is
 the best of two timed batches of ITERS copies after a warm-up, COPY_BYTES each (nvbandwidth's default buffer is
 512 MiB; 256 MiB keeps 8 GPUs' 56 ordered pairs, read and write, within a few seconds). The seconds are recorded.
 """
@@ -63,6 +65,12 @@ def measure(torch, n, size):
         gpus.append({"index": i, "h2d_gbs": round(size / h2d / 1e9, 1), "d2h_gbs": round(size / d2h / 1e9, 1)})
     del host
     pairs, driver = [], _driver_copy() if n > 1 else None
+    for src in range(n):   # torch enables peer access from the source to the destination at its first copy: every
+        for dst in range(n):   # direction once, so each read below meets a peer it may pull from
+            if src != dst:
+                bufs[dst][:1].copy_(bufs[src][:1])
+    for d in range(n):
+        torch.cuda.synchronize(d)
     for src in range(n):
         for dst in range(n):
             if src == dst:

@@ -1,9 +1,12 @@
 """A failed CUDA start in words: the driver API's code and name, the libcuda loaded, the cause (each code's, from
-NVIDIA's guides) and the fix, at the step of the loader that put that libcuda first (loader.py)."""
+NVIDIA's guides) and the fix, at the step of the loader that put that libcuda first (loader.py); and why a command a
+kind of shell runs is not what verify proved (command_cause: the facts' own rules, resolve_rules.py)."""
 
 import os
+import sys
 
 from . import gpus, loader
+from .. import loader_rules, resolve_rules
 from .cuda import kernel_driver
 
 
@@ -85,3 +88,40 @@ def explain(run, r, step=None):
     else:
         cause, fix = "an error fleet has no rule for", "see the CUDA driver API reference for this code"
     return f"{head}: {cause}{put}; fix: {fix}"
+
+
+# What takes a PATH cause out of effect: fleet's hook, run last in every kind of shell.
+PATH_FIX = "let fleet's env hook run last there (fleet apply), or set env_hooks_venv_on_path"
+
+
+def at(setter):
+    """A trace's setter as the verify program names lines: "~/.bashrc:5", "/x.sh:2 (read from ~/.bashrc:9)"."""
+    if not setter or not setter.get("file"):
+        return "no startup file of this kind (the process's parent: sshd's SetEnv/AcceptEnv, a container's ENV)"
+    home = os.environ.get("HOME") or ""
+    origin = loader_rules.tilde(f"{setter['file']}:{setter['line']}", home)
+    via = setter.get("via") or []
+    return f"{origin} (read from {loader_rules.tilde(via[0], home)})" if via else origin
+
+
+def command_cause(run, kind, shell, name):
+    """Why `name` in this kind (loader.TRACED's) runs what it runs: resolve_rules.cause with the lines named as the
+    verify program names them; a PATH cause gets fleet's hook's fix."""
+    why = resolve_rules.cause(shell, name, sys.prefix, at)   # verify runs in fleet's venv
+    if why["mechanism"] == "PATH":
+        why = {**why, "because": f"PATH last set at {loader.variable_line(run, kind, 'PATH')}", "fix": PATH_FIX}
+    return why
+
+
+def import_cause(run):
+    """Why verify's own `import torch` reached another torch than the venv's: a .pth line of its site-packages (the
+    only one of resolve_rules' Python causes that `python -I` still obeys), from the shells' trace, where a kind's
+    python of this very venv says so; None otherwise."""
+    trace = run.shell_trace()
+    for kind in ("noninteractive", "interactive", "login"):
+        shell = trace.get(kind) or {}
+        for exe, answer in (shell.get("pythons") or {}).items():
+            if (answer or {}).get("prefix") == sys.prefix and ((answer or {}).get("torch_from") or {}).get("by") == "pth":
+                why = resolve_rules.python_cause(shell, exe, sys.prefix, at)
+                return f"{why['because']}; fix: {why['fix']}"
+    return None

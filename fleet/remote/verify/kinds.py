@@ -15,7 +15,8 @@ import re
 import subprocess
 import sys
 
-from . import gpus, loader
+from . import explain as explaining, gpus, loader
+from .. import resolve_rules
 from .explain import explain
 from .loader import TRACED
 
@@ -137,37 +138,53 @@ def user_commands(run):
         if shell is None:
             run.check(f"user_commands_{kind}", False, f"{KINDS[kind]}: the startup files' trace gave no answer")
             continue
-        wrong, cmds = [], shell["commands"]
+        wrong, noted, cmds = [], [], shell["commands"]   # wrong: (what, its cause's fix)
         where_path = loader.variable_line(run, kind, "PATH")
         if run.config.venv_first:
             for name in ("python3", "python"):
                 got = cmds.get(name) or {}
                 found = (shell["pythons"].get(got.get("path") or "") or {}).get("torch")
-                if not got.get("path") or found != torch_dir:
-                    wrong.append(f"`{name}` is {got.get('path') or 'not found'}"
-                                 + (f" (its torch: {found or 'none'}, not {torch_dir})" if got.get("path") else ""))
+                if got.get("path") and found == torch_dir:
+                    continue
+                why = explaining.command_cause(run, kind, shell, name)
+                said = (f"`{name}` is {got.get('path') or 'not found'}"
+                        + (f" (its torch: {found or 'none'}, not {torch_dir})" if got.get("path") else ""))
+                if why["deliberate"] and found:
+                    noted.append(f"{said}: {why['because']}")
+                else:
+                    wrong.append((f"{said}: {why['because']}", why["fix"]))
             pip, venv_bin = cmds.get("pip") or {}, os.path.dirname(sys.executable)
             if importlib.util.find_spec("pip") is None:
-                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip module (made without it, "
-                             f"as uv makes them); run {sys.executable} -m ensurepip --default-pip")
+                wrong.append((f"`pip` is {pip.get('path') or 'not found'}: the venv has no pip module (made without "
+                              "it, as uv makes them)", f"run {sys.executable} -m ensurepip --default-pip"))
             elif not os.path.exists(os.path.join(venv_bin, "pip")):
-                wrong.append(f"`pip` is {pip.get('path') or 'not found'}: the venv has pip's module but no {venv_bin}/pip "
-                             f"(fleet apply writes it: the env_hooks role)")
+                wrong.append((f"`pip` is {pip.get('path') or 'not found'}: the venv has pip's module but no "
+                              f"{venv_bin}/pip", "fleet apply writes it (the env_hooks role)"))
             elif not pip.get("path") or not pip["path"].startswith(venv_bin + "/"):
-                wrong.append(f"`pip` is {pip.get('path') or 'not found'}, not {venv_bin}/pip")
+                why = explaining.command_cause(run, kind, shell, "pip")
+                wrong.append((f"`pip` is {pip.get('path') or 'not found'}, not {venv_bin}/pip: {why['because']}",
+                              why["fix"]))
+            disagree = resolve_rules.disagreement(shell, explaining.at)
+            if disagree:
+                wrong.append((disagree, "activate the environment last (its activate script sets both), or unset "
+                                        "the variable where it is set"))
         if toolkit and os.path.exists(os.path.join(toolkit, "bin", "nvcc")):
             nvcc = cmds.get("nvcc") or {}
             real = nvcc.get("real") or ""
             if not real.startswith(toolkit + "/"):
-                wrong.append(f"`nvcc` is {real or 'not found'}" + (f" (CUDA {nvcc['version']})" if nvcc.get("version") else "")
-                             + f", not {toolkit}/bin/nvcc")
+                wrong.append((f"`nvcc` is {real or 'not found'}" + (f" (CUDA {nvcc['version']})" if nvcc.get("version")
+                                                                   else "") + f", not {toolkit}/bin/nvcc (PATH last "
+                              f"set at {where_path})", explaining.PATH_FIX))
             for name in ("CUDA_HOME", "CUDA_PATH"):
                 value = shell.get(name)
                 if (name == "CUDA_HOME" or value is not None) and (value or "").rstrip("/") != toolkit:
-                    wrong.append(f"{name}={value!r} (set at {loader.variable_line(run, kind, name)}), not {toolkit}")
+                    wrong.append((f"{name}={value!r} (set at {loader.variable_line(run, kind, name)}), not {toolkit}",
+                                  explaining.PATH_FIX))
         run.out["commands"][kind] = {name: (cmds.get(name) or {}).get("path") for name in ("python3", "python", "pip", "nvcc")}
-        detail = (f"{KINDS[kind]}: " + "; ".join(wrong) + f" (PATH last set at {where_path}); fix: let fleet's env hook "
-                  "run last there (fleet apply), or set env_hooks_venv_on_path") if wrong else \
-            f"{KINDS[kind]}: python3, pip and nvcc reach this venv's torch and {toolkit or 'the system'}'s toolkit"
+        fixes = list(dict.fromkeys(fix for _, fix in wrong))
+        detail = (f"{KINDS[kind]}: " + "; ".join(what for what, _ in wrong) + "; fix: " + "; ".join(fixes)) if wrong \
+            else f"{KINDS[kind]}: python3, pip and nvcc reach this venv's torch and {toolkit or 'the system'}'s toolkit"
+        if noted and not wrong:
+            detail = f"{KINDS[kind]}: " + "; ".join(noted) + f"; nvcc reaches {toolkit or 'the system'}'s toolkit"
         run.check(f"user_commands_{kind}", not wrong, detail)
     return None

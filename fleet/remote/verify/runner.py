@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from . import copies, gpus, jobenv, kinds, links, perf
+from . import copies, explain, gpus, jobenv, kinds, links, perf
 from .config import STOP, Run
 from .cuda import cuda_report, need_of
 
@@ -25,7 +25,8 @@ def torch_imports(run):
     try:
         import torch
     except Exception as exc:  # the loader's error names the first missing library
-        run.check("torch_imports", False, f"{type(exc).__name__}: {exc}")
+        why = explain.import_cause(run)   # a .pth line that put another torch first, named with its line
+        run.check("torch_imports", False, f"{type(exc).__name__}: {exc}" + (f": {why}" if why else ""))
         return STOP
     run.check("torch_imports", True, f"torch {torch.__version__} from {os.path.dirname(torch.__file__)}")
     run.out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda}

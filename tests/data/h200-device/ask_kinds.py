@@ -5,7 +5,8 @@
 Kinds: `ssh host cmd` (sshd's bash reads ~/.bashrc), a login shell (`bash -l -c`), an interactive shell
 (`bash -i -c`, all of ~/.bashrc), and a bare process (`env -i`: no startup file). Each kind answers which
 python3, python, pip and nvcc it runs, nvcc's release, CUDA_HOME and CUDA_VISIBLE_DEVICES, and what `python3`
-says of torch: its file, torch.cuda.is_available() and the device count (or the import error).
+says of torch: its file, torch.cuda.is_available() and the device count (or the import error); its sys.prefix and
+VIRTUAL_ENV / CONDA_PREFIX where set (issue 45: an activated environment agrees with the python that runs).
 """
 import json
 import shlex
@@ -14,12 +15,14 @@ import sys
 import paramiko
 
 host, port, user, key = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-PY = ("import json,sys\n"
+PY = ("import json,os,sys\n"
       "try:\n"
       " import torch; r={'torch': torch.__file__, 'version': torch.__version__, 'cuda': torch.cuda.is_available(),"
       " 'count': torch.cuda.device_count()}\n"
       "except Exception as e: r={'error': type(e).__name__ + ': ' + str(e)[:200]}\n"
-      "r['python']=sys.executable; print('PY ' + json.dumps(r))\n")
+      "r['python']=sys.executable; r['prefix']=sys.prefix\n"
+      "r.update({k.lower(): os.environ[k] for k in ('VIRTUAL_ENV', 'CONDA_PREFIX') if k in os.environ})\n"
+      "print('PY ' + json.dumps(r))\n")
 BODY = ("for c in python3 python pip nvcc; do echo \"WHICH $c $(command -v $c 2>/dev/null)\"; done; "
         "echo \"NVCC $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')\"; "
         "echo \"CUDA_HOME ${CUDA_HOME-unset}\"; echo \"CVD ${CUDA_VISIBLE_DEVICES-unset}\"; "

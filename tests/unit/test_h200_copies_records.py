@@ -52,7 +52,9 @@ def test_health_reads_the_split_as_nvidia_smi_prints_it(directory):
     host = next(iter(health["hosts"].values()))
     counts = [int(v) for v in re.findall(r"<(?:sram|dram)_\w+>(\d+)</", smi)]
     # the lent machines as captured: every SRAM/DRAM counter 0, no remapped row; fleet says healthy (if a counter is
-    # not 0 on the day, pin it here and the finding fleet makes of it)
-    assert len(counts) == 10 * smi.count("<gpu id=") and sum(counts) == 0
+    # not 0 on the day, pin it here and the finding fleet makes of it). Driver 580 prints 15 per GPU: volatile and
+    # aggregate SRAM correctable/parity/SECDED and DRAM correctable/uncorrectable (10), and the aggregate
+    # uncorrectable SRAM errors by source (sram_l2, sram_sm, sram_microcontroller, sram_pcie, sram_other: 5)
+    assert len(counts) == 15 * smi.count("<gpu id=") and sum(counts) == 0
     assert "<sram_threshold_exceeded>No</sram_threshold_exceeded>" in smi
     assert host["verdict"] == "healthy", host
