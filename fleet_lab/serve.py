@@ -122,10 +122,42 @@ def client_host(peer: tuple, server_port: int) -> str:
     return str(peer[0])
 
 
+class Server(http.server.ThreadingHTTPServer):
+    """A thread per connection, as before, with a real mirror's front (nginx: a listen backlog of 511, TLS in its
+    workers). 30 pods' first applies at once (issue 46) met two limits here: socketserver's listen queue of 5, whose
+    overflow the kernel drops, so a client's SYN was retried for ~130 s and given up ("connection timed out", curl
+    after 133 s, a git clone reset); and the TLS handshake done inside accept(), in the one accepting thread, so a
+    slow handshake on a loaded machine held every other connection behind it. Now the queue holds 1,024 and each
+    connection's handshake runs in its own thread (`context`: the TLS one; None: plain HTTP)."""
+    daemon_threads = True
+    request_queue_size = 1024
+    context: ssl.SSLContext | None = None
+
+    def get_request(self):
+        sock, peer = self.socket.accept()
+        if self.context is not None:
+            sock = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, peer
+
+    def handle_error(self, request, client_address):   # a client gone mid-handshake or mid-transfer: quiet
+        if not isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            super().handle_error(request, client_address)
+
+
+HANDSHAKE_SECONDS = 60   # a client that opens a connection and says nothing frees its thread after this
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     mirror = "/nonexistent"
     protocol_version = "HTTP/1.1"   # keep-alive: apt and pip reuse one connection
     rate = 0                        # bytes/s per lab host; 0: no limit
+
+    def setup(self):
+        if isinstance(self.request, ssl.SSLSocket):   # the handshake, in this connection's own thread
+            self.request.settimeout(HANDSHAKE_SECONDS)
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
 
     def copyfile(self, source, outputfile):
         if not self.rate:
@@ -169,12 +201,10 @@ def serve(mirror: str, address: str, port: int, rate: int = 0) -> None:
     context.load_cert_chain(tls_dir / "server.pem", tls_dir / "server.key")
     Handler.mirror = mirror
     handler = lambda *a, **kw: Handler(*a, directory=mirror, **kw)  # noqa: E731
-    server = http.server.ThreadingHTTPServer((address, port), handler)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server = Server((address, port), handler)
+    server.context = context
     try:
-        plain = http.server.ThreadingHTTPServer((address, HTTP_PORT), handler)
-        plain.daemon_threads = True
+        plain = Server((address, HTTP_PORT), handler)
         threading.Thread(target=plain.serve_forever, daemon=True).start()
     except OSError as exc:   # only slim images' apt sources need it: serve HTTPS anyway, and say so in the log
         print(f"fleet lab mirror: no plain HTTP on {address}:{HTTP_PORT} ({exc}); archive.ubuntu.com unreachable",

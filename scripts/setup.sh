@@ -9,6 +9,7 @@ packages=(openssh-server openssh-client sudo git gcc libc6-dev dpkg-dev gnupg py
           chromium fonts-dejavu-core     # chromium: the HTML facts report is tested headless (screenshot, DOM)
           shellcheck                     # the programs fleet ships are linted (tests/unit/test_shell_lint.py)
           tmux                           # a terminal emulator: the live display is tested on its screen
+          rsync                          # the README's copy to a pod is followed on the lab (test_fleet_ssh_lab.py)
           postgresql)                    # the history store's tests run on a real PostgreSQL (a temp cluster)
 missing=()
 for p in "${packages[@]}"; do

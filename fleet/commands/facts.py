@@ -95,6 +95,9 @@ def _add_questions(parser: argparse.ArgumentParser) -> None:
                        help="HOST's reports, oldest first, each with what changed")
     group.add_argument("--since", metavar="DATE", default=None,
                        help="what changed since DATE (2026-11-20, 2026-11-20T12:00, or back from now: 7d)")
+    group.add_argument("--now", metavar="DATE", default=None,
+                       help="ask as of DATE (2026-11-29T12:00, UTC unless it says): what --stale, --since 7d and "
+                            "expire_after count from; default: now")
 
 
 def _question(args: argparse.Namespace):
@@ -104,4 +107,5 @@ def _question(args: argparse.Namespace):
     if all(getattr(args, flag, None) in (None, False) for flag in QUESTIONS):
         return None
     return Question(where=tuple(args.where or ()), failed=args.failed, stale=args.stale, history=args.history,
-                    since=args.since, export=args.format != "table" and not args.history and not args.since)
+                    since=args.since, now=args.now,
+                    export=args.format != "table" and not args.history and not args.since)

@@ -35,17 +35,25 @@ from fleet.engine.report import HostReport, report
 from fleet.engine import session
 from fleet.engine.setup import Setup
 
-def converge(conn: Connection, host: Host, setup: Setup) -> HostReport:
-    """One host to its roles; its checks are guessed from its last facts record."""
+def converge(conn: Connection, host: Host, setup: Setup, first: Observed | None = None) -> HostReport:
+    """One host to its roles; its checks are guessed from its last facts record.
+    `first`: this host's probe already taken by the caller for this very setup (bootstrap's preview), with the
+    checks of the judged resources that keep a record left out (observe's without_records): planned and applied
+    from as it stands, so the host is not asked twice; where nothing is to change, those checks are asked then."""
     phases: dict[str, float] = {}
     clock = _clock(phases)
-    with clock("probe"):
-        first = observe(conn, host, setup, last_facts(setup, host))
+    preview = first is not None
+    if first is None:
+        with clock("probe"):
+            first = observe(conn, host, setup, last_facts(setup, host))
     if first.refuse:
         _record(setup, host, first.facts)
         return report(host, setup, first, refuse=first.refuse, phases=phases, verify="skipped: refused")
     planned = plan(first)
     if setup.check_mode or not planned.to_apply:
+        if preview:   # nothing to change: verify (left out of the preview) is asked now, behind its gate
+            with clock("verify"):
+                first = observe(conn, host, setup, first)
         return _finish(conn, host, setup, first, planned.entries, phases)
     with clock("apply"):
         applied = apply(conn, host, planned, setup.progress, on_task=setup.on_task)

@@ -265,3 +265,15 @@ def _cuda(reader: _Reader) -> dict:
         default = "/usr/local/cuda"
     return {"toolkits": toolkits["toolkits"], "default": default,
             "nvcc_on_path": toolkits["nvcc_on_path"], "compat": compat}
+
+
+# The sources of GPU health alone (issue 36): `fleet health` runs them (fleet/workflows/health.py), and so does a
+# reporting pod's start script, whose output the controller reads (fleet/store/pod_health.py).
+HEALTH_SOURCES = ("kernel_gpus", "health", "health_xml", "xid", "resources")   # resources: /dev/shm and kin (45)
+
+
+def health_facts(outputs: dict[str, str]) -> dict:
+    """The health sources' texts -> {"health": facts.health, "system": {"resources"}, "probe": {errors...}}."""
+    record = assemble(outputs, expected=list(HEALTH_SOURCES))
+    return {"health": record["health"], "system": {"resources": record["system"]["resources"]},
+            "probe": record["probe"]}

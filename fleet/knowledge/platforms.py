@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.knowledge import copy_floors
+from fleet.knowledge import allreduce, copy_floors
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,14 @@ class Platform:
     shipped_cuda: str | None = None   # the CUDA its JetPack ships where the facts name no JetPack release
     integrated_gpu: tuple[str, str] | None = None   # a Jetson's GPU (name, capability) where facts list none
     perf: tuple[Perf, ...] = ()
+    allreduce: bool = False       # its multi-GPU hosts' all-reduce judged by knowledge/allreduce.py's rows
     summary: str = ""
 
     def as_json(self) -> dict:
         """What roles read of the row (decisions.platform): verify's GPU expectation and performance rows."""
         return {"name": self.name, "gpu": self.has_gpu, "perf": [p.as_dict() for p in self.perf],
-                "copies": copy_floors.rows() if self.has_gpu else []}   # the copy engines' floors (issue 48)
+                "copies": copy_floors.rows() if self.has_gpu else [],   # the copy engines' floors (issue 48)
+                "allreduce": allreduce.config() if self.allreduce else None}
 
 
 # In detection order: a Jetson before anything else, the Spark before other Arm GPU servers, cpu-only last.
@@ -143,8 +145,9 @@ PLATFORMS: tuple[Platform, ...] = (
     # GH200 (nvidia.com/en-us/data-center/grace-hopper-superchip): 96 GB HBM3 at 4 TB/s; the host is over NVLink-C2C,
     # not PCIe: no host floor. Thor and GB10: unified LPDDR5X, no copy to the GPU to time; no floors known.
     Platform("sbsa-dgpu", "aarch64", False, None, True, perf=(Perf("GH200", 989, 600, 350, 4.0), *_DGPU_PERF),
+             allreduce=True,
              summary="an Arm (SBSA) server with NVIDIA GPUs: GH200 / Grace-Hopper, GB200"),
-    Platform("x86_64-dgpu", "x86_64", False, None, True, perf=_DGPU_PERF,
+    Platform("x86_64-dgpu", "x86_64", False, None, True, perf=_DGPU_PERF, allreduce=True,
              summary="an x86_64 server with NVIDIA GPUs (H100 pods)"),
     Platform("cpu-only", None, False, None, False, cuda_source=None, summary="no NVIDIA GPU and no driver"),
 )

@@ -40,6 +40,8 @@ case $fleet_recs in
 esac
 fleet_h=; [ -n "$fleet_rec" ] && fleet_h=$(sha256sum < "$fleet_rec")
 fleet_p1+=$'\n'"torch ${fleet_rec:-none} ${fleet_h:0:16}"
+# its files removed (rm -rf .../torch) with its RECORD left: the import fails, so what verify proved no longer holds
+[ -z "$fleet_rec" ] || [ -e "${fleet_rec%/torch-*.dist-info/RECORD}/torch/__init__.py" ] || fleet_p1+=" files-gone"
 fleet_h=$(cat /etc/fleet/env.sh /etc/profile.d/fleet.sh 2>/dev/null | sha256sum)
 fleet_p1+=$'\n'"hook ${fleet_h:0:16}"
 fleet_ni=${LD_LIBRARY_PATH:-}

@@ -1,13 +1,41 @@
+import os
+import shutil
 import sys
 from importlib import metadata
+drop = sys.argv[1:2] == ["--drop-broken"]
 missing = []
-for req in sys.argv[1:]:
+
+
+def gone(dist):
+    tops = (dist.read_text("top_level.txt") or "").split()
+    if not tops:
+        tops = sorted({f.parts[0] for f in dist.files or () if len(f.parts) == 2 and f.name == "__init__.py"})
+    if not tops:
+        return None
+    for top in tops:
+        where = str(dist.locate_file(top))
+        if os.path.isdir(where) or os.path.exists(where + ".py") or any(
+                n.startswith(top + ".") for n in os.listdir(os.path.dirname(where) or ".")):
+            return None
+    return "/".join(tops)
+
+
+for req in sys.argv[1 + drop:]:
     name, _, want = req.partition("==")
     try:
-        have = metadata.version(name)
+        dist = metadata.distribution(name)
+        have = dist.version
     except metadata.PackageNotFoundError:
         missing.append(f"{req} (absent)"); continue
     if want and have != want and (("+" in want) or have.split("+")[0] != want):
-        missing.append(f"{req} (have {have})")
-print("; ".join(missing) if missing else "all installed")
-sys.exit(10 if missing else 0)
+        missing.append(f"{req} (have {have})"); continue
+    lost = gone(dist)
+    if lost:
+        info = str(dist.locate_file(next(f for f in dist.files if f.parts[0].endswith(".dist-info")).parts[0]))
+        missing.append(f"{req} (its files are gone: no {lost} beside its {os.path.basename(info)})")
+        if drop:
+            shutil.rmtree(info)
+            print(f"removed {info}: {name}'s files were gone, so the installer puts it back")
+if not drop:
+    print("; ".join(missing) if missing else "all installed")
+sys.exit(10 if missing and not drop else 0)

@@ -5,7 +5,9 @@
 # importlib.metadata matches it (lowercased, the name before the first '-', runs of -_. as one '_'), its METADATA
 # Version compared as _CHECK_PY compares it. It only ever answers "in state": anything it cannot vouch for
 # (PYTHONPATH set, several site-packages or matches, an .egg-info, a match in the working directory, which is
-# sys.path[0] for `python -c`, a version that differs) returns 1 and _CHECK_PY answers as before.
+# sys.path[0] for `python -c`, a version that differs, a distribution whose package is gone from beside its dist-info:
+# its top_level.txt's names, else its own name, neither a directory nor a .py there, as `rm -rf .../torch` leaves it)
+# returns 1 and _CHECK_PY answers as before (pip_check.py: "its files are gone").
 fleet_pip_norm() { fleet_n=${1,,}; fleet_n=${fleet_n//[-.]/_}; while [[ $fleet_n == *__* ]]; do fleet_n=${fleet_n//__/_}; done; }
 fleet_pip_fast() {
   [ -z "${PYTHONPATH:-}" ] || return 1
@@ -32,6 +34,12 @@ fleet_pip_fast() {
       case $line in '') break;; [Vv]ersion:*) have=${line#*:}; have=${have# }; break;; esac
     done < "$hit/METADATA"
     [ -n "$have" ] || return 1
+    if [ -r "$hit/top_level.txt" ]; then
+      while IFS= read -r line; do
+        line=${line%$'\r'}
+        [ -z "$line" ] || [ -d "${sites[0]}/$line" ] || [ -e "${sites[0]}/$line.py" ] || return 1
+      done < "$hit/top_level.txt"
+    else [ -d "${sites[0]}/$key" ] || [ -e "${sites[0]}/$key.py" ] || return 1; fi
     [ -z "$want" ] || [ "$have" = "$want" ] || { [[ $want != *+* ]] && [ "${have%%+*}" = "$want" ]; } || return 1
   done
 }

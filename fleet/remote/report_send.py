@@ -1,9 +1,10 @@
 """A pod's report after each run of its start script (`fleet script --report TARGET`). Standalone, stdlib only:
 the script ships this file's text and runs it as
 
-    python3 -I -c "$(this file)" TARGET HOST FLEET_VERSION EXIT CHANGED VERIFY_PATH
+    python3 -I -c "$(this file)" TARGET HOST FLEET_VERSION EXIT CHANGED VERIFY_PATH  < HEALTH_SECTIONS
 
-It writes the report (the run's exit and changed count, the verify record the run left, the kernel driver) into
+It writes the report (the run's exit and changed count, the verify record the run left, the kernel driver, and
+the framed output of the GPU health sections on its stdin, which the controller judges) into
 a spool directory first (/var/lib/fleet/reports as root, else ~/.local/state/fleet/reports; FLEET_REPORT_SPOOL
 overrides it), then sends every spooled report, oldest first: to `fleet serve` (TARGET an https://
 URL, or http:// to a loopback address) with the token from FLEET_REPORT_TOKEN in the pod's environment, never
@@ -60,8 +61,23 @@ def read_verify(path):
     return record if isinstance(record, dict) else None
 
 
+HEALTH_MAX = 256 * 1024
+
+
+def read_health():
+    """The health sections' framed output (fleet/remote/report.sh pipes it in), else None."""
+    try:
+        text = sys.stdin.buffer.read(HEALTH_MAX).decode("utf-8", "replace")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return text if text.strip() else None
+
+
 def build(host, version, exit_code, changed, verify_path):
     facts = {"host": host, "driver": {"version": driver_version()}}
+    health = read_health()
+    if health is not None:
+        facts["health_sections"] = health
     verify = read_verify(verify_path)
     if verify is not None:
         verify.pop("host", None)

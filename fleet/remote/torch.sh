@@ -33,8 +33,9 @@ if [ -r "$site/torch/version.py" ]; then
   done < "$site/torch/version.py"
   [ -n "$v" ] && version=$v
   error=
+elif [ ! -e "$site/torch/__init__.py" ]; then cuda=; error="torch's files are gone from $site (its dist-info is left, as rm -rf leaves it): the import fails"
 else cuda=; error='cannot read torch/version.py'; fi
 json "$version"; jv=$j; json "$site/torch"; jp=$j
 if [ -n "$cuda" ]; then json "$cuda"; jc="\"$j\""; else jc=null; fi
-if [ -n "$error" ]; then je="\"$error\""; else je=null; fi
+if [ -n "$error" ]; then json "$error"; je="\"$j\""; else je=null; fi
 printf '{"installed": true, "version": "%s", "path": "%s", "cuda": %s, "error": %s}\n' "$jv" "$jp" "$jc" "$je"

@@ -140,6 +140,9 @@ class Pip(Resource):
                   f"if [ ! -x {venv}/bin/python ]; then echo 'create virtual environment'; "
                   f"fleet_trusted_python {q(self.p['python'])} -m venv {venv}; fi"]
         reqs = " ".join(q(r) for r in self.p["packages"])
+        # a dist-info left behind by a package whose files were removed (rm -rf .../torch) makes pip and uv say
+        # "already satisfied": pip_check.py --drop-broken removes that dist-info first, so the install puts it back
+        lines.append(f"fleet_trusted_python {venv}/bin/python -c {q(_CHECK_PY)} --drop-broken {reqs}")
         pip = [f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
                f"fleet_retry 'pip install' fleet_trusted_python {venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
         if self.p["installer"] != "auto" or self.p["find_links"] or self.p["no_index"]:

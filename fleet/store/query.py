@@ -193,6 +193,15 @@ def parse_since(text: str, now: float | None = None) -> float:
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
+def parse_now(text: str) -> float:
+    """--now: the time the questions are asked at, a date or time ('2026-11-29T12:00', UTC unless it says)."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--now {text!r} is not a date or time (2026-11-29, 2026-11-29T12:00:00+00:00)") from None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
 def _column(where: Where) -> bool:
     return len(where.path) == 1 and where.path[0] in COLUMNS
 

@@ -19,6 +19,7 @@ import time
 from datetime import datetime, timezone
 
 from fleet.jsontext import finite
+from fleet.store import pod_health
 
 SCHEMA_VERSION = 1
 KINDS = ("apply", "facts", "verify", "health", "bootstrap", "script", "run")
@@ -80,6 +81,10 @@ def check(report, *, now: float | None = None) -> dict:
         if named is not None and named != report["host"]:
             raise Refused(f"{where} names another host ({_short(named)}) than the report's host "
                           f"{report['host']!r}: a host reports for itself alone")
+    try:
+        facts = pod_health.judged(facts)   # a pod's health sections, judged as `fleet health` judges them
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
     at_s = _time(report.get("at"))
     if at_s > (now or time.time()) + FUTURE_SLACK:
         raise Refused(f"at {_short(report.get('at'))} lies more than a day ahead of this server's clock")

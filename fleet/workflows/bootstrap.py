@@ -4,9 +4,9 @@
     result = bootstrap(target, inventory_path=default_inventory())   # ~/.config/fleet/pods.yaml
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
-fingerprint shown, a CHANGED key is refused as always) -> facts (the engine's observe + plan in check mode:
-facts, decisions and every check, nothing changed) -> inventory -> apply (fleet.engine.converge, every role)
--> verify (its second observe).
+fingerprint shown, a CHANGED key is refused as always) -> health -> facts (the engine's observe + plan: facts,
+decisions and every check but verify's; nothing changed but fleet's helper programs) -> inventory -> apply
+(fleet.engine.converge from that same probe, every role) -> verify (its second observe).
 
 When the host enters the inventory: after the facts phase has shown the pod can be provisioned (reachable,
 not refused by the decisions, enough free disk for what will be installed, every check able to run), and
@@ -206,9 +206,9 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
                on_task=None) -> None:
     from fleet.engine import Setup, converge
 
+    setup = Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task)
     with _phase(result, "facts"):
-        observed, planned = _preview(conn, host, Setup(roles, facts_dir=inventory.facts_dir, check_mode=True,
-                                                       progress=progress), result)
+        observed, planned = _preview(conn, host, setup, result)
     problem = _cannot_provision(observed, planned)
     if problem:
         result.error = f"{host.name} cannot be provisioned: {problem}"
@@ -222,7 +222,7 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         write_vars(result.inventory, host.name, result.kept)
         progress(host.name, f"kept in its entry in {result.inventory}: "
                             + ", ".join(f"{n}={shown(v)}" for n, v in result.kept.items()))
-    report = converge(conn, host, Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task))
+    report = converge(conn, host, setup, observed)   # the preview's probe is the apply's: the pod is asked once
     result.report, result.facts = report, report.facts
     from fleet.engine import session
     result.vars = session.variables(report.facts, host.vars)   # where the pod's volume put the venv, if it did
@@ -235,10 +235,13 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
 
 
 def _preview(conn, host: Host, setup, result: BootstrapResult):
-    """The facts phase: observe + plan in check mode (nothing changed), the facts recorded as a --check would."""
+    """The facts phase: the apply's own first probe and plan (nothing changed on the pod but fleet's helper
+    programs, installed by digest as any apply's probe installs them), the facts recorded as a --check would. The
+    apply goes on from this very probe (converge's `first`): one probe, not two. verify is left out of it
+    (without_records): after any change it runs again anyway, so it runs once, after the changes."""
     from fleet.engine import final_facts, judge, last_facts, observe, plan, session
 
-    observed = observe(conn, host, setup, last_facts(setup, host))
+    observed = observe(conn, host, setup, last_facts(setup, host), without_records=True)
     if observed.refuse:
         result.facts = observed.facts
         session.record(setup.facts_dir, host.name, observed.facts)

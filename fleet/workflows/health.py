@@ -18,10 +18,10 @@ from fleet import sections
 from fleet.connection import ConnectOptions
 from fleet.connection.parallel import Outcome, on_hosts
 from fleet.decide.health import HealthVerdict, decide_health, parse_expect
-from fleet.facts.record import assemble
+from fleet.facts.record import HEALTH_SOURCES, health_facts
 from fleet.facts.sources import BY_NAME
 
-SOURCES = ("kernel_gpus", "health", "health_xml", "xid", "resources")   # resources: /dev/shm and kin (issue 45)
+SOURCES = HEALTH_SOURCES
 TIMEOUT = 60.0
 
 
@@ -34,9 +34,7 @@ def script() -> str:
 def read(found: dict[str, sections.Section], expect_gpus=None) -> tuple[HealthVerdict, dict]:
     """Framed output -> (the verdict, {"health": facts.health, "probe": {errors...}}). Pure."""
     outputs = {name[len("facts."):]: sec.output for name, sec in found.items() if name.startswith("facts.")}
-    record = assemble(outputs, expected=list(SOURCES))
-    facts = {"health": record["health"], "system": {"resources": record["system"]["resources"]},
-             "probe": record["probe"]}
+    facts = health_facts(outputs)
     return decide_health(facts, parse_expect(expect_gpus)), facts
 
 

@@ -17,6 +17,7 @@ class Question:
     stale: float | None = None
     history: str | None = None
     since: str | None = None
+    now: str | None = None        # --now: the time asked at (default: the clock's)
     export: bool = False          # --format md|csv|html: the matching hosts' newest records, side by side
 
 
@@ -41,9 +42,9 @@ def ask(inventory, only: set[str] | None, question: Question) -> HistoryAnswer:
     from fleet.store import open_store, query, settings
 
     where = [query.parse_where(text) for text in question.where]
-    since = query.parse_since(question.since) if question.since else None
+    now = query.parse_now(question.now) if question.now else time.time()
+    since = query.parse_since(question.since, now) if question.since else None
     found = settings(inventory)
-    now = time.time()
     with open_store(found.url) as store:
         if question.history:
             rows = query.history(store, question.history, since=since)

@@ -161,8 +161,10 @@ def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
 def _report(target: str, host: Host, verify_path: str) -> str:
     """`--report TARGET`: after every run, however it ended, the run's report goes to TARGET (fleet/remote/report.sh
     and report_send.py; the token only from FLEET_REPORT_TOKEN in the pod's environment)."""
+    from fleet.workflows import health
+
     values = {"program": remote.source("report_send"), "target": target, "host": host.name,
-              "version": __version__, "verify": verify_path}
+              "version": __version__, "verify": verify_path, "health": health.script()}
     return ("# -- the report after every run (fleet script --report) -----------------------------------\n"
             + "".join(f"fleet_report_{name}={shlex.quote(value)}\n" for name, value in values.items())
             + remote.program("report"))

@@ -53,12 +53,17 @@ def rand(*size, device=None, dtype=None, **_):
     return _new(size, lambda rng: rng.random(), device, dtype)
 
 
+def full(size, fill_value, device=None, dtype=None, **_):
+    t = Tensor._filled(_shape((size,)), fill_value, dtype=dtype)
+    return t.to(device) if device is not None else t
+
+
 def zeros(*size, device=None, dtype=None, **_):
-    return _new(size, lambda rng: 0.0, device, dtype)
+    return full(_shape(size), 0.0, device, dtype)
 
 
 def ones(*size, device=None, dtype=None, **_):
-    return _new(size, lambda rng: 1.0, device, dtype)
+    return full(_shape(size), 1.0, device, dtype)
 
 
 def tensor(data, device=None, dtype=None, **_):

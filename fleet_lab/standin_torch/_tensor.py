@@ -56,7 +56,18 @@ def _flat(data):
     return [v for x in data for v in _flat(x)] if isinstance(data, list) else [data]
 
 
+def _settle(tensor):
+    """A tensor read while torch.distributed still holds collectives on it: settled first (the real torch waits for
+    the GPU's queued work before a value is read back)."""
+    import sys
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and any(e[0] is tensor for e in distributed._pending):
+        distributed._resolve()
+
+
 class Tensor:
+    _constant = None   # every value this one number (ones, zeros, full): sliced and reduced without being listed
+
     def __init__(self, data, dtype=None, device_="cpu"):
         self._values = _map(data.tolist() if isinstance(data, Tensor) else data, float)
         self._shape, self._compute = None, None
@@ -74,6 +85,7 @@ class Tensor:
 
     @property
     def _data(self):
+        _settle(self)
         if self._values is None:
             self._values, self._compute = _map(self._compute(), float), None
         return self._values
@@ -88,9 +100,33 @@ class Tensor:
             d = d[0] if d else None
         return tuple(dims)
 
+    @classmethod
+    def _filled(cls, shape, value, dtype=None, device_="cpu"):
+        """A tensor of `shape` whose every value is `value` (listed only when read whole)."""
+        shape = tuple(shape)
+
+        def values(dims=shape):
+            return [values(dims[1:]) for _ in range(dims[0])] if len(dims) > 1 else [float(value)] * dims[0]
+
+        t = cls._deferred(shape, values, dtype, device_)
+        t._constant = float(value)
+        return t
+
     def _like(self, dtype=None, device_=None):
         """The same values (computed once, when either is read) under another dtype or device."""
+        if self._constant is not None:
+            return Tensor._filled(self.shape, self._constant, dtype or self.dtype, device_ or str(self.device))
         return Tensor._deferred(self.shape, lambda: self._data, dtype or self.dtype, device_ or str(self.device))
+
+    def __getitem__(self, index):
+        """A slice of the first dimension (what verify reads of an all-reduce's result: x[:8])."""
+        _settle(self)
+        if not isinstance(index, slice):
+            raise TypeError("the fleet lab stand-in tensor takes a slice of its first dimension only")
+        length = len(range(*index.indices(self.shape[0])))
+        if self._constant is not None:
+            return Tensor._filled((length, *self.shape[1:]), self._constant, self.dtype, str(self.device))
+        return Tensor(self._data[index], self.dtype, str(self.device))
 
     def size(self, dim=None):
         return self.shape if dim is None else self.shape[dim]
@@ -99,7 +135,10 @@ class Tensor:
         return len(self.shape)
 
     def numel(self):
-        return len(_flat(self._data))
+        count = 1
+        for n in self.shape:   # from the shape: a 1 GiB tensor's values are never listed to count them
+            count *= n
+        return count
 
     @property
     def is_cuda(self):

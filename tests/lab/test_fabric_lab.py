@@ -12,6 +12,7 @@ fabric is wrong.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -276,3 +277,91 @@ def test_stand_in_nvidia_smi_speaks_the_real_formats(fab, lab):
     assert nvlink[3 * 19 + 1] == "\t Link 0: <inactive>"
     with lab.connect("pod-580") as conn:   # a GPU without NVLink: nothing, as the real one on the lent H100
         assert conn.run("nvidia-smi nvlink -s").stdout == (CAPTURED / "nvlink-s.txt").read_text().rsplit("rc=", 1)[0]
+
+
+# Issues 45 (item 3) and 48: the all-reduce over the board's 8 GPUs (the stand-in torch.distributed: its bus bandwidth
+# follows NCCL's variables as the lent H200s measured it, fleet_lab/standin_torch/distributed.py), first as a user runs
+# their own in a plain shell of each kind, then verify's, judged by the knowledge table's 8-GPU row.
+USER_ALLREDUCE = r"""
+cat > /tmp/user_allreduce.py <<'PY'
+import os, time, torch, torch.distributed as dist
+rank = int(os.environ["RANK"])
+torch.cuda.set_device(rank)
+dist.init_process_group("nccl")
+x = torch.ones(1 << 30, device="cuda")
+dist.all_reduce(x)
+torch.cuda.synchronize()
+start = time.perf_counter()
+for _ in range(10):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+t = (time.perf_counter() - start) / 10
+if rank == 0:
+    print("busbw", round(x.numel() * 4 / t / 1e9 * 2 * 7 / 8))
+dist.destroy_process_group()
+PY
+export MASTER_ADDR=127.0.0.1 WORLD_SIZE=8
+MASTER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export MASTER_PORT
+for r in 1 2 3 4 5 6 7; do RANK=$r /opt/fleet/venv/bin/python /tmp/user_allreduce.py & done
+RANK=0 /opt/fleet/venv/bin/python /tmp/user_allreduce.py
+wait
+"""
+
+
+def _user_busbw(fab, kind: str) -> int:
+    """The user's own all-reduce in a plain shell of `kind` (`ssh host cmd`, or bash -l from it): its bus bandwidth."""
+    script = USER_ALLREDUCE if kind == "ssh" else f"bash -l -c {shlex.quote(USER_ALLREDUCE)}"
+    res = fab.sh("hgx-healthy", script)
+    assert res.exit == 0, res.stdout + res.stderr
+    return int(res.stdout.split("busbw")[-1].split()[0])
+
+
+def _verify(fab) -> dict:
+    # half the free memory may hold the message, so the row's 16 GiB fits: the stand-in's collectives cost this
+    # machine milliseconds each, which a 16 GiB message's modeled time (~80 ms on NVLink) leaves unseen
+    code, _ = fleet_json("verify", str(fab.inv), "--limit", "hgx-healthy", "--set", "verify_allreduce=true",
+                         "--set", "verify_perf_memory_share=0.5")
+    record = json.loads(fab.sh("hgx-healthy", "cat /var/lib/fleet/verify.json").stdout)
+    return {"code": code, "checks": {c["name"]: c for c in record["checks"]}, "links": record["links"]}
+
+
+def test_the_allreduce_follows_nccl_variables_and_verify_names_the_line(fab):
+    fast = 100   # the stand-in's 370 on NVLink (less what this machine's load adds to its sleep); 25 without P2P
+    assert _user_busbw(fab, "ssh") > fast and _user_busbw(fab, "login") > fast
+    clean = _verify(fab)
+    ar = clean["links"]["allreduce"]
+    # passed (or degraded, should this machine's load stretch the stand-in's sleep past the warning line): never failed
+    assert clean["code"] == 0 and clean["checks"]["allreduce"]["passed"] and ar["verdict"] in ("passed", "degraded")
+    assert ar["busbw"] > ar["row"]["floor"] and ar["correct"] and ar["nvls"]["enabled"] is None
+    # the 8-GPU row without NVLS (no NCCL_NVLS_ENABLE here: not known on), its 16 GiB within half the free memory
+    assert (ar["row"]["gpus"], ar["row"]["nvls"], ar["row"]["floor"]) == (8, False, 333.0) and ar["bytes"] == 16 << 30
+    assert "allreduce_login" not in clean["checks"] and clean["links"]["time"]["within_budget"]
+    assert set(clean["links"]["time"]) >= {"topology_s", "peer_access_s", "allreduce_s", "total_s", "budget_s"}
+    backup = "cp -p /root/.bashrc /root/.bashrc.fleet-test; cp -p /root/.profile /root/.profile.fleet-test"
+    restore = "mv -f /root/.bashrc.fleet-test /root/.bashrc; mv -f /root/.profile.fleet-test /root/.profile"
+    assert fab.sh("hgx-healthy", backup).exit == 0
+    try:
+        # in ~/.bashrc: `ssh host cmd` (where verify runs) and every kind reading it
+        fab.sh("hgx-healthy", "sed -i '1i export NCCL_P2P_DISABLE=1' /root/.bashrc")
+        assert _user_busbw(fab, "ssh") < 30
+        slow = _verify(fab)
+        check = slow["checks"]["allreduce"]
+        assert slow["code"] == 1 and not check["passed"] and slow["links"]["allreduce"]["verdict"] == "failed"
+        assert check["detail"].startswith("failed: all-reduce of 16384 MiB over 8 GPUs: bus bandwidth 25 GB/s")
+        assert "NCCL_P2P_DISABLE=1 (turns off peer-to-peer between GPUs" in check["detail"]
+        assert "fabric manager" not in check["detail"]
+        fab.sh("hgx-healthy", "sed -i '1d' /root/.bashrc")
+        # in ~/.profile: login shells alone; verify's own all-reduce is fast, the login kind's is not
+        fab.sh("hgx-healthy", "sed -i '1i export NCCL_P2P_DISABLE=1' /root/.profile")
+        assert _user_busbw(fab, "ssh") > fast and _user_busbw(fab, "login") < 30
+        login = _verify(fab)
+        assert login["code"] == 1 and login["checks"]["allreduce"]["passed"]
+        check = login["checks"]["allreduce_login"]
+        assert not check["passed"] and "in a login shell: bus bandwidth 25 GB/s" in check["detail"]
+        assert "NCCL_P2P_DISABLE=1" in check["detail"] and login["links"]["allreduce_login"]["differs"] == {
+            "NCCL_P2P_DISABLE": "1"}
+    finally:
+        assert fab.sh("hgx-healthy", restore).exit == 0
+    again = _verify(fab)
+    assert again["code"] == 0 and "allreduce_login" not in again["checks"]

@@ -7,6 +7,7 @@ mid-apply: one fix for the host, not one per task."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import shlex
 import shutil
@@ -71,6 +72,33 @@ def test_a_torch_uninstalled_by_hand_makes_verify_stale_then_failed_each_with_it
     assert command == f"fleet apply {inventory} --limit {POD}", fixes
     code, out, err = run_as_printed(command)
     assert code == 0 and re.search(rf"^{POD}\t.*\tpassed\t", out, re.M), out[-3000:] + err[-3000:]
+    asked = plain_ssh(lab, "python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'")
+    assert asked.returncode == 0 and asked.stdout.split() == ["2.11.0+cu130", "True"], asked.stdout + asked.stderr
+
+
+def test_a_torch_removed_with_rm_rf_is_seen_and_put_back(lab, tmp_path, converged_fresh):
+    """torch's files removed by hand (`rm -rf .../site-packages/torch`), its dist-info left: pip still lists it, so
+    pip's metadata alone said "in state". fleet sees the package gone: `fleet facts` says verify is stale, the apply
+    plans torch naming its files gone and puts it back; a plain shell imports torch again afterwards."""
+    code, _ = converged_fresh(POD)
+    assert code == 0
+    inventory = tmp_path / "lab.yaml"
+    shutil.copy(lab.inventory_path, inventory)
+    removed = plain_ssh(lab, "site=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__path__[0]))') && "
+                             "rm -rf \"$site/torch\" && ls -d \"$site\"/torch-*.dist-info && pip show torch && "
+                             "! python3 -c 'import torch'")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert "Name: torch" in removed.stdout     # pip still lists it: its metadata is all that is left
+
+    code, out, err = fleet("facts", str(inventory), "--limit", POD, terminal=True)
+    assert code == 0, out + err
+    assert "stale" in next(line for line in out.splitlines() if line.startswith("verify")), out
+
+    code, out, err = fleet("apply", str(inventory), "--limit", POD, "--json")
+    host = json.loads(out)["hosts"][POD]
+    torch_task = next(t for t in host["tasks"] if t["role"] == "torch" and t["task"].startswith("torch "))
+    assert torch_task["status"] == "changed" and "its files are gone" in torch_task["reason"], torch_task
+    assert code == 0 and host["verify"] == "passed", out[-3000:] + err[-3000:]
     asked = plain_ssh(lab, "python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'")
     assert asked.returncode == 0 and asked.stdout.split() == ["2.11.0+cu130", "True"], asked.stdout + asked.stderr
 

@@ -9,6 +9,8 @@ import json
 import re
 import time
 
+from datetime import datetime, timezone
+
 import yaml
 from rich.console import Console
 
@@ -40,10 +42,20 @@ def facts_json(inventory, *argv) -> dict:
     return json.loads(out)
 
 
+def sh_fails(pod, lab) -> bool:
+    """The pod is gone as an SSH client finds it: a connection to it fails."""
+    try:
+        with lab.connect(pod) as conn:
+            conn.run("true")
+    except Exception:   # noqa: BLE001 - refused, reset or timed out: gone
+        return True
+    return False
+
+
 def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp_path, monkeypatch):
     monkeypatch.delenv("FLEET_STORE", raising=False)
     doc = yaml.safe_load(lab.inventory_path.read_text())
-    doc["store"] = {"url": "sqlite:///history.sqlite3", "expire_after": "4s"}
+    doc["store"] = {"url": "sqlite:///history.sqlite3", "expire_after": "2h"}
     inventory = tmp_path / "lab.yaml"
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
     store_url = settings(load_inventory(inventory)).url
@@ -63,6 +75,7 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
             driver = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)",
                                conn.run("cat /proc/driver/nvidia/version").stdout)[1]
             verify = json.loads(conn.run("cat /var/lib/fleet/verify.json").stdout)
+            listed = conn.run("nvidia-smi -L").stdout.count("GPU ")         # the GPUs the pod's nvidia-smi lists
             spool = conn.run("ls -A /var/lib/fleet/reports").stdout.split()
         for run in (first, second):
             assert run.exit == 0, run.stdout[-3000:] + run.stderr[-2000:]
@@ -75,6 +88,11 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         (host,) = found["hosts"]
         assert (host["host"], host["status"], host["kind"], host["driver"]) == (POD, "ok", "script", driver)
         assert host["expired"] is False
+        pod_said = host["health"]                  # the pod's own report carries its GPU health (issue 46)
+        with open_store(store_url) as store:
+            (document,) = store.rows("SELECT document FROM reports WHERE host = ? ORDER BY at_s DESC LIMIT 1", (POD,))[0]
+        kept = document if isinstance(document, dict) else json.loads(document)
+        assert len(kept["health"]["gpus"]) == listed >= 1 and "health_sections" not in kept
         history = facts_json(inventory, "--history", POD)["history"]
         assert [(row["kind"], row["status"], row["verify"]) for row in history][0] == ("script", "ok", True)
         with open_store(store_url) as store:        # each start's report once, each change a row
@@ -87,15 +105,19 @@ def test_a_pod_reports_each_start_and_shows_in_fleet_facts_then_expires(lab, tmp
         # a controller's `fleet health` lands in the same store, over what the pod reported
         code, out, err = fleet("health", inventory, "--limit", POD, "--json")
         verdict = json.loads(out)["hosts"][POD]["verdict"]
+        assert pod_said == verdict                 # what the pod reported is what `fleet health` says of it
+        assert kept["health"]["findings"] == json.loads(out)["hosts"][POD]["findings"]
         found = facts_json(inventory, "--where", f"health.verdict == {verdict}", "--where", f"driver.version == {driver}")
         (host,) = found["hosts"]
         assert (host["host"], host["kind"], host["health"]) == (POD, "health", verdict)
 
         LabHost(POD, lab.root).stop()               # the pod goes away and reports no more
-        time.sleep(4.5)
-        (gone,) = facts_json(inventory, "--stale", "4s")["hosts"]
+        assert sh_fails(POD, lab)
+        assert facts_json(inventory, "--stale", "1h")["hosts"] == []         # not yet: seen within the hour
+        later = datetime.fromtimestamp(time.time() + 3 * 3600, timezone.utc).isoformat()   # the clock, not a sleep
+        (gone,) = facts_json(inventory, "--stale", "1h", "--now", later)["hosts"]
         assert (gone["host"], gone["expired"]) == (POD, True)
-        code, shown, _ = fleet("facts", inventory, "--stale", "4s")
+        code, shown, _ = fleet("facts", inventory, "--stale", "1h", "--now", later)
         assert "expired" in shown
     finally:
         server.kill()

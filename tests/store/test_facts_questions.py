@@ -57,6 +57,20 @@ def test_failed_stale_and_expired(tmp_path, filled):
     assert "expired" in out          # not seen for the inventory's expire_after (2h)
 
 
+def test_asked_as_of_a_later_time_a_host_seen_now_shows_expired(tmp_path, filled):
+    """--now moves the questions' clock (no sleep): pod-580, seen a minute ago, is neither stale nor expired now;
+    asked as of three hours ahead it is both, as pod-570 is now; a --now that is no time is bad input."""
+    from datetime import datetime, timezone
+
+    doc = json.loads(fleet(tmp_path, filled, "--stale", "1h", "--json")[1])
+    assert [(h["host"], h["expired"]) for h in doc["hosts"]] == [("pod-570", True)]
+    later = datetime.fromtimestamp(NOW + 3 * 3600, timezone.utc).isoformat()
+    doc = json.loads(fleet(tmp_path, filled, "--stale", "1h", "--now", later, "--json")[1])
+    assert sorted((h["host"], h["expired"]) for h in doc["hosts"]) == [("pod-570", True), ("pod-580", True)]
+    code, _, err = fleet(tmp_path, filled, "--stale", "1h", "--now", "tomorrow")
+    assert code == 2 and "--now 'tomorrow' is not a date or time" in err
+
+
 def test_history_and_since(tmp_path, filled):
     doc = json.loads(fleet(tmp_path, filled, "--history", "pod-580", "--json")[1])
     assert [r["driver"] for r in doc["history"]] == ["580.65.06", "580.159.04"]

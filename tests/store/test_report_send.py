@@ -17,7 +17,7 @@ from tests_cli import fleet_facts
 TOKEN = "pod-report-token-0123456789abcdef"
 
 
-def send(tmp_path, target, *, exit_code=0, changed=0, token=TOKEN, verify=None):
+def send(tmp_path, target, *, exit_code=0, changed=0, token=TOKEN, verify=None, health=None):
     verify_path = tmp_path / "verify.json"
     if verify is not None:
         verify_path.write_text(json.dumps(verify))
@@ -27,7 +27,8 @@ def send(tmp_path, target, *, exit_code=0, changed=0, token=TOKEN, verify=None):
     argv = ["python3", "-s", "-c", remote.source("report_send"), target, "pod-a", "0.1.0", str(exit_code),
             str(changed), str(verify_path)]
     assert TOKEN not in " ".join(argv)
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True,
+                          **({"input": health} if health is not None else {"stdin": subprocess.DEVNULL}))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -122,3 +123,14 @@ def collect(tmp_path, directory, *argv):
     env = Environment(console=Console(file=out, width=200), err_console=Console(file=io.StringIO()), cwd=tmp_path)
     code = main(["collect", str(directory), "--json", *argv], env)
     return json.loads(out.getvalue()), code
+
+
+def test_the_health_sections_on_the_senders_stdin_travel_in_the_report(tmp_path):
+    """fleet/remote/report.sh pipes the GPU health sections' output in; the report carries it (the controller
+    judges it: fleet/store/pod_health.py); with nothing on stdin the report has none."""
+    text = "\n@@fleet:begin facts.health@@\n@@query event 0\n0, NVIDIA H200\n@@fleet:end facts.health 0@@\n"
+    out = tmp_path / "shared"
+    assert send(tmp_path, f"dir:{out}", health=text) == "report: 1 sent, 0 kept to send next time, 0 refused"
+    assert send(tmp_path, f"dir:{out}") == "report: 1 sent, 0 kept to send next time, 0 refused"
+    first, second = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
+    assert first["facts"]["health_sections"] == text and "health_sections" not in second["facts"]

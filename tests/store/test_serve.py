@@ -150,3 +150,70 @@ def test_escapes_and_markup_in_every_field_are_stored_as_sent_and_printed_inert(
             assert "[bold red]<b>x</b>[/]" in out     # markup printed as the characters it is
     code, out, _ = fleet_facts(tmp_path, inventory, "--history", "pod-a", "--json")
     assert "\x1b" not in out and json.loads(out)["history"][0]["driver"] == hostile
+
+
+def _framed(name, body, rc=0):
+    return f"\n@@fleet:begin {name}@@\n{body}\n@@fleet:end {name} {rc}@@\n"
+
+
+def _h200_health_sections(gpu_name="NVIDIA H200"):
+    """The health sections as a pod's start script sends them: the captured H200's query row (its name replaceable)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+    from test_facts_health import H200_SECTION
+
+    return _framed("facts.health", H200_SECTION.replace("NVIDIA H200", gpu_name)) + _framed("facts.kernel_gpus", "")
+
+
+def test_a_pods_health_sections_are_judged_as_fleet_health_judges_them_and_the_text_not_kept(store):
+    """Issue 46: a pod's report carries its GPU health; `fleet facts` shows the verdict fleet health gives."""
+    from fleet import sections
+    from fleet.workflows.health import read
+
+    text = _h200_health_sections()
+    report = sent("pod-a")
+    report["facts"].pop("health", None)
+    report["facts"]["health_sections"] = text
+    assert post_all(store, [report]) == [(200, {"outcome": "stored"})]
+    verdict, found = read(sections.split_sections(text))           # what `fleet health` gives for that output
+    (row,) = query.hosts(store)
+    assert row.shown["health"] == verdict.verdict == "healthy"
+    (document,) = [r[0] for r in store.rows("SELECT document FROM reports")]
+    kept = document if isinstance(document, dict) else json.loads(document)
+    assert "health_sections" not in kept and "@@fleet:begin" not in json.dumps(kept)
+    assert kept["health"]["findings"] == verdict.to_json()["findings"] and kept["health"]["findings"]
+    assert kept["health"]["gpus"][0]["name"] == "NVIDIA H200" == found["health"]["gpus"][0]["name"]
+
+
+@pytest.mark.parametrize("sections_text, says", [
+    ({"verdict": "healthy"}, "facts.health_sections must be the health sections' text"),
+    ("x" * (256 * 1024 + 1), "facts.health_sections must be the health sections' text, at most 262144"),
+])
+def test_health_sections_of_the_wrong_kind_are_refused(store, sections_text, says):
+    report = sent("pod-a")
+    report["facts"]["health_sections"] = sections_text
+    ((status, answer),) = post_all(store, [report])
+    assert status == 422 and says in answer["error"]
+    assert stored(store) == 0
+
+
+def test_escapes_and_markup_in_a_pods_health_output_are_kept_as_data_and_printed_inert(store, tmp_path, monkeypatch):
+    hostile = "\x1b]0;owned\x07\x1b[2J[bold red]<b>x</b>[/] $(reboot) `id`\u202e"
+    report = sent("pod-a")
+    report["facts"]["health_sections"] = _h200_health_sections(hostile) + "\x1b[2J@@fleet:end \x07 [/]\n"
+    assert post_all(store, [report]) == [(200, {"outcome": "stored"})]
+    (document,) = [r[0] for r in store.rows("SELECT document FROM reports")]
+    kept = document if isinstance(document, dict) else json.loads(document)
+    assert kept["health"]["gpus"][0]["name"] == hostile                  # data, exactly as the pod's output said
+
+    from tests_cli import fleet_facts
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("hosts:\n  desk: {connection: local}\n")
+    monkeypatch.setenv("FLEET_STORE", store.url)
+    for argv in (["--where", "health.verdict == healthy"], ["--history", "pod-a"]):
+        code, out, err = fleet_facts(tmp_path, inventory, *argv)
+        assert code == 0 and "pod-a" in out
+        for text in (out, err):
+            assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text

@@ -134,7 +134,9 @@ def test_the_dom_shows_verify_perf_and_record_age_per_host(page, tmp_path):
     rows = {cells[0]: cells[1:] for _, cells in parser.rows[1:]}
     assert rows["verify"] == ["passed", "not run"]
     assert rows["matmul bf16 TFLOP/s"] == ["783.4", "-"] and rows["attention TFLOP/s"] == ["522.7", "-"]
-    assert all(age.endswith("ago") for age in rows["record"])
+    # times in words and in local time with its zone, as of when the page was made (its "generated")
+    assert all(re.fullmatch(r"\d+ (minute|hour|day)s? ago, \d{4}-\d\d-\d\d \d\d:\d\d \S+", age) for age in rows["record"]), \
+        rows["record"]
 
 
 _MEASURE = """<script>
@@ -142,11 +144,29 @@ addEventListener("load", () => {
   const cells = [...document.querySelectorAll("#facts td")];
   const names = [...document.querySelectorAll("#facts th.fact")];
   const lines = n => { const r = document.createRange(); r.selectNodeContents(n); return r.getClientRects().length; };
+  const tops = n => { const r = document.createRange(); r.selectNodeContents(n);
+                      return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; };
+  // a name's pieces are the text between its <wbr>s: one that breaks itself is a name cut mid-word
+  const pieces = names.flatMap(n => [...n.childNodes].filter(c => c.nodeType === 3 && c.textContent));
+  const scrolls = [...document.querySelectorAll("div.scroll")].map(d => d.scrollWidth - d.clientWidth);
   document.body.dataset.narrowest = Math.min(...cells.map(c => c.getBoundingClientRect().width));
-  document.body.dataset.tallestName = Math.max(...names.map(lines));
+  document.body.dataset.tallestName = Math.max(...names.map(tops));
+  document.body.dataset.brokenPieces = pieces.filter(p => lines(p) > 1).length;
   document.body.dataset.pageWidth = document.documentElement.scrollWidth;
+  document.body.dataset.tableOverflow = Math.max(...scrolls);
 });
 </script>"""
+
+
+def measured(page: Path, tmp: Path, width: int) -> dict[str, float]:
+    """What the browser measured on a copy of the page with the probe above, at `width` pixels."""
+    probed = tmp / f"probed-{width}.html"
+    probed.write_text(page.read_text().replace("</body>", _MEASURE + "</body>"))
+    text = dom(probed, tmp, f"--window-size={width},1000", "--virtual-time-budget=2000")
+    found = dict(re.findall(r'data-(narrowest|tallest-name|broken-pieces|page-width|table-overflow)="([\d.-]+)"',
+                            text))
+    assert len(found) == 5, text[:500]
+    return {name: float(value) for name, value in found.items()}
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +183,8 @@ def four_platforms(tmp_path_factory) -> Path:
 
 def test_at_800_pixels_values_keep_their_width_and_names_their_line(four_platforms, tmp_path):
     """Four platforms in an 800-pixel window: the screenshot shows the page, and (measured by the browser, with a
-    probe added to a copy of the page) no value column is squeezed to breaking text a character a line, every
-    fact name is one line, and the page itself does not grow sideways: the facts table scrolls within it. Only
+    probe added to a copy of the page) no value column is squeezed to breaking text a character a line, a fact's
+    name breaks only at its dots, and the page itself does not grow sideways: the facts table scrolls within it. Only
     values apart from a row's most shared one are marked: not every row of four platforms."""
     path = four_platforms
     shot = tmp_path / "facts-800.png"
@@ -172,14 +192,53 @@ def test_at_800_pixels_values_keep_their_width_and_names_their_line(four_platfor
     assert shot.is_file(), result.stderr[-2000:]
     width, height, raw = png_pixels(shot.read_bytes())
     assert (width, height) == (800, 1000) and len(set(raw)) > 64
-    probed = tmp_path / "probed.html"
-    probed.write_text(path.read_text().replace("</body>", _MEASURE + "</body>"))
-    text = dom(probed, tmp_path, "--window-size=800,1000", "--virtual-time-budget=2000")
-    found = dict(re.findall(r'data-(narrowest|tallest-name|page-width)="([\d.]+)"', text))
-    assert set(found) == {"narrowest", "tallest-name", "page-width"}, text[:500]
-    assert float(found["narrowest"]) >= 150, found        # 12em of monospace: words, not letters, per line
-    assert float(found["tallest-name"]) == 1, found       # each name on one line
-    assert float(found["page-width"]) <= 800, found
+    found = measured(path, tmp_path, 800)
+    assert found["narrowest"] >= 150, found        # 12em of monospace: words, not letters, per line
+    assert found["broken-pieces"] == 0, found      # a name wraps at its dots only, never inside a word
+    assert found["page-width"] <= 800, found       # the page does not grow sideways: the table scrolls in it
     differing = re.findall(r'<tr class="differs">.*?</tr>', path.read_text())
     marked = [row for row in differing if 'class="odd"' in row]
     assert 0 < len(marked) < len(differing), (len(marked), len(differing))
+
+
+@pytest.fixture(scope="module")
+def four_lab_hosts(tmp_path_factory) -> Path:
+    """Today's facts of the lab's four hosts, each converged and verified (tests/data/records/lab-2026-11-29: 455
+    facts, names up to 76 characters such as shells.interactive.pythons./opt/fleet/venv/bin/python3.externally_managed),
+    the page made half an hour after the last record was gathered, for a reader in Berlin."""
+    from zoneinfo import ZoneInfo
+
+    folder = DATA / "records" / "lab-2026-11-29"
+    records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    comparison = compare.compare(records)
+    assert len(records) == 4 and max(len(r.path) for r in comparison.rows) >= 75
+    path = tmp_path_factory.mktemp("report-lab") / "facts.html"
+    path.write_text(html.render(comparison, records, {}, generated="2026-11-29T02:50:00+00:00", version="test",
+                                zone=ZoneInfo("Europe/Berlin")))
+    return path
+
+
+def test_four_hosts_read_at_1400_pixels_without_scrolling_sideways(four_lab_hosts, tmp_path):
+    """Four hosts at 1,400 px (the page needed about 2,500 before): the screenshot is the window's width, nothing
+    scrolls sideways (neither the page nor a table within it), no value column is squeezed to a few letters a
+    line, a fact name of 76 characters wraps at its dots and slashes only, within 3 lines; the legend for the
+    highlight is on the page, and the times are in words with the reader's local time and zone."""
+    shot = tmp_path / "facts-1400.png"
+    result = browse(four_lab_hosts, "--window-size=1400,1000", f"--screenshot={shot}", tmp=tmp_path)
+    assert shot.is_file(), result.stderr[-2000:]
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert (width, height) == (1400, 1000) and len(set(raw)) > 64
+    found = measured(four_lab_hosts, tmp_path, 1400)
+    assert found["page-width"] <= 1400 and found["table-overflow"] <= 0, found
+    assert found["narrowest"] >= 150 and found["broken-pieces"] == 0 and found["tallest-name"] <= 3, found
+    text = dom(four_lab_hosts, tmp_path, "--window-size=1400,1000")
+    legend = re.sub(r"<[^>]+>", " ", text[text.index('id="legend"'):text.index("</dl>", text.index('id="legend"'))])
+    assert "the hosts differ in this fact" in legend and "apart from the one most hosts share" in legend
+    parser = _Rows("verify")
+    parser.feed(text)
+    rows = {cells[0]: cells[1:] for _, cells in parser.rows[1:]}
+    assert rows["verify"] == ["passed"] * 4
+    # gathered 02:19-02:20 UTC, the page made at 02:50 UTC: 30 minutes ago, 03:19-03:20 in Berlin (CET)
+    assert all(re.fullmatch(r"(29|30|31) minutes ago, 2026-11-29 03:(19|20) CET", age) for age in rows["record"]), \
+        rows["record"]
+    assert "generated 2026-11-29 03:50 CET" in text

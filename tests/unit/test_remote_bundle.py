@@ -34,9 +34,9 @@ def test_a_changed_module_changes_the_digest(monkeypatch):
 
 
 def test_the_package_is_every_module_of_its_folder():
-    assert remote.package("verify") == ("verify", "verify.config", "verify.copies", "verify.cuda", "verify.explain",
-                                        "verify.gpus", "verify.jobenv",
-                                        "verify.kinds", "verify.links", "verify.loader", "verify.perf", "verify.runner")
+    assert remote.package("verify") == ("verify", "verify.allreduce", "verify.config", "verify.copies", "verify.cuda",
+                                        "verify.explain", "verify.gpus", "verify.jobenv", "verify.kinds", "verify.links",
+                                        "verify.loader", "verify.perf", "verify.runner")
 
 
 def test_on_the_host_the_modules_are_one_package_and_a_bad_config_is_said_so(tmp_path):

@@ -147,6 +147,7 @@ def _venv_without_python(tmp_path, *dist_infos):
         (site / f"{name}-{version}.dist-info").mkdir()
         (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nVersion: not-this-one\n")
+        (site / name.lower()).mkdir()    # its package, beside its dist-info
     return env, site
 
 
@@ -158,11 +159,16 @@ def test_the_check_answers_from_dist_info_without_starting_python(tmp_path):
     assert not (tmp_path / "python-ran").exists()
 
 
-@pytest.mark.parametrize("case", ["other version", "absent", "two matches", "PYTHONPATH", "egg-info"])
+@pytest.mark.parametrize("case", ["other version", "absent", "two matches", "PYTHONPATH", "egg-info", "files gone",
+                                  "top level gone"])
 def test_anything_the_fast_path_cannot_vouch_for_goes_to_python(tmp_path, case):
     env, site = _venv_without_python(tmp_path, ("torch_like", "2.11.0+cu130"))
     pins, kw = ["torch-like==2.11.0"], {}
-    if case == "other version":
+    if case == "files gone":             # rm -rf .../site-packages/torch_like: its dist-info left behind
+        (site / "torch_like").rmdir()
+    elif case == "top level gone":       # top_level.txt names what it put there, and one of them is gone
+        (site / "torch_like-2.11.0+cu130.dist-info" / "top_level.txt").write_text("torch_like\nfunctorch_like\n")
+    elif case == "other version":
         pins = ["torch-like==2.10.0"]
     elif case == "absent":
         pins = ["torch-like==2.11.0", "numpy"]
@@ -175,3 +181,45 @@ def test_anything_the_fast_path_cannot_vouch_for_goes_to_python(tmp_path, case):
     result = check(make("pip", venv=str(env), packages=pins), **kw)
     assert (result.in_state, result.reason) == (False, "python answered")
     assert (tmp_path / "python-ran").read_text() == "started\n"
+
+
+def _site_with(tmp_path, package: bool):
+    """A site directory a real python reads through PYTHONPATH: torch_like 2.11.0's dist-info (its RECORD naming
+    its package), the package itself only where `package`."""
+    site = tmp_path / "site"
+    info = site / "torch_like-2.11.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch_like\nVersion: 2.11.0\n")
+    (info / "RECORD").write_text("torch_like/__init__.py,,\ntorch_like-2.11.0.dist-info/METADATA,,\n")
+    if package:
+        (site / "torch_like").mkdir()
+        (site / "torch_like" / "__init__.py").write_text("")
+    return site, info
+
+
+@pytest.mark.parametrize("package", [True, False])
+def test_pythons_check_sees_a_package_whose_files_are_gone_and_the_apply_drops_its_dist_info(tmp_path, package):
+    """What `rm -rf .../site-packages/torch` leaves: importlib.metadata (and pip) still find the distribution, the
+    import fails. The check says so, by a real python; the apply's --drop-broken removes that dist-info so that pip
+    or uv install the package again instead of answering "already satisfied"."""
+    import subprocess
+    import sys
+
+    from fleet.resources.pip import _CHECK_PY
+
+    site, info = _site_with(tmp_path, package)
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    checked = subprocess.run([sys.executable, "-c", _CHECK_PY, "torch_like==2.11.0"], env=env, capture_output=True,
+                             text=True)
+    imported = subprocess.run([sys.executable, "-c", "import torch_like"], env=env, capture_output=True)
+    assert (imported.returncode == 0) is package
+    if package:
+        assert (checked.returncode, checked.stdout.strip()) == (0, "all installed")
+    else:
+        assert checked.returncode == 10, checked.stdout + checked.stderr
+        assert checked.stdout.strip() == ("torch_like==2.11.0 (its files are gone: no torch_like beside its "
+                                          "torch_like-2.11.0.dist-info)")
+    dropped = subprocess.run([sys.executable, "-c", _CHECK_PY, "--drop-broken", "torch_like==2.11.0"], env=env,
+                             capture_output=True, text=True)
+    assert dropped.returncode == 0, dropped.stderr
+    assert info.is_dir() is package                 # only a dist-info left without its files is removed

@@ -14,7 +14,7 @@ from fleet.decide import decide
 from fleet.roles import load_roles, render_role, roles_dirs
 
 import verify_program
-from fleet.remote.verify import explain, links
+from fleet.remote.verify import allreduce, explain, links
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -85,7 +85,7 @@ def test_busy_gpus_skip_the_allreduce_with_the_reason(program, tmp_path, monkeyp
 
 def test_the_allreduce_program_compiles_and_the_expected_figures(program, tmp_path, monkeypatch):
     v = load(program, tmp_path, monkeypatch, "topo-8-nv18.txt")
-    assert callable(links.allreduce_worker)
+    assert callable(allreduce.allreduce_worker)
     assert links.link_kind("NVIDIA H100 80GB HBM3", ["NV18"] * 28) == "nvlink4"
     assert links.link_kind("NVIDIA H100 80GB HBM3", ["NV18", "SYS"]) == "pcie"
     assert links.link_kind("NVIDIA A100-SXM4-80GB", ["NV12"]) == "nvlink3"

@@ -21,7 +21,8 @@ The modules, each one idea:
     explain.py  a failed CUDA start in words: cause and fix
     gpus.py     nvidia-smi, the busy look, the libraries torch lacks, every GPU's architecture and matmul
     perf.py     matmul and attention against the platform row, bandwidth, GPU health under load
-    links.py    peer access, the NVLink topology, the all-reduce over every GPU
+    links.py    peer access, the NVLink topology, the all-reduce here and in each kind, the multi-GPU time budget
+    allreduce.py  the all-reduce's ranks, its row (GPU, count, link, NVLS), size, verdict and the cause of a slow one
     copies.py   every GPU's pinned host copies and every pair's device copies (read, write) against the floors
     runner.py   the steps in order, `main`
 

@@ -23,6 +23,11 @@ class Config:
         busy_share    float   memory used by others above this share of the total: busy        default 0.1
         toolkit       str     the decided toolkit's directory (decisions.cuda.path): its nvcc and CUDA_HOME in
                               every kind of shell (issue 35); "" or absent: not checked
+        allreduce     dict    {rows: [{match, link, gpus, nvls, peak, warn, floor, size, source}], link_busbw,
+                              floor_share}: the all-reduce's rows (fleet/knowledge/allreduce.py), first match wins
+        allreduce_run bool    the all-reduce runs (with perf, or verify_allreduce; never in --check)  default perf
+        multi_gpu_budget  float   seconds the multi-GPU proof may take (links: topology, peer access, the
+                              all-reduce here and in each kind that differs)                        default 60
         venv_first    bool    fleet's venv first on PATH (env_hooks_venv_on_path: first): python3, python and
                               pip in every kind of shell are the venv's, with the torch verified here  default false
     """
@@ -37,6 +42,9 @@ class Config:
         self.busy_share = float(values.get("busy_share", 0.1))
         self.toolkit = str(values.get("toolkit") or "").rstrip("/")
         self.venv_first = bool(values.get("venv_first", False))
+        self.allreduce = dict(values.get("allreduce") or {})
+        self.allreduce_run = bool(values.get("allreduce_run", self.perf))
+        self.multi_gpu_budget = float(values.get("multi_gpu_budget", 60))
 
     def perf_row(self, name):
         """The perf table's first row whose `match` is in the GPU's name (a copy), else None."""
@@ -61,6 +69,7 @@ class Run:
         self.look = None              # gpus.busy_look: the GPUs before this run touched them (perf runs only)
         self.shells = None            # the startup files' trace, parsed (shell_trace), once asked
         self.host_gpus = UNASKED      # kinds.host_gpu_count, once asked: the count, or None where unknown
+        self.kind_reports = {}        # runner.cuda_kinds: each kind's CUDA report (its NCCL variables among them)
 
     def check(self, name, passed, detail=""):
         self.checks.append({"name": name, "passed": bool(passed), "detail": str(detail)[:900]})

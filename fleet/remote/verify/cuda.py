@@ -36,7 +36,8 @@ def answered_by(lib):
 
 def cuda_report(with_torch=True, need=0):
     r = {"ld_library_path": os.environ.get("LD_LIBRARY_PATH"), "ld_preload": os.environ.get("LD_PRELOAD"),
-         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "device_order": os.environ.get("CUDA_DEVICE_ORDER")}
+         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "device_order": os.environ.get("CUDA_DEVICE_ORDER"),
+         "nccl": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}}   # the all-reduce's kinds
     if with_torch:
         try:
             with warnings.catch_warnings(record=True) as caught:

@@ -105,7 +105,7 @@ def judge_kind(run, kind, r):
     r = {**r, "kind": kind}
     entry = {"passed": bool(passed), **{k: r.get(k) for k in (
         "code", "name", "libcuda", "libcuda_real", "libcuda_version", "stub", "driver_api", "devices",
-        "ld_library_path", "ld_preload", "run_error", "load_error", "visible_devices") if r.get(k) is not None}}
+        "ld_library_path", "ld_preload", "run_error", "load_error", "visible_devices", "nccl") if r.get(k) is not None}}
     fewer = hidden_gpus(run, kind, r) if passed else None
     if fewer:
         passed = entry["passed"] = False

@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from . import copies, explain, gpus, jobenv, kinds, links, perf
+from . import allreduce, copies, explain, gpus, jobenv, kinds, links, perf
 from .config import STOP, Run
 from .cuda import cuda_report, need_of
 
@@ -53,6 +53,7 @@ def cuda_kinds(run):
     here = cuda_report()
     others = kinds.other_kinds(run, need_of(run.torch.version.cuda))
     run.out["cuda"] = {"noninteractive": here, "interactive": others["interactive"]}   # as before; every kind: "kinds"
+    run.kind_reports = {"ssh": here, **others}   # each kind's NCCL variables: the all-reduce judges the kinds they differ in
     run.out["kinds"] = {kind: kinds.judge_kind(run, kind, here if kind == "ssh" else others[kind])
                         for kind in kinds.KINDS}
     return None if here.get("torch_available") else STOP
@@ -63,7 +64,7 @@ def every_gpu(run):
 
 
 def gpu_links(run):
-    links.links(run, run.torch, run.look, allreduce=run.config.perf)   # like perf, never in --check
+    links.links(run, run.torch, run.look, allreduce=run.config.allreduce_run)   # like perf, never in --check
 
 
 def perf_smoke(run):
@@ -111,7 +112,7 @@ def main(argv, program=None):
         print("@@fleet-cuda " + json.dumps(cuda_report(False, int(argv[1]) if len(argv) > 1 else 0)))
         return 0
     if argv[:1] == ["--allreduce"]:
-        links.allreduce_worker()
+        allreduce.allreduce_worker()
         return 0
     try:
         config = json.loads(argv[0]) if argv else {}

@@ -2,6 +2,7 @@
 does it, through the dynamic loader (libcuda.so.1, so LD_LIBRARY_PATH and cuda-compat count)."""
 
 import ctypes
+import time
 import warnings
 
 import torch
@@ -84,11 +85,30 @@ def is_initialized():
 
 def current_device():
     _lazy_init()
-    return 0
+    return _current
+
+
+_busy_until = 0.0   # when the work queued on the "GPU" (torch.distributed's collectives) ends, time.perf_counter()
+
+
+def _enqueue(seconds):
+    """Queue `seconds` of GPU work: as the real torch's kernels, it runs while the caller goes on, and
+    synchronize() waits for it."""
+    global _busy_until
+    _busy_until = max(_busy_until, time.perf_counter()) + seconds
 
 
 def synchronize(device=None):
     _lazy_init()
+    time.sleep(max(0.0, _busy_until - time.perf_counter()))
+
+
+_current = 0
+
+
+def set_device(device):
+    global _current
+    _, _current = _device_query(device)
 
 
 def _index(device):
