@@ -21,7 +21,7 @@ import shlex
 from fleet.facts import shells
 from fleet.programs import MISSING, MISSING_EXIT, Program, from_bin
 from fleet.facts.software import select_python
-from fleet import remote
+from fleet import remote, shell
 from fleet.remote import families
 
 # What each part of the fingerprint is, for the reason a person reads ("re-run: torch changed").
@@ -97,7 +97,7 @@ def probe_part(python_env: str) -> str:
 def fingerprint_program(venv: str) -> Program:
     """The fingerprint's parts for this venv, as a helper program (fleet/programs.py): what the gate runs where the
     facts did not take them."""
-    return Program("fleet-fingerprint", fingerprint_script(venv))
+    return Program("fleet-fingerprint", shell.define(("trust",)) + fingerprint_script(venv))
 
 
 def fingerprint_part(python_env: str, program: Program | None = None) -> str:
