@@ -78,21 +78,21 @@ class Program:
 
 
 # fleet_bin_trusted PATH (a helper program is judged by fleet_trust, and must be root's own besides) and fleet_bin_ok
-# FILE SHA256: fleet/remote/bin_trusted.sh and bin_ok.sh (BIN written there, held equal by a test).
-TRUSTED = shell.TRUST_FN + "\n" + remote.program("bin_trusted") + "\n"
-HAVE = TRUSTED + remote.program("bin_ok") + "\n"
+# FILE SHA256: fleet/remote/bin_trusted.sh and bin_ok.sh (BIN written there, held equal by a test), the shared
+# functions "bin" (fleet.shell.FUNCTIONS): a body that calls them declares it (NEEDS_BIN), the script defines them.
+NEEDS_BIN = ("bin",)
 
 
 def lacks(program: Program, then: str) -> str:
-    """Shell (HAVE defined): `then` where the host lacks `program` (no such file, not trusted, another digest)."""
+    """Shell ("bin" defined): `then` where the host lacks `program` (no such file, not trusted, another digest)."""
     return f"fleet_bin_ok {program.file} {program.digest} || {{ {then}; }}\n"
 
 
 def from_bin(program: Program, args: str = "") -> str:
     """Shell for a read-only section (the facts): `bash PROGRAM ARGS` from /var/lib/fleet/bin where the host has it,
     trusted and whole, right before it runs; else the section says the host lacks it (MISSING, MISSING_EXIT) and
-    ends. It never installs: the probe asks again with the text (fleet/engine/probe.py)."""
-    return (HAVE + lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
+    ends. It never installs: the probe asks again with the text (fleet/engine/probe.py). Needs NEEDS_BIN."""
+    return (lacks(program, f"printf '{MISSING}%s\\n' {program.file}; exit {MISSING_EXIT}")
             + f"bash {program.path}{args}")
 
 
@@ -116,8 +116,9 @@ def parse(text: str) -> list[str]:
 
 # fleet_program FILE SHA256, fleet_install FILE SHA256 < TEXT, and fleet_install in --check (a private copy, removed
 # when the section ends): fleet/remote/program_run.sh, program_install.sh and program_stage.sh (BIN, MISSING,
-# MISSING_EXIT and INSTALLED written there, held equal by a test).
-FUNCTIONS = HAVE + remote.program("program_run") + "\n"
+# MISSING_EXIT and INSTALLED written there, held equal by a test). fleet_program is the shared function "program"
+# (fleet.shell.FUNCTIONS): a body that runs a helper program declares it (NEEDS_PROGRAM), the script defines it.
+NEEDS_PROGRAM = ("program",)
 INSTALL = remote.program("program_install") + "\n"
 STAGE = remote.program("program_stage") + "\n"
 
@@ -133,15 +134,22 @@ def ship(program: Program) -> str:
 
 
 def prelude(programs, have=None, *, install: bool = True) -> str:
-    """The functions a section needs to run `programs`, with the text of each whose file is not in `have` (the
-    file names the host had at its last probe; None: nothing known, ship every one). `install` False (--check): a
-    text that rides along is run from a temporary copy that the section's end removes, never installed."""
+    """What a section needs to run `programs` besides the shared function "program" (NEEDS_PROGRAM, defined by the
+    script): the text of each whose file is not in `have` (the file names the host had at its last probe; None:
+    nothing known, ship every one) and the function installing it. `install` False (--check): a text that rides along
+    is run from a temporary copy that the section's end removes, never installed. Installed at once, whether the
+    section runs it or not (pip's check runs its program only where its fast path cannot vouch): else a host that
+    never needs it would be sent its text by every command."""
     programs = tuple(programs)
-    if not programs:
-        return ""
     have = frozenset(have or ())
-    shipped = "".join(ship(p) for p in programs if p.file not in have)
-    return FUNCTIONS + ((INSTALL if install else STAGE) + shipped if shipped else "")
+    shipped = [p for p in programs if p.file not in have]
+    if not shipped:
+        return ""
+    text = (INSTALL if install else STAGE) + "".join(ship(p) for p in shipped)
+    if install:   # said installed only where it is there, whole and trusted (not a private copy's fallback)
+        text += "".join(f"fleet_program {p.file} {p.digest} >/dev/null 2>&1; fleet_bin_ok {p.file} {p.digest} "
+                        f"&& printf '{INSTALLED}%s\\n' {p.file}\n" for p in shipped)
+    return text
 
 
 def use(program: Program) -> str:

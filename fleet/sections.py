@@ -96,11 +96,20 @@ class Background:
     before: str = ""
     plain: str = ""           # the section as section() frames it: where nothing keeps `after`, it runs so
     feed: str = ""            # fed: the shell that writes `after` to its stdin once it is kept
+    needs: tuple[str, ...] = ()   # the shared functions its body calls (fleet.shell.FUNCTIONS): together() defines them
+
+
+@dataclass(frozen=True)
+class Plain:
+    """A section (section()'s text) whose body calls shared functions (`needs`, fleet.shell.FUNCTIONS): together()
+    defines them once for the whole script."""
+    text: str
+    needs: tuple[str, ...] = ()
 
 
 @functools.lru_cache(maxsize=4096)   # keyed on every argument: a probe frames ~40, most the same on every host
 def background(name: str, body: str, *, keep_in: str | None = None, after: str | None = None,
-               before: str = "", fed: bool = False) -> Background:
+               before: str = "", fed: bool = False, needs: tuple[str, ...] = ()) -> Background:
     """A section that runs while the script goes on: its start runs it at once, framed as section() frames it, into
     a pipe the script holds open (bash process substitution, an fd in a variable); its collect prints what it printed,
     waiting for it to end. All starts, then all collects, in order: the output is what the sections would print one
@@ -116,7 +125,8 @@ def background(name: str, body: str, *, keep_in: str | None = None, after: str |
     there (then closed) as soon as the section keeping it has ended: what it takes before reading its stdin overlaps
     that section. One fed section a script: it is a bash coprocess (whose pipe's writing end no section started after
     it holds, so it sees the end of its input); where nothing keeps `after`, it runs as a plain section reading the
-    variable's value on its stdin."""
+    variable's value on its stdin.
+    needs: the shared functions the body calls (fleet.shell.FUNCTIONS), defined once by together()."""
     fd = "fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
     before = before.rstrip(chr(10)) + chr(10) if before else ""
     if fed:
@@ -141,7 +151,7 @@ def background(name: str, body: str, *, keep_in: str | None = None, after: str |
     # mapfile, not cat: a builtin (a probe collects ~30 of these; each process is ~1-2 ms of a small host's CPU)
     read = f'mapfile -u "${fd}" fleet_lines; exec {{{fd}}}<&-; '
     collect = read + (_keep(keep_in) if keep_in else "") + 'printf %s "${fleet_lines[@]}"'
-    return Background(name, start, collect, keep_in, after, before, plain, feed)
+    return Background(name, start, collect, keep_in, after, before, plain, feed, tuple(needs))
 
 
 # a body that sets a trap of its own (its EXIT trap would replace the frame's) or replaces its shell (`exec PROGRAM`:
@@ -174,26 +184,22 @@ def _keep(var: str) -> str:
 
 
 def together(parts, first: str = "") -> str:
-    """One script of sections (section()'s strings) and background ones (background()'s): the background ones all
-    start first and are collected in their order, then the others run one after the other. A background section that
-    reads what another keeps (`after`) starts as soon as that one has ended: the script waits for it alone (its
-    output held, printed in its turn), then starts the one after it. A section others wait for starts before the rest
-    (on the lent H200 the shells' trace started ~15 ms into the probe behind ~30 others, on its slowest chain).
-    fleet.shell.TRUST_FN (~6 KB of functions that ~5 sections of a probe carry) is defined once at the top where
-    sections carry it: each section's subshell sees the script's functions. A body that runs in a bash of its own
-    keeps its copy: bounded()'s here-document (any quoted here-document is left as it is: a helper program's
-    text too) and shell.as_root's (base64: the text does not appear).
+    """One script of sections (section()'s strings, Plain ones) and background ones (background()'s): the background
+    ones all start first and are collected in their order, then the others run one after the other. A background
+    section that reads what another keeps (`after`) starts as soon as that one has ended: the script waits for it alone
+    (its output held, printed in its turn), then starts the one after it. A section others wait for starts before the
+    rest (on the lent H200 the shells' trace started ~15 ms into the probe behind ~30 others, on its slowest chain).
+    The shared functions the sections declare (`needs`: fleet.shell.FUNCTIONS, the trust judgement's ~6 KB that ~5
+    sections of a probe call among them) are defined once at the top: each section's subshell sees the script's
+    functions. A body that runs in a bash of its own carries its own (sections.bounded's, shell.as_root's callers put
+    them in it).
     `first`: shell the script runs once the sections others wait for have started, before every other section (each
     inherits what it sets: the probe's fleet_trust_prime; the trace started before it judges its own program, off
-    the chain the rest waits on); dropped where no section carries those functions."""
-    from fleet.shell import TRUST_FN
+    the chain the rest waits on); dropped where no section needs the trust functions it calls."""
+    from fleet.shell import define, needed
 
-    def shared(text: str) -> str:
-        return _shared_once(text, TRUST_FN)
-
-    parts = [Background(p.name, shared(p.start), shared(p.collect), p.keep_in, p.after, shared(p.before),
-                        shared(p.plain), p.feed) if isinstance(p, Background) else shared(p) for p in parts]
-    hoisted = any(_HOISTED in (p.start + p.plain if isinstance(p, Background) else p) for p in parts)
+    wanted = needed(n for p in parts if isinstance(p, (Background, Plain)) for n in p.needs)
+    parts = [p.text if isinstance(p, Plain) else p for p in parts]
     background_parts = [p for p in parts if isinstance(p, Background)]
     keepers: dict[str, Background] = {}     # variable -> the started section keeping it
     # started sections by identity: `in` on a list of dataclasses compared every field of each (a probe's ~60
@@ -239,7 +245,7 @@ def together(parts, first: str = "") -> str:
     for p in started:   # what others wait for first (the probe's shells' trace: its slowest chain starts there)
         if not p.after and p.keep_in in awaited:
             launch(p)
-    first = first if hoisted else ""
+    first = first if "trust" in wanted else ""
     if first:           # then `first` (its processes are not on that chain), then every other section
         text.append(first.rstrip("\n"))
     for p in started:
@@ -255,28 +261,7 @@ def together(parts, first: str = "") -> str:
     text += [waited.get(p.name, p.collect) for p in started] + plain
     if first and not started:   # no background section: before the plain ones
         text.insert(0, first.rstrip("\n"))
-    text = "\n".join(text)
-    return f"{TRUST_FN}\n{text}" if hoisted else text
-
-
-# left where a section's copy of a shared function text was taken out (a comment: bash ignores it)
-_HOISTED = "\n# TRUST_FN: at the top\n"
-# a quoted here-document: bounded()'s body (a bash of its own reads it, seeing none of the script's functions) or
-# data (a helper program's text, fleet/programs.py ship(), installed by its digest): left as it is
-_OWN_TEXT = re.compile(r"<<'([A-Za-z0-9_]+)'\n.*?\n\1\n", re.S)
-
-
-@functools.lru_cache(maxsize=4096)   # keyed on both texts: ~170 a host, most the same on every host
-def _shared_once(text: str, shared: str) -> str:
-    """`text` with each copy of `shared` outside a quoted here-document replaced by the _HOISTED comment."""
-    if shared not in text:
-        return text
-    out, pos = [], 0
-    for own in _OWN_TEXT.finditer(text):
-        out += [text[pos:own.start()].replace(shared, _HOISTED), own.group(0)]
-        pos = own.end()
-    out.append(text[pos:].replace(shared, _HOISTED))
-    return "".join(out)
+    return define(wanted) + "\n".join(text)
 
 
 def script(sections: list[str], preamble: str = "") -> str:

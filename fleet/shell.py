@@ -70,10 +70,12 @@ def sudo_prefix(needed: bool) -> str:
     return f"{SUDO} " if needed else ""
 
 
-def as_root(snippet: str, *, wants_root: bool, user_is_root: bool) -> str:
-    """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged."""
+def as_root(snippet: str, *, wants_root: bool, user_is_root: bool, needs: Iterable[str] = ()) -> str:
+    """`snippet` (one section of a larger script) under sudo when `needs_sudo` says so, else unchanged. Under sudo
+    it runs in a bash of its own: the shared functions it calls (`needs`, FUNCTIONS) go with it."""
     if not needs_sudo(wants_root, user_is_root):
         return snippet
+    snippet = define(needs) + snippet
     # Never as an argument (`sudo bash -c '<snippet>'` shows a token in it to every user in /proc/*/cmdline),
     # and this snippet is one section of a larger script, whose stdin is not ours to read: hand it to sudo as a
     # private temp file. printf is a builtin: its arguments are in no process's command line, and no argument
@@ -154,31 +156,8 @@ def _payload(script: str, compress: bool) -> tuple[str, bool]:
 
 
 # -- a remote command that ends with its connection -------------------------------------------------------------
-# sshd starts a command in a session of its own (setsid; the login shell execs bash, so the script's $$ is that
-# session), and when the connection goes (Ctrl-C, SIGTERM or SIGHUP of fleet, a controller that died, a dropped
-# network) its sshd process goes, but the script would run on, reparented to PID 1: an apply holding its lock, a
-# probe blocked on a dead mount, a `fleet run` command. A watchdog started first checks every second that the
-# script's parent sshd is alive; once it is gone (and the script is not) it sends TERM to every process of the
-# session (pkill -s; without pkill, the script's process group), then KILL 5 s later to what is left. It is off
-# the channel (its output to /dev/null, so the command still ends when the script does), and disowned, so it is no
-# job of the script's shell: a bare `wait` in the script (a user's `fleet run` command) never waits for it. What runs under timeout(1) (fleet.sections.bounded) is in the same session; what
-# sudo started gets the TERM from sudo, which relays it. No process is started to find the session: `read` of
-# /proc/$$/stat is a builtin (the probe's cost stays flat); the watchdog is the one process it adds.
-STOP_WITH_CONNECTION = (
-    # the session sshd made for this command (field 6 of /proc/PID/stat, proc(5)); $$ where /proc is missing
-    "fleet_stat=; read -r fleet_stat 2>/dev/null </proc/$$/stat; fleet_stat=(${fleet_stat##*) })\n"
-    "fleet_sid=${fleet_stat[3]}; fleet_sshd=$PPID; unset fleet_stat\n"
-    "case \"$fleet_sid\" in ''|0|1|*[!0-9]*) fleet_sid=$$ ;; esac\n"
-    "( trap '' TERM HUP INT\n"
-    "  while kill -0 \"$fleet_sshd\" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done\n"
-    "  kill -0 $$ 2>/dev/null || exit 0\n"
-    "  for fleet_sig in TERM KILL; do\n"
-    "    if command -v pkill >/dev/null 2>&1; then pkill -\"$fleet_sig\" -s \"$fleet_sid\"; "
-    "else kill -\"$fleet_sig\" -- \"-$fleet_sid\"; fi\n"
-    "    sleep 5\n"
-    "  done\n"
-    ") 9>&- </dev/null >/dev/null 2>&1 & disown $!\n"
-)
+# A watchdog that ends the command's session once its sshd is gone: fleet/remote/stop_with_connection.sh (why, there).
+STOP_WITH_CONNECTION = remote.program("stop_with_connection") + "\n"
 
 
 def ends_with_connection(script: str, *, local: bool) -> str:
@@ -188,24 +167,14 @@ def ends_with_connection(script: str, *, local: bool) -> str:
 
 
 # -- files ---------------------------------------------------------------------------------------------------
-def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> str:
-    """Shell that replaces `path` atomically: a temp file in the same directory (so the rename never crosses a
-    file system), synced, then renamed over the old one; a crash leaves the old file or the new, never half."""
+def write_file_script(path: str, content: str | bytes, *, mode: int = 0o644, owner: str | None = None,
+                      path_word: str | None = None) -> str:
+    """Shell that replaces `path` atomically (fleet/remote/write_file.sh: a temp file in the same directory, synced,
+    then renamed over the old one). `path_word`: the path as a shell word already (a ~/ path, "$HOME"/...)."""
     data = content.encode() if isinstance(content, str) else content
     packed = base64.b64encode(data).decode()
-    q = quote(path)
-    chown = f'chown {quote(owner)} "$tmp"\n' if owner else ""
-    return (
-        "set -e\n"
-        f"d=$(dirname -- {q}); mkdir -p -- \"$d\"\n"
-        f"tmp=$(mktemp \"$d/.fleet-write.XXXXXX\")\n"
-        "trap 'rm -f -- \"$tmp\"' EXIT\n"
-        f"printf %s {quote(packed)} | base64 -d > \"$tmp\"\n"
-        f"chmod {mode:o} \"$tmp\"\n{chown}"
-        "sync -- \"$tmp\" 2>/dev/null || sync\n"
-        f"mv -f -- \"$tmp\" {q}\n"
-        "trap - EXIT\n"
-    )
+    return (f"fleet_wf_path={path_word or quote(path)} fleet_wf_data={quote(packed)} fleet_wf_mode={mode:o} "
+            f"fleet_wf_owner={quote(owner or '')}\n" + remote.program("write_file") + "\n")
 
 
 # -- trust: judged where a program is run, in the same shell, just before it runs ---------------------------------
@@ -251,6 +220,62 @@ RETRY_FN = remote.program("retry")   # its case patterns are TRANSIENT, its grep
 
 def git_guard(dest: str) -> str:
     """Bash defining `git` for a checkout at `dest` (a shell word, quoted or "$d"), and $fleet_git_owner:
-    fleet/remote/git_guard.sh (why, in its comments). Needs TRUST_FN defined (the text includes it)."""
-    return f"{TRUST_FN}\nfleet_gd={dest}\n" + remote.program("git_guard") + "\n"
+    fleet/remote/git_guard.sh (why, in its comments). Its `git` calls fleet_trusted: a body holding it needs
+    ("trust",) (FUNCTIONS)."""
+    return f"fleet_gd={dest}\n" + remote.program("git_guard") + "\n"
+
+
+# -- shared functions: declared by what calls them, written once per shell ----------------------------------------
+# name -> (the names it calls in turn, the programs of fleet/remote/ that define it). A fact source or a resource
+# declares the names its shell calls (`needs=("trust",)`); whoever builds the script writes each once (define()): at
+# the top of a probe (fleet/sections.py together: every section's subshell sees the script's functions), at the top
+# of `fleet script`'s file, and inside each body that runs in a bash of its own (sections.bounded's, as_root's under
+# sudo), which sees none of them. "bin": fleet_bin_trusted and fleet_bin_ok (fleet/programs.py: a helper program in
+# /var/lib/fleet/bin judged right before it runs); "program": fleet_program (the same, with its text riding along).
+FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "trust": ((), ("trust",)),
+    "retry": ((), ("retry",)),
+    "fetch": (("retry",), ("fetch",)),
+    "bin": (("trust",), ("bin_trusted", "bin_ok")),
+    "program": (("bin",), ("program_run",)),
+    "block": ((), ("block.awk", "block_top_run.awk", "block_early", "block_check")),
+}
+# the ~/.bashrc's early return for non-interactive shells (fleet/resources/block.py EARLY_RETURN), an ERE: Ubuntu's
+# `case $- in ... *) return;; esac`, Debian's and others' `[ -z "$PS1" ] && return`, `[[ $- != *i* ]] && return`,
+# `if [[ $- != *i* ]]; then return; fi`
+EARLY_RETURN = (r'^[[:space:]]*(case[[:space:]]+"?\$-"?[[:space:]]+in'
+                r'|\[\[?[[:space:]].*(\$-|PS1).*\]\]?[[:space:]]*(&&|\|\|)[[:space:]]*return'
+                r'|if[[:space:]].*(\$-|PS1).*then[[:space:]]*return)')
+
+
+def _definition(part: str) -> str:
+    """One part of a shared function's definition: fleet/remote/NAME.sh as shipped; an awk program
+    (fleet/remote/NAME.awk) as the variable fleet_awk_NAME holding its text; block_early, EARLY_RETURN's variable."""
+    if part.endswith(".awk"):
+        return f"fleet_awk_{part[:-4]}={quote(remote.text(part))}"
+    if part == "block_early":
+        return f"fleet_block_early={quote(EARLY_RETURN)}"
+    return remote.program(part)
+
+
+def needed(needs: Iterable[str]) -> tuple[str, ...]:
+    """`needs` with what each calls in turn, in FUNCTIONS' order (each once); an unknown name is refused."""
+    wanted: set[str] = set()
+
+    def add(name: str) -> None:
+        if name not in FUNCTIONS:
+            raise ValueError(f"no shared shell function {name!r} (fleet.shell.FUNCTIONS: {', '.join(FUNCTIONS)})")
+        if name not in wanted:
+            wanted.add(name)
+            for inner in FUNCTIONS[name][0]:
+                add(inner)
+
+    for name in needs:
+        add(name)
+    return tuple(name for name in FUNCTIONS if name in wanted)
+
+
+def define(needs: Iterable[str]) -> str:
+    """Shell defining the shared functions `needs` names (and those they call), each once; "" for none."""
+    return "".join(_definition(part) + "\n" for name in needed(needs) for part in FUNCTIONS[name][1])
 

@@ -373,11 +373,12 @@ def sweep() -> list[tuple[str, dict, dict]]:
     return out
 
 
-def one_round(label: str, facts: dict, variables: dict) -> tuple[bool, str | None]:
+def one_round(label: str, facts: dict, variables: dict, decided=None) -> tuple[bool, str | None]:
     """(refused, why the one round fails or None): a refusal's offered variables (every `NAME=VALUE` its texts
     propose, one value each), fed back, must be accepted; a refusal offering none names a fix outside fleet's
-    variables (a driver to install, a reflash, a reboot)."""
-    d = decide(facts, variables)
+    variables (a driver to install, a reflash, a reboot). `decided`: decide(facts, variables) when the caller has it
+    already (decide is pure: the tests share one decision per situation of the sweep)."""
+    d = decided if decided is not None else decide(facts, variables)
     if not d.refuse:
         return False, None
     fix = offered_fix(d)

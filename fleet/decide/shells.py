@@ -18,14 +18,15 @@ passed" holds for whatever the user runs next (shared/DOMAIN.md, "What a process
 - notes: NVIDIA_VISIBLE_DEVICES set in a shell (read by the container toolkit when a container starts, never by
   CUDA), CUDA_DEVICE_ORDER (changes which GPU an index means).
 
-bare processes (services, cron) use absolute paths: only their visibility is judged.
+bare processes (services, cron) use absolute paths: only their visibility is judged. Every other variable of the
+families a GPU job reads (NCCL_, CUDA_, TORCH_, OMP_ ...) is judged in fleet/decide/families.py, called from judge.
 """
 
 from __future__ import annotations
 
 import posixpath
 
-from fleet.decide import resolve
+from fleet.decide import families, resolve
 
 KINDS = {"noninteractive": "`ssh host cmd`", "interactive": "interactive shells", "login": "login shells",
          "bare": "processes that read no startup file"}
@@ -132,7 +133,10 @@ def judge(facts: dict, toolkit: str | None, python_env: str, torch_path: str | N
                              "fix": f"put {venv_bin} first on PATH (its pip installs into fleet's venv)",
                              "hook_fixes": True})
     notes += other_torches(shells, torch_path, python_env)
-    return {"findings": findings, "notes": notes, "reach": reach(facts, python_env, torch_path)}
+    # every variable of the families a GPU job reads, by the table with sources (fleet/decide/families.py)
+    family_findings, family_notes = families.judge(shells, where)
+    return {"findings": findings + family_findings, "notes": notes + family_notes,
+            "reach": reach(facts, python_env, torch_path)}
 
 
 def other_torches(shells: dict, torch_path: str | None, python_env: str) -> list[str]:

@@ -50,25 +50,26 @@ def converge(conn: Connection, host: Host, setup: Setup, first: Observed | None 
         _record(setup, host, first.facts)
         return report(host, setup, first, refuse=first.refuse, phases=phases, verify="skipped: refused")
     planned = plan(first)
-    if setup.check_mode or not planned.to_apply:
-        if preview:   # nothing to change: verify (left out of the preview) is asked now, behind its gate
-            with clock("verify"):
-                first = observe(conn, host, setup, first)
-        return _finish(conn, host, setup, first, planned.entries, phases)
-    with clock("apply"):
-        applied = apply(conn, host, planned, setup.progress, on_task=setup.on_task)
-    if applied.held_by:
-        raise HostError(f"{host.name}: another apply is running on this host ({applied.held_by}); nothing was "
-                        "changed. Wait for it to finish, then run again")
-    entries = merged(planned.entries, applied)
-    if applied.unreachable:   # nothing more can be asked of the host; its last record stays as it was
-        return report(host, setup, first, entries, error=applied.error, unreachable=True, phases=phases,
-                      verify="skipped: host unreachable")
-    with clock("verify"):
+    entries, again, forced = planned.entries, first, None
+    if not (setup.check_mode or not planned.to_apply):
+        with clock("apply"):
+            applied = apply(conn, host, planned, setup.progress, on_task=setup.on_task)
+        if applied.held_by:
+            raise HostError(f"{host.name}: another apply is running on this host ({applied.held_by}); nothing was "
+                            "changed. Wait for it to finish, then run again")
+        entries = merged(planned.entries, applied)
+        if applied.unreachable:   # nothing more can be asked of the host; its last record stays as it was
+            return report(host, setup, first, entries, error=applied.error, unreachable=True, phases=phases,
+                          verify="skipped: host unreachable")
         changed = [e.task for e in entries if e.status == "changed"]
-        again = observe(conn, host, setup, first, forced="after changes in this apply: " + ", ".join(changed[:3])
-                        + (" ..." if len(changed) > 3 else ""), without_records=_failed_earlier(entries) is not None)
-    return _finish(conn, host, setup, again, confirm(entries, again), phases)
+        forced = "after changes in this apply: " + ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+    # asked again after this apply's changes (verify forced, naming them); or, where a preview probe left verify out
+    # and nothing is to change, for verify alone, behind its gate
+    if forced or preview:
+        with clock("verify"):
+            again = observe(conn, host, setup, first, forced=forced,
+                            without_records=bool(forced) and _failed_earlier(entries) is not None)
+    return _finish(conn, host, setup, again, confirm(entries, again) if forced else entries, phases)
 
 
 def _failed_earlier(entries) -> str | None:

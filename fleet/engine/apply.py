@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from fleet import sections
+from fleet import sections, shell
 from fleet.engine import chains, hostlock
 from fleet.connection import Connection
 from fleet.errors import HostError
@@ -126,7 +126,9 @@ def _ended(by_id: dict, run: chains.Run) -> Outcome | None:
 
 def script(laid: chains.Layout, user_is_root: bool) -> str:
     """Each task: its check again, then its apply only if still needed; the tasks as chains (engine/chains.py)."""
-    bodies = {task.id: sections.bounded(f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}"
+    # each body runs in a bash of its own (bounded): the shared functions its task calls go with it (and into sudo's)
+    bodies = {task.id: sections.bounded(shell.define(task.resource.uses(apply=True))
+                                        + f"if ( {maybe_sudo(task.resource.check(), task, user_is_root, check=True)}"
                                         f"\n) >/dev/null 2>&1; then echo {_ALREADY}; exit 0; fi\n"
                                         f"{maybe_sudo(task.resource.apply(), task, user_is_root)}", task.deadline)
               for task in (step.task for step in laid.steps)}

@@ -104,20 +104,22 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
     for t in decided.tasks:
         if not t.enabled or (without_records and t.resource.writes_record) or (only is not None and t.id not in only):
             continue
-        # behind its gate; a check that runs a helper program: the functions (and text) it needs
+        # behind its gate; a check that runs a helper program: the text it needs where the host lacks it
         body = prelude(t.resource.programs(), have, install=install) + t.resource.gate(t.resource.check(), max_age)
+        calls = t.resource.uses()    # the shared functions it calls: the script defines them once
         if not t.resource.concurrent_check and not t.resource.judged:
-            # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own
-            body = sections.bounded(body, CHECK_DEADLINE)
+            # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own.
+            # A bash of its own: the functions it calls go with it
+            body, calls = sections.bounded(shell.define(calls) + body, CHECK_DEADLINE), ()
         name = f"check.{t.id}"
         if t.resource.concurrent_check:
-            out.append(sections.background(name, body))
+            out.append(sections.background(name, body, needs=calls))
         elif t.resource.reads_kept:
             # it reads what the facts keep (verify's gate: the fingerprint): in a probe it starts as soon as that is
             # kept, and is collected before the role authors' checks run; alone, it runs as a plain section
-            out.append(sections.background(name, body, after=t.resource.reads_kept))
+            out.append(sections.background(name, body, after=t.resource.reads_kept, needs=calls))
         else:
-            out.append(sections.section(name, body))
+            out.append(sections.Plain(sections.section(name, body), calls))
     return tuple(out)
 
 
@@ -125,7 +127,8 @@ def maybe_sudo(snippet: str, task: Task, user_is_root: bool, *, check: bool = Fa
     """Wrap in sudo only where this task needs root and the user is not root (checks read as the user); the rule
     is fleet.shell.needs_sudo, the wrapping fleet.shell.as_root."""
     wants_root = not check and (task.spec.sudo if task.spec.sudo is not None else task.resource.root)
-    return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root)
+    return shell.as_root(snippet, wants_root=wants_root, user_is_root=user_is_root,
+                         needs=task.resource.uses(apply=not check))
 
 
 # What a probe reads off the moment, the engine's own note of when and why verify was last checked, and the helper

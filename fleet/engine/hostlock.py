@@ -65,25 +65,10 @@ def take(where: str, holder: str, *, sudo: bool = False) -> str:
             + remote.program("hostlock") + "\n")
 
 
-# A sudo user's way to root's lock: the directory and an empty lock file made by root (0755, 0644), the holder's
-# lines written through `sudo -n tee`; where sudo is refused, the user's own directory and no sudo after that.
-_ROOTS_LOCK = (
-    "if ! sudo -n sh -c 'mkdir -p -- \"$1\" && { [ -e \"$1/apply.lock\" ] || : > \"$1/apply.lock\"; }' sh "
-    "\"$fleet_lock_dir\" 2>/dev/null; then\n"
-    "  fleet_sudo=; fleet_lock_dir=\"$HOME/.cache/fleet\"; mkdir -p -- \"$fleet_lock_dir\"\n"
-    "fi\n"
-)
-_PUT = "fleet_lock_put() { printf '%s\\n' \"$fleet_holder\" > \"$1\"; }\n"
-_PUT_SUDO = ("fleet_lock_put() { if [ -n \"$fleet_sudo\" ]; then printf '%s\\n' \"$fleet_holder\" | sudo -n tee -- \"$1\" "
-        ">/dev/null; else printf '%s\\n' \"$fleet_holder\" > \"$1\"; fi; }\n")
-
-
 # The apply's remote work ends with its connection (Ctrl-C, SIGTERM or SIGHUP of fleet, a controller that died):
 # fleet.shell.STOP_WITH_CONNECTION, started after the lock is taken, outside it (fd 9 closed). The kernel drops the
 # flock when the last of the session's processes ends.
 STOP_WITH_CONNECTION = shell.STOP_WITH_CONNECTION
-
-
 
 
 def taken_over(line: str) -> str | None:

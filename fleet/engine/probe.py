@@ -122,14 +122,23 @@ def parts(needs: Needs = Needs(), only=None) -> list:
     # and starts as soon as it has ended (sections.background `after`).
     # The fingerprint keeps the user's locale, as the gate's own (ls and glob order are parts of it).
     kept, out = {source.name: source.kept_as for source in SOURCES}, []
+    calls = functions(needs)
     for name, body in bodies(needs, only).items():
         if kept[name]:
             out.append(sections.background(f"facts.{name}", body, keep_in=kept[name], after=shells.CAPTURED,
-                                           before=fingerprint.kept_for(needs.settings), fed=True))
+                                           before=fingerprint.kept_for(needs.settings), fed=True, needs=calls[name]))
         else:
             out.append(sections.background(f"facts.{name}", f"export LC_ALL=C\n{body}",
-                                           keep_in=shells.CAPTURED if name == "shells" else None))
+                                           keep_in=shells.CAPTURED if name == "shells" else None, needs=calls[name]))
     return out
+
+
+def functions(needs: Needs = Needs()) -> dict[str, tuple[str, ...]]:
+    """Source name -> the shared shell functions its body calls (fleet.shell.FUNCTIONS): its own (Source.needs), and
+    "bin" where it runs its installed program (programs.from_bin), as bodies() decides."""
+    installed = {name for name, program in needs.programs.items() if program.file in needs.have}
+    return {source.name: source.needs + (programs.NEEDS_BIN if source.name in installed else ())
+            for source in SOURCES}
 
 
 def prime(needs: Needs = Needs()) -> str:
@@ -184,7 +193,7 @@ def again(needs: Needs, lacked: dict[str, list[str]]) -> str:
     return sections.together(out)
 
 
-def upgrades(needs: Needs) -> list[str]:
+def upgrades(needs: Needs) -> list[sections.Plain]:
     """Sections installing this fleet's version of a facts program where the host holds another fleet's (same name,
     another digest: a fleet upgrade changed its text) and not this one's: the probe runs that source with its text
     this once, and the next probe runs it from /var/lib/fleet/bin (else every probe would carry the text until the
@@ -196,8 +205,9 @@ def upgrades(needs: Needs) -> list[str]:
             if program.file not in have and any(f.rsplit("-", 1)[0] == program.name for f in have)]
 
 
-def _install(program: programs.Program) -> str:
-    return sections.section(f"install.{program.file}", programs.prelude([program], ()) + programs.use(program))
+def _install(program: programs.Program) -> sections.Plain:
+    return sections.Plain(sections.section(f"install.{program.file}", programs.prelude([program], ())
+                                           + programs.use(program)), programs.NEEDS_PROGRAM)
 
 
 # -- running --------------------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import shlex
 from fleet.facts import shells
 from fleet.programs import MISSING, MISSING_EXIT, Program, from_bin
 from fleet.facts.software import select_python
-from fleet import remote
+from fleet import remote, shell
+from fleet.remote import families
 
 # What each part of the fingerprint is, for the reason a person reads ("re-run: torch changed").
 PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch": "torch distribution",
@@ -36,7 +37,8 @@ PART_NAMES = {"driver": "kernel driver", "python": "the venv's Python", "torch":
               "env.bare": "the environment of processes that read no startup file",
               "packages": "the packages beside torch (its site-packages: every distribution, the nvidia/* libraries)"}
 # what an env.KIND part covers, said once in a reason
-ENV_COVERS = ("the variables CUDA, the loader, Python and torch read (" + ", ".join(shells.VARS[1:]) + ") and what "
+ENV_COVERS = ("the variables CUDA, the loader, Python and torch read (" + ", ".join(shells.VARS[1:]) + "), every "
+              "variable of the families a GPU job reads (" + ", ".join(p + "*" for p in families.PREFIXES[:8]) + " and kin) and what "
               "python3, python, pip and nvcc resolve to")
 VAR = "var."          # a variable verify reads: `var.NAME DIGEST`
 HOST_PARTS = "fleet_fp_host"          # the probe's own fingerprint (facts.verify_fingerprint), kept for the gate
@@ -95,7 +97,7 @@ def probe_part(python_env: str) -> str:
 def fingerprint_program(venv: str) -> Program:
     """The fingerprint's parts for this venv, as a helper program (fleet/programs.py): what the gate runs where the
     facts did not take them."""
-    return Program("fleet-fingerprint", fingerprint_script(venv))
+    return Program("fleet-fingerprint", shell.define(("trust",)) + fingerprint_script(venv))
 
 
 def fingerprint_part(python_env: str, program: Program | None = None) -> str:

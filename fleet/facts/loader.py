@@ -56,20 +56,7 @@ def command() -> str:
     return "\n".join([
         "printf '@@kind bare\\n'",
         f'env -i PATH={BARE_PATH} HOME="$HOME" bash --norc --noprofile -c {_q(QUERY)} </dev/null 2>&1',
-        "lc=$(command -v ldconfig || echo /sbin/ldconfig)",
-        # the ld cache's libcuda entries, in the cache's order (the loader takes the first of its arch)
-        # (grep first: read takes one system call a byte of a pipe, and the whole cache is ~1000 lines)
-        "\"$lc\" -p 2>/dev/null | grep -F 'libcuda.so' | while IFS= read -r l; do case $l in *libcuda.so*' => '*)"
-        " p=${l##* => }; printf '@@cache %s\\t%s\\t%s\\n' \"${l%% (*}\" \"$p\" \"$(readlink -f -- \"$p\" 2>/dev/null)\";; esac; done",
-        # every directory line of /etc/ld.so.conf and the files it includes (comments and includes left out)
-        "for f in /etc/ld.so.conf /etc/ld.so.conf.d/*.conf; do [ -r \"$f\" ] || continue; n=0",
-        "  while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1)); l=${l%%#*}; l=${l#\"${l%%[![:space:]]*}\"};"
-        " l=${l%\"${l##*[![:space:]]}\"}",
-        "    case $l in ''|include*) continue;; esac; printf '@@conf %s\\t%s\\t%s\\n' \"$f\" \"$n\" \"$l\"",
-        "  done < \"$f\"",
-        "done",
-        "if [ -r /etc/ld.so.preload ]; then n=0; while IFS= read -r l || [ -n \"$l\" ]; do n=$((n+1));"
-        " case $l in ''|'#'*) continue;; esac; printf '@@preload %s\\t%s\\n' \"$n\" \"$l\"; done < /etc/ld.so.preload; fi",
+        remote.program("loader"),   # fleet/remote/loader.sh: the ld cache, ld.so.conf, ld.so.preload
         # sshd applies /etc/environment (pam_env) only with UsePAM yes; its first value wins (sshd_config(5))
         USEPAM, "u=${u##* }; printf '@@usepam %s\\n' \"${u,,}\"",
     ])

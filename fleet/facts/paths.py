@@ -1,13 +1,11 @@
 """Whether a path fleet runs from or writes into as root is safe from the host's other users, asked on the host.
 
-What "trusted" means is fleet/shell.py's TRUST_FN (owner, mode, group membership, POSIX ACLs, every parent, a
+What "trusted" means is fleet/remote/trust.sh's fleet_trust (owner, mode, group membership, POSIX ACLs, every parent, a
 symlink's target, failing closed); the same function judges each program in the shell that runs it, just before
 it runs. The probe asks it of every path here so that the record, `fleet facts` and apply's refusal say why (a venv
 under a 1777 /workspace that `nobody` planted, one under a volume shared with setfacl): the refusal is the
 controller's account of what the host already refused to run.
 
-    TRUST_FN          bash defining fleet_trust PATH...: prints nothing when trusted, else one sentence naming
-                      the first component that fails and why
     command(paths)    per path: `path<TAB><path><TAB>ok` or `path<TAB><path><TAB><why>`, one line each: the path as
                       the controller escaped it (\\, \n, \t: issue 49, a path with a newline split its line and
                       left no verdict), the why with its newlines made spaces
@@ -19,17 +17,14 @@ from __future__ import annotations
 import re
 import shlex
 
-from fleet import shell
-
-TRUST_FN = shell.TRUST_FN
+from fleet import remote
 
 
 def command(paths) -> str:
-    lines = [TRUST_FN]
-    for path in dict.fromkeys(paths):
-        lines.append(f"r=$(fleet_trust {shlex.quote(path)}); r=${{r//$'\\n'/ }}; "
-                     f"printf 'path\\t%s\\t%s\\n' {shlex.quote(_escape(path))} \"${{r:-ok}}\"")
-    return "\n".join(lines) + "\n"
+    """Shell printing each path's verdict (fleet/remote/paths.sh); it calls fleet_trust (the shared functions "trust",
+    fleet.shell.FUNCTIONS, which its source declares: define them first where it runs alone)."""
+    words = " ".join(f"{shlex.quote(path)} {shlex.quote(_escape(path))}" for path in dict.fromkeys(paths))
+    return f"set -- {words}\n" + remote.program("paths") + "\n"
 
 
 def _escape(path: str) -> str:

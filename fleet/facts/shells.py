@@ -31,7 +31,7 @@ from fleet import remote
 from fleet.programs import Program
 from fleet.shell import quote
 from fleet.facts import loader
-from fleet.remote import loader_rules, trace
+from fleet.remote import families, loader_rules, trace
 from fleet.remote.trace import KINDS, TRACKED, VARS
 from fleet.facts.scrub import scrub_text
 
@@ -58,9 +58,16 @@ _STARTUP = {
 # Trace lines -> only the ones after which LD_LIBRARY_PATH differs, with the chain of files that led there; and for
 # each other tracked variable the LAST line after which it differed (@@set, printed at the end).
 _AWK = remote.text("shells_trace.awk")
+# a traced command that may set a family variable: a name of the families at a word's start (the awk reads it whole)
+_FAMW = "(^|[ '])(" + "|".join(families.PREFIXES) + ")"
+_AWK_VARS = '-v fam="$fleet_fam" -v famw="$fleet_famw" -v secret="$fleet_secret"'
 
 _SHOW = ("set +x; for v in " + " ".join(VARS) + "; do if [ -n \"${!v+x}\" ]; then printf '@@value %s=%s\\n' "
          "\"$v\" \"${!v}\"; else printf '@@unset %s\\n' \"$v\"; fi; done")
+# ... then every other exported variable of the families a GPU job reads (fleet/remote/families.py), by prefix, a name
+# that looks like a secret's never printed: `@@fam NAME=VALUE` (fleet/remote/shells_families.sh)
+_FAMS = (f"fleet_prefixes=({' '.join(families.PREFIXES)}) fleet_secret={quote(families.SECRET_ERE)} "
+         f"fleet_tracked={quote(' ' + ' '.join(VARS) + ' ')}\n" + remote.program("shells_families"))
 
 # What each user command resolves to in each kind, and where each python finds torch:
 # fleet/remote/shells_commands.sh, handed COMMANDS as the array fleet_cmds.
@@ -74,6 +81,8 @@ def command() -> str:
     """The probe section: /etc/environment, then each kind of shell traced from a fresh session's environment."""
     lines = [
         loader.USEPAM,
+        # the families' names (/etc/environment's lines of them; shells_trace.awk: who set each, by its commands)
+        f"fleet_fam={quote(families.FAMILY_ERE)} fleet_famw={quote(_FAMW)} fleet_secret={quote(families.SECRET_ERE)}",
         f"fleet_vars={quote(' '.join(VARS))}\n" + remote.program("shells_session"),   # remote/shells_session.sh
         f"awkp={quote(_AWK)}",
     ]
@@ -85,13 +94,13 @@ def command() -> str:
     for kind in KINDS:
         flags, startup = _STARTUP[kind]
         # then the user's commands, and the loader's own answer in the environment those files left (loader.py)
-        body = ps4 + startup + "; " + _SHOW + "\n" + _CMDS + "\n" + loader.QUERY
+        body = ps4 + startup + "; " + _SHOW + "\n" + _FAMS + "\n" + _CMDS + "\n" + loader.QUERY
         runs[kind] = f"env -i \"${{base[@]}}\" $to $ss {flags} -c {quote(body)}"
     # bare: a process that reads no startup file (a service, cron, `env -i`), as fleet.facts.loader's bare kind
     runs["bare"] = (f"env -i PATH={loader.BARE_PATH} HOME=\"$HOME\" $to bash --norc --noprofile -c "
-                    f"{quote(_SHOW + chr(10) + _CMDS)}")
+                    f"{quote(_SHOW + chr(10) + _FAMS + chr(10) + _CMDS)}")
     for kind, run in runs.items():
-        lines.append(f"exec {{fleet_sh_{kind}}}< <({run} </dev/null 2>&1 | awk \"$awkp\"; "
+        lines.append(f"exec {{fleet_sh_{kind}}}< <({run} </dev/null 2>&1 | awk {_AWK_VARS} \"$awkp\"; "
                      "printf '@@rc %s\\n' \"${PIPESTATUS[0]}\")")
     for kind in runs:
         lines.append(f"printf '@@shell {kind}\\n'; mapfile -u \"$fleet_sh_{kind}\" fleet_sh; exec {{fleet_sh_{kind}}}<&-; "
@@ -153,14 +162,17 @@ def _settled(shell: dict, etc: dict) -> None:
     if shell["ld_changes"]:
         last = shell["ld_changes"][-1]
         shell["set_by"]["LD_LIBRARY_PATH"] = {k: last[k] for k in ("file", "line", "depth", "text", "via")}
-    for name in VARS:
-        if name not in shell["set_by"] and name in etc and shell.get(name) is not None:
+    for name in [*VARS, *(n for n in shell.get("families", {}) if n not in VARS)]:
+        value = shell.get(name) if name in VARS else shell["families"][name]
+        if name not in shell["set_by"] and name in etc and value is not None:
             e = etc[name]
             shell["set_by"][name] = {"file": e["file"], "line": e["line"], "depth": 0,
                                      "text": scrub_text(f"{name}={e['value']}"), "via": []}
     for name, value in list(shell.items()):
         if name in VARS and name not in ("PATH", "LD_LIBRARY_PATH") and isinstance(value, str):
             shell[name] = scrub_text(value)
+    shell["families"] = {name: value if name in ("PATH", "LD_LIBRARY_PATH") else scrub_text(value)
+                         for name, value in shell.get("families", {}).items()}
 
 
 def where(setter: dict | None, home: str = "") -> str | None:

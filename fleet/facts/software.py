@@ -54,11 +54,11 @@ def parse_env(text: str) -> dict:
 
 def select_python(python_env: str) -> str:
     """Shell that sets $py: the roles' virtual environment's python when it exists and is safe to run as root
-    (fleet.shell.TRUST_FN's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
+    (fleet/remote/trust.sh's fleet_judge: it, every parent and what it reads at start, site-packages and its .pth
     files, owned by root or the user and writable by no one else; $env_untrusted says why not), else python3.
     Run it as `cd / && "$py" -I ...` (isolated: no PYTHONPATH/PYTHONHOME, no user site, no module from the working
-    directory)."""
-    return f"{paths.TRUST_FN}\nenv_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
+    directory). It calls the shared functions "trust" (fleet.shell.FUNCTIONS): a source holding it declares them."""
+    return f"env_dir={shlex.quote(python_env)}\n" + remote.program("select_python")
 
 
 def python_command(python_env: str) -> str:
@@ -132,24 +132,13 @@ def parse_torch(text: str) -> dict | None:
 
 # ---- CUTLASS ----------------------------------------------------------------------------------------
 
-_CUTLASS_GIT = git_guard('"$d"')
+# git's ownership check stays on for a checkout another user owns (fleet.shell.git_guard), set up only where the
+# checkout has a .git: fleet/remote/cutlass.sh calls it
+_CUTLASS_GIT = "fleet_cutlass_git() {\n" + git_guard('"$d"') + "}\n"
 
 
 def cutlass_command(cutlass_dir: str) -> str:
-    return (
-        f"d={shlex.quote(cutlass_dir)}\n"
-        "[ -d \"$d\" ] || { printf 'absent %s\\n' \"$d\"; exit 0; }\n"
-        "printf 'path %s\\n' \"$d\"\n"
-        "[ -r \"$d/include/cutlass/version.h\" ] && grep -E '^#define CUTLASS_(MAJOR|MINOR|PATCH) ' \"$d/include/cutlass/version.h\"\n"
-        "[ -e \"$d/include/cute/tensor.hpp\" ] && echo 'cute yes'\n"
-        "if command -v git >/dev/null 2>&1 && [ -e \"$d/.git\" ]; then\n"
-        # git's ownership check stays on for a checkout another user owns (fleet.shell.git_guard)
-        + _CUTLASS_GIT +
-        "  printf 'describe %s\\n' \"$(git -C \"$d\" describe --tags 2>/dev/null)\"\n"
-        "  printf 'commit %s\\n' \"$(git -C \"$d\" rev-parse HEAD 2>/dev/null)\"\n"
-        "fi\n"
-        "true"
-    )
+    return f"d={shlex.quote(cutlass_dir)}\n{_CUTLASS_GIT}" + remote.program("cutlass")
 
 
 def parse_cutlass(text: str) -> dict | None:

@@ -28,9 +28,13 @@ class Source:
     default: Any = None                         # the value when the source is missing or its parser failed
     kept_as: str | None = None                  # what it prints is kept in this shell variable too (later sections
                                                 # read it); it reads the shells' trace, and starts once that is kept
+    needs: tuple[str, ...] = ()                 # the shared shell functions its command calls (fleet.shell.FUNCTIONS)
 
     def empty(self) -> Any:
         return copy.deepcopy(self.default)
+
+
+_TRUST = ("trust",)   # fleet_trust, fleet_judge...: fleet/remote/trust.sh
 
 
 def _fixed(text: str) -> Callable[[dict], str]:
@@ -100,17 +104,18 @@ SOURCES: tuple[Source, ...] = (
     Source("shells", lambda s: shells.command(), shells.parse),
     Source("loader", lambda s: loader.command(), loader.parse, {"bare": None, "cache": [], "conf": [], "preload": [],
                                                               "use_pam": None}),
-    Source("paths", lambda s: paths.command(trusted_paths(s)), paths.parse, {}),
+    Source("paths", lambda s: paths.command(trusted_paths(s)), paths.parse, {}, needs=_TRUST),
     Source("python", lambda s: software.python_command(str(s["python_env"])), software.parse_python,
-           {"version": None, "executable": None, "env": None, "env_exists": False, "untrusted": None}),
-    Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass),
+           {"version": None, "executable": None, "env": None, "env_exists": False, "untrusted": None}, needs=_TRUST),
+    Source("cutlass", lambda s: software.cutlass_command(str(s["cutlass_dir"])), software.parse_cutlass,
+           needs=_TRUST),
     Source("verify", _fixed(software.VERIFY), software.parse_verify),
     Source("programs", _fixed(programs.COMMAND), programs.parse, []),
     # what the last verify proved, as the host shows it now (once the shells' trace is kept: it reads it); the verify gate
     # reuses it, and the record says from it whether the last verify is stale
     Source("verify_fingerprint", lambda s: fingerprint.probe_part(str(s["python_env"])), fingerprint.parse, {},
-           kept_as=fingerprint.HOST_PARTS),
-    Source("torch", lambda s: software.torch_command(str(s["python_env"])), software.parse_torch),
+           kept_as=fingerprint.HOST_PARTS, needs=_TRUST),
+    Source("torch", lambda s: software.torch_command(str(s["python_env"])), software.parse_torch, needs=_TRUST),
 )
 
 # Sources `fleet health` runs (fleet/workflows/health.py) and the routine probe does not: `nvidia-smi -q -x` for the

@@ -112,16 +112,7 @@ def parse_meminfo(text: str) -> dict:
 
 # ---- identity: who we are and what kind of machine runs us ------------------------------------------
 
-IDENTITY = (
-    # $EUID is what `id -u` prints (the effective uid), without a process
-    "printf 'user %s\\nuid %s\\n' \"$(id -un)\" \"${EUID:-$(id -u)}\"\n"
-    "if [ -d /run/systemd/system ]; then echo 'systemd yes'; else echo 'systemd no'; fi\n"
-    "if [ -e /.dockerenv ] || [ -e /run/.containerenv ]; then echo 'container yes'; else echo 'container no'; fi\n"
-    # RunPod's persistent volume (docs.runpod.io/pods/storage): what a role gates on with `when:`
-    "if [ -d /workspace ]; then echo 'workspace yes'; else echo 'workspace no'; fi\n"
-    # slim images ship without git: the cutlass role installs it first (its `when:` on facts.system.git)
-    "if command -v git >/dev/null 2>&1; then echo 'git yes'; else echo 'git no'; fi"
-)
+IDENTITY = remote.program("identity")   # fleet/remote/identity.sh
 
 
 def parse_identity(text: str) -> dict:
@@ -147,15 +138,7 @@ def parse_identity(text: str) -> dict:
 
 def df_command(dirs: list[str]) -> str:
     """df of each dir, or of its nearest existing ancestor (the venv may not exist yet)."""
-    quoted = " ".join(shlex.quote(d) for d in dirs)
-    return (
-        f"for d in {quoted}; do\n"
-        # bash alone walks up to the ancestor and drops df's header: one process per directory, not three
-        "  p=$d; while [ ! -e \"$p\" ] && [ \"$p\" != / ]; do case $p in */*) p=${p%/*}; p=${p:-/};; *) p=/;; esac; done\n"
-        "  printf 'dir %s\\n' \"$d\"\n"
-        "  out=$(df -Pk -- \"$p\"); [[ $out == *$'\\n'* ]] && printf '%s\\n' \"${out#*$'\\n'}\"\n"
-        "done"
-    )
+    return f"set -- {' '.join(shlex.quote(d) for d in dirs)}\n" + remote.program("df")   # fleet/remote/df.sh
 
 
 _UNITS = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024.0 ** 2}

@@ -3,7 +3,7 @@
 The Python modules are valid standalone Python using only the standard library, so their own text can be shipped
 into a script (read with importlib.resources, never inspect.getsource) and run there by any python3. A module is
 shipped alone (source) or, with the modules it imports, as one program (bundle: fleet/remote/boot.py starts it on the
-host); pip_check.py and pip_index.py are scripts run through `python -c` (fleet/resources/pip.py), never imported.
+host); pip_check.py and pip_index.py are scripts installed as helper programs (fleet/resources/pip.py), never imported.
 The bash programs (`program(name)`, fleet/remote/<name>.sh) keep their comments in the file; they are stripped on
 load (fleet/remote/strip.py), so the wire carries none. Values reach them as arguments or exported variables, quoted
 by fleet.shell, never by formatting their text."""
@@ -11,7 +11,8 @@ by fleet.shell, never by formatting their text."""
 from __future__ import annotations
 
 # Files here that are programs run on the host, never modules imported here: each runs its work at its top level
-# (boot.py starts the bundled verify program; pip_check.py and pip_index.py are run through `python -c`)
+# (boot.py starts the bundled verify program; pip_check.py and pip_index.py are pip's helper programs;
+# shells_python.py is run through `python -c` by shells_commands.sh)
 SCRIPTS = ("boot", "pip_check", "pip_index", "shells_python")
 
 import functools

@@ -4,10 +4,11 @@
 # file beside it, then renamed). Top: the block first, then the file without it. Bottom: an existing block is replaced
 # where it stands, a new one is appended. before_return: just above the ~/.bashrc's early return ($early, an ERE),
 # else first. last: the file without it, then the block. A last line without a newline keeps lacking it when it stays
-# last. Set before this: b, e, want, f, position, early, mode (for a file it creates), only_if_exists, fleet_awk
-# (block.awk) and written (what it says when done).
+# last. Set before this: b, e, want, f, position, mode (for a file it creates), only_if_exists and written (what it
+# says when done); the shared functions "block" (fleet/shell.py FUNCTIONS) give fleet_awk_block (block.awk) and
+# fleet_block_early (the early return).
 # shellcheck disable=SC2154  # set by the lines before this
-fleet_block() { fleet_do=$1 awk "$fleet_awk" "$f"; }
+fleet_block() { fleet_do=$1 awk "$fleet_awk_block" "$f"; }
 if [ -n "$only_if_exists" ] && [ ! -e "$f" ]; then echo 'file absent: left absent'; exit 0; fi
 # a dotfiles symlink stays a symlink: edit the file it points to
 if [ -L "$f" ]; then f=$(readlink -f -- "$f"); fi
@@ -23,7 +24,7 @@ user_last=''
       last) fleet_block strip; printf '%s' "$want" ;;
       before_return)
         s=$(mktemp); fleet_block strip > "$s"
-        r=$(grep -nE -m1 "$early" "$s" | cut -d: -f1)
+        r=$(grep -nE -m1 "$fleet_block_early" "$s" | cut -d: -f1)
         if [ -n "$r" ]; then head -n "$((r-1))" "$s"; printf '%s' "$want"; tail -n +"$r" "$s"
         else printf '%s' "$want"; cat "$s"; fi; rm -f -- "$s"; user_last=1 ;;
       *) if [ -n "$(fleet_block keep)" ]; then fleet_block replace; user_last=1; else fleet_block strip; printf '%s' "$want"; fi ;;

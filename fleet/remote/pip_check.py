@@ -31,9 +31,11 @@ for req in sys.argv[1 + drop:]:
         missing.append(f"{req} (have {have})"); continue
     lost = gone(dist)
     if lost:
-        info = str(dist.locate_file(next(f for f in dist.files if f.parts[0].endswith(".dist-info")).parts[0]))
-        missing.append(f"{req} (its files are gone: no {lost} beside its {os.path.basename(info)})")
-        if drop:
+        # its metadata directory: from its RECORD, else where importlib found it (a RECORD may list no such line)
+        entry = next((f for f in dist.files or () if f.parts[0].endswith((".dist-info", ".egg-info"))), None)
+        info = str(dist.locate_file(entry.parts[0])) if entry else str(getattr(dist, "_path", "") or "")
+        missing.append(f"{req} (its files are gone: no {lost} beside its {os.path.basename(info) or 'metadata'})")
+        if drop and info.endswith(".dist-info") and os.path.isdir(info):
             shutil.rmtree(info)
             print(f"removed {info}: {name}'s files were gone, so the installer puts it back")
 if not drop:

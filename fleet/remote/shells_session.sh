@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # fleet/remote/shells_session.sh (fleet/facts/shells.py command): the environment an SSH session starts with, as sshd
 # and PAM give it, in the array base (each kind of shell is then started from it with env -i), and /etc/environment's
-# lines for the variables of $fleet_vars as @@etcenv lines. Set before this: $u (usepam.sh) and fleet_vars.
-# u, fleet_vars: set by the lines before this; to, ss: read by the lines shells.py writes after this
+# lines for the variables of $fleet_vars and of the families ($fleet_fam, never a name matching $fleet_secret) as
+# @@etcenv lines. Set before this: $u (usepam.sh), fleet_vars, fleet_fam and fleet_secret.
+# u, fleet_vars, fleet_fam, fleet_secret: set by the lines before this; to, ss: read by the lines shells.py writes after this
 # shellcheck disable=SC2154,SC2034
 printf '@@home %s\n' "$HOME"
 # The session sshd + PAM start: a clean environment, sshd's default PATH, then /etc/environment.
@@ -19,7 +20,8 @@ if [ -n "$pam" ] && [ -r /etc/environment ]; then n=0
     case $k in ''|*[!A-Za-z0-9_]*) continue;; esac
     case $v in \"*\") v=${v#\"}; v=${v%\"};; \'*\') v=${v#\'}; v=${v%\'};; esac
     base+=("$k=$v")
-    case " $fleet_vars " in *" $k "*) printf '@@etcenv %s\t%s\t%s\n' "$n" "$k" "$v";; esac
+    case " $fleet_vars " in *" $k "*) ;; *) if ! [[ $k =~ $fleet_fam ]] || [[ ${k^^} =~ $fleet_secret ]]; then continue; fi;; esac
+    printf '@@etcenv %s\t%s\t%s\n' "$n" "$k" "$v"
   done < /etc/environment
 fi
 to=; command -v timeout >/dev/null 2>&1 && to='timeout -k 2 15'

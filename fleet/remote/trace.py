@@ -17,9 +17,12 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@cmd python3	/usr/bin/python3	/usr/bin/python3.12		alias	/usr/bin/python3
     @@py /opt/venv/bin/python3	/opt/venv	/opt/venv/lib/python3.12/site-packages/torch	0	-
     @@py /usr/bin/python3	/usr	/root/src/torch	1	PYTHONPATH
+    @@fam NCCL_P2P_DISABLE=1
+    @@famset	NCCL_P2P_DISABLE	1	/root/.bashrc	1	export NCCL_P2P_DISABLE=1	
     @@rc 0
 -> {home: "/root", etc_environment: [{file, line, name, value}],
     interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
+                  families: {NCCL_P2P_DISABLE: "1", LD_LIBRARY_PATH: "...", ...},
                   ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}],
                   loader_lines: ["@@ld..."], set_by: {CUDA_HOME: {file, line, depth, text, via}},
                   commands: {nvcc: {path, real, version, how, by}, pip: {path, real, python, how, by},
@@ -31,7 +34,7 @@ fields, @@def lines, fleet/remote/shells_python.py's last field)
 
 import shlex
 
-from . import loader_rules
+from . import families as fams, loader_rules
 
 KINDS = ("noninteractive", "interactive", "login")
 # Every variable that decides what CUDA, the loader, Python and torch see (shared/DOMAIN.md, "What a process sees
@@ -41,6 +44,9 @@ VARS = ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDA_VI
         "NVIDIA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
         "VIRTUAL_ENV", "CONDA_PREFIX", "PYTORCH_NVML_BASED_CUDA_CHECK")
 TRACKED = VARS[1:]       # carried in each trace line after LD_LIBRARY_PATH; @@set names them by position (1-based)
+# Every other exported variable of the families a GPU job reads (fleet/remote/families.py) is listed at the end of each
+# kind (@@fam), with the traced command that last set it (@@famset: shells_trace.awk reads the commands): `families`
+# holds them and the VARS of the families that are set, `set_by` their lines.
 
 
 def parse(text):
@@ -56,7 +62,8 @@ def parse(text):
             out["etc_environment"].append(loader_rules.parse_etcenv(raw))
         elif raw.startswith("@@shell "):
             current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [],
-                                              "loader_lines": [], "set_by": {}, "commands": {}, "pythons": {}}
+                                              "loader_lines": [], "set_by": {}, "commands": {}, "pythons": {},
+                                              "families": {}}
         elif current is None:
             continue
         elif raw.startswith("@@ld"):
@@ -65,6 +72,18 @@ def parse(text):
             name, _, value = raw[8:].partition("=")
             if name in VARS:
                 current[name] = value
+                if fams.is_family(name):
+                    current["families"][name] = value
+        elif raw.startswith("@@fam "):
+            name, _, value = raw[6:].partition("=")
+            if fams.is_family(name) and name not in VARS:
+                current["families"][name] = value
+        elif raw.startswith("@@famset\t"):
+            name, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            if fams.is_family(name) and name not in VARS:
+                current["set_by"][name] = {
+                    "file": file, "line": int(line) if line.isdigit() else None,
+                    "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
         elif raw.startswith("@@rc "):
             current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
         elif raw.startswith("@@set\t"):

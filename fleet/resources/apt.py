@@ -15,7 +15,7 @@ from __future__ import annotations
 from fleet import remote
 from fleet.shell import write_file_script
 from fleet.resources.archive import sha256_problem, verify_sha256
-from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, plain_name_problem, q
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, plain_name_problem, q
 
 # `fleet_apt SECONDS CMD...`, apt and dpkg run through their lock and an interrupted dpkg: fleet/remote/apt.sh
 APT_RETRY = "\n" + remote.program("apt") + "\n"
@@ -34,6 +34,7 @@ _FAST_AWK = remote.text("apt_fast.awk")
 class Apt(Resource):
     type_name = "apt"
     needs_root = True
+    apply_needs = ("fetch",)
     status_file = DPKG_STATUS    # a test points it at its own status file
     params = {
         "packages": Param((list,), required=True),
@@ -99,7 +100,7 @@ class Apt(Resource):
         opts = f"-o DPkg::Lock::Timeout={wait}"
         retry = f"fleet_apt {wait}"
         # LC_ALL=C: fleet_apt reads apt's messages, which a pod's locale would translate.
-        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive LC_ALL=C", FETCH, APT_RETRY]
+        lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive LC_ALL=C", APT_RETRY]
         if self.p["keyring_deb"]:
             pkg = q(self.p["keyring_package"])
             lines += [f"if ! dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null | grep -q 'ok installed'; then",

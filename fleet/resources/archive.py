@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from fleet.resources.base import FETCH, NEEDS_CHANGE, Param, Resource, q, qpath
+from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 
 INCOMPLETE = ".fleet-archive-incomplete"
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}\Z")
@@ -36,6 +36,7 @@ class Archive(Resource):
     type_name = "archive"
     default_deadline = 1800     # downloads (fleet.sections.bounded)
     needs_root = True
+    apply_needs = ("fetch",)
     params = {"url": Param((str,), required=True), "dest": Param((str,), required=True),
               "creates": Param((str,), required=True), "strip_components": Param((int,), default=1),
               "sha256": Param((str,), check=sha256_problem)}
@@ -55,7 +56,7 @@ class Archive(Resource):
 
     def apply(self) -> str:
         dest = qpath(self.p["dest"])
-        return (f"set -e\n{FETCH}\n"
+        return ("set -e\n"
                 "d=$(mktemp -d); x=''; trap 'rm -rf -- \"$d\" ${x:+\"$x\"}' EXIT\n"
                 f"echo 'fetch '{q(self.p['url'])}\n"
                 f"fleet_fetch {q(self.p['url'])} \"$d/archive\"\n"

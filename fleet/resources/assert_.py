@@ -10,7 +10,6 @@ from __future__ import annotations
 from fleet.jsontext import finite
 from fleet.remote.verify_record import last_json as _last_json
 from fleet.resources.base import CheckResult, NEEDS_CHANGE, Param, Resource, q, qpath
-from fleet.shell import TRUST_FN
 
 _RUN = {"bash": "bash -c {script}", "python": "{python} -c {script}"}
 
@@ -22,6 +21,7 @@ def _interpreter_problem(value) -> str | None:
 class Assert(Resource):
     concurrent_check = False          # it runs what the role says: alone, after fleet's own checks
     judged = True
+    needs = ("trust",)   # judge_python: fleet_judged
     type_name = "assert"
     template_target = "script"
     params = {"script": Param((str,)), "template": Param((str,)),
@@ -59,7 +59,7 @@ def judge_python(python: str) -> str:
     for `timeout N "$fleet_prog" -I ...` (fleet_trusted_python's way, spelled out: timeout(1) cannot start a shell
     function; -I: no PYTHONPATH/PYTHONHOME from the environment or /etc/environment, no user site, no module from the
     working directory). A python that is not there runs as before, and fails as not in state."""
-    return (f"{TRUST_FN}\nfleet_judged {qpath(python)} 2>/dev/null; fleet_j=$?\n"
+    return (f"fleet_judged {qpath(python)} 2>/dev/null; fleet_j=$?\n"
             f"[ $fleet_j = 126 ] && {{ fleet_judged {qpath(python)}; exit 126; }}\n"
             f"[ $fleet_j = 0 ] || fleet_prog={qpath(python)}\ncd /\n")
 

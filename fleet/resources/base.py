@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fleet.errors import InputError
-from fleet.shell import RETRY_FN, quote, quote_path
+from fleet.shell import quote, quote_path
 
 IN_STATE, NEEDS_CHANGE = 0, 10
 DIFF_MARK = "@@diff@@"
@@ -29,27 +29,6 @@ def q(value: Any) -> str:
 
 
 qpath = quote_path
-
-
-# A shell function every snippet may use: fetch URL DEST works for https:// and file:// alike. The URL reaches
-# curl and wget on stdin (curl's -K config, wget's -i), never in argv: it may hold credentials, and a command line
-# is every user's (/proc/*/cmdline). A download that fails on a network blip is run again (fleet_retry, fleet/shell.py).
-FETCH = RETRY_FN + r"""
-fleet_fetch_once() {
-  if command -v curl >/dev/null; then
-    local u=${1//\\/\\\\}; u=${u//\"/\\\"}
-    printf 'url = "%s"\n' "$u" | curl -fsSL -K - -o "$2"
-  elif command -v wget >/dev/null; then printf '%s\n' "$1" | wget -q -O "$2" -i -
-  else (cd / && FLEET_URL=$1 python3 -I -c 'import os,sys,urllib.request; urllib.request.urlretrieve(os.environ["FLEET_URL"], sys.argv[1])' "$2"); fi
-}
-fleet_fetch() {
-  case "$1" in
-    file://*) cp -- "${1#file://}" "$2" ;;
-    /*) cp -- "$1" "$2" ;;
-    *) local fleet_n=${1%%[?#]*}; fleet_retry "download of ${fleet_n##*/}" fleet_fetch_once "$1" "$2" ;;
-  esac
-}
-"""
 
 
 @dataclass
@@ -136,6 +115,11 @@ class Resource:
     # Where a task failed earlier in the run, it is neither run nor judged.
     writes_record: ClassVar[bool] = False
     record_path: ClassVar[str | None] = None
+    # The shared shell functions its check and apply call (fleet.shell.FUNCTIONS: "trust", "retry", "fetch", ...),
+    # and those only its apply calls (a probe, which runs checks alone, does not carry them): written once by whoever
+    # builds the script; uses() adds "program" where it runs helper programs.
+    needs: ClassVar[tuple[str, ...]] = ()
+    apply_needs: ClassVar[tuple[str, ...]] = ()
     # Seconds one apply of this type may take on the host before it is stopped (fleet.sections.bounded); a task's
     # `timeout:` raises it. Types that download or build set more.
     default_deadline: ClassVar[int] = 900
@@ -241,6 +225,12 @@ class Resource:
         """The helper programs its check and apply run from /var/lib/fleet/bin (fleet/programs.py: each
         installed by the digest of its text, shipped only where the host lacks it); () for most types."""
         return ()
+
+    def uses(self, *, apply: bool = False) -> tuple[str, ...]:
+        """The shared shell functions its check calls (`apply`: and its apply): `needs` (and `apply_needs`), and
+        "program" where it runs helper programs (fleet/programs.py prelude and use)."""
+        return (self.needs + (self.apply_needs if apply else ())
+                + (("program",) if self.programs() else ()))
 
     @property
     def root(self) -> bool:

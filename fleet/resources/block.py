@@ -11,9 +11,9 @@ The file is rewritten through a temp file and a rename, so a dropped connection 
 
 from __future__ import annotations
 
-from fleet import remote
+from fleet import remote, shell
 from fleet.errors import InputError
-from fleet.resources.base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
+from fleet.resources.base import (Param, Resource, mode_problem, mode_text, one_line_problem, one_of, q,
                    qpath)
 
 # One awk program, three uses (env `fleet_do`): `keep` prints the complete blocks (what the check compares),
@@ -22,29 +22,17 @@ from fleet.resources.base import (DIFF_MARK, NEEDS_CHANGE, Param, Resource, mode
 # stay, never swallowed. Markers come through ENVIRON (`awk -v` would expand backslashes in them), the wanted text
 # through a file: an environment string is capped at 128 KiB (MAX_ARG_STRLEN) and would fail every command.
 # A file with CRLF line ends (edited on Windows) is compared without the CR: its block is recognised, not doubled;
-# `strip` and `replace` print the other lines as they were.
-_AWK = remote.text("block.awk")   # fleet/remote/block.awk
-
-
-# The leading run of marked blocks (`# BEGIN X` ... `# END X`, one after another from line 1): a block there
-# is "at the top" for every purpose (before the early return), so two roles' top blocks (env_hooks and a
-# user's role) both stay placed instead of pushing each other down on every apply.
-_TOP_RUN = remote.text("block_top_run.awk")   # fleet/remote/block_top_run.awk
-
-
-def _awk(op: str, path: str) -> str:
-    return f"fleet_do={op} awk {q(_AWK)} {path}"
-
-
-# The non-interactive early return of a ~/.bashrc: Ubuntu's `case $- in ... *) return;; esac`, Debian's and
-# others' `[ -z "$PS1" ] && return`, `[[ $- != *i* ]] && return`, `if [[ $- != *i* ]]; then return; fi`.
-EARLY_RETURN = (r'^[[:space:]]*(case[[:space:]]+"?\$-"?[[:space:]]+in'
-                r'|\[\[?[[:space:]].*(\$-|PS1).*\]\]?[[:space:]]*(&&|\|\|)[[:space:]]*return'
-                r'|if[[:space:]].*(\$-|PS1).*then[[:space:]]*return)')
+# `strip` and `replace` print the other lines as they were. fleet/remote/block.awk, with block_top_run.awk (the
+# leading run of marked blocks: a block there is "at the top" for every purpose, before the early return, so two
+# roles' top blocks both stay placed) and the check (block_check.sh): the shared functions "block"
+# (fleet.shell.FUNCTIONS), defined once per script however many block tasks it holds.
+# The non-interactive early return of a ~/.bashrc (an ERE): fleet.shell.EARLY_RETURN.
+EARLY_RETURN = shell.EARLY_RETURN
 
 
 class Block(Resource):
     type_name = "block"
+    needs = ("block",)   # fleet_block_check, and the awk programs as $fleet_awk_block...
     path_param = "path"
     params = {
         "path": Param((str,), required=True),
@@ -92,40 +80,17 @@ class Block(Resource):
         begin, end = self._markers()
         return f"b={q(begin)} e={q(end)} want={q(self._wanted())}; export b e\n"
 
-    def _placed(self, path: str) -> str:
-        """A test that is true when the block stands where its position wants it (CRLF files too)."""
-        position = self.p["position"]
-        if position == "top":       # anywhere in the leading run of marked blocks (two roles' top blocks)
-            return f"tr -d '\\r' < {path} | awk {q(_TOP_RUN)} | grep -qxF -- \"$b\""
-        if position == "last":  # the last non-blank line ends the block
-            return f"[ \"$(tr -d '\\r' < {path} | grep -v '^[[:space:]]*$' | tail -n 1)\" = \"$e\" ]"
-        if position == "before_return":  # just above the early return, or first where there is none
-            return (f"{{ r=$(grep -nE -m1 {q(EARLY_RETURN)} {path} | cut -d: -f1); "
-                    f"if [ -n \"$r\" ]; then [ \"$r\" -gt 1 ] && [ \"$(sed -n \"$((r-1))p\" {path} | tr -d '\\r')\" = \"$e\" ]; "
-                    f"else head -n 1 {path} | tr -d '\\r' | grep -qxF -- \"$b\"; fi; }}")
-        return f"tr -d '\\r' < {path} | grep -qxF -- \"$b\""
-
     def check(self) -> str:
-        path = qpath(self.p["path"])
-        return (
-            self._vars()
-            + (f"if [ ! -e {path} ]; then echo 'file absent: nothing reads it, so no block'; exit 0; fi\n"
-               if self.p.get("only_if_exists") else "")
-            + f"if [ ! -f {path} ]; then echo 'file absent'; exit {NEEDS_CHANGE}; fi\n"
-            f"have=$({_awk('keep', path)}; echo x)\n"
-            "have=${have%x}\n"
-            f"if [ \"$have\" = \"$want\" ] && {self._placed(path)}; then "
-            "echo 'block present and placed'; exit 0; fi\n"
-            "if [ -z \"$have\" ]; then echo 'block absent'; else echo 'block differs or is misplaced'; fi\n"
-            f"printf '\\n{DIFF_MARK}\\n'; printf '%s' \"$have\"\n"
-            f"exit {NEEDS_CHANGE}\n"
-        )
+        """fleet_block_check (fleet/remote/block_check.sh) for this file, position and markers."""
+        only = "1" if self.p.get("only_if_exists") else ""
+        return (self._vars()
+                + f"fleet_block_check {qpath(self.p['path'])} {q(self.p['position'])} {only or chr(39) * 2}\n")
 
     def apply(self) -> str:
         """fleet/remote/block_apply.sh: the block where `position` wants it, the file replaced whole."""
         only = "1" if self.p.get("only_if_exists") else ""
         return ("set -e\n" + self._vars()
-                + f"f={qpath(self.p['path'])} position={q(self.p['position'])} early={q(EARLY_RETURN)} "
+                + f"f={qpath(self.p['path'])} position={q(self.p['position'])} "
                   f"mode={q(mode_text(self.p['mode']))} only_if_exists={only}\n"
-                + f"fleet_awk={q(_AWK)} written={q('block written to ' + self.p['path'])}\n"
+                + f"written={q('block written to ' + self.p['path'])}\n"
                 + remote.program("block_apply") + "\n")

@@ -65,7 +65,6 @@ class File(Resource):
 
     def apply(self) -> str:
         path = self.p["path"]
-        script = write_file_script("__FLEET_PATH__", self._content(), mode=int(self._mode(), 8),
-                                   owner=self.p["owner"])
-        # write_file_script quotes a literal path; a ~/ path must expand on the host, so swap it in quoted.
-        return script.replace(q("__FLEET_PATH__"), qpath(path))
+        # a ~/ path expands on the host: given as a shell word
+        return write_file_script(path, self._content(), mode=int(self._mode(), 8), owner=self.p["owner"],
+                                 path_word=qpath(path))

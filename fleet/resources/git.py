@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from fleet import remote
 from fleet.resources.base import Param, Resource, q, qpath
-from fleet.shell import RETRY_FN, exports, git_guard
+from fleet.shell import exports, git_guard
 
 
 def public_url(repo: str) -> str:
@@ -59,6 +59,8 @@ class Git(Resource):
     default_deadline = 1800     # downloads (fleet.sections.bounded)
     path_param = "dest"
     needs_root = True
+    needs = ("trust",)           # git_guard's fleet_trusted
+    apply_needs = ("retry",)
     params = {"repo": Param((str,), required=True), "ref": Param((str,), required=True),
               "dest": Param((str,), required=True), "root": Param((bool,), default=None)}
 
@@ -76,6 +78,6 @@ class Git(Resource):
 
     def apply(self) -> str:
         """fleet/remote/git_apply.sh, after the retry function, the credentials' helper and git_guard."""
-        return ("set -e\n" + RETRY_FN + "\n" + credentials_env(self.p["repo"])
+        return ("set -e\n" + credentials_env(self.p["repo"])
                 + f"dest={qpath(self.p['dest'])} ref={q(self.p['ref'])} origin={q(public_url(self.p['repo']))}\n"
                 + git_guard('"$dest"') + remote.program("git_apply") + "\n")

@@ -27,7 +27,8 @@ import re
 from fleet.errors import InputError
 from fleet.resources.base import NEEDS_CHANGE, Param, Resource, q, qpath
 from fleet import remote
-from fleet.shell import RETRY_FN, TRUST_FN, exports
+from fleet.programs import Program
+from fleet.shell import exports
 
 # fleet_venv_complete, fleet_venv_started: fleet/remote/pip_venv.sh
 _VENV_SH = remote.program("pip_venv") + "\n"
@@ -43,7 +44,10 @@ _UV_ENV = {"index_url": "UV_INDEX_URL", "extra_index_url": "UV_EXTRA_INDEX_URL"}
 _REQUIREMENT = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:==[A-Za-z0-9][A-Za-z0-9.+!_-]*)?\Z")
 
 # Which requirements are unmet? `==X` is satisfied by X+local (2.11.0+cu130 satisfies ==2.11.0), as in PEP 440.
+# A helper program (fleet/programs.py: installed by its digest, its text sent only where the host lacks it): the
+# check runs it only where the fast path cannot vouch, so a converged host's probe carries neither Python text.
 _CHECK_PY = remote.source("pip_check")   # fleet/remote/pip_check.py
+CHECK_PROGRAM = Program("pip-check", _CHECK_PY)
 
 # The check's fast path, in bash builtins alone: fleet/remote/pip_fast.sh (what it vouches for, in its comments).
 _FAST_SH = remote.program("pip_fast") + "\n"
@@ -54,10 +58,13 @@ _FAST_SH = remote.program("pip_fast") + "\n"
 # and its platform tag ends with this machine (x86_64, aarch64) or is `any`. Exit 11 only when the index
 # answered and lacks it; an index that cannot be read leaves the verdict to the apply.
 _INDEX_PY = remote.source("pip_index")   # fleet/remote/pip_index.py
+INDEX_PROGRAM = Program("pip-index", _INDEX_PY)
 
 
 class Pip(Resource):
     type_name = "pip"
+    needs = ("trust",)           # fleet_trusted_python and fleet_trusted
+    apply_needs = ("retry",)
     default_deadline = 3600     # downloads (fleet.sections.bounded)
     path_param = "venv"
     params = {
@@ -97,24 +104,21 @@ class Pip(Resource):
 
 
     def check(self) -> str:
-        venv = qpath(self.p["venv"])
-        py = f"{venv}/bin/python"
-        reqs = " ".join(q(r) for r in self.p["packages"])
-        on_index = ""
-        if self.p["index_check"] and self.p["index_url"]:
-            # Asked only where something is missing: a converged host costs no index request.
-            on_index = (f"if [ \"$rc\" = {NEEDS_CHANGE} ]; then ipy={py}; [ -x \"$ipy\" ] || ipy=$(command -v "
-                        f"{q(self.p['python'])} || true); if [ -n \"$ipy\" ]; then "
-                        f"{exports({'FLEET_INDEX': self.p['index_url']}).strip()}; fleet_trusted_python \"$ipy\" -c "
-                        f"{q(_INDEX_PY)} {reqs} || exit $?; fi; fi\n")
-        # from /: the fast path's working-directory entries are then /'s, as Python's sys.path[0] is
-        return (f"cd /\n{TRUST_FN}\n{_VENV_SH}{_FAST_SH}"
-                f"if [ ! -x {py} ]; then echo 'no virtual environment at '{q(self.p['venv'])}; rc={NEEDS_CHANGE}\n"
-                f"elif ! fleet_venv_complete {venv}; then echo 'incomplete virtual environment at '{q(self.p['venv'])}"
-                "' (no pip: its creation was cut short): it will be moved aside and made again'; "
-                f"rc={NEEDS_CHANGE}\n"
-                f"elif fleet_pip_fast {venv} {reqs}; then echo 'all installed'; rc=0\n"
-                f"else fleet_trusted_python {py} -c {q(_CHECK_PY)} {reqs}; rc=$?; fi\n{on_index}exit $rc\n")
+        """fleet/remote/pip_check.sh, its values as variables, the requirements as its arguments."""
+        index = self._index()
+        values = {"venv": qpath(self.p["venv"]), "said": q(self.p["venv"]), "python": q(self.p["python"]),
+                  "check": q(f"{CHECK_PROGRAM.file} {CHECK_PROGRAM.digest}"), "index": q(index),
+                  "index_prog": q(f"{INDEX_PROGRAM.file} {INDEX_PROGRAM.digest}")}
+        return (_VENV_SH + _FAST_SH + " ".join(f"fleet_pip_{name}={value}" for name, value in values.items())
+                + f"\nset -- {' '.join(q(r) for r in self.p['packages'])}\n" + remote.program("pip_check") + "\n")
+
+    def _index(self) -> str:
+        """The index the check asks where something is missing ("": none asked)."""
+        return self.p["index_url"] if self.p["index_check"] and self.p["index_url"] else ""
+
+    def programs(self) -> tuple:
+        """pip_check.py, and pip_index.py where the index is asked: run only where the fast path cannot vouch."""
+        return (CHECK_PROGRAM, INDEX_PROGRAM) if self._index() else (CHECK_PROGRAM,)
 
     def apply(self) -> str:
         venv = qpath(self.p["venv"])
@@ -122,7 +126,7 @@ class Pip(Resource):
         index_env = {_PIP_ENV[key]: str(self.p[key]) for key in _PIP_ENV if self.p.get(key)}
         if self.p["no_index"]:
             args.append("--no-index")
-        lines = ["set -e", TRUST_FN, RETRY_FN, _VENV_SH, exports(index_env).rstrip("\n")]
+        lines = ["set -e", _VENV_SH, exports(index_env).rstrip("\n")]
         if self.p["tmpdir"]:
             lines.append(f"mkdir -p {qpath(self.p['tmpdir'])}; export TMPDIR={qpath(self.p['tmpdir'])}")
         if self.p["cache_dir"]:
@@ -141,8 +145,10 @@ class Pip(Resource):
                   f"fleet_trusted_python {q(self.p['python'])} -m venv {venv}; fi"]
         reqs = " ".join(q(r) for r in self.p["packages"])
         # a dist-info left behind by a package whose files were removed (rm -rf .../torch) makes pip and uv say
-        # "already satisfied": pip_check.py --drop-broken removes that dist-info first, so the install puts it back
-        lines.append(f"fleet_trusted_python {venv}/bin/python -c {q(_CHECK_PY)} --drop-broken {reqs}")
+        # "already satisfied": pip_check.py --drop-broken removes that dist-info first, so the install puts it back.
+        # It reads no index: the index's credentials stay out of its environment (only pip's install gets them)
+        lines.append(f"(unset {' '.join(_PIP_ENV.values())}; "
+                     f"fleet_trusted_python {venv}/bin/python -c {q(_CHECK_PY)} --drop-broken {reqs})")
         pip = [f"echo {q('pip install ' + ' '.join(self.p['packages']))}",
                f"fleet_retry 'pip install' fleet_trusted_python {venv}/bin/python -m pip install {' '.join(args)} {reqs}"]
         if self.p["installer"] != "auto" or self.p["find_links"] or self.p["no_index"]:

@@ -161,9 +161,10 @@ _BUILDING = threading.Lock()
 @functools.lru_cache(maxsize=None)
 def _verify_program() -> programs.Program:
     """fleet's verify program as it is shipped: the package fleet/remote/verify/ with the facts' own loader rules and
-    trace reader (fleet/remote/loader_rules.py, trace.py) and the rules that name why a command resolves as it does
-    (resolve_rules.py) bundled into one file (fleet.remote.bundle)."""
+    trace reader (fleet/remote/loader_rules.py, trace.py), the rules that name why a command resolves as it does
+    (resolve_rules.py) and the families table the trace and verify judge by (families.py) bundled into one file
+    (fleet.remote.bundle)."""
     from fleet import remote
 
-    modules = ("loader_rules", "resolve_rules", "trace", *remote.package("verify"))
+    modules = ("families", "loader_rules", "resolve_rules", "trace", *remote.package("verify"))
     return programs.Program("verify", remote.bundle("verify.runner", modules))

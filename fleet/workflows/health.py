@@ -27,8 +27,8 @@ TIMEOUT = 60.0
 
 def script() -> str:
     """The health sources as background sections (as the whole probe runs them): the time of the slowest."""
-    return sections.together([sections.background(f"facts.{name}", f"export LC_ALL=C\n{BY_NAME[name].command({})}")
-                              for name in SOURCES])
+    return sections.together([sections.background(f"facts.{name}", f"export LC_ALL=C\n{BY_NAME[name].command({})}",
+                                                  needs=BY_NAME[name].needs) for name in SOURCES])
 
 
 def read(found: dict[str, sections.Section], expect_gpus=None) -> tuple[HealthVerdict, dict]:

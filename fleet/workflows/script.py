@@ -126,7 +126,11 @@ def render(plan: Decided, host: Host, runtime, *, now: datetime | None = None,
     for name, variant in plans.items():
         runs[name] = [_number(t, root, bodies, defs) for t in variant.tasks if t.enabled]
     out = ["#!/usr/bin/env bash", *_header(plan, host, now), *map(_comment, runtime.described),
-           _PRELUDE, shell.TRUST_FN, *([_report(report, host, verify_path)] if report else []),
+           # the shared functions every task calls (fleet.shell.FUNCTIONS), once; the trust judgement's always (the
+           # start gate and verify's record judge their programs with it)
+           _PRELUDE, shell.define(("trust", *(n for v in plans.values() for t in v.tasks if t.enabled
+                                               for n in t.resource.uses(apply=True)))).rstrip("\n"),
+           *([_report(report, host, verify_path)] if report else []),
            "# -- the host's apply lock: never at the same time as a `fleet apply` or another script ---------",
            hostlock.take(hostlock.lock_dir(True), f"fleet script for {host.name}", sudo=not root).rstrip("\n"),
            # where `fleet apply`'s commands run (sshd starts them in the home directory), never the start

@@ -41,10 +41,16 @@ def on_terminal(tmp_path, columns: int, command: str) -> str:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
+@pytest.fixture(scope="module")
+def converged(converged_fresh):
+    """The pod converged once for the module (conftest's converged_fresh): each test below runs a no-op apply on it,
+    which leaves it converged for the next."""
+    code, doc = converged_fresh(POD)
+    assert code == 0, str(doc["hosts"][POD])[-3000:]
+
+
 @pytest.mark.parametrize("columns", [80, 100])
-def test_a_converged_apply_recap_is_whole_on_a_terminal(lab, converged_fresh, tmp_path, columns):
-    code, _ = converged_fresh(POD)
-    assert code == 0
+def test_a_converged_apply_recap_is_whole_on_a_terminal(lab, converged, tmp_path, columns):
     screen = on_terminal(tmp_path, columns, f"{shlex.quote(sys.executable)} -m fleet apply "
                                             f"{shlex.quote(str(lab.inventory_path))} --limit {POD}")
     assert "EXIT=0" in screen, screen
@@ -56,9 +62,7 @@ def test_a_converged_apply_recap_is_whole_on_a_terminal(lab, converged_fresh, tm
     assert all(len(line) <= columns for line in screen.splitlines())
 
 
-def test_a_piped_apply_is_tab_separated_and_never_wrapped(lab, converged_fresh):
-    code, _ = converged_fresh(POD)
-    assert code == 0
+def test_a_piped_apply_is_tab_separated_and_never_wrapped(lab, converged):
     env = {**os.environ, "COLUMNS": "40", "TERM": "xterm-256color"}   # a narrow terminal's width must not reach a pipe
     done = subprocess.run([sys.executable, "-m", "fleet", "apply", str(lab.inventory_path), "--limit", POD],
                           capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)

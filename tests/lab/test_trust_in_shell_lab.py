@@ -29,7 +29,7 @@ MARK = "/var/tmp/fleet-test-planted-ran"
 ENV = "/workspace/venv"
 
 # A venv made to the end (pyvenv.cfg, bin/python -> the system's python3, bin/activate, a pip dist-info with its
-# RECORD, as ensurepip leaves it), on a tmpfs volume at /workspace owned by root, mode 755.
+# RECORD and the file it lists, as ensurepip leaves them: a dist-info whose package is gone is a broken install), on a tmpfs volume at /workspace owned by root, mode 755.
 VENV = f"""set -e
 umount /workspace 2>/dev/null || true
 mkdir -p /workspace && mount -t tmpfs -o size=64m,mode=0755 fleet-test /workspace
@@ -38,6 +38,7 @@ python3 -m venv --without-pip {ENV}
 sp=$(echo {ENV}/lib/python3*/site-packages); mkdir -p "$sp/pip-24.0.dist-info"
 printf 'Metadata-Version: 2.1\\nName: pip\\nVersion: 24.0\\n' > "$sp/pip-24.0.dist-info/METADATA"
 echo 'pip/__init__.py,,' > "$sp/pip-24.0.dist-info/RECORD"
+mkdir -p "$sp/pip"; : > "$sp/pip/__init__.py"
 """
 # nobody's .pth file: any Python that starts with this venv's site-packages runs its import line
 PTH = (f"sp=$(echo {ENV}/lib/python3*/site-packages)\n"

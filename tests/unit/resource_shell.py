@@ -12,6 +12,8 @@ from pathlib import Path
 
 from fleet.resources import TYPES, Resource
 from fleet.resources.base import CheckResult
+from fleet.programs import prelude
+from fleet.shell import define
 
 
 def make(type_name: str, **params) -> Resource:
@@ -32,13 +34,25 @@ def sh(snippet: str, *, path_prefix: Path | None = None, env: dict | None = None
     return proc.returncode, proc.stdout
 
 
+def check_text(resource: Resource) -> str:
+    """The check as a script runs it: after the shared functions it declares (fleet.shell.FUNCTIONS), which the
+    probe defines once at its top, and the text of each helper program it runs, run from a private copy as --check
+    runs it (installing would write /var/lib/fleet/bin on this machine)."""
+    return define(resource.uses()) + prelude(resource.programs(), (), install=False) + resource.check()
+
+
+def apply_text(resource: Resource) -> str:
+    """The apply as the engine runs it: after the shared functions it declares (in its own bash, they go with it)."""
+    return define(resource.uses(apply=True)) + resource.apply()
+
+
 def check(resource: Resource, **kw) -> CheckResult:
-    rc, out = sh(resource.check(), **kw)
+    rc, out = sh(check_text(resource), **kw)
     return resource.parse(rc, out)
 
 
 def apply(resource: Resource, **kw) -> str:
-    rc, out = sh(resource.apply(), **kw)
+    rc, out = sh(apply_text(resource), **kw)
     assert rc == 0, f"apply failed (exit {rc}):\n{out}"
     return out
 

@@ -12,7 +12,9 @@ import tempfile
 import pytest
 
 from fleet import shell
-from fleet.programs import TRUSTED
+from fleet.shell import define
+
+TRUSTED = define(("bin",))   # fleet_bin_trusted as the probe defines it (with fleet_bin_ok)
 
 # e611fe2's judgement, word for word
 STAT = shell.TRUST_FN + "\n" + r"""fleet_bin_trusted() {

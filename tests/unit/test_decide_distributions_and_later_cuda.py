@@ -119,19 +119,26 @@ def test_the_sweep_covers_every_family():
         assert part in labels, part
 
 
-def test_every_refusal_of_the_sweep_is_fixed_in_one_round():
-    results = [(label, *matrix.one_round(label, facts, variables)) for label, facts, variables in SWEEP]
+@pytest.fixture(scope="module")
+def decided():
+    """decide() of each situation of the sweep, once for the module: decide is pure, and the two tests below ask
+    different questions of the same >3000 answers (each its own pass took half a minute on a loaded machine)."""
+    return [decide(facts, variables) for _, facts, variables in SWEEP]
+
+
+def test_every_refusal_of_the_sweep_is_fixed_in_one_round(decided):
+    results = [(label, *matrix.one_round(label, facts, variables, d)) for (label, facts, variables), d
+               in zip(SWEEP, decided)]
     refused = [r for r in results if r[1]]
     failed = [f"{label}: {why}" for label, _, why in results if why]
     assert len(refused) > 1000 and failed == [], "\n".join(failed[:10])
 
 
-def test_every_situation_of_the_sweep_is_answered_with_a_json_document_proposing_one_fix():
+def test_every_situation_of_the_sweep_is_answered_with_a_json_document_proposing_one_fix(decided):
     """decide() and its JSON, as `fleet decide --json` prints it, for every situation (the CLI below for a
     cross-section: each host through the CLI would take minutes on a shared machine); every text of an answer proposes
     the same value for a variable (one fix per answer, issue 24)."""
-    for label, facts, variables in SWEEP:
-        d = decide(facts, variables)
+    for (label, facts, variables), d in zip(SWEEP, decided):
         doc = d.to_json()
         assert json.loads(json.dumps(doc))["refuse"] == doc["refuse"], label
         assert {name: values for name, values in offered(d).items() if len(values) > 1} == {}, label

@@ -47,8 +47,13 @@ CASES = {
     "hashed by hand": "PATH=/usr/bin:/bin; hash -p /bin/true python3",
 }
 
+# What runs when a user types each name: `command -v`, and for an alias (where bash expands them) the alias's first
+# word, found as bash finds it (a path as it is, a bare name on PATH); then the file it resolves to. The facts keep
+# that the name is an alias, and its text, beside (issue 45 item 4: the cause named with its line).
 ORACLE = r"""for c in python3 python pip nvcc; do
   p=$(command -v "$c" 2>/dev/null) || p=
+  case $p in "alias "*) set -f; set -- ${BASH_ALIASES[$c]}; set +f
+                        case $1 in /*) p=$1 ;; *) p=$(type -P -- "$1" 2>/dev/null) || p= ;; esac ;; esac
   r=; case $p in /*) r=$(readlink -f -- "$p" 2>/dev/null) ;; esac
   printf '%s\t%s\t%s\n' "$c" "$p" "$r"
 done"""
@@ -65,10 +70,12 @@ def test_each_command_resolves_as_command_v_and_readlink_say(tree, case, interac
                               stdin=subprocess.DEVNULL, timeout=60).stdout
 
     want = run(ORACLE).splitlines()
-    got = ["\t".join(line[len("@@cmd "):].split("\t")[:3]) for line in run(shells._CMDS).splitlines()
-           if line.startswith("@@cmd ")]
-    assert got == want
+    cmds = [line[len("@@cmd "):].split("\t") for line in run(shells._CMDS).splitlines() if line.startswith("@@cmd ")]
+    assert ["\t".join(c[:3]) for c in cmds] == want
     assert len(want) == 4
+    aliased = run("for c in python3 python pip nvcc; do [ -n \"${BASH_ALIASES[$c]+x}\" ] && shopt -q expand_aliases "
+                  "&& echo \"$c\"; done").split()
+    assert [c[0] for c in cmds if c[4] == "alias"] == aliased
 
 
 SSHD = [({}, "UsePAM yes\n"), ({}, "# x\n  usepam No\nUsePAM yes\n"), ({"a.conf": "UsePAM no\n"}, "UsePAM yes\n"),

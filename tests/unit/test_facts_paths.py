@@ -8,12 +8,16 @@ import subprocess
 import pytest
 
 from fleet.facts import paths
+from fleet.facts.sources import BY_NAME
+from fleet.shell import define
 
 NOBODY = 65534
 
 
 def trust(*targets: str) -> dict:
-    result = subprocess.run(["bash", "-c", paths.command(list(targets))], capture_output=True, text=True)
+    # the source's command after the shared functions it declares (the probe defines them once at its top)
+    script = define(BY_NAME["paths"].needs) + paths.command(list(targets))
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     return paths.parse(result.stdout)
 
 

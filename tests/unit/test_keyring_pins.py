@@ -15,6 +15,7 @@ from fleet.decide.keyring import PINS, SHIPPED, url
 from fleet.errors import InputError
 from fleet.inventory import load_inventory
 from fleet.resources.apt import Apt
+from resource_shell import apply_text
 from test_decide import load
 from test_decide_rules import KEYRING_SBSA, KEYRING_X86, rendered
 
@@ -77,8 +78,8 @@ def test_the_host_refuses_a_keyring_whose_digest_differs_naming_both(tmp_path):
     deb = tmp_path / "cuda-keyring_1.1-1_all.deb"
     deb.write_bytes(b"not NVIDIA's keyring")
     got = hashlib.sha256(deb.read_bytes()).hexdigest()
-    script = Apt(Apt.validate({"packages": ["cuda-toolkit-13-0"], "keyring_deb": f"file://{deb}",
-                               "keyring_sha256": X86_PIN}, "role.yaml:3")).apply()
+    script = apply_text(Apt(Apt.validate({"packages": ["cuda-toolkit-13-0"], "keyring_deb": f"file://{deb}",
+                                          "keyring_sha256": X86_PIN}, "role.yaml:3")))
     marker = tmp_path / "apt-ran"
     fake = tmp_path / "bin"
     fake.mkdir()

@@ -9,14 +9,16 @@ import pytest
 from fleet.engine.decided import refuse_untrusted_paths
 from fleet.errors import HostError
 from fleet.facts import paths
+from fleet.facts.sources import BY_NAME
 from fleet.inventory import Host
+from fleet.shell import define
 
 
 def test_a_path_with_a_newline_or_tab_gets_its_own_verdict_line(tmp_path):
     """The probe's text run by a real bash (fleet_trust as it ships): one line per path, each path read back as it
     was asked, the newline's refusal its verdict."""
     odd = [f"{tmp_path}/a\nb", f"{tmp_path}/tab\there", f"{tmp_path}/back\\slash\\n"]
-    out = subprocess.run(["bash"], input=paths.command(["/", *odd]), capture_output=True, text=True).stdout
+    out = subprocess.run(["bash"], input=define(BY_NAME["paths"].needs) + paths.command(["/", *odd]), capture_output=True, text=True).stdout
     assert len(out.splitlines()) == 4, out
     found = paths.parse(out)
     assert set(found) == {"/", *odd}

@@ -53,9 +53,10 @@ def test_an_index_that_cannot_be_read_leaves_it_to_the_apply(tmp_path):
 
 
 def test_an_installed_pin_never_asks_the_index(tmp_path):
-    # fleet-less proof: a venv with pip as the "package" pinned at its own version is in state offline.
+    # fleet-less proof: a venv with pip as the "package" pinned at its own version is in state offline. The venv
+    # borrows the system's pip (as test_resource_pip's quick_venv: ensurepip costs half a minute on a loaded machine)
     import venv
-    venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(tmp_path / "venv")
     from subprocess import run
     pip_version = run([str(tmp_path / "venv" / "bin" / "python"), "-c", "import pip; print(pip.__version__)"],
                       capture_output=True, text=True).stdout.strip()

@@ -10,7 +10,7 @@ from fleet import remote
 from fleet.programs import Program
 from fleet.resources.verify import verify_program
 
-VERIFY = ("loader_rules", "resolve_rules", "trace", *remote.package("verify"))
+VERIFY = ("families", "loader_rules", "resolve_rules", "trace", *remote.package("verify"))
 
 
 def test_the_same_modules_in_any_order_are_the_same_text_and_digest():
@@ -35,8 +35,8 @@ def test_a_changed_module_changes_the_digest(monkeypatch):
 
 def test_the_package_is_every_module_of_its_folder():
     assert remote.package("verify") == ("verify", "verify.allreduce", "verify.config", "verify.copies", "verify.cuda",
-                                        "verify.explain", "verify.gpus", "verify.kinds", "verify.links", "verify.loader",
-                                        "verify.perf", "verify.runner")
+                                        "verify.explain", "verify.gpus", "verify.jobenv", "verify.kinds", "verify.links",
+                                        "verify.loader", "verify.perf", "verify.runner")
 
 
 def test_on_the_host_the_modules_are_one_package_and_a_bad_config_is_said_so(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from fleet.resources.apt import Apt
 from fleet.resources.ldconfig import Ldconfig
-from resource_shell import sh, syntax_ok
+from resource_shell import apply_text, check_text, sh, syntax_ok
 
 FAKE_APT = {
     "dpkg-query": """
@@ -98,7 +98,7 @@ def local(cls, root, **params):
 
 
 def run_check(res, tools):
-    rc, out = sh(res.check(), **tools)
+    rc, out = sh(check_text(res), **tools)
     return res.parse(rc, out)
 
 
@@ -110,7 +110,7 @@ def test_apt_installs_keyring_repo_and_packages_then_holds_them(tmp_path):
                 repo="deb [signed-by=/usr/share/keyrings/cuda.gpg] https://example.invalid/ /", repo_name="cuda")
     first = run_check(res, tools)
     assert (first.in_state, first.reason) == (False, "not installed: cuda-toolkit-13-0 cuda-keyring")
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 0, out
     assert run_check(res, tools).reason == "installed and held"
     assert (tmp_path / "sources.list.d" / "cuda.list").read_text() == res.p["repo"] + "\n"
@@ -167,7 +167,7 @@ def test_apt_check_reads_dpkgs_status_file_once_and_asks_the_tools_only_when_it_
 def test_apt_waits_for_a_busy_dpkg_with_the_timeout_asked_for(tmp_path):
     tools = fake_tools(tmp_path, lock_timeout="1200")
     res = local(LocalApt, tmp_path, packages=["nvpl"], lock_timeout="1200")  # as a rendered template gives it
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 0, out
     assert [c[1:3] for c in calls(tmp_path) if c[0] == "apt-get"] == [["-o", "DPkg::Lock::Timeout=1200"]] * 2
 
@@ -179,7 +179,7 @@ def test_ldconfig_registers_a_directory_and_notices_a_stale_cache(tmp_path):
     (libdir / "libcudss.so.0").touch()
     res = local(LocalLdconfig, tmp_path, path=str(libdir), name="fleet-cudss")
     assert run_check(res, tools).reason == "not registered"
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 0, out
     assert (tmp_path / "conf.d" / "fleet-cudss.conf").read_text() == f"{libdir}\n"
     assert run_check(res, tools).reason == "registered"
@@ -195,8 +195,8 @@ def test_ldconfig_registers_a_directory_and_notices_a_stale_cache(tmp_path):
      "/etc/ld.so.conf.d/fleet-cudss.conf"),
 ], ids=["apt-everything", "apt-plain", "ldconfig"])
 def test_the_real_snippets_parse_and_name_the_system_files(res, system_file):
-    syntax_ok(res.check())
-    syntax_ok(res.apply())
+    syntax_ok(check_text(res))
+    syntax_ok(apply_text(res))
     if system_file:  # what the stand-in subclasses above redirect into tmp_path
         assert system_file in res.check() and system_file in res.apply()
 
@@ -210,7 +210,7 @@ def test_apt_pinned_version_one_behind_is_replaced_and_held_again(tmp_path):
     res = local(LocalApt, tmp_path, packages=["nvidia-fabricmanager-570=570.133.20-1"], hold=True)
     first = run_check(res, tools)
     assert (first.in_state, first.reason) == (False, "not installed: nvidia-fabricmanager-570=570.133.20-1")
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 0, out
     assert (tmp_path / "installed" / "nvidia-fabricmanager-570").read_text() == "570.133.20-1"
     assert (tmp_path / "held" / "nvidia-fabricmanager-570").exists()
@@ -237,11 +237,11 @@ def test_a_failed_pinned_install_puts_back_the_hold_it_dropped(tmp_path):
                                             'echo "E: Version \'570.133.20-1\' for \'nvidia-fabricmanager-570\' was not '
                                             'found" >&2; exit 100\n')
     res = local(LocalApt, tmp_path, packages=["nvidia-fabricmanager-570=570.133.20-1"], hold=True)
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 100 and "the hold on nvidia-fabricmanager-570 is restored" in out, out
     assert (tmp_path / "held" / "nvidia-fabricmanager-570").exists()
     assert (tmp_path / "installed" / "nvidia-fabricmanager-570").read_text() == "570.124.06-1"
     # not held before: nothing to put back, and no hold is invented
     (tmp_path / "held" / "nvidia-fabricmanager-570").unlink()
-    rc, out = sh(res.apply(), **tools)
+    rc, out = sh(apply_text(res), **tools)
     assert rc == 100 and "restored" not in out and not (tmp_path / "held" / "nvidia-fabricmanager-570").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resource_shell import apply, check, converge, make, sh, stubs
+from resource_shell import apply, apply_text, check, check_text, converge, make, sh, stubs
 
 UBUNTU_BASHRC = Path(__file__).resolve().parents[2] / "fleet_lab" / "files" / "bashrc"
 HOOK = '[ -r "$HOME/env.sh" ] && . "$HOME/env.sh"'
@@ -150,7 +150,7 @@ def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
     awk = tmp_path / "bin" / "awk"
     awk.write_text("#!/bin/bash\n/usr/bin/awk \"$@\" | head -c 10; exit 1\n")
     awk.chmod(0o755)
-    rc, out = sh(block(target, "new").apply(), path_prefix=tmp_path / "bin")
+    rc, out = sh(apply_text(block(target, "new")), path_prefix=tmp_path / "bin")
     assert rc != 0
     assert target.read_bytes() == AWKWARD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "rc"]  # the temp file is cleaned up
@@ -163,7 +163,7 @@ def test_an_apply_killed_midway_leaves_the_file_as_it_was(tmp_path):
     awk = tmp_path / "bin" / "awk"  # the connection drops while the new file is half written
     awk.write_text("#!/bin/bash\n/usr/bin/awk \"$@\" | head -c 10; kill -9 $PPID\n")
     awk.chmod(0o755)
-    rc, _ = sh(block(target, "new").apply(), path_prefix=tmp_path / "bin")
+    rc, _ = sh(apply_text(block(target, "new")), path_prefix=tmp_path / "bin")
     assert rc == -9
     assert target.read_bytes() == AWKWARD
 
@@ -172,7 +172,7 @@ def test_check_reads_only(tmp_path):
     target = tmp_path / "rc"
     target.write_bytes(b"x\n")
     stubs(tmp_path / "bin", ["mv", "cp", "tee", "truncate", "chmod", "mktemp"], tmp_path / "calls")
-    rc, _ = sh(block(target, position="top").check(), path_prefix=tmp_path / "bin")
+    rc, _ = sh(check_text(block(target, position="top")), path_prefix=tmp_path / "bin")
     assert rc == 10 and target.read_bytes() == b"x\n" and not (tmp_path / "calls").exists()
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from resource_shell import apply, check, converge, make, sh
+from resource_shell import apply, apply_text, check, converge, make, sh
 
 
 def git(*args, cwd=None) -> str:
@@ -68,7 +68,7 @@ def test_a_checkout_of_another_origin_is_refused_not_replaced(tmp_path, remote):
     (dest / "mine.txt").write_text("a person's work\n")
     res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
     assert check(res).reason == f"origin is {remote['work']}"
-    rc, out = sh(res.apply())
+    rc, out = sh(apply_text(res))
     assert rc != 0 and f"refusing to replace {dest}: it is a checkout of {remote['work']}" in out
     assert f"mv {dest} {dest}.old" in out
     assert git("config", "--get", "remote.origin.url", cwd=dest) == str(remote["work"])
@@ -78,7 +78,7 @@ def test_a_checkout_of_another_origin_is_refused_not_replaced(tmp_path, remote):
 def test_a_ref_that_does_not_exist_fails_and_leaves_the_old_checkout(tmp_path, remote):
     dest = tmp_path / "cutlass"
     git("clone", "-q", remote["url"], str(dest))
-    rc, out = sh(make("git", repo=remote["url"], ref="v9", dest=str(dest)).apply())
+    rc, out = sh(apply_text(make("git", repo=remote["url"], ref="v9", dest=str(dest))))
     assert rc != 0 and "v9" in out
     assert git("config", "--get", "remote.origin.url", cwd=dest) == remote["url"]
     assert head(dest) == remote["sha"]["v2"]
@@ -88,7 +88,7 @@ def test_a_ref_that_does_not_exist_fails_and_leaves_the_old_checkout(tmp_path, r
 def test_a_repo_url_starting_with_a_dash_is_not_an_option(tmp_path, remote):
     marker = tmp_path / "pwned"
     res = make("git", repo=f"--upload-pack=touch {marker}", ref="v1", dest=str(tmp_path / "d"))
-    rc, _ = sh(res.apply())
+    rc, _ = sh(apply_text(res))
     assert rc != 0 and not marker.exists()
 
 
@@ -103,7 +103,7 @@ def test_local_changes_are_refused_not_overwritten(tmp_path, remote):
     converge(make("git", repo=remote["url"], ref="v1", dest=str(dest)))
     (dest / "VERSION").write_text("patched by hand\n")
     res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
-    rc, out = sh(res.apply())
+    rc, out = sh(apply_text(res))
     assert rc != 0 and f"refusing to check out v2 in {dest}: it has local changes" in out
     assert (dest / "VERSION").read_text() == "patched by hand\n" and head(dest) == remote["sha"]["v1"]
 
@@ -112,7 +112,7 @@ def test_a_directory_that_is_not_a_checkout_is_refused(tmp_path, remote):
     dest = tmp_path / "cutlass"
     dest.mkdir()
     (dest / "notes").write_text("keep\n")
-    rc, out = sh(make("git", repo=remote["url"], ref="v1", dest=str(dest)).apply())
+    rc, out = sh(apply_text(make("git", repo=remote["url"], ref="v1", dest=str(dest))))
     assert rc != 0 and "is not a git checkout" in out and (dest / "notes").read_text() == "keep\n"
 
 
@@ -140,7 +140,7 @@ def test_a_checkout_another_user_owns_is_refused_and_its_fsmonitor_never_runs(tm
     subprocess.run(["chown", "-R", "65534:65534", str(dest)], check=True)
     res = make("git", repo=remote["url"], ref="v2", dest=str(dest))
     assert check(res).reason == "owned by nobody, not root or this user"
-    rc, out = sh(res.apply())
+    rc, out = sh(apply_text(res))
     assert rc == 3 and f"refusing to use {dest}: it is owned by nobody" in out, out
     assert not mark.exists() and os.stat(dest).st_uid == 65534
     assert git("-c", f"safe.directory={dest}", "rev-parse", "HEAD", cwd=dest) == remote["sha"]["v2"]   # untouched

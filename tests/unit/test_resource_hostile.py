@@ -15,7 +15,7 @@ import venv
 import pytest
 
 from fleet.errors import InputError
-from resource_shell import check, hostile, make, sh
+from resource_shell import apply_text, check, check_text, hostile, make, sh
 from test_resource_apt_ldconfig import LocalApt, LocalLdconfig, calls, fake_tools, local
 
 
@@ -32,9 +32,9 @@ def evil(tmp_path, monkeypatch):
 
 def run_both(res, **kw):
     """check, apply, check again: (first rc, apply rc, apply output, last rc)."""
-    rc1, _ = sh(res.check(), **kw)
-    rc2, out = sh(res.apply(), **kw)
-    rc3, _ = sh(res.check(), **kw)
+    rc1, _ = sh(check_text(res), **kw)
+    rc2, out = sh(apply_text(res), **kw)
+    rc3, _ = sh(check_text(res), **kw)
     return rc1, rc2, out, rc3
 
 
@@ -43,7 +43,7 @@ def test_file(evil):
     res = make("file", path=f"{place}/{value}", content=value)
     assert run_both(res)[::3] == (10, 0)
     assert (place / value).read_text() == value
-    assert sh(make("file", path=str(place / "f"), content="x", owner=value).apply())[0] != 0  # no such user
+    assert sh(apply_text(make("file", path=str(place / "f"), content="x", owner=value)))[0] != 0  # no such user
 
 
 def test_directory(evil):

@@ -119,27 +119,45 @@ def run(path, cwd):
         shutil.rmtree(private, ignore_errors=True)
 
 
-def test_converges_then_changes_nothing(tmp_path):
-    path, work = script_for(tmp_path, ["files", "check"])
-    first = run(path, tmp_path)
+@pytest.fixture(scope="module")
+def files_and_check(tmp_path_factory):
+    """The script of the `files` and `check` roles, made and run twice in a directory of its own, the verify record
+    as the first run left it: the two tests below read these same runs (each made and ran its own script before,
+    half a minute each on a loaded machine)."""
+    tmp_path = tmp_path_factory.mktemp("files-and-check")
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:     # a home of its own, as conftest's isolated_home gives each test
+        for name, value in (("HOME", home), ("XDG_CONFIG_HOME", home / ".config"),
+                            ("XDG_STATE_HOME", home / ".local" / "state")):
+            mp.setenv(name, str(value))
+        mp.delenv("SSH_AUTH_SOCK", raising=False)
+        path, work = script_for(tmp_path, ["files", "check"])
+        first = run(path, tmp_path)
+        record = (tmp_path / "verify.json").read_text() if (tmp_path / "verify.json").exists() else None
+        second = run(path, tmp_path)
+    return {"dir": tmp_path, "work": work, "first": first, "record": record, "second": second}
+
+
+def test_converges_then_changes_nothing(files_and_check):
+    tmp_path, work, first = files_and_check["dir"], files_and_check["work"], files_and_check["first"]
     assert first.returncode == 0, first.stdout + first.stderr
     assert first.stdout.splitlines()[-1] == "changed=3"
     assert (work / "a.txt").read_text() == "v=" + HOSTILE + "\n"
     assert oct((work / "a.txt").stat().st_mode & 0o777) == "0o640"
     assert (work / "rc").read_text().splitlines()[1] == "export A=" + __import__("shlex").quote(HOSTILE)
     assert not (work / "must-not-exist").exists() and not (work / "disabled").exists()
-    second = run(path, tmp_path)
+    second = files_and_check["second"]
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.splitlines()[-1] == "changed=0"
     assert (work / "runs").read_text() == "run\n"
     assert not list(tmp_path.rglob("PWNED"))               # no value ever ran as code, comments included
 
 
-def testverify_record_is_written_as_the_engine_writes_it(tmp_path):
-    path, _ = script_for(tmp_path, ["files", "check"])
-    out = run(path, tmp_path)
+def testverify_record_is_written_as_the_engine_writes_it(files_and_check):
+    out = files_and_check["first"]
     assert "verify  verify passed: a_txt" in out.stdout
-    record = json.loads((tmp_path / "verify.json").read_text())
+    assert files_and_check["record"] is not None, out.stdout + out.stderr
+    record = json.loads(files_and_check["record"])
     expected = verify_record({"passed": True, "checks": [{"name": "a_txt", "passed": True, "detail": "a.txt"}],
                                       "missing_libraries": []}, {})
     assert {k: v for k, v in record.items() if k != "at"} == {k: v for k, v in expected.items() if k != "at"}

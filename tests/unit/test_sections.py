@@ -145,26 +145,40 @@ def test_a_section_after_a_variable_nothing_keeps_runs_as_a_plain_one(local):
     assert found == {"check.b.0": Section("check.b.0", 0, "b"), "check.gate.0": Section("check.gate.0", 0, "unset /opt/v")}
 
 
-def test_trust_fn_is_defined_once_and_every_kind_of_section_still_judges(local, tmp_path):
-    """TRUST_FN carried by several sections goes once to the top: background and plain sections (subshells) see
-    it there; a bounded() body (a bash of its own on fd 3) and a quoted here-document of data keep their copy."""
-    from fleet.sections import background, bounded, together
-    from fleet.shell import TRUST_FN
+def test_the_functions_sections_need_are_defined_once_and_every_kind_of_section_judges(local, tmp_path):
+    """Sections declare the shared functions they call (`needs`); together() writes each once, at the top, where
+    background and plain sections (subshells) see them; a bounded() body (a bash of its own on fd 3) gets them in it
+    from whoever builds it; a quoted here-document of data is data. No string search: nothing declared, nothing
+    defined, whatever a body holds."""
+    from fleet.sections import Plain, background, bounded, together
+    from fleet.shell import TRUST_FN, define
 
     judge = "fleet_trust /usr/bin/env && echo trusted"
     data = tmp_path / "data"
-    parts = [background("bg.one", f"{TRUST_FN}\n{judge}"), background("bg.two", f"{TRUST_FN}\n{judge}"),
-             section("plain", f"{TRUST_FN}\n{judge}"),
-             section("own", bounded(f"{TRUST_FN}\n{judge}", 30)),
+    parts = [background("bg.one", judge, needs=("trust",)), background("bg.two", judge, needs=("trust",)),
+             Plain(section("plain", judge), ("trust",)),
+             section("own", bounded(define(("trust",)) + judge, 30)),
              section("data", f"cat > {data} <<'FLEET_DATA'\n{TRUST_FN}\nFLEET_DATA\n")]
     text = together(parts)
-    assert text.count(TRUST_FN) == 3            # the top, the bounded body, the data
+    assert text.startswith(TRUST_FN + "\n") and text.count(TRUST_FN) == 3     # the top, the bounded body, the data
     result = local.run(text)
     found = split_sections(result.stdout)
     for name in ("bg.one", "bg.two", "plain", "own"):
         assert (found[name].rc, found[name].output.strip()) == (0, "trusted"), found[name]
     assert data.read_text() == TRUST_FN + "\n"
-    assert together([section("plain", judge)]).count(TRUST_FN) == 0     # none carried: none added
+    undeclared = together([section("plain", judge), section("data", f"cat > /dev/null <<'X'\n{TRUST_FN}\nX\n")])
+    assert undeclared.count(TRUST_FN) == 1                                 # the data's own: nothing hoisted
+    assert split_sections(local.run(undeclared).stdout)["plain"].rc == 127  # and undeclared, not defined
+
+
+def test_a_function_needing_another_brings_it_once_in_a_fixed_order():
+    from fleet.shell import FUNCTIONS, define, needed
+
+    assert needed(["program", "fetch", "trust"]) == ("trust", "retry", "fetch", "bin", "program")
+    assert define(["bin", "bin"]).count("fleet_trust() {") == 1 and define([]) == ""
+    assert tuple(FUNCTIONS)[0] == "trust"
+    with pytest.raises(ValueError, match="no shared shell function 'trsut'"):
+        needed(["trsut"])
 
 
 def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_sources_run():

@@ -46,7 +46,7 @@ def directories(text: str) -> list[str]:
     found = set()
     for line in text.splitlines():
         if line.startswith("@@change\t"):
-            found.update(d for part in line.split("\t")[4:6] for d in part.split(":") if d and d != "@unset")
+            found.update(d for part in line.split("\t")[4:6] for d in part.split(":") if d and d not in ("@unset", "@unset@"))
         elif line.startswith("@@etcenv "):
             found.update(d for d in line.split("\t")[-1].split(":") if d)
     return sorted(found)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fleet.resources.pip import Pip
 from fleet.shell import RETRY_FN, TRUST_FN
+from resource_shell import apply_text, check_text
 
 
 def bash(script: str, path_prefix: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -104,16 +105,21 @@ def test_pip_gets_its_index_credentials_in_its_environment_never_in_argv(tmp_pat
     (venv / "bin").mkdir()
     (venv / "bin" / "activate").write_text("")
     tool(venv / "bin", "python", f'printf "%s\\n" "$*" >> {tmp_path}/argv; '
-                                 f'printf "%s %s\\n" "$PIP_INDEX_URL" "$PIP_EXTRA_INDEX_URL" >> {tmp_path}/env\n')
+                                 'case "$*" in *"-m pip install"*) k=install;; *) k=other;; esac; '
+                                 f'printf "%s %s %s\\n" "$k" "$PIP_INDEX_URL" "$PIP_EXTRA_INDEX_URL" >> {tmp_path}/env\n')
     res = Pip(Pip.validate({"packages": ["torch==2.11.0"], "venv": str(venv),
                             "index_url": "https://u:tok-3f9@mirror.example/simple",
                             "extra_index_url": "https://u:tok-3f9@extra.example/simple"}, "role.yaml:1"))
-    run = bash(res.apply())
+    run = bash(apply_text(res))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tok-3f9" not in (tmp_path / "argv").read_text()
     assert "-I -m pip install" in (tmp_path / "argv").read_text()          # started -I (isolated, from /)
-    assert (tmp_path / "env").read_text() == ("https://u:tok-3f9@mirror.example/simple "
-                                              "https://u:tok-3f9@extra.example/simple\n")
+    # each call of the venv's python, the environment it had: only pip's install gets the index's credentials (the
+    # check that drops a broken dist-info first reads no index and gets none)
+    calls = (tmp_path / "env").read_text().splitlines()
+    assert [c for c in calls if c.startswith("install ")] == [
+        "install https://u:tok-3f9@mirror.example/simple https://u:tok-3f9@extra.example/simple"], calls
+    assert all(c.strip() == "other" for c in calls if not c.startswith("install ")), calls
 
 
 def test_a_checkout_whose_git_config_others_can_write_is_not_trusted_by_git(tmp_path):
@@ -128,15 +134,17 @@ def test_a_checkout_whose_git_config_others_can_write_is_not_trusted_by_git(tmp_
     subprocess.run(["git", "-C", str(work), "remote", "add", "origin", "https://example.invalid/r.git"], check=True)
     (work / ".git" / "config").chmod(0o666)
     res = Git(Git.validate({"repo": "https://example.invalid/r.git", "ref": "HEAD", "dest": str(work)}, "role.yaml:1"))
-    check = bash(res.check())
+    check = bash(check_text(res))
     assert check.returncode == 10 and f"{work}/.git/config is owned by root with mode 666" in check.stdout, check.stdout
-    apply = bash(res.apply())
+    apply = bash(apply_text(res))
     assert apply.returncode == 3 and "refusing to use" in apply.stdout, apply.stdout
 
 
 def test_curl_gets_the_url_on_stdin_never_in_argv(tmp_path):
     """fleet_fetch hands curl its URL in a -K config on stdin (curl(1): `url = "..."`, backslash and quote escaped)."""
-    from fleet.resources.base import FETCH
+    from fleet.shell import define
+
+    FETCH = define(("fetch",))
 
     bin_dir = tmp_path / "bin"
     tool(bin_dir, "curl", f'printf "%s\\n" "$*" > {tmp_path}/argv; cat > {tmp_path}/config; : > "${{@: -1}}"\n')

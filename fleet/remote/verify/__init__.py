@@ -16,6 +16,7 @@ The modules, each one idea:
     config.py   Config (CONFIG_JSON) and Run: the one value every step is handed (config, checks, results)
     cuda.py     what one process sees of CUDA, asked of the driver API (cuda_report)
     kinds.py    each kind of process started and judged; the user's commands in each kind of shell
+    jobenv.py   the variables of the families a GPU job reads, in each kind of shell, by the table with sources
     loader.py   which step of the loader put a libcuda first, and the startup file:line behind it
     explain.py  a failed CUDA start in words: cause and fix
     gpus.py     nvidia-smi, the busy look, the libraries torch lacks, every GPU's architecture and matmul
@@ -26,7 +27,8 @@ The modules, each one idea:
     runner.py   the steps in order, `main`
 
 It ships as ONE file (fleet/resources/verify.py verify_program: fleet/remote/__init__.py bundle carries these
-modules, fleet/remote/loader_rules.py and fleet/remote/trace.py, the facts' own rules and trace reader, and
+modules, fleet/remote/loader_rules.py, fleet/remote/trace.py and fleet/remote/families.py, the facts' own rules, trace reader
+and families table, and
 fleet/remote/boot.py starts runner.main), installed on the host by the digest of that text. Run as
 (fleet/resources/verify.py renders the command; nothing here is templated):
 

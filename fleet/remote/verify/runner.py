@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from . import allreduce, copies, explain, gpus, kinds, links, perf
+from . import allreduce, copies, explain, gpus, jobenv, kinds, links, perf
 from .config import STOP, Run
 from .cuda import cuda_report, need_of
 
@@ -91,7 +91,8 @@ def perf_smoke(run):
 
 
 # The checks, in the order they run. Add yours where it belongs (the package's docstring).
-STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, kinds.user_commands, every_gpu, gpu_links, perf_smoke]
+STEPS = [libraries, torch_imports, cpu_only, cuda_kinds, kinds.user_commands, jobenv.job_variables, every_gpu, gpu_links,
+         perf_smoke]
 
 
 def run_steps(run):

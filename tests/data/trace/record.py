@@ -5,7 +5,11 @@ kept as *.trace.txt; then what the two parsers of that trace made of each, befor
 (fleet/facts/shells.py parse and fleet/remote/verify_host.py parse_trace, at f08df0b), kept as expected.json:
 the facts' record of each, and what the verify program named from it (the startup line of each directory on each
 kind's LD_LIBRARY_PATH, the file:line of each variable). Run from the repository root at that commit:
-.venv/bin/python tests/data/trace/record.py"""
+.venv/bin/python tests/data/trace/record.py
+Recorded again (issue 45) with the trace's two changes, each a deliberate change of what is pinned: shells_trace.awk
+reads `@unset@` beside PS4's `@@` separators (before, an unset LD_LIBRARY_PATH read as `@unset` and named the line
+that unset it as PATH's setter: those PATH setters are gone, and `before`/`after` of such a change read null), and
+each kind's `families` (every variable of the families a GPU job reads, fleet/remote/families.py)."""
 import json, pathlib, shutil, subprocess, sys
 
 sys.path.insert(0, "tests/unit")
