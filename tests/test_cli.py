@@ -15,7 +15,7 @@ from fleet.env import Environment
 
 def captured_env(tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     return env, out, err
 
 
@@ -165,7 +165,7 @@ def test_run_prints_a_line_while_the_command_still_runs(tmp_path):
     inv = tmp_path / "local.yaml"
     inv.write_text("hosts:\n  here: {connection: local}\n")
     out, err = _Watched("here: first", gate), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True))
     command = f"echo first; i=0; while [ ! -e {gate} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; " \
               f"[ -e {gate} ] && echo second"
     assert main(["run", str(inv), "--", command], env) == 0, err.getvalue()

@@ -20,7 +20,7 @@ def inventory(tmp_path):
 
 def fleet(*argv):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=120), err_console=Console(file=err, width=120))
+    env = Environment(console=Console(file=out, width=120), err_console=Console(file=err, width=120, soft_wrap=True))
     code = main(list(argv), env)
     return code, out.getvalue(), err.getvalue(), env
 

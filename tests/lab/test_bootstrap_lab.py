@@ -25,7 +25,7 @@ HEADER = "# pods for the bootstrap test\n# (a copy of the lab's sources, without
 
 def fleet(tmp_path, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240, soft_wrap=True), cwd=tmp_path)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -44,7 +44,7 @@ SSH_KINDS = {
 
 def fleet(*argv: str, cwd: Path | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240),
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240, soft_wrap=True),
                       **({"cwd": cwd} if cwd else {}))
     return main(list(argv), env), out.getvalue(), err.getvalue()
 

@@ -120,7 +120,7 @@ def test_unreachable_lab_host_shows_its_last_record(lab, gathered, tmp_path):
     text = lab.inventory_path.read_text().replace("facts_dir: facts", f"facts_dir: {lab.inventory.facts_dir}")
     inventory.write_text(text.replace(lab.inventory.hosts["spark"].address, "127.0.2.99"))
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=220, color_system=None), err_console=Console(file=err))
+    env = Environment(console=Console(file=out, width=220, color_system=None), err_console=Console(file=err, soft_wrap=True))
     assert main(["facts", str(inventory), "--limit", "spark,thor", "--connect-timeout", "2"], env) == 1
     assert "unreachable" in out.getvalue() and "record " in out.getvalue()
     assert "dgx-spark" in out.getvalue()  # the last known values are still shown

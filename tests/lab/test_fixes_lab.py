@@ -25,7 +25,7 @@ POD = "pod-570"
 def fleet(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200, force_terminal=terminal),
-                      err_console=Console(file=err, width=200))
+                      err_console=Console(file=err, width=200, soft_wrap=True))
     code = main(list(argv), env)
     return code, re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()), err.getvalue()
 

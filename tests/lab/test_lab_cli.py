@@ -16,7 +16,7 @@ from fleet_lab import control
 
 def fleet(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True))
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -41,7 +41,7 @@ def readme_commands() -> list[str]:
 def fleet(cwd: Path, argv: list[str]) -> tuple[int, str, str]:
     """What a person sees on a 100-column terminal (stdout drawn as for a terminal; escape codes taken out)."""
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=100, force_terminal=True), err_console=Console(file=err, width=100),
+    env = Environment(console=Console(file=out, width=100, force_terminal=True), err_console=Console(file=err, width=100, soft_wrap=True),
                       cwd=cwd)
     code = main(argv, env)
     return code, re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()), err.getvalue()

@@ -165,7 +165,7 @@ def test_apt_waits_for_the_lists_lock_and_repairs_an_interrupted_dpkg(lab, tmp_p
     inv = drill_inventory(lab, tmp_path, APT_ROLE, {"pod-580": {}})
     err = _Watched("apt/dpkg is busy")
     result = {}
-    env = Environment(console=Console(file=io.StringIO(), width=240), err_console=Console(file=err, width=240))
+    env = Environment(console=Console(file=io.StringIO(), width=240), err_console=Console(file=err, width=240, soft_wrap=True))
     run = threading.Thread(target=lambda: result.update(code=main(["apply", inv, "--roles", "drill"], env)))
     run.start()
     wait_for(lambda: err.seen.is_set() or not run.is_alive(), "fleet to report the held apt lock")

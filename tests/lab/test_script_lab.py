@@ -19,7 +19,7 @@ BARE = "env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 def fleet(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240))
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240, soft_wrap=True))
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

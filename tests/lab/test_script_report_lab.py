@@ -35,7 +35,7 @@ START = ("env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 def fleet(*argv) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=240, color_system=None, force_terminal=True),
-                      err_console=Console(file=err, width=240, color_system=None))
+                      err_console=Console(file=err, width=240, color_system=None, soft_wrap=True))
     return main([str(a) for a in argv], env), out.getvalue(), err.getvalue()
 
 

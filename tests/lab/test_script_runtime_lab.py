@@ -22,7 +22,7 @@ COMPAT = "/usr/local/cuda-13.0/compat"
 
 def fleet(*argv: str, cwd: Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240), cwd=cwd)
+    env = Environment(console=Console(file=out, width=240), err_console=Console(file=err, width=240, soft_wrap=True), cwd=cwd)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

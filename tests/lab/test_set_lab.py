@@ -18,7 +18,7 @@ POD = "pod-580"
 
 def fleet(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200)))
+    code = main(list(argv), Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True)))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -50,7 +50,7 @@ def counting(monkeypatch):
 
 def fleet(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300)))
+    code = main(list(argv), Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True)))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -22,7 +22,7 @@ POD = "pod-580"
 
 def fleet(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300))
+    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True))
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

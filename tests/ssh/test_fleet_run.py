@@ -15,7 +15,7 @@ from fleet.connection.hostkeys import fingerprint
 
 def captured_env(tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     return env, out, err
 
 

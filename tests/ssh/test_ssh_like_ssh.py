@@ -14,7 +14,7 @@ def run_json(tmp_path, inventory_text: str, *argv: str) -> tuple[int, dict, str]
     inventory = tmp_path / "pods.yaml"
     inventory.write_text(inventory_text)
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     code = main(["run", str(inventory), "--json", *argv, "--", "echo", "hi"], env)
     try:
         return code, json.loads(out.getvalue()), err.getvalue()

@@ -16,7 +16,7 @@ FACTS = Path(__file__).parents[1] / "data" / "records" / "h100-pod-570.json"
 
 def script(tmp_path, *argv):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True), cwd=tmp_path)
     code = main(["script", "--from-facts", str(FACTS), *argv], env)
     return code, out.getvalue(), err.getvalue()
 

@@ -20,7 +20,7 @@ TOKEN = "serve-command-token-0123456789ab"
 
 def serve(tmp_path, *argv):
     err = io.StringIO()
-    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300), cwd=tmp_path)
+    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300, soft_wrap=True), cwd=tmp_path)
     return main(["serve", "--store", f"sqlite:///{tmp_path}/h.sqlite3", *argv], env), err.getvalue()
 
 
@@ -52,7 +52,7 @@ def test_a_token_file_others_can_read_is_refused(tmp_path, monkeypatch):
 def test_a_password_in_the_store_url_is_refused_and_not_echoed(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEET_SERVE_TOKEN", TOKEN)
     err = io.StringIO()
-    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300), cwd=tmp_path)
+    env = Environment(console=Console(file=io.StringIO()), err_console=Console(file=err, width=300, soft_wrap=True), cwd=tmp_path)
     code = main(["serve", "--store", "postgresql://fleet:s3cret-pw@db/fleet"], env)
     assert code == 2 and "carries a password" in err.getvalue() and "s3cret-pw" not in err.getvalue()
 

@@ -19,7 +19,7 @@ PODS = Path(__file__).resolve().parents[2] / "examples" / "pods.yaml"   # the ha
 
 def fleet(tmp_path, *argv):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -14,7 +14,7 @@ from fleet.env import Environment
 
 def fleet(tmp_path, *argv):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True), cwd=tmp_path)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).parents[2]
 def environment(tmp_path) -> tuple[Environment, io.StringIO, io.StringIO]:
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200, color_system=None, soft_wrap=True),
-                      err_console=Console(file=err, width=200, color_system=None), cwd=tmp_path)
+                      err_console=Console(file=err, width=200, color_system=None, soft_wrap=True), cwd=tmp_path)
     return env, out, err
 
 

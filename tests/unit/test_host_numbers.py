@@ -34,7 +34,7 @@ def test_a_pods_nan_leaves_the_fleets_json_valid(tmp_path):
             f'"floor": -Infinity}}}}}}\n')
     out, err = io.StringIO(), io.StringIO()
     env = Environment(console=Console(file=out, width=200, color_system=None, soft_wrap=True),
-                      err_console=Console(file=err, width=200, color_system=None), cwd=tmp_path)
+                      err_console=Console(file=err, width=200, color_system=None, soft_wrap=True), cwd=tmp_path)
     assert main(["facts", str(tmp_path / "inv.yaml"), "--cached", "--json"], env) == 0, err.getvalue()
     doc = _strict(out.getvalue())
     assert doc["hosts"]["bad"]["verify"]["perf"] == {"attention_tflops": None, "peak": None, "floor": None}

@@ -24,7 +24,7 @@ hosts:
 def fleet(*argv: str) -> tuple[int, str, str, float]:
     out, err = io.StringIO(), io.StringIO()
     began = time.monotonic()
-    code = main(list(argv), Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200)))
+    code = main(list(argv), Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True)))
     return code, out.getvalue(), err.getvalue(), time.monotonic() - began
 
 

@@ -24,7 +24,7 @@ def write(tmp_path: Path, text: str, name: str = "inv.yaml") -> Path:
 
 def captured_env(tmp_path: Path):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     return env, out, err
 
 

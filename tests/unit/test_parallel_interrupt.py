@@ -79,7 +79,7 @@ def test_fleet_run_interrupted_prints_what_each_host_did_and_exits_130(tmp_path)
 
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=100), err_console=Console(file=err, width=100))
+    env = Environment(console=Console(file=out, width=100), err_console=Console(file=err, width=100, soft_wrap=True))
     code = main(["run", str(inv), "--forks", "1", "--", f"touch {marker}; sleep 60"], env)
 
     assert code == 130

@@ -23,7 +23,7 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 
 def fleet(cwd, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300), cwd=cwd)
+    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True), cwd=cwd)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -38,7 +38,7 @@ def test_a_typo_in_a_role_template_is_found_offline_with_a_did_you_mean(tmp_path
     # TEST-NET-3: nothing answers there; a connection attempt would wait out the 10 s connect timeout
     inv.write_text("roles_path: [roles]\nroles: [mine]\nhosts:\n  pod-a: {address: 203.0.113.10}\n")
     err = io.StringIO()
-    env = Environment(console=Console(file=io.StringIO(), width=200), err_console=Console(file=err, width=400))
+    env = Environment(console=Console(file=io.StringIO(), width=200), err_console=Console(file=err, width=400, soft_wrap=True))
     began = time.monotonic()
     code = main(["apply", str(inv), "--check"], env)
     assert code == 2, err.getvalue()

@@ -100,7 +100,7 @@ def test_the_guard_lets_a_cpu_only_record_run_on_a_cpu_only_host():
 
 def fleet(*argv, cwd):
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300), cwd=cwd)
+    env = Environment(console=Console(file=out, width=300), err_console=Console(file=err, width=300, soft_wrap=True), cwd=cwd)
     return main(list(argv), env), out.getvalue(), err.getvalue()
 
 

@@ -34,7 +34,7 @@ def test_the_script_is_owner_only_and_its_comments_hold_no_credential(tmp_path):
     (tmp_path / "old.sh").write_text("an older script, once 0755\n")
     (tmp_path / "old.sh").chmod(0o755)
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     assert main(["script", str(tmp_path / "inv.yaml"), "--limit", "here", "-o", "old.sh"], env) == 0, err.getvalue()
     mode = stat.S_IMODE((tmp_path / "old.sh").stat().st_mode)
     assert mode == 0o700, oct(mode)                          # read back with stat: no group, no other

@@ -210,7 +210,7 @@ def test_cli_writes_the_script_for_one_host(tmp_path):
     inv.write_text(f"roles_path: roles\nroles: [files, verify]\nhosts:\n  here: {{connection: local, vars: {{work: {json.dumps(host.vars['work'])}, "
                    f"hostile: x}}}}\n  there: {{connection: local}}\n")
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True), cwd=tmp_path)
     assert main(["script", str(inv), "--limit", "here", "--roles", "files", "-o", "here.sh"], env) == 0
     assert (tmp_path / "here.sh").stat().st_mode & 0o777 == 0o700   # owner-only: it can hold credentials
     assert run(tmp_path / "here.sh", tmp_path).stdout.splitlines()[-1] == "changed=3"

@@ -57,7 +57,7 @@ def test_a_bad_variable_exits_2_at_its_line_before_any_host(case, command, tmp_p
     path.write_text(case.read_text().replace("PORT", str(listener.getsockname()[1])))
     line, texts = expectations(case)
     out, err = io.StringIO(), io.StringIO()
-    env = Environment(console=Console(file=out, width=400), err_console=Console(file=err, width=400), cwd=tmp_path)
+    env = Environment(console=Console(file=out, width=400), err_console=Console(file=err, width=400, soft_wrap=True), cwd=tmp_path)
 
     status = main([command[0], str(path), *command[1:]], env)
 

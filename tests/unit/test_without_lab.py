@@ -36,7 +36,7 @@ PROGRAM = textwrap.dedent("""
 
     def run(*argv):
         out, err = io.StringIO(), io.StringIO()
-        env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200))
+        env = Environment(console=Console(file=out, width=200), err_console=Console(file=err, width=200, soft_wrap=True))
         try:
             code = main(list(argv), env)
         except SystemExit as exc:   # argparse's --help
