@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200-device"
-RUNS = ["accept-mid", "accept"]
+RUNS = ["accept-mid", "accept", "accept-final"]
 # gzipped bytes of the no-op's one command, as measured: accept-mid is the structural moves alone (under final3's),
 # accept the merged main, whose probe carries the pod's resources (issue 45) and escaped path verdicts (issue 49)
-NOOP_BYTES = {"accept-mid": 23141, "accept": 23599}
+NOOP_BYTES = {"accept-mid": 23141, "accept": 23599, "accept-final": 23696}
+# the roles' tasks skipped on a converged one-GPU pod: issue 48's NVSwitch generation-4 tasks (NVLSM, ib_umad) add 2
+SKIPPED = {"accept-mid": "18", "accept": "18", "accept-final": "20"}
 # a plain `fleet verify`'s checks: at accept-mid the user's shells were judged only where the run rendered env_hooks;
 # at accept a plain verify proves them as apply's does (issue 45 item 1)
-CHECKS = {"accept-mid": 16, "accept": 19}
+# at accept-final: the job variables of each kind (issue 45 item 2) and the host copies (issue 48 item 2) too
+CHECKS = {"accept-mid": 16, "accept": 19, "accept-final": 23}
 
 
 def _row(text: str, after: str) -> list[str]:
@@ -30,7 +33,7 @@ def test_converged_in_one_apply_and_the_noop_is_one_command_no_larger_than_befor
     first = _row(text, "# first apply")
     assert first[1] == "7" and first[2] == "0" and first[4] == "passed" and first[5] == "healthy", first
     noop = _row(text, "# second apply")
-    assert noop[1:6] == ["0", "0", "18", "passed (reused)", "healthy"] and noop[-1] == "1", noop
+    assert noop[1:6] == ["0", "0", SKIPPED[run], "passed (reused)", "healthy"] and noop[-1] == "1", noop
     sent = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", text)[1])
     before = (DATA / "final3" / "transcript.txt").read_text()
     was = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", before)[1])
@@ -66,6 +69,6 @@ def test_a_forced_verify_ran_on_the_gpu_and_health_is_read(run):
     n = CHECKS[run]
     assert re.search(rf"^verify\.checks\t{n}/{n} passed$", text, re.M)
     summary = re.search(r"^verify\.summary\t(.*)$", text, re.M)[1]
-    assert ("user_commands_interactive" in summary) == (run == "accept"), summary
+    assert ("user_commands_interactive" in summary) == (run != "accept-mid"), summary
     assert int(re.search(r"^verify\.load\.batches\.0\t(\d+)$", text, re.M)[1]) > 0
     assert re.search(r"^h100\thealthy\t1\t", text, re.M)
