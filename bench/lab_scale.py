@@ -74,20 +74,22 @@ def main() -> int:
         print(f"{'hosts':>5} {'up':>8} {'up again':>9} {'run true':>9} {'down':>7}", flush=True)
         for n in args.sizes:
             inventory(inv, args.net, n)
-            up, states = timed(lambda: control.up(inv, None, root))
-            assert all(s.state == "started" for s in states), states
-            again, states = timed(lambda: control.up(inv, None, root))
-            assert all(s.state == "already up" for s in states), states
-            run, code = timed(lambda: fleet_run(inv))
-            assert code == 0, f"fleet run exited {code}"
-            if args.apply:
-                log = Path.cwd() / f"apply-{n}.log"
-                first, code = timed(lambda: fleet_apply(inv, log))
-                print(f"{n} first applies at once: exit {code}, {first:.1f} s (log: {log})", flush=True)
-                second, code2 = timed(lambda: fleet_apply(inv, log, "--check", "--detailed-exitcode"))
-                print(f"{n} --check after: exit {code2} (0: nothing left to change), {second:.1f} s", flush=True)
-                assert code == 0 and code2 == 0, f"apply exited {code} then {code2}: see {log}"
-            down, _ = timed(lambda: control.down(inv, root))
+            try:   # the lab comes down however the round ends (a failed apply left 30 hosts running once)
+                up, states = timed(lambda: control.up(inv, None, root))
+                assert all(s.state == "started" for s in states), states
+                again, states = timed(lambda: control.up(inv, None, root))
+                assert all(s.state == "already up" for s in states), states
+                run, code = timed(lambda: fleet_run(inv))
+                assert code == 0, f"fleet run exited {code}"
+                if args.apply:
+                    log = Path.cwd() / f"apply-{n}.log"
+                    first, code = timed(lambda: fleet_apply(inv, log))
+                    print(f"{n} first applies at once: exit {code}, {first:.1f} s (log: {log})", flush=True)
+                    second, code2 = timed(lambda: fleet_apply(inv, log, "--check", "--detailed-exitcode"))
+                    print(f"{n} --check after: exit {code2} (0: nothing left to change), {second:.1f} s", flush=True)
+                    assert code == 0 and code2 == 0, f"apply exited {code} then {code2}: see {log}"
+            finally:
+                down, _ = timed(lambda: control.down(inv, root))
             print(f"{n:>5} {up:>7.1f}s {again:>8.1f}s {run:>8.1f}s {down:>6.1f}s", flush=True)
     return 0
 
