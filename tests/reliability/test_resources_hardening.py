@@ -14,7 +14,7 @@ import pytest
 
 from fleet.errors import InputError
 from fleet.resources.archive import INCOMPLETE
-from resource_shell import apply, check, converge, make, sh
+from resource_shell import apply, apply_text, check, check_text, converge, make, sh
 
 APT_STUB = """#!/bin/bash
 echo "$(basename "$0") $*" >> "$FAKE/log"
@@ -48,7 +48,7 @@ def log(root) -> list[str]:
 def test_apt_update_waits_while_the_lists_lock_is_held(fake_apt):
     kw, root = fake_apt
     (root / "busy").write_text("2")   # apt-daily holds the lists lock for the first two tries
-    rc, out = sh(make("apt", packages=["pkg"]).apply(), **kw)
+    rc, out = sh(apply_text(make("apt", packages=["pkg"])), **kw)
     assert rc == 0, out
     assert out.count("apt/dpkg is busy") == 2
     assert [line.split()[3] for line in log(root)] == ["update", "update", "update", "install"]
@@ -57,7 +57,7 @@ def test_apt_update_waits_while_the_lists_lock_is_held(fake_apt):
 def test_apt_gives_up_on_a_lock_that_is_never_released_within_its_bound(fake_apt):
     kw, root = fake_apt
     (root / "busy").write_text("1000")
-    rc, out = sh(make("apt", packages=["pkg"], lock_timeout=1).apply(), **kw)
+    rc, out = sh(apply_text(make("apt", packages=["pkg"], lock_timeout=1)), **kw)
     assert rc == 100 and "gave up waiting for the apt/dpkg lock" in out
     assert len(log(root)) <= 2
 
@@ -65,7 +65,7 @@ def test_apt_gives_up_on_a_lock_that_is_never_released_within_its_bound(fake_apt
 def test_an_interrupted_dpkg_is_repaired_once_then_the_install_runs(fake_apt):
     kw, root = fake_apt
     (root / "interrupted").touch()
-    rc, out = sh(make("apt", packages=["pkg"]).apply(), **kw)
+    rc, out = sh(apply_text(make("apt", packages=["pkg"])), **kw)
     assert rc == 0, out
     assert "dpkg was interrupted earlier; running dpkg --configure -a" in out
     assert [line.split()[0] + " " + line.split()[3 if line.startswith("apt") else 1] for line in log(root)] == [
@@ -108,7 +108,7 @@ def test_a_tarball_whose_digest_differs_is_refused_before_anything_is_unpacked(t
     path, _ = tarball(tmp_path)
     dest = tmp_path / "opt" / "x"
     res = make("archive", url=f"file://{path}", dest=str(dest), creates=f"{dest}/lib/libx.so.0", sha256="0" * 64)
-    rc, out = sh(res.apply())
+    rc, out = sh(apply_text(res))
     assert rc != 0 and "expected " + "0" * 64 in out and "refusing it" in out
     assert not (tmp_path / "opt").exists()
 
@@ -146,7 +146,7 @@ def test_a_block_bigger_than_one_environment_string_converges(tmp_path):
     for letter in "zy":
         res = make("block", path=str(target), block=letter * 300_000)
         runs = [subprocess.run(["bash", "-s"], input=s, capture_output=True, text=True) for s in
-                (res.check(), res.apply(), res.check())]
+                (check_text(res), apply_text(res), check_text(res))]
         assert [r.returncode for r in runs] == [10, 0, 0], runs[1].stderr[-500:]
     assert target.read_text() == "user line\n# BEGIN fleet\n" + "y" * 300_000 + "\n# END fleet\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rc"]

@@ -14,7 +14,7 @@ import pytest
 
 from fleet.record import store
 from fleet_lab.testing import wait_for
-from resource_shell import make
+from resource_shell import apply_text, make
 
 WRITER = """
 import sys
@@ -55,7 +55,7 @@ def test_killed_while_rewriting_the_bashrc_block(tmp_path, round_):
     old = ("# a long .bashrc\n" + "alias x='echo 0123456789'\n" * 400000).encode()   # ~10 MB: awk takes a while
     bashrc.write_bytes(old)
     res = make("block", path=str(bashrc), block=f". /etc/fleet/env.sh  # round {round_}", position="top")
-    proc = subprocess.Popen(["bash", "-c", res.apply()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen(["bash", "-c", apply_text(res)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
         # the rewrite has begun once its temp file exists; kill the whole process group in the middle of it
@@ -68,5 +68,5 @@ def test_killed_while_rewriting_the_bashrc_block(tmp_path, round_):
     new = f"# BEGIN fleet\n. /etc/fleet/env.sh  # round {round_}\n# END fleet\n".encode() + old
     assert bashrc.read_bytes() in (old, new)
     # the next apply converges it, whatever was left
-    subprocess.run(["bash", "-c", res.apply()], check=True, capture_output=True)
+    subprocess.run(["bash", "-c", apply_text(res)], check=True, capture_output=True)
     assert bashrc.read_bytes() == new
