@@ -17,7 +17,7 @@ from fleet.cli import main
 from fleet.env import Environment
 from fleet_lab import paths
 
-from helpers import ok
+from helpers import ok, pods_inventory_text
 
 POD = "pod-570"
 HEADER = "# pods for the bootstrap test\n# (a copy of the lab's sources, without its pods)\n"
@@ -32,14 +32,7 @@ def fleet(tmp_path, *argv: str) -> tuple[int, str, str]:
 def pods_inventory(lab, where, **extra_vars) -> str:
     """The lab's variables (its mirror) and its thor, as a person's file with comments, as the default inventory of
     the HOME `where`: no pod in it yet."""
-    doc = yaml.safe_load(lab.inventory_path.read_text())
-    thor = doc["hosts"]["thor"]
-    # the lab's keyring digests (`fleet lab up` writes this line into the inventory it serves): the lab answers
-    # NVIDIA's keyring URL with its own .deb, which fleet's pin for the real one refuses (test_keyring_pin_lab.py)
-    text = (HEADER + f"keyring_pins: {doc['keyring_pins']}\n"
-            + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
-            + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
-              "    lab: {profile: thor}\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")
+    text = pods_inventory_text(lab, HEADER, **extra_vars)
     path = where / ".config" / "fleet" / "pods.yaml"     # the default inventory of a HOME (fleet/inventory/home.py)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -2,6 +2,7 @@
 as every command's piped output is (fleet/report/__init__.py Reporter.plain): no box drawing, no colour, no padding."""
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,37 @@ def test_terminal_summary_keeps_its_rule_and_aligned_keys():
     assert "─" in out and "\x1b[" in out                  # a rule, and colour
     assert "inventory" in out and "connect" in out and "  next       fleet apply" in out.replace("\x1b[1m", "").replace(
         "\x1b[0m", "")
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_a_terminal_summary_never_breaks_a_word(width):
+    """A value wraps at spaces inside its column; a word longer than that column (an inventory's path) takes a line
+    of its own, whole, under the key, and one longer than the terminal starts at its first column (the terminal
+    wraps that line alone); a sub-item's following lines keep its indent. rich's fold cut `cud`/`a_keyring_pins`."""
+    from fleet.report.bootstrap import terminal_lines
+
+    path = "/home/renter/" + "p" * (width - 27) + "/pods.yaml"     # 4 columns short of the terminal
+    huge = "/" + "x" * (width + 10)
+    rows = [("inventory", f"added to {path} as pod-a, with its vars: python_env=/workspace/venv, "
+                          "cuda_keyring_pins for 1 URL(s)"),
+            ("changed", "1 task(s)"), ("", "  cuda_toolkit: install cuda-toolkit-13-0 " + "and more words " * 6),
+            ("next", f"fleet apply {path} --limit pod-a"), ("odd", f"a {huge} b")]
+    lines = [line.plain for line in terminal_lines(rows, width)]
+    assert all(len(line) <= width for line in lines if line.strip() != huge), lines
+    assert sum(path in line for line in lines) == 2 and [line for line in lines if huge in line] == [huge], lines
+    assert " ".join(lines).split() == " ".join(f"{k} {v}" for k, v in rows).split()   # every word, in order
+    cont = [i for i, line in enumerate(lines) if "cuda_toolkit:" in line][0] + 1
+    assert re.match(" {15}[a-z]", lines[cont]), lines           # the sub-item's indent: 2, the keys, 2, its own 2
+    assert lines[0].startswith("  inventory  added to")
+
+
+def test_a_terminal_summary_at_80_columns_keeps_a_long_path_whole():
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=out, width=80, force_terminal=True, color_system=None),
+                      err_console=Console(file=err, width=80, soft_wrap=True))
+    res = result()
+    res.inventory = Path("/home/renter/projects/a-long-project-name/inventories/rented-h100-pods.yaml")
+    print_result(Reporter(env), res, json_out=False)
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines), out.getvalue()
+    assert sum(str(res.inventory) in line for line in lines) == 2, out.getvalue()   # `inventory` and `next`
