@@ -8,6 +8,7 @@ report what the verdict says.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -197,8 +198,9 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
 
 
 def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path, isolated_home):
-    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: health is read before the facts
-    probe, which installs fleet's helper programs), nothing written, exit 5, the provider's way out."""
+    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: the verdict is read off the
+    first probe, which carries `fleet health`'s sources and leaves only fleet's helper programs), nothing written,
+    exit 5, the provider's way out."""
     lab, _, inventory = pods
     original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
     host = inventory.hosts["pod-xid79"]
@@ -211,8 +213,35 @@ def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_pat
     assert "ask the provider to reboot the host" in said   # Xid 79's action, for the renter (issue 48)
     assert "--ignore-health" in err
     assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
-    assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet /var/lib/fleet 2>&1").stdout == before
+    assert not (isolated_home / ".config" / "fleet" / "facts").exists()        # no facts record of a pod to return
+    after = _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet /var/lib/fleet 2>&1").stdout
     assert before.count("No such file") == 2, before
+    assert after.splitlines()[0] == before.splitlines()[0], after        # dpkg: not one package more
+    assert "/opt/fleet" in after and "No such file" in after and after.rstrip().endswith(":\nbin"), after
+
+
+def test_bootstrap_judges_what_fleet_health_judges_from_its_first_probe(pods, tmp_path, isolated_home):
+    """bootstrap reads the GPUs' health off its first probe, with no command of its own: that probe carries `fleet
+    health`'s own sources, so a fault only `nvidia-smi -q -x` shows (an SRAM uncorrectable error, which the routine
+    probe does not ask) still stops it, with the verdict `fleet health` gives."""
+    lab, _, inventory = pods
+    original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
+    host = inventory.hosts["pod-healthy"]
+    _stage(pods, "sram-uncorrectable")
+    try:
+        answer = _ask(pods, "pod-healthy", CASES["sram-uncorrectable"][2]).stdout
+        health_code, health_doc = fleet_json("health", str(pods[1]), "--limit", "pod-healthy")
+        code, out, err = test_bootstrap_lab.fleet(tmp_path, "bootstrap", f"ssh root@{host.address} -p 22 -i "
+                                                  f"{test_bootstrap_lab.paths.lab_key(lab.root)}", "--json")
+    finally:
+        _stage(pods, "healthy")
+    assert CASES["sram-uncorrectable"][3] in answer, answer                 # the host's own nvidia-smi says so
+    reason = health_doc["hosts"]["pod-healthy"]["reason"]
+    assert health_code == 5 and "ecc.volatile.sram_uncorrectable_secded" in reason, health_doc
+    doc = next(iter(json.loads(out)["hosts"].values()))["bootstrap"]
+    assert code == 5 and doc["health"]["verdict"] == "return" and doc["health"]["reason"] == reason, doc
+    assert "health" not in doc["phases"] and doc["added"] is False, doc
+    assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
 
 
 def test_a_gpu_asking_for_a_reset_is_a_pod_to_return_in_apply_and_in_health(pods):
