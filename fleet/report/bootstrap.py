@@ -83,8 +83,9 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     else:
         rows.append(("inventory", f"not added to {where} (nothing written)"))
     rows.append(("host key", result.host_key or "already known"))
-    if result.health is not None:
-        rows.append(("GPU health", result.health.reason))
+    if result.health is not None:     # keep or return, in a renter's terms (a pod to return: the error says how)
+        advice = result.health.advice if result.health.verdict != "return" else ""
+        rows.append(("GPU health", result.health.reason + (f"; {advice}" if advice else "")))
     facts = result.facts or {}
     if facts:
         gpus = ", ".join(sorted({g.get("name") or "?" for g in facts.get("gpus") or []})) or "no GPU"

@@ -100,3 +100,28 @@ def test_a_terminal_summary_at_80_columns_keeps_a_long_path_whole():
     lines = out.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines), out.getvalue()
     assert sum(str(res.inventory) in line for line in lines) == 2, out.getvalue()   # `inventory` and `next`
+
+
+@pytest.mark.parametrize("verdict", ["healthy", "degraded", "unknown", "none"])
+def test_the_gpu_health_row_says_keep_or_return(verdict):
+    """Every verdict in a renter's terms: keep the pod or return it (a pod to return stops bootstrap: its error names
+    the provider's way out, fleet.decide.health.PROVIDER_WAY_OUT)."""
+    from fleet.decide.health import ADVICE, HealthVerdict
+
+    res = result()
+    res.health = HealthVerdict(verdict, f"{verdict}: 1 GPU(s)")
+    buf, err = io.StringIO(), io.StringIO()
+    env = Environment(console=Console(file=buf, width=120), err_console=Console(file=err, width=120, soft_wrap=True))
+    print_result(Reporter(env), res, json_out=False)
+    row = next(line for line in buf.getvalue().splitlines() if line.startswith("GPU health: "))
+    assert row == f"GPU health: {verdict}: 1 GPU(s); {ADVICE[verdict]}", row
+    assert "keep it" in row, row
+
+
+def test_every_verdict_has_keep_or_return_advice():
+    from fleet.decide.health import ADVICE, PROVIDER_WAY_OUT, HealthVerdict
+
+    for verdict in ("healthy", "degraded", "return", "unknown", "none"):
+        advice = HealthVerdict(verdict, "x").advice
+        assert advice and ("keep it" in advice or "return it" in advice), (verdict, advice)
+    assert ADVICE["return"] == PROVIDER_WAY_OUT and PROVIDER_WAY_OUT.startswith("return it: ")
