@@ -22,39 +22,12 @@ def print_result(reporter, result, *, json_out: bool) -> None:
             console.print(f"{key}: {escape(value)}" if key else escape(value), soft_wrap=True)
     else:                # a terminal: keys in one column, each value wrapped at words inside its own
         from fleet.report import terminal_safe
+        from fleet.report.wrap import terminal_lines
 
         for line in terminal_lines([(key, terminal_safe(value)) for key, value in rows], console.width):
             console.print(line, soft_wrap=True)    # a token wider than the terminal: its own line, whole
     if result.error:
         reporter.error(result.error)
-
-
-def terminal_lines(rows: list[tuple[str, str]], width: int) -> list:
-    """`key  value` rows for a terminal `width` columns wide, as rich Text lines: the keys (bold) in one column, each
-    value wrapped at spaces inside the column after them. A word never breaks: one longer than that column (a path,
-    a URL) takes a line of its own under the key, whole (rich's overflow="fold" cut `cud`/`a_keyring_pins` and an
-    inventory's path mid-word). A value's leading spaces (a sub-item) indent its following lines too."""
-    import textwrap
-
-    from rich.text import Text
-
-    keys = max((len(key) for key, _ in rows), default=0)
-    column = max(width - keys - 4, 16)
-    lines = []
-    for key, value in rows:
-        lead = value[:len(value) - len(value.lstrip(" "))]
-        wrapped = textwrap.wrap(value, column, subsequent_indent=lead, break_long_words=False,
-                                break_on_hyphens=False) or [""]
-        for i, part in enumerate(wrapped):
-            head = Text("  ") + Text((key if i == 0 else "").ljust(keys), style="bold") + Text("  ")
-            if len(part) > column:                           # one word, too long for the column: a line of its own
-                word = part.strip()
-                head = Text("  " if len(word) + 2 <= width else "")
-                if i == 0 and key:
-                    lines.append(Text("  ") + Text(key, style="bold"))
-                part = word
-            lines.append(head + Text(part))
-    return lines
 
 
 def first_line(reason: str, width: int = 160) -> str:

@@ -296,6 +296,37 @@ def test_a_degraded_gpu_is_named_by_uuid_and_bus_with_keep_or_return_in_a_renter
     assert "nvidia-smi -pl" not in said and "nvidia-smi -e" not in said
 
 
+@pytest.mark.parametrize("columns", [80, 100])
+def test_fleet_health_on_a_terminal_keeps_the_uuid_and_bus_id_whole(pods, tmp_path, columns):
+    """Issue 50: the finding names the GPU by the UUID and bus id a provider asks for, so a renter copies them off
+    the screen: on a real terminal (tmux) 80 and 100 columns wide, beside a host name as long as a provider's
+    (`runpod-h100-sxm-a`), they stand whole on one line (the table's findings column folded the UUID mid-word)."""
+    import shlex
+    import sys
+
+    from test_fits_the_terminal_lab import on_terminal
+
+    doc = yaml.safe_load(pods[1].read_text())
+    doc["hosts"] = {"runpod-h100-sxm-a": doc["hosts"]["pod-healthy"]}
+    inv = tmp_path / "renter.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _stage(pods, "power-cap")
+    try:
+        ids = _ask(pods, "pod-healthy", Q + "uuid,pci.bus_id").stdout.splitlines()[1].split(", ")
+        screen = on_terminal(tmp_path, columns, f"{shlex.quote(sys.executable)} -m fleet health "
+                                                f"{shlex.quote(str(inv))}")
+    finally:
+        _stage(pods, "healthy")
+    assert "EXIT=6" in screen, screen
+    lines = screen.splitlines()
+    assert all(len(line) <= columns for line in lines), screen
+    assert any(f"GPU 1 ({ids[1]}," in line for line in lines), screen       # the UUID whole, as the host says it
+    assert any(ids[2] in line for line in lines), screen                     # and the bus id
+    words = " ".join(screen.split())
+    assert f"GPU 1 ({ids[1]}, bus {ids[2]}): enforced.power.limit=" in words, screen
+    assert "keep it if your job can live with this" in words and "else return it" in words, screen
+
+
 # what a DataLoader worker does with a batch (torch places it in a shared-memory segment): 100 MB, written through
 JOB = ("python3 -c 'from multiprocessing import shared_memory as s\n"
        "m = s.SharedMemory(name=\"fleet-job\", create=True, size=100 * 2**20)\n"

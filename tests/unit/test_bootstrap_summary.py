@@ -73,7 +73,7 @@ def test_a_terminal_summary_never_breaks_a_word(width):
     """A value wraps at spaces inside its column; a word longer than that column (an inventory's path) takes a line
     of its own, whole, under the key, and one longer than the terminal starts at its first column (the terminal
     wraps that line alone); a sub-item's following lines keep its indent. rich's fold cut `cud`/`a_keyring_pins`."""
-    from fleet.report.bootstrap import terminal_lines
+    from fleet.report.wrap import terminal_lines
 
     path = "/home/renter/" + "p" * (width - 27) + "/pods.yaml"     # 4 columns short of the terminal
     huge = "/" + "x" * (width + 10)
