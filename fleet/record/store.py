@@ -18,7 +18,7 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
 from fleet.facts.scrub import Scrubbed, scrubbed
-from fleet.jsontext import document, dumps
+from fleet.jsontext import document, readable
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+\Z")
 
@@ -37,7 +37,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(scrubbed(record), indent=2) + "\n"   # every reader reads it: no secret, no NaN, no Infinity
+    text = readable(scrubbed(record)) + "\n"   # every reader reads it: no secret, no NaN, no Infinity
     old = _readable(path)
     try:
         if old is not None:
