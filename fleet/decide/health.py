@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from fleet.knowledge import gpu_faults as faults
+from fleet.remote import families
 
 RETURN, DEGRADED, NOTE = "return", "degraded", "note"
 _ORDER = {RETURN: 0, DEGRADED: 1, NOTE: 2}
@@ -211,7 +212,9 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
 # --shm-size). Docker's default --shm-size is 64 MB; captured on the lent H200 (shared/captured/h200-multi): at 64 MB a
 # DataLoader with two workers fails in every kind of shell.
 SHM_FLOOR_MB = 1024        # NCCL's guide's --shm-size=1g
-NOFILE_FLOOR = 1024        # the usual soft default: torch's file_descriptor sharing keeps one open per shared tensor
+# the usual soft default: torch's file_descriptor sharing keeps one open per shared tensor; one threshold for the
+# session here and for each kind of shell (fleet/remote/families.py judge_limits)
+NOFILE_FLOOR = families.NOFILE_FLOOR
 
 
 def _resource_findings(resources: dict | None) -> list[Finding]:
