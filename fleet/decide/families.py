@@ -67,6 +67,12 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
             line = where(found["setter"], home) or "the session"
             said = f"{found['limit']} {found['value']}: {found['does']}"
             seen_notes.setdefault(("limit", said, line), []).append(name)
+    for row in shells.get("accept_env") or []:
+        admits = families.accepted(row.get("patterns"))
+        if admits:
+            notes.append(f"every SSH session: {row['file']}:{row['line']} AcceptEnv lets a client send "
+                         f"{' '.join(admits)} (ssh_config SendEnv): what a job gets of the families then depends on "
+                         "the machine it is started from, and no startup file here shows it")
     for (severity, said, line), kinds in seen_notes.items():
         if severity == "unset":
             notes.append(f"{', '.join(kinds)}: {line} unsets {said}")

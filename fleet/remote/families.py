@@ -171,6 +171,16 @@ def judge_limits(limits, set_by=None, session=None):
     return out
 
 
+def accepted(patterns):
+    """The patterns of an sshd AcceptEnv line that let a client send a variable of the families (`*`, `NCCL_*`, `CUDA_VISIBLE_DEVICES`,
+    ...: sshd's match_pattern, * and ?, as fnmatch reads them): a job then gets what the machine it is started from
+    exports (ssh_config(5) SendEnv)."""
+    import fnmatch
+
+    return [pat for pat in patterns or () if is_family(pat.rstrip("*?"))
+            or any(fnmatch.fnmatchcase(p + "X", pat) for p in PREFIXES)]
+
+
 def conf_setters(conf):
     """A kind's nccl_conf ({NAME: {value, file, line}}) -> ({NAME: value}, {NAME: setter}) for judge()."""
     values = {name: row.get("value") for name, row in (conf or {}).items()}

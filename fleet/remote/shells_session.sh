@@ -17,7 +17,7 @@ base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHE
 # session descends from (its title keeps its arguments; /proc read by builtins), else /etc/ssh/sshd_config; Include
 # read in place, a Match block's lines not (they hold for some sessions only); sshd_config(5): the first value wins.
 # Each line of a tracked or family variable: `@@etcenv LINE<TAB>NAME<TAB>VALUE<TAB>FILE` (the file, where not
-# /etc/environment).
+# /etc/environment); each AcceptEnv line (the names a client's SendEnv may set): `@@acceptenv LINE<TAB>PATTERNS<TAB>FILE`.
 fleet_cf=/etc/ssh/sshd_config fleet_pp=$PPID
 for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do [ -r "/proc/$fleet_pp/stat" ] || break
   mapfile -d '' -t fleet_a < "/proc/$fleet_pp/cmdline"; l=" ${fleet_a[*]} "
@@ -26,7 +26,8 @@ for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do [ -r "/proc/$fleet_pp/stat" ] || break
 done
 fleet_sshd_read() { local l n=0 k r f; while IFS= read -r l || [ -n "$l" ]; do n=$((n+1)); l=${l#"${l%%[![:space:]]*}"}; k=${l%%[[:space:]=]*}; r=${l#"$k"}; r=${r#"${r%%[![:space:]=]*}"}
     case ${k,,} in match) break;; include) for f in $r; do [[ $f == /* && -r $f ]] && fleet_sshd_read "$f"; done;;
-      usepam) : "${sp:=$r}";; permituserenvironment) : "${su:=$r}";; setenv) [ -n "$se" ] || { se=$1:$n; sv=$r; };; esac
+      usepam) : "${sp:=$r}";; permituserenvironment) : "${su:=$r}";; setenv) [ -n "$se" ] || { se=$1:$n; sv=$r; };;
+      acceptenv) printf '@@acceptenv %s\t%s\t%s\n' "$n" "$r" "$1";; esac
   done < "$1"; }
 sp='' su='' se='' sv=''; [ -r "$fleet_cf" ] && fleet_sshd_read "$fleet_cf"
 fleet_env_line() {   # FILE LINE NAME VALUE: into the session, and said where tracked or of the families

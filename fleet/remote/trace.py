@@ -24,7 +24,7 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@limset	nofile	1	/root/.bashrc	3	ulimit -n 256	
     @@nccl NCCL_NVLS_ENABLE=0	/etc/nccl.conf	1
     @@rc 0
--> {home: "/root", etc_environment: [{file, line, name, value}],
+-> {home: "/root", etc_environment: [{file, line, name, value}], accept_env: [{file, line, patterns}] (where sshd has any),
     interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
                   families: {NCCL_P2P_DISABLE: "1", LD_LIBRARY_PATH: "...", ...},
                   unset_by: {CUDA_LAUNCH_BLOCKING: {file, line, depth, text, via}},
@@ -67,6 +67,10 @@ def parse(text):
             out["home"] = raw[7:]
         elif raw.startswith("@@etcenv "):
             out["etc_environment"].append(loader_rules.parse_etcenv(raw))
+        elif raw.startswith("@@acceptenv "):   # sshd's AcceptEnv: the names a client may send into every session
+            line, patterns, file = (raw[12:].split("\t") + ["", ""])[:3]
+            out.setdefault("accept_env", []).append({"file": file, "line": int(line) if line.isdigit() else None,
+                                                     "patterns": patterns.split()})
         elif raw.startswith("@@shell "):
             current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [],
                                               "loader_lines": [], "set_by": {}, "commands": {}, "pythons": {},

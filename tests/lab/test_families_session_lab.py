@@ -126,6 +126,9 @@ def test_facts_record_the_setenv_line_the_conf_lines_the_unset_and_the_limit(lab
     # where the unset took sshd's value away, /etc/nccl.conf's applies; elsewhere the environment's wins
     assert interactive["nccl_conf"]["NCCL_NVLS_ENABLE"] == {"value": "0", "file": "/etc/nccl.conf", "line": 1}
     assert "NCCL_NVLS_ENABLE" not in shells["noninteractive"]["nccl_conf"]
+    # sshd's AcceptEnv lines are kept: the lab's admits no family name (LANG LC_*)
+    [(_, accept)] = grep(lab, "^AcceptEnv ", SSHD_CONFIG)
+    assert shells["accept_env"] == [{"file": config, "line": accept, "patterns": ["LANG", "LC_*"]}]
     # a process that reads no startup file and gets nothing from sshd: NCCL's files only
     assert shells["bare"]["families"] == {} and shells["bare"]["nccl_conf"]["NCCL_NVLS_ENABLE"]["line"] == 1
 

@@ -28,6 +28,8 @@ export TORCH_NCCL_BLOCKING_WAIT=0
 NCCL_CONF = "NCCL_ALGO=Ring\n# a comment\nNCCL_P2P_DISABLE=0\nNCCL_NVLS_ENABLE=0\n"
 SSHD_CONFIG = """\
 Port 2222
+AcceptEnv LANG LC_*
+AcceptEnv NCCL_*
 PermitUserEnvironment yes
 SetEnv PATH=/usr/bin:/bin NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=1
 SetEnv NCCL_DEBUG=TRACE
@@ -174,7 +176,7 @@ def test_the_session_takes_the_first_setenv_line_of_the_sshds_own_config_and_the
     found = shells.parse(run_trace(tmp_path, sshd_config=config))
     rows = {(e["name"], e["file"], e["line"], e["value"]) for e in found["etc_environment"]}
     env_file = str(tmp_path / ".ssh" / "environment")
-    assert rows >= {("NCCL_NVLS_ENABLE", str(config), 3, "0"), ("NCCL_SOCKET_IFNAME", str(config), 3, "lo"),
+    assert rows >= {("NCCL_NVLS_ENABLE", str(config), 5, "0"), ("NCCL_SOCKET_IFNAME", str(config), 5, "lo"),
                     ("CUDA_DEVICE_ORDER", env_file, 2, "PCI_BUS_ID"), ("NCCL_SOCKET_IFNAME", env_file, 3, "eth0")}
     assert not [r for r in rows if r[0] in ("NCCL_DEBUG", "NCCL_P2P_LEVEL") or r[3] == "1"]   # the first line, first value
     for kind in ("noninteractive", "interactive", "login"):
@@ -183,11 +185,16 @@ def test_the_session_takes_the_first_setenv_line_of_the_sshds_own_config_and_the
         assert shell["families"]["NCCL_SOCKET_IFNAME"] == "lo" and shell["families"]["NCCL_NVLS_ENABLE"] == "0"
         assert shell["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
         setter = shell["set_by"]["NCCL_NVLS_ENABLE"]
-        assert (setter["file"], setter["line"], setter["text"]) == (str(config), 3, "SetEnv NCCL_NVLS_ENABLE=0")
+        assert (setter["file"], setter["line"], setter["text"]) == (str(config), 5, "SetEnv NCCL_NVLS_ENABLE=0")
     assert found["bare"]["families"] == {}      # a process that reads no startup file starts without sshd's
     from fleet.decide import families as decide_families
     _, notes = decide_families.judge(found, shells.where)
-    assert any("~/sshd_config:3 sets NCCL_NVLS_ENABLE='0'" in n and "deliberate" in n for n in notes)
+    assert any("~/sshd_config:5 sets NCCL_NVLS_ENABLE='0'" in n and "deliberate" in n for n in notes)
+    # AcceptEnv: every line kept; the one that admits a family's names is said (LANG LC_* is not)
+    assert found["accept_env"] == [{"file": str(config), "line": 2, "patterns": ["LANG", "LC_*"]},
+                                   {"file": str(config), "line": 3, "patterns": ["NCCL_*"]}]
+    said = [n for n in notes if "AcceptEnv" in n]
+    assert len(said) == 1 and f"{config}:3 AcceptEnv lets a client send NCCL_*" in said[0]
 
 
 def test_without_an_sshd_ancestor_the_session_reads_no_users_environment(tmp_path):
