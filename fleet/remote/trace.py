@@ -98,7 +98,8 @@ def parse(text):
                     "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
         elif raw.startswith("@@famunset\t"):   # a variable of the families a startup line unset (none set it after)
             name, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
-            if fams.is_family(name):
+            # (a name the kind has at its end was set again by a line the trace's reader could not read: not unset)
+            if fams.is_family(name) and current.get(name) is None and name not in current["families"]:
                 current["unset_by"][name] = {
                     "file": file, "line": int(line) if line.isdigit() else None,
                     "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}

@@ -211,3 +211,30 @@ def test_a_limit_the_session_sets_is_healths_a_kind_that_keeps_it_says_nothing()
     low = families.judge_limits({"nofile": 256, "memlock": "unlimited"}, {}, {"nofile": 1048576, "memlock": 64})
     assert [(f["limit"], f["value"], f["setter"]) for f in low] == [("ulimit -n", 256, None)]
     assert families.judge_limits({"nofile": 65536}, {"nofile": {"file": "/root/.bashrc", "line": 2}}, {}) == []
+
+
+def test_a_tracked_variable_the_session_gave_and_a_startup_line_unset_is_said_where_it_mattered(tmp_path, monkeypatch):
+    """CUDA_VISIBLE_DEVICES=0 from sshd's SetEnv (a partition of the GPUs), unset by ~/.bashrc in interactive shells:
+    the interactive kind has none, the line is named in the facts and in verify's detail; a name set again after its
+    unset by a line the trace cannot read (`read`) is not called unset."""
+    from fleet.remote.verify import jobenv
+    from verify_program import fresh
+
+    config = tmp_path / "sshd_config"
+    config.write_text("SetEnv CUDA_VISIBLE_DEVICES=0 NCCL_DEBUG=WARN\n")
+    (tmp_path / ".bashrc").write_text("case $- in *i*) ;; *) return;; esac\nunset CUDA_VISIBLE_DEVICES NCCL_DEBUG\n"
+                                      "read -r NCCL_DEBUG <<< INFO; export NCCL_DEBUG\n")
+    text = run_trace(tmp_path, sshd_config=config)
+    found = shells.parse(text)
+    assert plain(tmp_path, ("+m", "-i"), 'echo "${CUDA_VISIBLE_DEVICES-unset}"',
+                 {"CUDA_VISIBLE_DEVICES": "0"}).split() == ["unset"]
+    assert found["noninteractive"]["CUDA_VISIBLE_DEVICES"] == "0" and found["interactive"]["CUDA_VISIBLE_DEVICES"] is None
+    assert shells.where(found["interactive"]["unset_by"]["CUDA_VISIBLE_DEVICES"], str(tmp_path)) == "~/.bashrc:2"
+    assert "NCCL_DEBUG" not in found["interactive"]["unset_by"] and found["interactive"]["families"]["NCCL_DEBUG"] == "INFO"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FLEET_VERIFY_TRACE", "true")
+    program = fresh(run=False)
+    program.shells = trace.parse(text)
+    jobenv.job_variables(program)
+    detail = {c["name"]: c["detail"] for c in program.checks}["job_variables_interactive"]
+    assert f"CUDA_VISIBLE_DEVICES unset at ~/.bashrc:2, which {config}:1 gives every SSH session" in detail
