@@ -238,3 +238,37 @@ def test_a_tracked_variable_the_session_gave_and_a_startup_line_unset_is_said_wh
     jobenv.job_variables(program)
     detail = {c["name"]: c["detail"] for c in program.checks}["job_variables_interactive"]
     assert f"CUDA_VISIBLE_DEVICES unset at ~/.bashrc:2, which {config}:1 gives every SSH session" in detail
+
+
+def test_under_usepam_the_session_takes_pam_env_conf_then_etc_environment_and_setenv_last(tmp_path):
+    """UsePAM yes in the serving sshd's config: pam_env's two files (bound over this machine's, in a mount namespace of
+    the test's own), each line named; /etc/environment after pam_env.conf (pam_env reads its conf first), sshd's
+    SetEnv after both (OpenSSH session.c); a pam_env.conf value that expands ${...} or @{...} is not read."""
+    config = tmp_path / "sshd_config"
+    config.write_text("UsePAM yes\nSetEnv NCCL_DEBUG=WARN\n")
+    conf = tmp_path / "pam_env.conf"
+    conf.write_text("# pam_env.conf(5)\nNCCL_ALGO DEFAULT=Tree\nNCCL_PROTO DEFAULT=LL OVERRIDE=Simple\n"
+                    "NCCL_DEBUG DEFAULT=INFO\nCUDA_CACHE_PATH DEFAULT=@{HOME}/.nv\n")
+    env = tmp_path / "environment"
+    env.write_text('NCCL_ALGO="Ring"\nexport CUDA_LAUNCH_BLOCKING=1\n')
+    (tmp_path / ".bashrc").write_text("")
+    script = tmp_path / "trace.sh"
+    script.write_text(f"mount --bind {conf} /etc/security/pam_env.conf && mount --bind {env} /etc/environment && "
+                      f"exec bash -c 'bash -c \"$FLEET_T\"; true' sshd -D -f {config}\n")
+    text = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", str(script)], capture_output=True,
+                          text=True, timeout=600, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+                                                       "FLEET_T": shells.command()}).stdout
+    found = shells.parse(text)
+    rows = [(e["name"], e["file"], e["line"], e["value"]) for e in found["etc_environment"]]
+    assert rows == [("NCCL_ALGO", "/etc/security/pam_env.conf", 2, "Tree"),
+                    ("NCCL_PROTO", "/etc/security/pam_env.conf", 3, "Simple"),
+                    ("NCCL_DEBUG", "/etc/security/pam_env.conf", 4, "INFO"),
+                    ("NCCL_ALGO", "/etc/environment", 1, "Ring"),
+                    ("CUDA_LAUNCH_BLOCKING", "/etc/environment", 2, "1"),
+                    ("NCCL_DEBUG", str(config), 2, "WARN")]
+    shell = found["noninteractive"]
+    assert {k: shell["families"][k] for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING")} == {
+        "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_DEBUG": "WARN", "CUDA_LAUNCH_BLOCKING": "1"}
+    assert "CUDA_CACHE_PATH" not in shell["families"]
+    assert shells.where(shell["set_by"]["CUDA_LAUNCH_BLOCKING"], str(tmp_path)) == "/etc/environment:2"
+    assert shells.where(shell["set_by"]["NCCL_ALGO"], str(tmp_path)) == "/etc/environment:1"
