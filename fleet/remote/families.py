@@ -181,6 +181,18 @@ def accepted(patterns):
             or any(fnmatch.fnmatchcase(p + "X", pat) for p in PREFIXES)]
 
 
+def limits_line(rows, item, value):
+    """The last limits.conf line (trace's limits_conf) that gives the session's soft `item` this value -> "FILE:LINE"
+    | None (pam_limits: `-` sets both, `soft` the one ulimit shows; -1, unlimited and infinity are unlimited)."""
+    found = None
+    for row in rows or []:
+        given = row.get("value", "").lower()
+        given = "unlimited" if given in ("-1", "unlimited", "infinity") else given
+        if row.get("item") == item and row.get("type") in ("-", "soft") and given == str(value):
+            found = f"{row['file']}:{row['line']}"
+    return found
+
+
 def conf_setters(conf):
     """A kind's nccl_conf ({NAME: {value, file, line}}) -> ({NAME: value}, {NAME: setter}) for judge()."""
     values = {name: row.get("value") for name, row in (conf or {}).items()}

@@ -58,6 +58,13 @@ if [ -n "$pam" ]; then
     done < /etc/security/pam_env.conf
   fi
   fleet_env_file /etc/environment
+  # pam_limits: the nofile and memlock lines of limits.conf and limits.d that name this user or `*` (which is not
+  # root's: limits.conf(5)), as `@@limconf LINE<TAB>TYPE<TAB>ITEM<TAB>VALUE<TAB>FILE`; the session's ulimit is theirs
+  for f in /etc/security/limits.conf /etc/security/limits.d/*.conf; do [ -r "$f" ] || continue; n=0
+    while read -r k t w v r; do n=$((n+1)); case $w in nofile|memlock) ;; *) continue;; esac
+      [[ $k == "${base[1]#USER=}" || ( $k == '*' && $EUID != 0 ) ]] && printf '@@limconf %s\t%s\t%s\t%s\t%s\n' "$n" "$t" "$w" "$v" "$f"
+    done < "$f"
+  done
 fi
 # SetEnv NAME=VALUE ...: the first line's, a name's first value (sshd_config(5)); a "quoted word" unquoted
 if [ -n "$se" ]; then declare -A fleet_seen=()

@@ -25,6 +25,7 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@nccl NCCL_NVLS_ENABLE=0	/etc/nccl.conf	1
     @@rc 0
 -> {home: "/root", etc_environment: [{file, line, name, value}], accept_env: [{file, line, patterns}] (where sshd has any),
+    limits_conf: [{file, line, type, item, value}] (pam_limits' nofile/memlock lines for the user, under UsePAM),
     interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
                   families: {NCCL_P2P_DISABLE: "1", LD_LIBRARY_PATH: "...", ...},
                   unset_by: {CUDA_LAUNCH_BLOCKING: {file, line, depth, text, via}},
@@ -67,6 +68,10 @@ def parse(text):
             out["home"] = raw[7:]
         elif raw.startswith("@@etcenv "):
             out["etc_environment"].append(loader_rules.parse_etcenv(raw))
+        elif raw.startswith("@@limconf "):     # pam_limits' lines for this user's nofile and memlock (limits.conf)
+            line, kind, item, value, file = (raw[10:].split("\t") + [""] * 4)[:5]
+            out.setdefault("limits_conf", []).append({"file": file, "line": int(line) if line.isdigit() else None,
+                                                      "type": kind, "item": item, "value": value})
         elif raw.startswith("@@acceptenv "):   # sshd's AcceptEnv: the names a client may send into every session
             line, patterns, file = (raw[12:].split("\t") + ["", ""])[:3]
             out.setdefault("accept_env", []).append({"file": file, "line": int(line) if line.isdigit() else None,

@@ -253,7 +253,11 @@ def test_under_usepam_the_session_takes_pam_env_conf_then_etc_environment_and_se
     env.write_text('NCCL_ALGO="Ring"\nexport CUDA_LAUNCH_BLOCKING=1\n')
     (tmp_path / ".bashrc").write_text("")
     script = tmp_path / "trace.sh"
+    limits = tmp_path / "limits.conf"
+    limits.write_text("# limits.conf(5)\n*  soft  nofile  4096\nroot  hard  nofile  8192\nroot  -  memlock  unlimited\n"
+                      "root  soft  nproc  100\n")
     script.write_text(f"mount --bind {conf} /etc/security/pam_env.conf && mount --bind {env} /etc/environment && "
+                      f"mount --bind {limits} /etc/security/limits.conf && "
                       f"exec bash -c 'bash -c \"$FLEET_T\"; true' sshd -D -f {config}\n")
     text = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", str(script)], capture_output=True,
                           text=True, timeout=600, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
@@ -272,3 +276,17 @@ def test_under_usepam_the_session_takes_pam_env_conf_then_etc_environment_and_se
     assert "CUDA_CACHE_PATH" not in shell["families"]
     assert shells.where(shell["set_by"]["CUDA_LAUNCH_BLOCKING"], str(tmp_path)) == "/etc/environment:2"
     assert shells.where(shell["set_by"]["NCCL_ALGO"], str(tmp_path)) == "/etc/environment:1"
+    # pam_limits' lines for this user (root: `*` is not root's), which health names as the session's ulimit's source
+    assert found["limits_conf"] == [
+        {"file": "/etc/security/limits.conf", "line": 3, "type": "hard", "item": "nofile", "value": "8192"},
+        {"file": "/etc/security/limits.conf", "line": 4, "type": "-", "item": "memlock", "value": "unlimited"}]
+    assert families.limits_line(found["limits_conf"], "memlock", "unlimited") == "/etc/security/limits.conf:4"
+    assert families.limits_line(found["limits_conf"], "nofile", 8192) is None     # hard: not what ulimit -n shows
+
+
+def test_health_names_the_limits_conf_line_of_the_sessions_limit():
+    from fleet.decide.health import _resource_findings
+
+    rows = [{"file": "/etc/security/limits.d/90-x.conf", "line": 2, "type": "soft", "item": "nofile", "value": "512"}]
+    found = {f.field: f.value for f in _resource_findings({"nofile": 512, "memlock_kb": 64}, rows)}
+    assert found == {"ulimit -n": "512 (set at /etc/security/limits.d/90-x.conf:2)", "ulimit -l": "64 KB"}
