@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # fleet/remote/shells_session.sh (fleet/facts/shells.py command): the environment an SSH session starts with, as sshd
-# and PAM give it, in the array base (each kind of shell is then started from it with env -i), and /etc/environment's
-# lines for the variables of $fleet_vars and of the families ($fleet_fam, never a name matching $fleet_secret) as
-# @@etcenv lines. Set before this: $u (usepam.sh), fleet_vars, fleet_fam and fleet_secret.
+# and PAM give it, in the array base (each kind of shell is then started from it with env -i), and every line of its
+# sources that gives a variable of $fleet_vars or of the families ($fleet_fam, never a name matching $fleet_secret) as
+# @@etcenv lines (below: sshd's config, ~/.ssh/environment, pam_env, pam_limits). Set before this: $u (usepam.sh),
+# fleet_vars, fleet_fam and fleet_secret.
 # u, fleet_vars, fleet_fam, fleet_secret: set by the lines before this; to, ss: read by the lines shells.py writes after this
 # shellcheck disable=SC2154,SC2034,SC2094  # SC2094: fleet_env_line's first argument names the file read, it writes stdout
 printf '@@home %s\n' "$HOME"
-# The session sshd + PAM start: a clean environment, sshd's default PATH, then /etc/environment.
+# The session sshd starts: a clean environment and sshd's default PATH, then what its config and PAM add (below).
 base=(HOME="$HOME" USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" SHELL="${SHELL:-/bin/bash}" TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SSH_CLIENT="${SSH_CLIENT:-127.0.0.1 22 22}" SSH_CONNECTION="${SSH_CONNECTION:-127.0.0.1 22 127.0.0.1 22}")
 # fleet's own command (fleet.shell.REMOTE_MARK): the shells it starts only observe (env.sh asks the cuda-compat gate
 # and runs it in no shell fleet starts, so --check and the probe change nothing)
@@ -68,7 +69,8 @@ if [ -n "$pam" ]; then
 fi
 # SetEnv NAME=VALUE ...: the first line's, a name's first value (sshd_config(5)); a "quoted word" unquoted
 if [ -n "$se" ]; then declare -A fleet_seen=()
-  for w in $sv; do w=${w#\"}; w=${w%\"}; k=${w%%=*}; [[ $w == *=* && -z ${fleet_seen[$k]-} ]] || continue; fleet_seen[$k]=1
+  read -ra fleet_a <<< "$sv"   # words, never globbed
+  for w in "${fleet_a[@]}"; do w=${w#\"}; w=${w%\"}; k=${w%%=*}; [[ $w == *=* && -z ${fleet_seen[$k]-} ]] || continue; fleet_seen[$k]=1
     fleet_env_line "${se%:*}" "${se##*:}" "$k" "${w#*=}"; done
 fi
 to=; command -v timeout >/dev/null 2>&1 && to='timeout -k 2 15'
