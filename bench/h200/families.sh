@@ -39,7 +39,9 @@ HOSTNAME_IN_INV=${BENCH_HOST:-h100}
 PROFILE_D=/etc/profile.d/zz-fleet-bench-families.sh
 NAMES="NCCL_P2P_DISABLE CUDA_LAUNCH_BLOCKING OMP_NUM_THREADS PYTORCH_NO_CUDA_MEMORY_CACHING CUDNN_LOGINFO_DBG NCCL_ALGO TORCH_NCCL_BLOCKING_WAIT TRITON_CACHE_DIR KMP_AFFINITY NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS"
 ASK="for v in $NAMES; do printf 'var %s=%s\\n' \"\$v\" \"\${!v-@unset}\"; done"
-FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+# A terminal's session as sshd makes it: an empty environment but what every session gets before any startup file
+# (the bundled sshd's SetEnv: NVLink multicast off), then the kind's own startup files.
+FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1'
 
 say() { printf '%s\n' "$*" | tee -a "$T"; }
 F() { local sub=$1; shift; python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
