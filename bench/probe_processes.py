@@ -20,6 +20,7 @@ import argparse
 import json
 import re
 import statistics
+from collections import Counter
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,18 @@ from probe_bytes import fleet, script_of  # noqa: E402
 # strace -f lines: `PID clone(...) = CHILD`, `PID clone3({...}) = CHILD`, `PID execve("...", ...) = 0`
 _FORK = re.compile(r"\b(clone3?|v?fork)\(")
 _DONE = re.compile(r"= (\d+)\s*$")
+_EXEC = re.compile(r'execve\("(?:[^"]*/)?([^"/]+)"')
+
+
+def programs(trace: str) -> Counter:
+    """strace -f output -> {program name: how many times it was exec'd} (the connection watchdog's `sleep` left out,
+    as count() leaves it out)."""
+    names: Counter = Counter()
+    for line in trace.splitlines():
+        if "execve(" in line and line.rstrip().endswith("= 0") and (name := _EXEC.search(line)):
+            names[name[1]] += 1
+    names.pop("sleep", None)
+    return names
 
 
 def count(trace: str) -> dict[str, int]:
@@ -55,8 +68,8 @@ def count(trace: str) -> dict[str, int]:
     return {"forks": forks - sleeps, "execs": execs - sleeps, "threads": threads, "sleeps": sleeps}
 
 
-def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[dict[str, int]]:
-    """Run `script` on the lab host under strace, `repeat` times; the counts of each run."""
+def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[tuple[dict[str, int], Counter]]:
+    """Run `script` on the lab host under strace, `repeat` times; the counts of each run, with its programs."""
     import yaml
     from fleet_lab import paths
 
@@ -72,7 +85,7 @@ def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[dict
                              capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             raise SystemExit(f"strace on {host} exited {run.returncode}: {run.stderr[-2000:]}")
-        out.append(count(run.stdout))
+        out.append((count(run.stdout), programs(run.stdout)))
     subprocess.run([*ssh, "rm -f /tmp/fleet-probe-bench.sh /tmp/fleet-probe-bench.trace"], timeout=120)
     return out
 
@@ -83,6 +96,9 @@ def main() -> None:
     parser.add_argument("--net", default="127.0.111.", help="the lab's addresses (default 127.0.111.x)")
     parser.add_argument("--host", default="pod-570")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--by-program", action="store_true",
+                        help="also print the programs exec'd, by name, with each run's count")
+    parser.add_argument("--keep", type=Path, help="write the recorded no-op script to this file")
     args = parser.parse_args()
     from _lab import own_lab
 
@@ -105,13 +121,21 @@ def main() -> None:
             rows = [json.loads(line) for line in record.read_text().splitlines() if json.loads(line)["host"] == args.host]
             print(f"recorded no-op apply: exit {code}, {changed} changed, {len(rows)} command(s) on {args.host}")
             script, _ = script_of(rows[0]["stdin"])
+            if args.keep:
+                args.keep.write_bytes(script)
             runs = on_host(inventory, args.host, script, args.repeat)
         finally:
             stop()
     print(f"\nfleet from {args.tree}: {args.host}'s no-op probe ({len(script)} B of script), {args.repeat} runs")
     for key in ("forks", "execs", "threads", "sleeps"):
-        values = [r[key] for r in runs]
+        values = [r[key] for r, _ in runs]
         print(f"  {key:<8} median {statistics.median(values):g}   each {values}")
+    if args.by_program:
+        print("  programs exec'd (median, each run):")
+        names = sorted({n for _, p in runs for n in p}, key=lambda n: (-statistics.median(p[n] for _, p in runs), n))
+        for name in names:
+            values = [p[name] for _, p in runs]
+            print(f"    {name:<24} {statistics.median(values):>5g}   {values}")
 
 
 if __name__ == "__main__":
