@@ -90,8 +90,10 @@ def count(trace: str) -> dict[str, int]:
     return {"forks": forks - sleeps, "execs": execs - sleeps, "threads": threads, "sleeps": sleeps}
 
 
-def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[tuple[dict[str, int], Counter]]:
-    """Run `script` on the lab host under strace, `repeat` times; the counts of each run, with its programs."""
+def on_host(inventory: Path, host: str, script: bytes, repeat: int,
+            traces: Path | None = None) -> list[tuple[dict[str, int], Counter]]:
+    """Run `script` on the lab host under strace, `repeat` times; the counts of each run, with its programs (and
+    each run's trace written to `traces`/run-N.trace when given)."""
     import yaml
     from fleet_lab import paths
 
@@ -112,6 +114,9 @@ def on_host(inventory: Path, host: str, script: bytes, repeat: int) -> list[tupl
         if run.returncode != 0:
             raise SystemExit(f"strace on {host} exited {run.returncode}: {run.stderr[-2000:]}")
         out.append((count(run.stdout), programs(run.stdout)))
+        if traces:
+            traces.mkdir(parents=True, exist_ok=True)
+            (traces / f"run-{len(out)}.trace").write_text(run.stdout)
     subprocess.run([*ssh, "rm -rf /tmp/fleet-probe-bench.sh /tmp/fleet-probe-bench.d"], timeout=120)
     return out
 
@@ -125,6 +130,7 @@ def main() -> None:
     parser.add_argument("--by-program", action="store_true",
                         help="also print the programs exec'd, by name, with each run's count")
     parser.add_argument("--keep", type=Path, help="write the recorded no-op script to this file")
+    parser.add_argument("--traces", type=Path, help="write each run's strace output (argv of every exec) here")
     args = parser.parse_args()
     from _lab import own_lab
 
@@ -149,7 +155,7 @@ def main() -> None:
             script, _ = script_of(rows[0]["stdin"])
             if args.keep:
                 args.keep.write_bytes(script)
-            runs = on_host(inventory, args.host, script, args.repeat)
+            runs = on_host(inventory, args.host, script, args.repeat, args.traces)
         finally:
             stop()
     print(f"\nfleet from {args.tree}: {args.host}'s no-op probe ({len(script)} B of script), {args.repeat} runs")
