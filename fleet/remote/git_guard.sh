@@ -8,12 +8,12 @@
 # otherwise $fleet_git_owner says why and git keeps refusing. As root, git also runs no fsmonitor and no hooks,
 # whoever wrote the config. $EUID is what `id -u` prints (the effective uid), without a process.
 # shellcheck disable=SC2154  # fleet_gd: set by the line before this
-fleet_git=() fleet_git_owner=
-for fleet_f in "$fleet_gd" "$fleet_gd/.git"; do
-  [ -e "$fleet_f" ] || continue
-  fleet_u=$(stat -c '%u %U' -- "$fleet_f")
+fleet_git=() fleet_git_owner='' fleet_fs=()
+for fleet_f in "$fleet_gd" "$fleet_gd/.git"; do [ -e "$fleet_f" ] && fleet_fs+=("$fleet_f"); done
+# one stat for both (one line each, in order): the owner of the last one not root's or this user's
+[ "${#fleet_fs[@]}" = 0 ] || while IFS= read -r fleet_u; do
   case "${fleet_u%% *}" in 0|"$EUID") ;; *) fleet_git_owner=${fleet_u#* };; esac
-done
+done < <(stat -c '%u %U' -- "${fleet_fs[@]}")
 if [ -z "$fleet_git_owner" ] && [ -e "$fleet_gd/.git/config" ]; then
   fleet_u=$(fleet_trust "$fleet_gd/.git/config"); [ -z "$fleet_u" ] || fleet_git_owner="root, yet $fleet_u,"
 fi
