@@ -164,16 +164,13 @@ def _in_own_shell(name: str, body: str) -> str:
     same output, one process fewer. The body runs in that shell itself, stdin /dev/null and stderr folded into
     stdout, and an EXIT trap prints the end with the body's status (its `exit N` included), where section() starts a
     subshell for the body and prints the end after it. A probe holds ~30 such sections: ~30 forks of the script's
-    bash fewer on every host at every probe. Bodies the trap cannot frame keep the subshell (_OWN_SHELL_UNSAFE)."""
+    bash fewer on every host at every probe. The frame is fleet_begin (fleet/remote/frame.sh, defined once by
+    together()). Bodies the trap cannot frame keep the subshell (_OWN_SHELL_UNSAFE)."""
     if _OWN_SHELL_UNSAFE.search(body):
         return section(name, body)
     if not _NAME_RE.match(name):
         raise ValueError(f"section name {name!r} must be letters, digits and . _ : -")
-    return (
-        f"printf '\\n{_BEGIN.format(name=name)}\\n'\n"
-        f"trap 'printf \"\\n@@fleet:end {name} %d@@\\n\" \"$?\"' EXIT\n"
-        f"exec 2>&1 </dev/null\n:; {body}\n"
-    )
+    return f"fleet_begin {name}\n:; {body}\n"   # fleet/remote/frame.sh, defined once by together()
 
 
 def _keep(var: str) -> str:
@@ -258,10 +255,19 @@ def together(parts, first: str = "") -> str:
         if p.after:
             launch(p)
             feed(p)
-    text += [waited.get(p.name, p.collect) for p in started] + plain
+    text += [waited.get(p.name) or _collected(p) for p in started] + plain
     if first and not started:   # no background section: before the plain ones
         text.insert(0, first.rstrip("\n"))
+    if started:   # the background sections' frame, once (fleet/remote/frame.sh: fleet_begin, fleet_collect)
+        from fleet import remote
+
+        text.insert(0, remote.program("frame"))
     return define(wanted) + "\n".join(text)
+
+
+def _collected(p: Background) -> str:
+    """p's collect; one that keeps nothing as a call of frame.sh's fleet_collect (the same lines, ~40 a probe)."""
+    return p.collect if p.keep_in else "fleet_collect fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
 
 
 def script(sections: list[str], preamble: str = "") -> str:

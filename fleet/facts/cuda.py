@@ -164,7 +164,7 @@ def libraries_command(sonames=WATCHED_LIBRARIES) -> str:
     names = " ".join(sonames)
     pattern = "|".join(re.escape(name) for name in sonames)
     return (
-        "LDC=$(command -v ldconfig || echo /sbin/ldconfig)\n"
+        "LDC=ldconfig; hash ldconfig 2>/dev/null || LDC=/sbin/ldconfig\n"   # hash: command -v without a process
         f"\"$LDC\" -p 2>/dev/null | grep -E '^[[:space:]]({pattern}) '\n"
         "set -f; IFS=:\n"
         f"for so in {names}; do\n"

@@ -73,7 +73,8 @@ def parse_os_release(text: str) -> dict:
 
 CPU = (
     "printf 'nproc %s\\n' \"$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)\"\n"
-    "grep -m1 -iE '^(model name|cpu model)[[:space:]]*:' /proc/cpuinfo"
+    "while IFS= read -r l; do [[ ${l,,} =~ ^(model\\ name|cpu\\ model)[[:space:]]*: ]] && { printf '%s\\n' \"$l\"; break; }; "
+    "done < /proc/cpuinfo"   # grep -m1 -iE's line, read by bash: no process
 )
 
 
@@ -94,7 +95,8 @@ def parse_cpu(text: str) -> dict:
 _CPU_MODEL = 256   # the x86 brand string is 48 bytes; Arm's "cpu model" lines are shorter
 
 
-MEMINFO = "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo"
+MEMINFO = ("while IFS= read -r l; do case $l in MemTotal:*|MemAvailable:*) printf '%s\\n' \"$l\";; esac; "
+           "done < /proc/meminfo")   # grep's two lines, read by bash: no process
 
 
 def parse_meminfo(text: str) -> dict:

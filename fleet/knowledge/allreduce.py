@@ -1,7 +1,7 @@
 """What an all-reduce over a host's GPUs should reach: bus bandwidth per GPU model, GPU count, link and NVLink SHARP
 (NVLS), with the line under which it is degraded and the floor under which it fails (issue 48), each row with its
-source. verify's program (fleet/remote/verify/allreduce.py) gets these rows as its config's `allreduce` (the dGPU
-platforms' rows, decisions.platform.allreduce) and judges its own measurement against the first that matches.
+source. verify's program (fleet/remote/verify/allreduce.py) carries these rows (its module `tables`:
+fleet/resources/verify.py tables), takes them where its config's `allreduce` is true (the dGPU platforms) and judges its own measurement against the first that matches.
 
 Bus bandwidth is NCCL's busbw (algbw * 2(n-1)/n for all-reduce: nccl-tests doc/PERFORMANCE.md), GB/s.
 

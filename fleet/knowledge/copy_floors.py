@@ -1,7 +1,7 @@
 """Copy-engine bandwidth floors per GPU model (issue 48 item 2), GB/s, each with its source. verify's copies step
 (fleet/remote/verify/copies.py) judges every GPU's pinned host copies and every ordered pair's device copies against
-the first row whose `match` is in the GPU's name; it reaches the host in CONFIG_JSON's copy_table (the verify role,
-from decisions.platform.copies).
+the first row whose `match` is in the GPU's name; it reaches the host inside the installed verify program (its
+module `tables`: fleet/resources/verify.py tables), named by CONFIG_JSON's copy_table: true.
 
 - H200 (Azure ND H200 v5, 8x H200 NV18 on NVSwitch): `check_gpu_bw 48 335` in Azure/azurehpc-health-checks
   conf/nd96isr_h200_v5.conf: nvbandwidth's host_to_device_memcpy_ce and device_to_host_memcpy_ce at least 48 GB/s

@@ -39,11 +39,12 @@ def package(name: str) -> tuple[str, ...]:
     return (name, *sorted(f"{name}.{f.name[:-3]}" for f in files if f.name.endswith(".py") and f.name != "__init__.py"))
 
 
-def bundle(main: str, modules: tuple[str, ...]) -> str:
+def bundle(main: str, modules: tuple[str, ...], written: dict[str, str] | None = None) -> str:
     """One Python program of several modules of fleet/remote: their text (sorted by name, so the text, and the
     digest it is installed by, changes only when one of theirs does), then fleet/remote/boot.py, which serves them
-    as modules on the host and runs `main`'s main(argv, program)."""
-    sources = {name: source(name) for name in sorted(set(modules))}
+    as modules on the host and runs `main`'s main(argv, program). `written`: modules fleet writes for it, {name:
+    text} (the verify program's `tables`, fleet/resources/verify.py), served as the others are."""
+    sources = {name: text for name, text in sorted({**{m: source(m) for m in modules}, **(written or {})}.items())}
     return f"_MAIN = {main!r}\n_BUNDLED = {sources!r}\n" + source("boot")
 
 

@@ -8,13 +8,14 @@ for d in /usr/local/cuda-*/compat /usr/local/cuda/compat; do
   case "$seen" in *" $r "*) continue;; esac
   seen="$seen$r "
   printf 'compat %s\n' "$r"
-  # shellcheck disable=SC2012  # a compat directory holds NVIDIA's libraries: plain names, one a line
-  ls -1 -- "$r" | sed 's/^/file /'
+  # its files as `ls -1` names them (LC_ALL=C: the glob sorts as ls does; no dot files), with no process
+  for f in "$r"/*; do [ -e "$f" ] || [ -L "$f" ] && printf 'file %s\n' "${f##*/}"; done
 done
 set -f; IFS=:
 for e in ${LD_LIBRARY_PATH-}; do
   [ -n "$e" ] && printf 'ld_library_path %s\n' "$(readlink -f -- "$e" 2>/dev/null || printf '%s' "$e")"
 done
-LDC=$(command -v ldconfig || echo /sbin/ldconfig)
-"$LDC" -p 2>/dev/null | grep -F '/compat/' | sed 's/^[[:space:]]*/ldconfig /'
+# (hash finds it on PATH as `command -v` would, without the subshell $(...) costs; one sed, not grep then sed)
+LDC=ldconfig; hash ldconfig 2>/dev/null || LDC=/sbin/ldconfig
+"$LDC" -p 2>/dev/null | sed -n '/\/compat\//s/^[[:space:]]*/ldconfig /p'
 true

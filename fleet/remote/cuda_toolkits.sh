@@ -8,11 +8,20 @@ for d in /usr/local/cuda /usr/local/cuda-*; do
   [ -e "$d/version.json" ] || [ -e "$d/bin/nvcc" ] || [ -e "$d/targets" ] || [ -e "$d/lib64" ] || continue
   printf 'toolkit %s\n' "$d"
   if [ -r "$d/version.json" ]; then
-    printf 'version.json %s\n' "$(grep -m1 -A3 '"cuda" *:' "$d/version.json" | grep -m1 '"version"')"
+    # the first line with "version" among the "cuda": line and the three after it (grep -m1 -A3 | grep -m1), read
+    # by bash: no process
+    v='' n=-1 re='"cuda" *:'
+    while IFS= read -r l || [ -n "$l" ]; do
+      [ "$n" -ge 0 ] || { [[ $l =~ $re ]] && n=0; } || continue
+      [[ $l == *'"version"'* ]] && { v=$l; break; }
+      n=$((n + 1)); [ "$n" -le 3 ] || break
+    done < "$d/version.json"
+    printf 'version.json %s\n' "$v"
   fi
   if [ -x "$d/bin/nvcc" ]; then printf 'nvcc %s\n' "$d/bin/nvcc"; "$d/bin/nvcc" --version; fi
 done
-if n=$(command -v nvcc 2>/dev/null); then
+# (hash finds it on PATH as `command -v` would, without the subshell $(...) costs)
+if hash nvcc 2>/dev/null && n=${BASH_CMDS[nvcc]}; then
   r=$(readlink -f -- "$n"); printf 'nvcc_on_path %s\n' "$r"
   case "$r" in /usr/local/cuda*) ;; *) printf 'path_toolkit %s\nnvcc %s\n' "${r%/bin/*}" "$r"; "$r" --version;; esac
 fi

@@ -17,7 +17,9 @@ fleet_libcuda() {  # fleet_r: the libcuda.so.1 the loader takes for this LD_LIBR
   done
   IFS=$' \t\n'
   if [ -z "$fleet_c" ]; then
-    [ -n "${fleet_cached+x}" ] || fleet_cached=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
+    # (hash finds ldconfig on PATH as `command -v` would, without the subshell $(...) costs)
+    local fleet_ldc=ldconfig; hash ldconfig 2>/dev/null || fleet_ldc=/sbin/ldconfig
+    [ -n "${fleet_cached+x}" ] || fleet_cached=$("$fleet_ldc" -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
     [ -n "$fleet_cached" ] || { fleet_r=none; return; }
     fleet_c=$fleet_cached
   fi

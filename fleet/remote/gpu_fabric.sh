@@ -10,20 +10,21 @@ if [ -n "$fleet_smi" ]; then
   # the four fields by query first: 0.02 s on the lent H100 against 0.12 s for all of `-q`; a driver that does not
   # know them refuses the query ("Field ... is not a valid field to query"), and `-q`'s Fabric blocks are read
   exec {fleet_query}< <(if fleet_fq=$($t nvidia-smi --query-gpu="$fq" --format=csv,noheader 2>&1); then
-    printf '%s\n' "$fleet_fq" | sed 's/^/csv /'
+    printf 'csv %s\n' "${fleet_fq//$'\n'/$'\n'csv }"   # each line after "csv ", as sed 's/^/csv /' would
   else $t nvidia-smi -q 2>&1 | grep -E '^GPU [0-9A-F]|^ +Fabric$|^ +(State|Status|CliqueId|Clique ID|ClusterUUID|Cluster UUID) +:'; fi)
 fi
-exec {fleet_lspci}< <(command -v lspci >/dev/null 2>&1 && lspci -d 10de: 2>/dev/null | grep -ci 'bridge.*nvswitch\|nvswitch' | sed 's/^/lspci /')
+fleet_lspci=; command -v lspci >/dev/null 2>&1 &&
+  exec {fleet_lspci}< <(lspci -d 10de: 2>/dev/null | grep -ci 'bridge.*nvswitch\|nvswitch' | sed 's/^/lspci /')
 if [ -n "$fleet_smi" ]; then
   echo '@@topo'; mapfile -u "$fleet_topo" fleet_l; printf %s "${fleet_l[@]}"
   echo '@@query'; mapfile -u "$fleet_query" fleet_l; printf %s "${fleet_l[@]}"
 fi
 echo '@@nvswitch'; for d in /dev/nvidia-nvswitch*; do [ -e "$d" ] && echo "$d"; done
-mapfile -u "$fleet_lspci" fleet_l; printf %s "${fleet_l[@]}"
+[ -z "$fleet_lspci" ] || { mapfile -u "$fleet_lspci" fleet_l; printf %s "${fleet_l[@]}"; }
 echo '@@container'
 [ -f /.dockerenv ] && echo dockerenv
 [ -f /run/.containerenv ] && echo containerenv
-grep -qaE 'docker|kubepods|containerd|lxc' /proc/1/cgroup 2>/dev/null && echo cgroup
+while IFS= read -r l; do case $l in *docker*|*kubepods*|*containerd*|*lxc*) echo cgroup; break;; esac; done 2>/dev/null </proc/1/cgroup
 echo '@@service'
 if command -v systemctl >/dev/null 2>&1; then printf 'systemctl %s\n' "$(systemctl is-active nvidia-fabricmanager 2>/dev/null)"; fi
 for p in /proc/[0-9]*/comm; do read -r c < "$p" 2>/dev/null && [ "$c" = nv-fabricmanage ] && { echo process; break; }; done

@@ -15,5 +15,6 @@ for f in "$R"/etc/ld.so.conf "$R"/etc/ld.so.conf.d/*.conf "$R"/etc/ld.so.preload
 done
 found=''; [ ${#fs[@]} -gt 0 ] && found=$(awk -v pat="$pat" "$find_awk" "${fs[@]}")
 # the cache: an entry in a harmful directory that no file lists any more (ldconfig not run since)
-lc=$(command -v ldconfig || echo /sbin/ldconfig)
+# (hash finds it on PATH as `command -v` would, without the subshell $(...) costs)
+lc=ldconfig; hash ldconfig 2>/dev/null || lc=/sbin/ldconfig
 stale=$("$lc" -p 2>/dev/null | awk -v pat="$pat" '/ => /{p=$NF; sub(/\/[^\/]+$/, "", p); if (p ~ ("^" pat "/?$")) {print p; exit}}')

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fleet/remote/loader.sh (fleet/facts/loader.py command): the loader source after the bare kind: the ld cache's
 # libcuda entries, the ld.so.conf lines, /etc/ld.so.preload, sshd's UsePAM.
-lc=$(command -v ldconfig || echo /sbin/ldconfig)
+# (hash finds it on PATH as `command -v` would, without the subshell $(...) costs)
+lc=ldconfig; hash ldconfig 2>/dev/null || lc=/sbin/ldconfig
 # the ld cache's libcuda entries, in the cache's order (the loader takes the first of its arch)
 # (grep first: read takes one system call a byte of a pipe, and the whole cache is ~1000 lines)
 "$lc" -p 2>/dev/null | grep -F 'libcuda.so' | while IFS= read -r l; do case $l in *libcuda.so*' => '*) p=${l##* => }; printf '@@cache %s\t%s\t%s\n' "${l%% (*}" "$p" "$(readlink -f -- "$p" 2>/dev/null)";; esac; done

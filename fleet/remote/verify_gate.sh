@@ -5,7 +5,7 @@
 # where its own verify record ($fleet_vf) PASSED, holds this fingerprint and is at most $fleet_max_age seconds old;
 # $fleet_allow empty: verify runs whatever the fingerprint says. A unit test holds the markers equal to Python's.
 # shellcheck disable=SC2154  # fleet_fp_parts, fleet_vf, fleet_allow, fleet_max_age: set before this
-fleet_fp=$(printf '%s\n' "$fleet_fp_parts" | sha256sum); fleet_fp=${fleet_fp:0:16}
+fleet_fp=$(sha256sum <<< "$fleet_fp_parts"); fleet_fp=${fleet_fp:0:16}
 printf '@@fleet:fingerprint %s@@\n' "$fleet_fp"
 while IFS= read -r fleet_l; do printf '@@fp %s\n' "$fleet_l"; done <<< "$fleet_fp_parts"
 if [ -n "$fleet_allow" ] && [ -r "$fleet_vf" ]; then

@@ -49,7 +49,9 @@ class CompatGate(Resource):
         pending = ""
         if self.p["decided"]:
             d = q(self.p["dir"])
-            pending = (f"if ! ls {d}/libcuda.so.*.* >/dev/null 2>&1; then echo 'cuda-compat is not installed yet: "
+            # a glob, not `ls`: whether a file is there, without a process
+            pending = (f"fleet_g=({d}/libcuda.so.*.*); if ! [ -e \"${{fleet_g[0]}}\" ] && ! [ -L \"${{fleet_g[0]}}\" ]; "
+                       "then echo 'cuda-compat is not installed yet: "
                        f"once it is, the gate decides from the kernel driver and writes {DROP_IN} where it is older';"
                        f" exit {NEEDS_CHANGE}; fi\n")
         return pending + self._gate("check", "fleet check")

@@ -53,7 +53,7 @@ class File(Resource):
             present +
             f"if [ ! -f {path} ]; then echo 'absent'; exit {NEEDS_CHANGE}; fi\n"
             "why=''\n"
-            f"[ \"$(sha256sum < {path} | cut -d' ' -f1)\" = {q(want)} ] || why=\"$why content\"\n"
+            f"fleet_h=$(sha256sum < {path}); [ \"${{fleet_h%% *}}\" = {q(want)} ] || why=\"$why content\"\n"
             f"[ \"$(stat -c %a {path})\" = {q(self._mode())} ] || why=\"$why mode\"\n"
             f"{owner}"
             "if [ -z \"$why\" ]; then echo 'content, mode and owner match'; exit 0; fi\n"

@@ -167,4 +167,20 @@ def _verify_program() -> programs.Program:
     from fleet import remote
 
     modules = ("families", "loader_rules", "resolve_rules", "trace", *remote.package("verify"))
-    return programs.Program("verify", remote.bundle("verify.runner", modules))
+    return programs.Program("verify", remote.bundle("verify.runner", modules, {"tables": tables_module()}))
+
+
+def tables() -> dict:
+    """fleet's tables the verify program judges by, the same for every host of a fleet version: the all-reduce rows
+    (fleet/knowledge/allreduce.py), the copy engines' floors (copy_floors.py) and each platform's perf rows
+    (platforms.py). They travel inside the installed program (tables_module), so a host's CONFIG_JSON names only
+    which apply to it (fleet/remote/verify/config.py with_tables) and a changed row changes the program's digest."""
+    from fleet.knowledge import allreduce, copy_floors, platforms
+
+    return {"ALLREDUCE": allreduce.config(), "COPY_FLOORS": copy_floors.rows(),
+            "PERF": {p.name: [row.as_dict() for row in p.perf] for p in platforms.PLATFORMS}}
+
+
+def tables_module() -> str:
+    """The module `tables` of the verify program (fleet_remote.tables on the host): tables() as Python literals."""
+    return "".join(f"{name} = {value!r}\n" for name, value in tables().items())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 
 import pytest
 
@@ -93,6 +94,11 @@ def recorded(lab) -> dict:
     return json.loads((lab.inventory.facts_dir / f"{HOST}.json").read_text())
 
 
+def _runs_shells(script: str) -> bool:
+    """The script runs the shells' trace: its section, framed by section() or by fleet/remote/frame.sh's fleet_begin."""
+    return bool(re.search(r"@@fleet:begin facts\.shells@@|^fleet_begin facts\.shells$", script, re.M))
+
+
 def test_installed_by_digest_sent_once_and_sent_again_where_the_host_lost_it(lab, sent):
     lab.reset([HOST])
     (lab.inventory.facts_dir / f"{HOST}.json").unlink(missing_ok=True)
@@ -108,7 +114,7 @@ def test_installed_by_digest_sent_once_and_sent_again_where_the_host_lost_it(lab
         assert on_host(lab, each.path) == ("0 755 | 0 755", each.digest), each.name
     assert any(marker in s for s in sent)
     # first contact: the facts carried the tracer's and the fingerprint's text (what the lines below must not find)
-    probe = next(s for s in sent if "@@fleet:begin facts.shells@@" in s)
+    probe = next(s for s in sent if _runs_shells(s))
     assert len(own_lines()) > 30 and not [line for line in own_lines() if line not in probe]
     facts = recorded(lab)
 
@@ -145,7 +151,7 @@ def test_installed_by_digest_sent_once_and_sent_again_where_the_host_lost_it(lab
         ok(lab, HOST, damage)
         sent.clear()
         code, again = apply(lab)
-        said = next(answer for script, answer in zip(sent, sent.answers) if "@@fleet:begin facts.shells@@" in script)
+        said = next(answer for script, answer in zip(sent, sent.answers) if _runs_shells(script))
         assert f"@@fleet:program-missing {each.file}" in said.splitlines(), each.name
         assert any(each.text in script for script in sent), each.name
         assert on_host(lab, each.path) == ("0 755 | 0 755", each.digest), each.name

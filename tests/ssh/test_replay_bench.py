@@ -4,6 +4,7 @@ written, `fleet run` works. When fleet changes what it sends, this fails until b
 again: the benchmark must measure the fleet that ships."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,7 +94,7 @@ def test_the_recorded_no_op_runs_the_trace_and_the_fingerprint_from_the_host_and
         for row in map(json.loads, rows):
             packed = base64.b64decode(row["stdin"])
             script = (gzip.decompress(packed) if packed[:2] == b"\x1f\x8b" else packed).decode()
-            if "@@fleet:begin check." in script:
+            if re.search(r"@@fleet:begin check\.|^fleet_begin check\.", script, re.M):   # sections or frame.sh's
                 applies.setdefault(row["host"], []).append(script)
     assert sorted(applies) == ["pod-570", "pod-580", "spark", "thor"], sorted(applies)
     for host, (script, *more) in applies.items():

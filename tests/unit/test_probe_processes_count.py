@@ -27,3 +27,24 @@ TRACE = """\
 
 def test_forks_execs_and_threads_are_told_apart():
     assert count(TRACE) == {"forks": 2, "execs": 2, "threads": 1, "sleeps": 1}   # the watchdog's sleep apart
+
+
+SPLIT = """\
+100 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD <unfinished ...>
+101 execve("/usr/bin/readlink", ["readlink", "-f", "/x"], 0x55 /* 20 vars */ <unfinished ...>
+100 <... clone resumed>, child_tidptr=0x7f) = 102
+101 <... execve resumed>) = 0
+102 execve("/usr/bin/stat", ["stat", "/"], 0x55 /* 20 vars */) = 0
+"""
+
+
+def test_a_call_split_by_another_process_counts_once_with_its_program():
+    """strace -f into one file splits a call another process interrupted (`<unfinished ...>`, `<... resumed>`): the
+    figures moved with the load until the counter joined them again."""
+    from probe_processes import programs
+
+    assert count(SPLIT) == {"forks": 1, "execs": 2, "threads": 0, "sleeps": 0}
+    assert programs(SPLIT) == {"readlink": 1, "stat": 1}
+    assert programs(TRACE) == {"cat": 1, "nvidia-smi": 1}   # the failed execve not, the watchdog's sleep not
+    per_process = 'clone(child_stack=NULL, flags=SIGCHLD) = 7\nexecve("/bin/id", ["id"], 0x5 /* 1 var */) = 0\n'
+    assert count(per_process) == {"forks": 1, "execs": 1, "threads": 0, "sleeps": 0}   # strace -ff: no PID

@@ -1,5 +1,7 @@
 """Sections: one script of many framed parts, run by a real bash, parsed back."""
 
+import re
+
 import pytest
 
 from fleet.connection import LocalConnection
@@ -90,7 +92,9 @@ def test_background_sections_run_at_once_and_print_in_order_with_their_own_statu
                                        "sleep 0.1; done; echo alone"),
              background("facts.second", f"touch {flag}; echo to-stderr >&2; echo second"),
              background("facts.third", "printf 'no newline'")]
-    result = local.run("\n".join([p.start for p in parts] + [p.collect for p in parts]), timeout=900)
+    from fleet import remote   # the frame together() defines once (fleet/remote/frame.sh)
+    result = local.run("\n".join([remote.program("frame")] + [p.start for p in parts] + [p.collect for p in parts]),
+                       timeout=900)
     found = split_sections(result.stdout)
     assert list(found) == ["facts.first", "facts.second", "facts.third"]
     assert found["facts.first"] == Section("facts.first", 3, "saw the second")
@@ -190,7 +194,8 @@ def test_the_probe_takes_the_fingerprint_once_the_trace_is_kept_while_the_other_
     fingerprint = text.index("coproc fleet_co_facts_verify_fingerprint")
     trace_waited = text.index('mapfile -u "$fleet_bg_facts_shells"')
     fed = text.index('printf \'%s\' "${fleet_shells_out-}" >&"$fleet_w"')
-    first_other = min(text.index(f'mapfile -u "$fleet_bg_facts_{name}"') for name in ("uname", "health", "torch"))
+    first_other = min(re.search(f"^fleet_collect fleet_bg_facts_{name}$", text, re.M).start()
+                      for name in ("uname", "health", "torch"))
     assert fingerprint < trace_waited < fed < first_other
 
 
@@ -265,7 +270,7 @@ def test_a_background_section_prints_what_section_prints(local, body):
     assert bg == plain
     assert split_sections(bg)["facts.x"].rc == split_sections(plain)["facts.x"].rc
     start = background("facts.x", body).start
-    own_shell = "trap 'printf" in start
+    own_shell = "\nfleet_begin facts.x\n" in start   # fleet/remote/frame.sh's frame
     assert own_shell == (not _OWN_SHELL_UNSAFE.search(body)), start
 
 

@@ -7,6 +7,7 @@ what the prime took starts no process at all."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 
@@ -118,9 +119,12 @@ def test_the_probe_primes_what_its_sections_judge():
     text = probe.script(probe.Needs.of({}, ["fleet-shell-trace-0123456789abcdef"]))
     first = text.index("\nfleet_trust_prime /opt/cutlass/.git/config") + 1
     # after the shells' trace starts (the chain the rest waits on: it judges its own program), before every other
-    begins = [text.index(f"@@fleet:begin {name}@@") for name in ("facts.paths", "facts.python", "facts.cutlass",
-                                                                 "facts.verify_fingerprint", "facts.torch")]
-    assert text.index("@@fleet:begin facts.shells@@") < first < min(begins)
+    def began(name):   # its frame's start: section()'s marker, or fleet/remote/frame.sh's fleet_begin
+        return re.search(rf"@@fleet:begin {re.escape(name)}@@|^fleet_begin {re.escape(name)}$", text, re.M).start()
+
+    begins = [began(name) for name in ("facts.paths", "facts.python", "facts.cutlass", "facts.verify_fingerprint",
+                                       "facts.torch")]
+    assert began("facts.shells") < first < min(begins)
     line = text[first:].split("\n", 1)[0]
     assert "--judge /opt/fleet/venv/bin/python" in line
     assert "/var/lib/fleet/bin/fleet-shell-trace-0123456789abcdef" in line and "/opt/cutlass/.git/config" in line

@@ -110,6 +110,6 @@ def test_the_installed_program_carries_the_loaders_rules_and_runs_where_fleet_is
                                          f"runpy.run_path({str(path)!r})['_BUNDLED']))"], capture_output=True,
                                         text=True, timeout=120).stdout)
     assert bundled["loader_rules"] == remote.source("loader_rules") and bundled["trace"] == remote.source("trace")
-    assert set(bundled) == {"families", "loader_rules", "resolve_rules", "trace", *remote.package("verify")}
+    assert set(bundled) == {"families", "loader_rules", "resolve_rules", "trace", "tables", *remote.package("verify")}
     assert loader_rules.startup_line([loader_rules.parse_change(change)], "/usr/local/cuda-13.0/compat", "/root") \
         == "~/.bash_profile:2"

@@ -30,5 +30,15 @@ def shipped(directory) -> str:
 
 
 def config_of(task) -> dict:
-    """The CONFIG_JSON a rendered verify task hands the program."""
+    """The CONFIG_JSON a rendered verify task hands the program, as the program reads it: the rows it names taken
+    from fleet's tables (fleet/resources/verify.py tables, which the shipped program carries as its module `tables`;
+    tests/unit/test_remote_bundle.py runs the shipped file on a rendered config and finds the same)."""
+    from fleet.remote.verify.config import with_tables
+    from fleet.resources.verify import tables
+
+    return with_tables(json.loads(task.resource.p["config"]), tables)
+
+
+def rendered(task) -> dict:
+    """The CONFIG_JSON a rendered verify task hands the program, as it travels."""
     return json.loads(task.resource.p["config"])

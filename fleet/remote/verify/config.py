@@ -14,26 +14,32 @@ class Config:
 
         perf          bool    the perf smoke and the all-reduce run (never in --check)          default false
         gpu_expected  bool    the platform has an NVIDIA GPU (false: verified on the CPU)      default true
+        platform      str     the host's platform (decisions.platform.name): its perf rows are the tables'
         perf_table    list    [{match, peak, matmul_floor, attention_floor} (TFLOP/s), memory_tbs,
                               memory_floor_tbs, host_gbs, host_floor_gbs (the bandwidth floors; 0: none)],
-                              first match wins
+                              first match wins; [] or absent: the platform's rows in the tables
         copy_table    list    [{match, host_floor_gbs, pair_read_floor_gbs, pair_write_floor_gbs, source}]: the
-                              copy engines' floors (fleet/knowledge/copy_floors.py), first match wins
+                              copy engines' floors (fleet/knowledge/copy_floors.py), first match wins; true: the
+                              tables' rows
         memory_share  float   of the FREE GPU memory the perf tensors may take                 default 0.1
         busy_share    float   memory used by others above this share of the total: busy        default 0.1
         toolkit       str     the decided toolkit's directory (decisions.cuda.path): its nvcc and CUDA_HOME in
                               every kind of shell (issue 35); "" or absent: not checked
         allreduce     dict    {rows: [{match, link, gpus, nvls, peak, warn, floor, size, source}], link_busbw,
-                              floor_share}: the all-reduce's rows (fleet/knowledge/allreduce.py), first match wins
+                              floor_share}: the all-reduce's rows (fleet/knowledge/allreduce.py), first match
+                              wins; true: the tables' rows
         allreduce_run bool    the all-reduce runs (with perf, or verify_allreduce; never in --check)  default perf
         multi_gpu_budget  float   seconds the multi-GPU proof may take (links: topology, peer access, the
                               all-reduce here and in each kind that differs)                        default 60
         venv_first    bool    fleet's venv first on PATH (env_hooks_venv_on_path: first): python3, python and
                               pip in every kind of shell are the venv's, with the torch verified here  default false
+
+    The tables (true, a platform) are fleet's, the same for every host: they travel in the installed program, as
+    its module `tables` (fleet/resources/verify.py tables_module), not in every host's CONFIG_JSON.
     """
 
     def __init__(self, values=None):
-        values = values or {}
+        values = with_tables(values or {}, _bundled)
         self.perf = bool(values.get("perf", False))
         self.gpu_expected = bool(values.get("gpu_expected", True))
         self.perf_table = list(values.get("perf_table") or [])
@@ -53,6 +59,27 @@ class Config:
     def copy_row(self, name):
         """The copy table's first row whose `match` is in the GPU's name (a copy), else None."""
         return next((dict(r) for r in self.copy_table if r["match"] in name), None)
+
+
+def with_tables(values, tables):
+    """CONFIG_JSON with the rows it takes from fleet's tables written in: `tables()` -> {"ALLREDUCE", "COPY_FLOORS",
+    "PERF": {platform: rows}}, asked only where a value names them (the installed program's own, _bundled; fleet's
+    unit tests hand fleet/resources/verify.py tables)."""
+    values = dict(values)
+    if values.get("allreduce") is True:
+        values["allreduce"] = tables()["ALLREDUCE"]
+    if values.get("copy_table") is True:
+        values["copy_table"] = tables()["COPY_FLOORS"]
+    platform = values.pop("platform", "")   # taken: the values this returns are read again as they are
+    if not values.get("perf_table") and platform:
+        values["perf_table"] = tables()["PERF"].get(platform, [])
+    return values
+
+
+def _bundled():
+    from .. import tables   # written into the program by fleet (fleet/remote/__init__.py bundle)
+
+    return {"ALLREDUCE": tables.ALLREDUCE, "COPY_FLOORS": tables.COPY_FLOORS, "PERF": tables.PERF}
 
 
 class Run:
