@@ -20,6 +20,10 @@ MEASURED = {
     # the lent one-GPU H200 (bench/h200/bootstrap_time.sh 2 7a5130c): 7a5130c against this tree, 2 rounds each
     "bootstrap-time": {("before", "on"): (14.46, 8.22, 7), ("before", "off"): (9.29, 5.71, 7),
                        ("after", "on"): (6.96, 0.39, 6), ("after", "off"): (4.22, 0.43, 6)},
+    # the lent one-GPU H200 (bench/h200/bootstrap_time.sh 3 bbde41a): bbde41a against the health fold, 3 rounds each;
+    # the cut column is health + facts here
+    "bootstrap-time-health": {("before", "on"): (8.27, 0.53, 6), ("before", "off"): (5.02, 0.53, 6),
+                              ("after", "on"): (7.97, 0.46, 5), ("after", "off"): (5.23, 0.44, 5)},
 }
 
 
@@ -27,9 +31,19 @@ def runs(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines() if line.strip()]
 
 
-def medians(rows: list[dict]) -> tuple[float, float, float]:
+# the phases each change cut: renters2's (the preview's probe is the apply's) facts + apply; renters3's (the GPUs'
+# health read off that first probe: no command of its own, tests/data/h200-device/bootstrap-time-health, made by
+# `bash bench/h200/bootstrap_time.sh 3 bbde41a`) health + facts
+CUT = {"bootstrap-time-health": ("health", "facts")}
+
+
+def cut(folder: Path, row: dict) -> float:
+    return sum(row["phases"].get(name, 0.0) for name in CUT.get(folder.name, ("facts", "apply")))
+
+
+def medians(folder: Path, rows: list[dict]) -> tuple[float, float, float]:
     return (round(statistics.median(r["wall"] for r in rows), 2),
-            round(statistics.median(r["phases"]["facts"] + r["phases"]["apply"] for r in rows), 2),
+            round(statistics.median(cut(folder, r) for r in rows), 2),
             statistics.median(r["remote_commands"] for r in rows))
 
 
@@ -43,11 +57,18 @@ def test_every_bootstrap_verified_and_this_tree_asks_the_pod_once_less(folder):
         before = [r for r in rows if r["tree"] == "before" and r["perf"] == perf]
         after = [r for r in rows if r["tree"] == "after" and r["perf"] == perf]
         assert before and after and len(before) == len(after)
-        # one probe, not two: the preview's probe is the apply's
+        # one command fewer: the preview's probe is the apply's (renters2); the health read off it (renters3)
         assert {r["remote_commands"] for r in after} == {min(r["remote_commands"] for r in before) - 1}, rows
         assert {r["remote_commands"] for r in before} == {min(r["remote_commands"] for r in before)}, rows
-        # facts + apply: the phases the change cut, lower in every round (the machines' noise moves the rest)
-        assert max(r["phases"]["facts"] + r["phases"]["apply"] for r in after) < \
-            min(r["phases"]["facts"] + r["phases"]["apply"] for r in before), rows
-        assert medians(after) == MEASURED[folder.name][("after", perf)]
-        assert medians(before) == MEASURED[folder.name][("before", perf)]
+        # the phases the change cut, lower in every round (the machines' noise moves the rest); the health fold
+        # (CUT) saves one command of ~0.2 s but its first probe reads `nvidia-smi -q -x` (~0.13 s on the H200): lower
+        # in the median, not in every round (H200: before 0.46-0.57 s, after 0.42-0.49 s)
+        if folder.name in CUT:
+            assert (statistics.median(cut(folder, r) for r in after)
+                    < statistics.median(cut(folder, r) for r in before)), rows
+        else:
+            assert max(cut(folder, r) for r in after) < min(cut(folder, r) for r in before), rows
+        assert folder.name in MEASURED, (f"add {folder.name}'s medians to MEASURED: {perf}: before "
+                                         f"{medians(folder, before)}, after {medians(folder, after)}")
+        assert medians(folder, after) == MEASURED[folder.name][("after", perf)]
+        assert medians(folder, before) == MEASURED[folder.name][("before", perf)]
