@@ -46,3 +46,18 @@ def fleet_json(*argv: str) -> tuple[int, dict]:
         return code, json.loads(out)
     except ValueError:
         raise AssertionError(f"not JSON (exit {code}):\n{out}\n{err}") from None
+
+
+def logged_documents(path) -> dict:
+    """{"hosts": {NAME: document}, "stats": {NAME: stats}} of the run fleet logged to `path` (`--log FILE`): each
+    host's line of the run log, as `--json` would have printed that host (fleet.record.runlog keeps the same
+    fields, plus the host's name and status)."""
+    from fleet.record import runlog
+
+    hosts, stats = {}, {}
+    for line in runlog.read(path)[1:]:
+        name = line.pop("host")
+        line.pop("status")
+        stats[name] = line.pop("stats")
+        hosts[name] = line
+    return {"hosts": hosts, "stats": stats}
