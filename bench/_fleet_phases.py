@@ -36,7 +36,6 @@ PHASES = [
     ("fleet.report", "Reporter.progress"),
     ("fleet.sections", "split_sections"),
     ("fleet.engine.session", "probe"),
-    ("fleet.engine.observe", "probe"),
     ("fleet.facts.scrub", "scrub"),
     ("fleet.record.store", "scrub"),
     ("fleet.record.store", "_atomic_write"),
@@ -52,6 +51,14 @@ PHASES = [
     ("fleet.engine.probe", "parts"),
     ("fleet.commands.facts", "_report"),
     ("fleet.report.compare", "compare"),
+    # the sinks (issue 46): each host's report kept
+    ("fleet.record.sinks", "Sinks.host"),
+    ("fleet.record.store", "FactsRecords.host"),
+    ("fleet.store.sink", "HistorySink.host"),
+    ("fleet.store", "Store.add"),
+    ("fleet.store", "digest_of"),
+    ("fleet.store.schema", "check"),
+    ("fleet.record.runlog", "RunLog.end"),
 ]
 
 
@@ -73,6 +80,8 @@ def _wrap(fn, name):
 
 
 def _install():
+    # a phase names a function or a method: never a module (fleet.engine.observe's `probe` is the module
+    # fleet.engine.probe; wrapping it broke every apply with "'function' object has no attribute 'needs_of'")
     for module_name, attr in PHASES:
         try:
             module = importlib.import_module(module_name)
@@ -80,7 +89,7 @@ def _install():
             continue
         owner, _, leaf = attr.rpartition(".")
         target = getattr(module, owner) if owner else module
-        if not hasattr(target, leaf):
+        if not callable(getattr(target, leaf, None)):   # absent, or a module
             continue
         setattr(target, leaf, _wrap(getattr(target, leaf), attr))
 

@@ -39,6 +39,56 @@ def dumps(value, **kwargs) -> str:
     return json.dumps(value, allow_nan=False, **kwargs)
 
 
+def _unwritable(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+try:   # json's own C encoder, as json.dumps(allow_nan=False, separators=(", ", ": ")) makes it
+    _C_ENCODER = json.encoder.c_make_encoder(None, _unwritable, json.encoder.encode_basestring_ascii, None, ": ",
+                                             ", ", False, False, False)
+except (AttributeError, TypeError):   # a Python without _json
+    _C_ENCODER = None
+
+
+def _one_line(value) -> str:
+    if isinstance(value, str):
+        return json.encoder.encode_basestring_ascii(value)
+    if _C_ENCODER is None:
+        return json.dumps(value, allow_nan=False, separators=(", ", ": "))
+    return "".join(_C_ENCODER(value, 0))
+
+
+OPEN_LEVELS = 3   # a readable document's levels laid a line per item (a facts record: sections, keys, their parts)
+
+
+def readable(value) -> str:
+    """`value` as JSON for people to read and grep: the top OPEN_LEVELS levels a line per item, indented two spaces a
+    level, each value below them on its one line ({"path": "/", "free_gb": 65.7}); what json.loads reads back is
+    what `dumps` writes (NaN refused, ASCII only). The lines are written by json's C encoder: json.dumps(indent=2)
+    runs the pure-Python one, twice this layout's cost on a facts record, written per host at every run (issue 46)."""
+    parts: list[str] = []
+    _lay(value, "", OPEN_LEVELS, parts)
+    return "".join(parts)
+
+
+def _lay(value, indent: str, open_levels: int, parts: list[str]) -> None:
+    if not open_levels or not value or not isinstance(value, (dict, list, tuple)):
+        parts.append(_one_line(value))
+        return
+    inner, closing = indent + "  ", "\n" + indent + ("}" if isinstance(value, dict) else "]")
+    parts.append("{" if isinstance(value, dict) else "[")
+    if isinstance(value, dict):
+        for number, (key, item) in enumerate(value.items()):
+            parts.append((",\n" if number else "\n") + inner + (
+                _one_line(key) if isinstance(key, str) else _one_line({key: 0})[1:-4]) + ": ")
+            _lay(item, inner, open_levels - 1, parts)
+    else:
+        for number, item in enumerate(value):
+            parts.append(",\n" + inner if number else "\n" + inner)
+            _lay(item, inner, open_levels - 1, parts)
+    parts.append(closing)
+
+
 def document(text: str):
     """A user's JSON file (a facts record) as json.loads reads it, except that one nested deeper than Python's
     recursion allows (100,000 `[`) is a JSONDecodeError at the bracket where it got too deep, not a RecursionError."""

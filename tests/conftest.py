@@ -10,6 +10,14 @@ import tempfile
 
 import pytest
 
+# pytest-xdist (the README's `-n`): each worker runs its own test lab on its own /24, so two workers never share
+# hosts, a lab root or a session lock. Worker gwN moves FLEET_TEST_LAB_NET's second part up by N (127.0.2 -> gw1's
+# 127.1.2): set before fleet_lab.testing reads it at import.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit() and int(_WORKER[2:]):
+    _a, _b, _c = os.environ.get("FLEET_TEST_LAB_NET", "127.0.2").split(".")
+    os.environ["FLEET_TEST_LAB_NET"] = f"{_a}.{int(_b) + int(_WORKER[2:])}.{_c}"
+
 # Module- and session-scoped fixtures apply before any test's home is made: their run logs (fleet.record.runlog)
 # go to a scratch state directory, never the developer's ~/.local/state.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="fleet-test-state-")

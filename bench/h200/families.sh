@@ -17,6 +17,12 @@
 #    KMP_AFFINITY in /etc/profile.d (recorded, judged by no row); then `fleet apply --check --detailed-exitcode`,
 #    `fleet verify`, `fleet facts`, each kind asked;
 # 3. phase "undone": every trap taken out, `fleet apply`, `fleet verify`, each kind asked (the machine stays converged).
+# 4. phase "gaps" (issue 45's gaps, appended: phases 1-3 are as before): by hand, in ~/.bashrc after its interactive
+#    guard `ulimit -n 256` and `unset CUDA_MODULE_LOADING` (which its top line exports as EAGER), and ~/.nccl.conf with
+#    NCCL_ALGO=Ring and NCCL_P2P_LEVEL=LOC (NCCL's user file); the bundled sshd's SetEnv line and /etc/nccl.conf are
+#    read as they are (NCCL_NVLS_ENABLE=0 and its kin: deliberate, never a fault; nothing here changes or unsets
+#    them); then `fleet verify`, `fleet facts`, each kind asked (with its `ulimit -n`); phase "gaps-undone": taken
+#    out, `fleet verify`, each kind asked.
 # A test that loads the two files: bench/h200/test_families_transcript.py (move it to tests/unit/ with the data under
 # tests/data/h200-device/families/).
 set -uo pipefail
@@ -33,15 +39,17 @@ HOSTNAME_IN_INV=${BENCH_HOST:-h100}
 PROFILE_D=/etc/profile.d/zz-fleet-bench-families.sh
 NAMES="NCCL_P2P_DISABLE CUDA_LAUNCH_BLOCKING OMP_NUM_THREADS PYTORCH_NO_CUDA_MEMORY_CACHING CUDNN_LOGINFO_DBG NCCL_ALGO TORCH_NCCL_BLOCKING_WAIT TRITON_CACHE_DIR KMP_AFFINITY NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS"
 ASK="for v in $NAMES; do printf 'var %s=%s\\n' \"\$v\" \"\${!v-@unset}\"; done"
-FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+# A terminal's session as sshd makes it: an empty environment but what every session gets before any startup file
+# (the bundled sshd's SetEnv: NVLink multicast off), then the kind's own startup files.
+FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1'
 
 say() { printf '%s\n' "$*" | tee -a "$T"; }
 F() { local sub=$1; shift; python3 -m fleet "$sub" --accept-new-host-keys "$@"; }
 step() { say "\$ fleet $*"; F "$@" >> "$T" 2>&1; local rc=$?; say "[exit $rc]"; return "$rc"; }
 q() { printf '%q' "$1"; }
 row() { python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@" >> "$A"; }
-ask_all() {   # phase: each kind asked by a plain SSH client: what it exports of the names
-  local phase=$1 kind cmd out
+ask_all() {   # phase [ask]: each kind asked by a plain SSH client: what it exports of the names
+  local phase=$1 kind cmd out ASK=${2:-$ASK}
   for kind in ssh interactive login; do
     case $kind in
       ssh) cmd=$ASK ;;
@@ -61,8 +69,11 @@ phase, path = sys.argv[1:3]
 shells = json.load(open(path)).get("shells") or {}
 for kind in ("noninteractive", "interactive", "login", "bare"):
     s = shells.get(kind) or {}
+    line = lambda by: {k: f"{v.get('file')}:{v.get('line')}" for k, v in (by or {}).items()}   # noqa: E731
     print(json.dumps({"phase": phase, "what": "facts", "kind": kind, "families": s.get("families"),
-                      "set_by": {k: f"{v.get('file')}:{v.get('line')}" for k, v in (s.get("set_by") or {}).items()}}))
+                      "set_by": line(s.get("set_by")), "unset_by": line(s.get("unset_by")),
+                      "limits": s.get("limits"), "limits_set_by": line(s.get("limits_set_by")),
+                      "nccl_conf": s.get("nccl_conf"), "session": shells.get("etc_environment")}))
 PY
 }
 verify_row() {   # phase, exit: the host's own verify record's job_variables checks
@@ -108,4 +119,24 @@ rm -f "$PROFILE_D"
 step apply "$GPU_INV"
 step verify "$GPU_INV"; verify_row undone "$(tail -1 "$T" | tr -dc 0-9)"
 ask_all undone
+
+say "# gaps: sshd's SetEnv and /etc/nccl.conf as they are; by hand, ulimit and unset in ~/.bashrc, a ~/.nccl.conf"
+GASK="$ASK; printf 'var CUDA_MODULE_LOADING=%s\\n' \"\${CUDA_MODULE_LOADING-@unset}\"; printf 'lim nofile=%s\\n' \"\$(ulimit -n)\""
+say "$(grep -n -i '^[[:space:]]*setenv' /tmp/fleet-sshd/sshd_config 2>&1)"; say "$(grep -n . /etc/nccl.conf 2>&1)"
+cp -p /root/.bashrc /root/.bashrc.gaps
+# after the interactive guard: the first line that returns (and its `esac`), else the end
+n=$(awk '/return/ && !n { n = NR } n && NR == n + 1 && /^[[:space:]]*esac/ { n = NR } END { print n + 0 }' /root/.bashrc)
+[ "$n" -gt 0 ] || n=$(wc -l < /root/.bashrc)
+sed -i "${n}a ulimit -n 256\nunset CUDA_MODULE_LOADING" /root/.bashrc
+sed -i '1i export CUDA_MODULE_LOADING=EAGER' /root/.bashrc
+printf '%s\n' '# fleet bench' 'NCCL_ALGO=Ring' 'NCCL_P2P_LEVEL=LOC' > /root/.nccl.conf
+say "$(grep -n -e ulimit -e CUDA_MODULE_LOADING /root/.bashrc; grep -n . /root/.nccl.conf)"
+row phase gaps what lines setenv "$(grep -n -i '^[[:space:]]*setenv' /tmp/fleet-sshd/sshd_config)" \
+  nccl "$(grep -n . /etc/nccl.conf)" bashrc "$(grep -n -e ulimit -e CUDA_MODULE_LOADING /root/.bashrc)"
+ask_all gaps "$GASK"
+step verify "$GPU_INV"; verify_row gaps "$(tail -1 "$T" | tr -dc 0-9)"
+facts_rows gaps
+mv -f /root/.bashrc.gaps /root/.bashrc; rm -f /root/.nccl.conf
+step verify "$GPU_INV"; verify_row gaps-undone "$(tail -1 "$T" | tr -dc 0-9)"
+ask_all gaps-undone "$GASK"
 say "# done (host entry $HOSTNAME_IN_INV)"

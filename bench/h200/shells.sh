@@ -33,7 +33,9 @@ VENV=${BENCH_VENV:-/opt/torch/.venv}
 say() { printf '%s\n' "$*" | tee -a "$T"; }
 # One kind's answer, asked inside it: what python3, pip, nvcc are, CUDA_HOME, CUDA_VISIBLE_DEVICES and torch's CUDA.
 ASK='printf "python3=%s pip=%s nvcc=%s cuda_home=%s cvd=%s\n" "$(command -v python3)" "$(command -v pip)" "$(readlink -f "$(command -v nvcc)")" "${CUDA_HOME-}" "${CUDA_VISIBLE_DEVICES-@unset}"; nvcc --version 2>/dev/null | grep -m1 release; python3 -c "import torch; print(\"torch\", torch.__file__, torch.cuda.is_available(), torch.cuda.device_count())" 2>&1 | tail -n 1'
-FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+# A terminal's session as sshd makes it: an empty environment but what every session gets before any startup file
+# (the bundled sshd's SetEnv: NVLink multicast off), then the kind's own startup files.
+FRESH='env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1'
 q() { printf '%q' "$1"; }
 ask_all() {   # phase: each kind asked by a plain SSH client; one JSON line per kind into $A
   local phase=$1 kind cmd out

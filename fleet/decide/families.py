@@ -12,6 +12,12 @@ judges the host's own trace by the same rows):
 - DELIBERATE rows (NCCL_NVLS_ENABLE=0 and its kin, which the lent multi-GPU machines set in every process): a note that
   says so; never judged as harm, never changed.
 
+The same rows judge what NCCL's config files give a kind (nccl_conf: /etc/nccl.conf, ~/.nccl.conf or $NCCL_CONF_FILE,
+each value with its file:line, where the kind's environment lacks the name). A startup line's `unset` of a variable
+the session gave (sshd's SetEnv, ~/.ssh/environment, pam_env) or that the table calls deliberate is a note naming the
+line; so is a kind's `ulimit -n`/`ulimit -l` below the thresholds (families.judge_limits) where a startup line set it
+or it differs from the session's.
+
 CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are judged in fleet/decide/shells.py (a partition
 of the GPUs), the loader's and Python's variables by their own rules (families.ELSEWHERE).
 """
@@ -36,7 +42,8 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
         if not isinstance(shell, dict):
             continue
         set_by = shell.get("set_by") or {}
-        for found in families.judge(shell.get("families") or {}, set_by):
+        conf_values, conf_set_by = families.conf_setters(shell.get("nccl_conf"))
+        for found in families.judge(shell.get("families") or {}, set_by) + families.judge(conf_values, conf_set_by):
             line = where(found["setter"], home)
             said = f"{found['variable']}={found['value']!r}: {found['does']}"
             if found["severity"] == families.FAIL:
@@ -47,7 +54,32 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
             else:
                 # one note per variable, value and line, naming every kind it reaches
                 seen_notes.setdefault((found["severity"], said, line), []).append(name)
+        # a startup line that unsets a variable the session gave (sshd, PAM) or that the table calls deliberate
+        for var, setter in sorted((shell.get("unset_by") or {}).items()):
+            given = [e for e in shells.get("etc_environment") or [] if e.get("name") == var]
+            what = f"{var}, which {given[-1]['file']}:{given[-1]['line']} gives every SSH session" if given else None
+            if any(r.name == var and r.severity == families.DELIBERATE for r in families.RULES):
+                what = (what or var) + " (a deliberate setting: " + families.LENT + ")"
+            if what:
+                seen_notes.setdefault(("unset", what, where(setter, home)), []).append(name)
+        bare = (shells.get("bare") or {}).get("limits")
+        for found in families.judge_limits(shell.get("limits"), shell.get("limits_set_by"), bare):
+            line = where(found["setter"], home) or "the session"
+            said = f"{found['limit']} {found['value']}: {found['does']}"
+            seen_notes.setdefault(("limit", said, line), []).append(name)
+    for row in shells.get("accept_env") or []:
+        admits = families.accepted(row.get("patterns"))
+        if admits:
+            notes.append(f"every SSH session: {row['file']}:{row['line']} AcceptEnv lets a client send "
+                         f"{' '.join(admits)} (ssh_config SendEnv): what a job gets of the families then depends on "
+                         "the machine it is started from, and no startup file here shows it")
     for (severity, said, line), kinds in seen_notes.items():
+        if severity == "unset":
+            notes.append(f"{', '.join(kinds)}: {line} unsets {said}")
+            continue
+        if severity == "limit":
+            notes.append(f"{', '.join(kinds)}: {line} sets {said}")
+            continue
         head = "deliberate, left as it is" if severity == families.DELIBERATE else "may slow a job"
         notes.append(f"{', '.join(kinds)}: {line} sets {said} ({head})")
     return findings, notes

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from fleet.knowledge import gpu_faults as faults
+from fleet.remote import families
 
 RETURN, DEGRADED, NOTE = "return", "degraded", "note"
 _ORDER = {RETURN: 0, DEGRADED: 1, NOTE: 2}
@@ -211,12 +212,19 @@ def _gpu_findings(g: dict, under_load: bool) -> list[Finding]:
 # --shm-size). Docker's default --shm-size is 64 MB; captured on the lent H200 (shared/captured/h200-multi): at 64 MB a
 # DataLoader with two workers fails in every kind of shell.
 SHM_FLOOR_MB = 1024        # NCCL's guide's --shm-size=1g
-NOFILE_FLOOR = 1024        # the usual soft default: torch's file_descriptor sharing keeps one open per shared tensor
+# the usual soft default: torch's file_descriptor sharing keeps one open per shared tensor; one threshold for the
+# session here and for each kind of shell (fleet/remote/families.py judge_limits)
+NOFILE_FLOOR = families.NOFILE_FLOOR
 
 
-def _resource_findings(resources: dict | None) -> list[Finding]:
+def _resource_findings(resources: dict | None, limits_conf: list | None = None) -> list[Finding]:
+    """limits_conf: the shells facts' pam_limits lines, which name where the session's ulimit comes from."""
     if not isinstance(resources, dict):
         return []
+
+    def at(item, value):
+        line = families.limits_line(limits_conf, item, value)
+        return f" (set at {line})" if line else ""
     out = []
     shm = resources.get("shm")
     if isinstance(shm, dict) and shm.get("size_mb") is not None and shm["size_mb"] < SHM_FLOOR_MB:
@@ -228,13 +236,13 @@ def _resource_findings(resources: dict | None) -> list[Finding]:
                            "mount -o remount,size=1g /dev/shm"))
     memlock = resources.get("memlock_kb")
     if isinstance(memlock, int):
-        out.append(Finding(NOTE, None, "ulimit -l", f"{memlock} KB",
+        out.append(Finding(NOTE, None, "ulimit -l", f"{memlock} KB{at('memlock', memlock)}",
                            "locked (pinned) memory is capped: NCCL over RDMA/InfiniBand wants it unlimited (NCCL's "
                            "guide: --ulimit memlock=-1); one host's NVLink and PCIe traffic do not need it",
                            "docker --ulimit memlock=-1, or /etc/security/limits.conf as root"))
     nofile = resources.get("nofile")
     if isinstance(nofile, int) and nofile <= NOFILE_FLOOR:
-        out.append(Finding(NOTE, None, "ulimit -n", str(nofile),
+        out.append(Finding(NOTE, None, "ulimit -n", f"{nofile}{at('nofile', nofile)}",
                            "few open files: DataLoader workers sharing many tensors can hit 'Too many open files'",
                            "ulimit -n 65536 in the job's shell, or torch.multiprocessing.set_sharing_strategy"
                            "('file_system')"))
@@ -354,7 +362,8 @@ def decide_health(facts: dict, expect: dict | None = None, *, under_load: bool =
         findings += _gpu_findings(g, under_load)
     findings += [_xid_finding(None, code) for code in health.get("xid_other") or []]
     findings += _verify_findings(facts.get("verify"), findings)
-    findings += _resource_findings((facts.get("system") or {}).get("resources"))
+    findings += _resource_findings((facts.get("system") or {}).get("resources"),
+                                   (facts.get("shells") or {}).get("limits_conf"))
     log = health.get("kernel_log") or "unreadable"
     if log in ("unreadable", "empty"):
         findings.append(Finding(NOTE, None, "xid", log, "the kernel log cannot be read here (dmesg_restrict, a "

@@ -52,11 +52,12 @@ class Observed:
 
 
 def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed | None", *,
-            forced: str | None = None, without_records: bool = False) -> Observed:
+            forced: str | None = None, without_records: bool = False, also=()) -> Observed:
     """Facts + every check in one command (two when the live facts render the checks differently).
     `last`: the host's last facts record (None: none) or this converge's previous Observed; never modified.
     `forced`: why the checks behind a gate run whatever it says. `without_records`: the checks of the judged
-    resources that keep a record are left out (a task failed earlier in this run: judge skips them)."""
+    resources that keep a record are left out (a task failed earlier in this run: judge skips them). `also`: more
+    `facts.` sections for that first command (bootstrap's: the health sources the routine probe leaves out)."""
     setup.progress(host.name, "probe: facts and checks")
     forced = forced or setup.rerun
     max_age = None if forced else gate_age(setup, host)
@@ -68,7 +69,7 @@ def observe(conn: Connection, host: Host, setup: Setup, last: "dict | Observed |
     needs = probe.needs_of(host, last_facts, install=not setup.check_mode and not refused)
     guessed = _sections_of(guess, max_age, without_records, needs.have, needs.install)
     # facts and fleet's own checks all start at once; a role author's checks run after them (sections.together)
-    facts, found = probe.probe(conn, host, needs, guessed, timeout=deadline(guess))
+    facts, found = probe.probe(conn, host, needs, (*guessed, *also), timeout=deadline(guess))
     decided = _decide(setup, host, facts, guess)
     if decided.decisions.refuse:   # nothing is planned, applied nor judged: no more commands, nothing installed
         return Observed(host.name, dict(facts), decided, MappingProxyType({}))

@@ -54,10 +54,11 @@ class _Reader:
                     return item
                 cut.append(len(item))
                 return item[:STRING_LIMIT]
-            if isinstance(item, dict):
-                return {key: walk(inner) for key, inner in item.items()}
+            if isinstance(item, dict):   # a whole number or null inside: kept without a call (issue 46)
+                return {key: inner if inner is None or type(inner) in _KEPT else walk(inner)
+                        for key, inner in item.items()}
             if isinstance(item, (list, tuple)):
-                return [walk(inner) for inner in item]
+                return [inner if inner is None or type(inner) in _KEPT else walk(inner) for inner in item]
             if isinstance(item, float) and not math.isfinite(item):
                 return None
             return item
@@ -67,6 +68,9 @@ class _Reader:
             self.notes.append(f"facts.{name}: {len(cut)} value(s) longer than {STRING_LIMIT} characters (the longest "
                               f"{max(cut):,}) kept to their first {STRING_LIMIT}")
         return value
+
+
+_KEPT = {bool, int}   # what the bounded walk keeps as it is (a text may be cut, a float may be NaN)
 
 
 def assemble(outputs: dict[str, str], expected: list[str]) -> dict:

@@ -53,6 +53,9 @@ _SUMMARISED = {"verify", "verify.stale", "verify.checks", "env.compat_lines", "l
 _LD_CHANGES = re.compile(r"shells\.\w+\.ld_changes")
 
 
+_PLAIN = {str, int, float, bool}
+
+
 def _walk(value, prefix: str, rows: dict[str, str]) -> None:
     if prefix in SKIP or (prefix.startswith("health.") and HEALTH_NOISE.match(prefix)):
         return
@@ -68,7 +71,12 @@ def _walk(value, prefix: str, rows: dict[str, str]) -> None:
         if not value and prefix:
             rows[prefix] = ABSENT
         for key, item in value.items():
-            _walk(item, f"{prefix}.{key}" if prefix else str(key), rows)
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if item is None or type(item) in _PLAIN:   # one row, unless skipped (none is summarised): no call
+                if path not in SKIP and not (path.startswith("health.") and HEALTH_NOISE.match(path)):
+                    rows[path] = item if type(item) is str else show(item)
+            else:
+                _walk(item, path, rows)
     elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
         for index, item in enumerate(value):
             _walk(item, f"{prefix}.{index}", rows)

@@ -10,8 +10,11 @@ debian/rules of the bash package):
     login           `bash -l`        /etc/profile (+ /etc/profile.d/*.sh), the first of ~/.bash_profile,
                                      ~/.bash_login, ~/.profile (Ubuntu's sources ~/.bashrc)
 
-Each starts from the environment sshd and PAM hand a new session: a clean one, plus /etc/environment where sshd
-says `UsePAM yes` (pam_env reads it; it is parsed here, statically, as pam_env does: KEY=VALUE, no expansion). The
+Each starts from the environment sshd and PAM hand a new session, in sshd's order (fleet/remote/shells_session.sh):
+a clean one, ~/.ssh/environment where PermitUserEnvironment allows it, /etc/security/pam_env.conf and
+/etc/environment where sshd says `UsePAM yes` (pam_env reads them; parsed here, statically: KEY=VALUE, no expansion),
+then sshd's SetEnv, each read from the config of the sshd that serves the session. Every line of those that gives a
+tracked or family variable is kept (etc_environment: {file, line, name, value}) and names its setter. The
 loader's own answer for each kind (fleet/facts/loader.py's QUERY) runs at the end of each traced shell. The container's
 own environment (Docker ENV) is not passed by sshd, which is why RunPod images source /etc/rp_environment
 from ~/.bashrc.
@@ -38,6 +41,8 @@ from fleet.facts.scrub import scrub_text
 # KINDS, VARS (the variables traced in each kind) and TRACKED (VARS after LD_LIBRARY_PATH, in each trace line) are the
 # trace reader's (fleet/remote/trace.py), which both sides read the trace with
 COMMANDS = ("python3", "python", "pip", "nvcc")   # what a user types to reach the stack
+# what PAM's pam_env reads for every session (the other session sources: ~/.ssh/environment, sshd's SetEnv lines)
+SESSION_FILES = ("/etc/environment", "/etc/security/pam_env.conf")
 HOOK_FILE = "/etc/fleet/env.sh"     # the env_hooks role's script: its changes are fleet's own
 # A cuda-compat directory: /usr/local/cuda-13.0/compat, NGC's /usr/local/cuda/compat/lib (NVIDIA forward
 # compatibility guide, "Deployment Considerations": the compat package installs under cuda-X.Y/compat).
@@ -139,7 +144,8 @@ def parse(text: str) -> dict:
     for kind in KINDS + ("bare",):
         if kind in out:
             shell = out[kind]
-            for said in shell["ld_changes"] + list(shell["set_by"].values()):
+            for said in (shell["ld_changes"] + list(shell["set_by"].values()) + list(shell["unset_by"].values())
+                         + list(shell["limits_set_by"].values())):
                 said["text"] = scrub_text(said["text"])
             for cmd in shell["commands"].values():   # an alias's text, the line that made it (issue 45)
                 if cmd.get("by"):
@@ -166,13 +172,16 @@ def _settled(shell: dict, etc: dict) -> None:
         value = shell.get(name) if name in VARS else shell["families"][name]
         if name not in shell["set_by"] and name in etc and value is not None:
             e = etc[name]
+            setenv = "SetEnv " if e["file"] not in SESSION_FILES and not e["file"].endswith("/.ssh/environment") else ""
             shell["set_by"][name] = {"file": e["file"], "line": e["line"], "depth": 0,
-                                     "text": scrub_text(f"{name}={e['value']}"), "via": []}
+                                     "text": scrub_text(f"{setenv}{name}={e['value']}"), "via": []}
     for name, value in list(shell.items()):
         if name in VARS and name not in ("PATH", "LD_LIBRARY_PATH") and isinstance(value, str):
             shell[name] = scrub_text(value)
     shell["families"] = {name: value if name in ("PATH", "LD_LIBRARY_PATH") else scrub_text(value)
                          for name, value in shell.get("families", {}).items()}
+    for row in shell.get("nccl_conf", {}).values():
+        row["value"] = scrub_text(row["value"])
 
 
 def where(setter: dict | None, home: str = "") -> str | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from fleet.atomic import write_atomic
 from fleet.errors import HostError, InputError
 from fleet.facts.scrub import Scrubbed, scrubbed
-from fleet.jsontext import document, dumps
+from fleet.jsontext import document, readable
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@:+-]+\Z")
 
@@ -37,7 +37,7 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
     """Write the record atomically; the record it replaces becomes `<host>.prev.json`."""
     path = record_path(facts_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(scrubbed(record), indent=2) + "\n"   # every reader reads it: no secret, no NaN, no Infinity
+    text = readable(scrubbed(record)) + "\n"   # every reader reads it: no secret, no NaN, no Infinity
     old = _readable(path)
     try:
         if old is not None:
@@ -52,12 +52,24 @@ def write(facts_dir: Path | str, host: str, record: dict) -> Path:
 
 
 def _readable(path: Path) -> bytes | None:
-    """The record's bytes when it is a whole JSON object; None when absent or damaged."""
+    """The record's bytes when it is a whole JSON object; None when absent or damaged. A file this process read
+    whole (load: the run's last record), still the same file, is not parsed again (~0.2 ms a host; issue 46)."""
     try:
-        data = path.read_bytes()
-        return data if isinstance(document(data), dict) else None
+        with open(path, "rb") as handle:
+            same = _WHOLE.get(str(path)) == _identity(os.fstat(handle.fileno()))
+            data = handle.read()
+        return data if same or isinstance(document(data), dict) else None
     except (OSError, ValueError):
         return None
+
+
+# path -> the identity of the file at it that this process read as a whole JSON object. A record is replaced by
+# rename (a new inode) and edited in place with a new mtime: a file of the same identity holds the same bytes.
+_WHOLE: dict[str, tuple] = {}
+
+
+def _identity(stat: os.stat_result) -> tuple:
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
 def _keep_previous(path: Path, previous: Path, old: bytes) -> None:
@@ -98,7 +110,9 @@ def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
     """Read one facts JSON file; a damaged one is an InputError naming the file and the fix."""
     path = Path(path)
     try:
-        data = document(path.read_text())   # nested too deep: a JSONDecodeError naming where
+        with open(path, "rb") as handle:   # the identity of the file read, not of one that replaced it since
+            identity = _identity(os.fstat(handle.fileno()))
+            data = document(handle.read().decode())   # nested too deep: a JSONDecodeError naming where
     except FileNotFoundError:
         if missing_ok:
             return None
@@ -109,6 +123,8 @@ def load(path: Path | str, *, missing_ok: bool = False) -> dict | None:
     if not isinstance(data, dict):
         raise InputError(f"{path} holds {type(data).__name__}, not a facts record; delete it and run `fleet facts` "
                          "again")
+    if len(_WHOLE) < 100_000:   # a bound: one entry a host
+        _WHOLE[str(path)] = identity
     return data
 
 

@@ -139,6 +139,68 @@ ELSEWHERE = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICE
              "PYTHONPATH", "PYTHONHOME", "CUDA_HOME", "CUDA_PATH")
 
 
+# The limits a job in a kind of shell gets (ulimit -n, ulimit -l), judged by the thresholds fleet's health reads
+# (fleet/decide/health.py takes them from here). NCCL's user guide, Troubleshooting: Docker's limited shared and pinned
+# memory, `--ulimit memlock=-1`; PyTorch's multiprocessing notes: the file_descriptor sharing strategy keeps a
+# descriptor open per shared tensor ("Too many open files").
+NOFILE_FLOOR = 1024        # the usual soft default
+LIMITS_SOURCE = ("NCCL user guide, Troubleshooting (\"Docker\": --ulimit memlock=-1); PyTorch docs, \"Multiprocessing "
+                 "best practices\" (file_descriptor sharing: one open file per shared tensor)")
+LIMIT_WORDS = {"nofile": "ulimit -n", "memlock": "ulimit -l"}
+
+
+def judge_limits(limits, set_by=None, session=None):
+    """One kind's limits ({nofile: 256, memlock: 8192 | "unlimited"}) -> [{limit, value, does, fix, source, setter}]
+    for each below its threshold that a startup line set (set_by) or that differs from the session's (`session`: the
+    limits of a process that read no startup file); the session's own are health's to say."""
+    out = []
+    for key, value in sorted((limits or {}).items()):
+        setter = (set_by or {}).get(key)
+        if not setter and (session or {}).get(key, value) == value:
+            continue
+        if key == "nofile" and isinstance(value, int) and value <= NOFILE_FLOOR:
+            does = "few open files: DataLoader workers sharing many tensors can hit 'Too many open files'"
+        elif key == "memlock" and isinstance(value, int):
+            does = ("locked (pinned) memory is capped: NCCL over RDMA/InfiniBand wants it unlimited; one host's NVLink "
+                    "and PCIe traffic do not need it")
+        else:
+            continue
+        out.append({"limit": LIMIT_WORDS.get(key, key), "value": value, "does": does, "source": LIMITS_SOURCE,
+                    "setter": setter, "fix": f"delete the line that lowers it, or raise it for the job: "
+                                              f"`{LIMIT_WORDS.get(key, key)} ...` before python3 train.py"})
+    return out
+
+
+def accepted(patterns):
+    """The patterns of an sshd AcceptEnv line that let a client send a variable of the families (`*`, `NCCL_*`, `CUDA_VISIBLE_DEVICES`,
+    ...: sshd's match_pattern, * and ?, as fnmatch reads them): a job then gets what the machine it is started from
+    exports (ssh_config(5) SendEnv)."""
+    import fnmatch
+
+    return [pat for pat in patterns or () if is_family(pat.rstrip("*?"))
+            or any(fnmatch.fnmatchcase(p + "X", pat) for p in PREFIXES)]
+
+
+def limits_line(rows, item, value):
+    """The last limits.conf line (trace's limits_conf) that gives the session's soft `item` this value -> "FILE:LINE"
+    | None (pam_limits: `-` sets both, `soft` the one ulimit shows; -1, unlimited and infinity are unlimited)."""
+    found = None
+    for row in rows or []:
+        given = row.get("value", "").lower()
+        given = "unlimited" if given in ("-1", "unlimited", "infinity") else given
+        if row.get("item") == item and row.get("type") in ("-", "soft") and given == str(value):
+            found = f"{row['file']}:{row['line']}"
+    return found
+
+
+def conf_setters(conf):
+    """A kind's nccl_conf ({NAME: {value, file, line}}) -> ({NAME: value}, {NAME: setter}) for judge()."""
+    values = {name: row.get("value") for name, row in (conf or {}).items()}
+    setters = {name: {"file": row.get("file"), "line": row.get("line"), "depth": 0, "via": [],
+                      "text": f"{name}={row.get('value')}"} for name, row in (conf or {}).items()}
+    return values, setters
+
+
 def is_family(name):
     """A name of the families, and not one that looks like a secret's."""
     return bool(_FAMILY.match(name or "")) and not is_secret(name)

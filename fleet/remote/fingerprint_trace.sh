@@ -5,7 +5,9 @@
 # shellcheck disable=SC2154  # fleet_shells_out and the fleet_p*/fleet_r* parts: set by the programs before this
 # what the trace gives: one pass over it (facts.shells): each kind's LD_LIBRARY_PATH as its shell ends up with it
 # (the last value set; unset keeps it), and each kind's whole relevant environment (the variables, every variable of
-# the families a GPU job reads, the commands and where each python finds torch) as a digest per kind; line numbers are not part of it (a comment moves them)
+# the families a GPU job reads and those NCCL's config files give, the commands and where each python finds torch)
+# as a digest per kind; line numbers are not part of it (a comment moves them), nor each kind's limits (@@limit: a
+# limit is only ever a note of verify, never its failure, and the facts say it at every probe)
 declare -A fleet_env fleet_ldk
 fleet_kind=
 # its lines split in the shell's memory, not read: read takes one system call a byte of the here-string's pipe, and
@@ -19,6 +21,7 @@ for line in "${fleet_tl[@]}"; do
     "@@value LD_LIBRARY_PATH="*) [ -z "$fleet_kind" ] || fleet_ldk[$fleet_kind]=${line#@@value LD_LIBRARY_PATH=} ;;  # the ld.KIND parts
     "@@unset LD_LIBRARY_PATH") ;;
     "@@value "*|"@@unset "*|"@@fam "*|"@@cmd "*|"@@py "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=$line$'\n' ;;
+    "@@nccl "*) [ -n "$fleet_kind" ] && fleet_env[$fleet_kind]+=${line%%$'\t'*}$'\n' ;;   # NCCL's config files' values, not their lines
   esac
 done
 fleet_i=${fleet_ldk[interactive]-} fleet_l=${fleet_ldk[login]-}

@@ -58,9 +58,11 @@ def parse_change(raw):
 
 
 def parse_etcenv(raw):
-    """`@@etcenv N\\tNAME\\tVALUE`: line N of /etc/environment sets NAME."""
-    n, name, value = (raw[9:].split("\t") + ["", ""])[:3]
-    return {"file": "/etc/environment", "line": int(n) if n.isdigit() else None, "name": name, "value": value}
+    """`@@etcenv N\\tNAME\\tVALUE[\\tFILE]`: line N of FILE sets NAME in every session sshd starts (FILE:
+    /etc/environment where not said; else ~/.ssh/environment, /etc/security/pam_env.conf, or sshd's config, whose
+    line is a SetEnv line)."""
+    n, name, value, file = (raw[9:].split("\t") + ["", "", ""])[:4]
+    return {"file": file or "/etc/environment", "line": int(n) if n.isdigit() else None, "name": name, "value": value}
 
 
 def dirs(path):

@@ -15,3 +15,15 @@ for fleet_p in "${fleet_prefixes[@]}"; do
     printf '@@fam %s=%s\n' "$v" "${x//$'\n'/ }"
   done
 done
+# The limits a job started in this kind gets (ulimit's own answer: no process), and the VAR=VALUE lines NCCL reads
+# from its config files where the environment lacks the name (NCCL's "Environment Variables"; its param.cc: the
+# user's file, $NCCL_CONF_FILE else ~/.nccl.conf, then /etc/nccl.conf, the environment and the first file first):
+# `@@nccl NAME=VALUE<TAB>FILE<TAB>LINE`, a name that looks like a secret's never printed.
+printf '@@limit memlock '; ulimit -l; printf '@@limit nofile '; ulimit -n
+declare -A fleet_nc; for f in "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" /etc/nccl.conf; do [[ -r $f && -f $f ]] || continue; n=0
+  while IFS= read -r l || [ -n "$l" ]; do n=$((n+1)); l=${l#"${l%%[![:space:]]*}"}
+    [[ $l =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*) ]] || continue; v=${BASH_REMATCH[1]}
+    if [[ ${v^^} =~ $fleet_secret ]] || [ -n "${!v+x}${fleet_nc[$v]-}" ]; then continue; fi
+    printf '@@nccl %s\t%s\t%s\n' "${l//$'\t'/ }" "$f" "$n"; fleet_nc[$v]=1
+  done < "$f"
+done

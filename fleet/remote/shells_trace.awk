@@ -22,7 +22,7 @@ function setters(cmd, d, file, line,    w, n, k, j, name, text, via, verb) {
   n = words(cmd, w); k = 1
   while (k <= n && w[k] ~ /^[A-Za-z_][A-Za-z0-9_]*\+?=/) k++
   verb = (k <= n) ? w[k] : ""
-  if (k <= n && verb !~ /^(export|declare|typeset|readonly|local)$/) return
+  if (k <= n && verb !~ /^(export|declare|typeset|readonly|local|unset)$/) return
   text = ""
   for (j = 1; j <= n; j++) {
     name = w[j]; sub(/[+]?=.*/, "", name)
@@ -35,7 +35,16 @@ function setters(cmd, d, file, line,    w, n, k, j, name, text, via, verb) {
     if (name !~ fam || toupper(name) ~ secret) continue
     val = "@noval@"; if (w[j] ~ /=/) { val = w[j]; sub(/^[^=]*=/, "", val) }
     s = (d - 1) "\t" file "\t" line "\t" substr(text, 1, 200) "\t" via
-    last[name] = s; if (val != "@noval@") lastv[name, val] = s
+    if (verb == "unset") { gone[name] = s; continue }
+    delete gone[name]; last[name] = s; if (val != "@noval@") lastv[name, val] = s
+  }
+}
+function limits(cmd, d, file, line,    w, n, j, via) {
+  n = words(cmd, w); if (w[n] ~ /^-/) return
+  via = ""; for (j = 2; j < d; j++) via = via (via == "" ? "" : ">") stack[j]
+  for (j = 2; j <= n; j++) if (w[j] ~ /^-[A-Za-z]+$/) {
+    if (w[j] ~ /n/) lim["nofile"] = (d - 1) "\t" file "\t" line "\t" substr(cmd, 1, 200) "\t" via
+    if (w[j] ~ /l/) lim["memlock"] = (d - 1) "\t" file "\t" line "\t" substr(cmd, 1, 200) "\t" via
   }
 }
 /^\++@@/ {
@@ -56,14 +65,17 @@ function setters(cmd, d, file, line,    w, n, k, j, name, text, via, verb) {
     }
   }
   if (cmd ~ famw) setters(cmd, d, file, line)
+  if (cmd ~ /^ulimit /) limits(cmd, d, file, line)
   stack[d] = file ":" line; have = 1; pd = d; pf = file; pl = line; pld = ld; pvs = vs; pcmd = cmd; next
 }
 /^@@fam / { name = substr($0, 7); v = name; sub(/=.*/, "", name); sub(/^[^=]*=/, "", v); fin[name] = v; print; next }
-/^@@(value|unset|cmd|py) / { print }
+/^@@(value|unset|cmd|py|limit|nccl) / { print }
 /^@@def\t/ { print }
 /^@@ld(var|find|obj|missing) / { print }
 END {
   for (k in last_t) printf "@@set\t%d\t%s\n", k, last_t[k]
+  for (k in lim) printf "@@limset\t%s\t%s\n", k, lim[k]
+  for (name in gone) if (!(name in fin)) printf "@@famunset\t%s\t%s\n", name, gone[name]
   for (name in fin) {
     if ((name, fin[name]) in lastv) s = lastv[name, fin[name]]; else if (name in last) s = last[name]; else continue
     printf "@@famset\t%s\t%s\n", name, s

@@ -19,10 +19,18 @@ Standalone and stdlib only (it runs under the host's python, where fleet is not 
     @@py /usr/bin/python3	/usr	/root/src/torch	1	PYTHONPATH
     @@fam NCCL_P2P_DISABLE=1
     @@famset	NCCL_P2P_DISABLE	1	/root/.bashrc	1	export NCCL_P2P_DISABLE=1	
+    @@famunset	CUDA_LAUNCH_BLOCKING	1	/root/.bashrc	2	unset CUDA_LAUNCH_BLOCKING	
+    @@limit nofile 256
+    @@limset	nofile	1	/root/.bashrc	3	ulimit -n 256	
+    @@nccl NCCL_NVLS_ENABLE=0	/etc/nccl.conf	1
     @@rc 0
--> {home: "/root", etc_environment: [{file, line, name, value}],
+-> {home: "/root", etc_environment: [{file, line, name, value}], accept_env: [{file, line, patterns}] (where sshd has any),
+    limits_conf: [{file, line, type, item, value}] (pam_limits' nofile/memlock lines for the user, under UsePAM),
     interactive: {LD_LIBRARY_PATH: "...", PATH: ..., CUDA_HOME: None, ..., rc: 0,
                   families: {NCCL_P2P_DISABLE: "1", LD_LIBRARY_PATH: "...", ...},
+                  unset_by: {CUDA_LAUNCH_BLOCKING: {file, line, depth, text, via}},
+                  limits: {memlock: 8192 | "unlimited", nofile: 256}, limits_set_by: {nofile: {file, line, ...}},
+                  nccl_conf: {NCCL_NVLS_ENABLE: {value: "0", file: "/etc/nccl.conf", line: 1}},
                   ld_changes: [{file, line, depth, text, before, after, via: ["/root/.bashrc:118"]}],
                   loader_lines: ["@@ld..."], set_by: {CUDA_HOME: {file, line, depth, text, via}},
                   commands: {nvcc: {path, real, version, how, by}, pip: {path, real, python, how, by},
@@ -60,10 +68,19 @@ def parse(text):
             out["home"] = raw[7:]
         elif raw.startswith("@@etcenv "):
             out["etc_environment"].append(loader_rules.parse_etcenv(raw))
+        elif raw.startswith("@@limconf "):     # pam_limits' lines for this user's nofile and memlock (limits.conf)
+            line, kind, item, value, file = (raw[10:].split("\t") + [""] * 4)[:5]
+            out.setdefault("limits_conf", []).append({"file": file, "line": int(line) if line.isdigit() else None,
+                                                      "type": kind, "item": item, "value": value})
+        elif raw.startswith("@@acceptenv "):   # sshd's AcceptEnv: the names a client may send into every session
+            line, patterns, file = (raw[12:].split("\t") + ["", ""])[:3]
+            out.setdefault("accept_env", []).append({"file": file, "line": int(line) if line.isdigit() else None,
+                                                     "patterns": patterns.split()})
         elif raw.startswith("@@shell "):
             current = out[raw[8:].strip()] = {**{v: None for v in VARS}, "rc": None, "ld_changes": [],
                                               "loader_lines": [], "set_by": {}, "commands": {}, "pythons": {},
-                                              "families": {}}
+                                              "families": {}, "unset_by": {}, "limits": {},
+                                              "limits_set_by": {}, "nccl_conf": {}}
         elif current is None:
             continue
         elif raw.startswith("@@ld"):
@@ -84,6 +101,28 @@ def parse(text):
                 current["set_by"][name] = {
                     "file": file, "line": int(line) if line.isdigit() else None,
                     "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@famunset\t"):   # a variable of the families a startup line unset (none set it after)
+            name, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            # (a name the kind has at its end was set again by a line the trace's reader could not read: not unset)
+            if fams.is_family(name) and current.get(name) is None and name not in current["families"]:
+                current["unset_by"][name] = {
+                    "file": file, "line": int(line) if line.isdigit() else None,
+                    "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@limit "):      # `@@limit nofile 1024`: ulimit's answer in this kind
+            key, _, value = raw[8:].partition(" ")
+            value = value.strip()
+            current["limits"][key] = int(value) if value.isdigit() else value or None
+        elif raw.startswith("@@limset\t"):   # the startup line of this kind that last ran `ulimit -n/-l VALUE`
+            key, depth, file, line, cmd, via = (raw.split("\t") + [""] * 7)[1:7]
+            current["limits_set_by"][key] = {
+                "file": file, "line": int(line) if line.isdigit() else None,
+                "depth": int(depth) if depth.isdigit() else 0, "text": cmd, "via": [v for v in via.split(">") if v]}
+        elif raw.startswith("@@nccl "):       # `@@nccl NAME=VALUE\tFILE\tLINE`: NCCL's config file gives NAME
+            pair, file, line = (raw[7:].split("\t") + ["", ""])[:3]
+            name, _, value = pair.partition("=")
+            if fams.is_family(name):
+                current["nccl_conf"][name] = {"value": value, "file": file,
+                                              "line": int(line) if line.isdigit() else None}
         elif raw.startswith("@@rc "):
             current["rc"] = int(raw[5:]) if raw[5:].strip().lstrip("-").isdigit() else None
         elif raw.startswith("@@set\t"):

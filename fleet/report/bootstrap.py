@@ -21,14 +21,11 @@ def print_result(reporter, result, *, json_out: bool) -> None:
         for key, value in rows:
             console.print(f"{key}: {escape(value)}" if key else escape(value), soft_wrap=True)
     else:                # a terminal: keys in one column, each value wrapped at words inside its own
-        from rich.table import Table
+        from fleet.report import terminal_safe
+        from fleet.report.wrap import terminal_lines
 
-        grid = Table.grid(padding=(0, 2), pad_edge=True)
-        grid.add_column(style="bold", no_wrap=True)
-        grid.add_column(overflow="fold")
-        for key, value in rows:
-            grid.add_row(key, escape(value))
-        console.print(grid)
+        for line in terminal_lines([(key, terminal_safe(value)) for key, value in rows], console.width):
+            console.print(line, soft_wrap=True)    # a token wider than the terminal: its own line, whole
     if result.error:
         reporter.error(result.error)
 
@@ -59,8 +56,9 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     else:
         rows.append(("inventory", f"not added to {where} (nothing written)"))
     rows.append(("host key", result.host_key or "already known"))
-    if result.health is not None:
-        rows.append(("GPU health", result.health.reason))
+    if result.health is not None:     # keep or return, in a renter's terms (a pod to return: the error says how)
+        advice = result.health.advice if result.health.verdict != "return" else ""
+        rows.append(("GPU health", result.health.reason + (f"; {advice}" if advice else "")))
     facts = result.facts or {}
     if facts:
         gpus = ", ".join(sorted({g.get("name") or "?" for g in facts.get("gpus") or []})) or "no GPU"

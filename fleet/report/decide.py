@@ -31,13 +31,22 @@ def print_decisions(reporter, name: str, d, acting: list[str], skipped: list[str
 
     status, style = ("REFUSED", "red") if d.refuse else ("ok", "green")
     reporter.host_block(name, status, "", style)
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")  # URLs and paths must stay whole: a person copies them
-    for label, value, reason in _rows(d, acting, skipped):
-        grid.add_row(f"[bold]{label}[/bold]", escape(value), escape(reason))
-    reporter.print(grid)
+    rows = _rows(d, acting, skipped)
+    if reporter.plain:   # a pipe: the tab-separated rows (plain_table)
+        grid = Table.grid(padding=(0, 2))
+        for _ in range(3):
+            grid.add_column()
+        for label, value, reason in rows:
+            grid.add_row(f"[bold]{label}[/bold]", escape(value), escape(reason))
+        reporter.print(grid)
+    else:                # a terminal: URLs and paths stay whole (a person copies them), wrapped at words
+        from fleet.report import terminal_safe
+        from fleet.report.wrap import terminal_lines
+
+        width = max(len(terminal_safe(value)) for _, value, _ in rows)
+        lines = [(label, f"{terminal_safe(value).ljust(width)}  {terminal_safe(reason)}") for label, value, reason in rows]
+        for line in terminal_lines(lines, reporter.env.console.width, hang=width + 2):
+            reporter.env.console.print(line, soft_wrap=True)
     if d.refuse:
         reporter.print(f"[bold red]refused:[/bold red] {escape(d.refuse)}")
 

@@ -119,10 +119,14 @@ def _finite_within(value, level: int = 0):
     if isinstance(value, (dict, list, tuple)):
         if level >= MAX_DEPTH:
             raise Refused(f"facts nest deeper than {MAX_DEPTH} levels")
-        if isinstance(value, dict):
-            return {key: _finite_within(item, level + 1) for key, item in value.items()}
-        return [_finite_within(item, level + 1) for item in value]
+        if isinstance(value, dict):   # a text, a whole number or null inside: kept without a call (issue 46)
+            return {key: item if item is None or type(item) in _KEPT else _finite_within(item, level + 1)
+                    for key, item in value.items()}
+        return [item if item is None or type(item) in _KEPT else _finite_within(item, level + 1) for item in value]
     return value
+
+
+_KEPT = {str, bool, int}
 
 
 def _short(value) -> str:

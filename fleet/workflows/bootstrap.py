@@ -4,9 +4,10 @@
     result = bootstrap(target, inventory_path=default_inventory())   # ~/.config/fleet/pods.yaml
 
 Phases: connect (waiting with backoff for a pod still booting; a new host key is taken on first use and its
-fingerprint shown, a CHANGED key is refused as always) -> health -> facts (the engine's observe + plan: facts,
-decisions and every check but verify's; nothing changed but fleet's helper programs) -> inventory -> apply
-(fleet.engine.converge from that same probe, every role) -> verify (its second observe).
+fingerprint shown, a CHANGED key is refused as always) -> facts (the engine's observe + plan: facts, the GPUs' whole
+health (`fleet health`'s sources: its verdict is judged first, a pod to return stops there), decisions and every
+check but verify's; nothing changed but fleet's helper programs) -> inventory -> apply (fleet.engine.converge from
+that same probe, every role) -> verify (its second observe).
 
 When the host enters the inventory: after the facts phase has shown the pod can be provisioned (reachable,
 not refused by the decisions, enough free disk for what will be installed, every check able to run), and
@@ -171,8 +172,7 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
                 conn = connect(host, options)
             except AuthRefused:
                 raise AuthRefused(_refused(host, target, min(wait, AUTH_WAIT))) from None
-        if _healthy_enough(conn, host, result, progress, ignore_health):
-            _provision(conn, host, inventory, roles, result, progress, on_task)
+        _provision(conn, host, inventory, roles, result, progress, on_task, ignore_health)
     except FleetError as exc:
         if isinstance(exc, InputError):
             raise
@@ -186,29 +186,31 @@ def bootstrap(target: Target, *, inventory_path: Path, name: str | None = None, 
     return result
 
 
-def _healthy_enough(conn, host: Host, result: BootstrapResult, progress: Progress, ignore_health: bool) -> bool:
-    """The health check alone (one read-only command, fleet.workflows.health) before anything is installed: a pod
-    whose verdict is "return this pod" (a fault only its provider can fix) is not worth the gigabytes."""
+def _healthy_enough(facts: dict, host: Host, result: BootstrapResult, progress: Progress, ignore_health: bool) -> bool:
+    """The GPUs' verdict, read off the first probe (it carried `fleet health`'s sources; no command of its own)
+    before anything is installed: a pod whose verdict is "return this pod" (a fault only its provider can fix) is not
+    worth the gigabytes."""
     from fleet.workflows import health
 
-    with _phase(result, "health"):
-        verdict, _ = health.check(conn, host)
-    result.health = verdict
+    verdict = result.health = health.of_facts(facts, host)
     progress(host.name, f"GPU health: {verdict.reason}")
     if verdict.verdict != "return" or ignore_health:
         return True
-    result.error = (f"{host.name}: {verdict.reason}. Nothing was installed: {verdict.way_out}; or run the same "
-                    "bootstrap with --ignore-health to provision it anyway")
+    result.error = (f"{host.name}: {verdict.reason}. Nothing was installed (fleet's probe keeps only its helper "
+                    f"programs, in /var/lib/fleet/bin): {verdict.way_out}; or run the same bootstrap with "
+                    "--ignore-health to provision it anyway")
     return False
 
 
 def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapResult, progress: Progress,
-               on_task=None) -> None:
+               on_task=None, ignore_health: bool = False) -> None:
     from fleet.engine import Setup, converge
 
     setup = Setup(roles, facts_dir=inventory.facts_dir, progress=progress, on_task=on_task)
     with _phase(result, "facts"):
-        observed, planned = _preview(conn, host, setup, result)
+        observed, planned = _preview(conn, host, setup, result, progress, ignore_health)
+    if observed is None:     # a pod to return: nothing recorded, nothing written
+        return
     problem = _cannot_provision(observed, planned)
     if problem:
         result.error = f"{host.name} cannot be provisioned: {problem}"
@@ -234,14 +236,20 @@ def _provision(conn, host: Host, inventory: Inventory, roles, result: BootstrapR
         result.error = f"{host.name}: {what}" + _resume_note(result)
 
 
-def _preview(conn, host: Host, setup, result: BootstrapResult):
+def _preview(conn, host: Host, setup, result: BootstrapResult, progress: Progress, ignore_health: bool):
     """The facts phase: the apply's own first probe and plan (nothing changed on the pod but fleet's helper
     programs, installed by digest as any apply's probe installs them), the facts recorded as a --check would. The
     apply goes on from this very probe (converge's `first`): one probe, not two. verify is left out of it
-    (without_records): after any change it runs again anyway, so it runs once, after the changes."""
+    (without_records): after any change it runs again anyway, so it runs once, after the changes. The probe also
+    carries `fleet health`'s own sources, so the GPUs are judged from it first: (None, None) for a pod to return."""
     from fleet.engine import final_facts, judge, last_facts, observe, plan, session
+    from fleet.workflows import health
 
-    observed = observe(conn, host, setup, last_facts(setup, host), without_records=True)
+    observed = observe(conn, host, setup, last_facts(setup, host), without_records=True,
+                       also=health.extra_sections())
+    if not _healthy_enough(observed.facts, host, result, progress, ignore_health):
+        result.facts = observed.facts
+        return None, None
     if observed.refuse:
         result.facts = observed.facts
         session.record(setup.facts_dir, host.name, observed.facts)

@@ -1,4 +1,5 @@
-"""The GPU health check alone (issue 36): `fleet health INVENTORY` and bootstrap's first step.
+"""The GPU health check alone (issue 36): `fleet health INVENTORY`; bootstrap reads the same verdict off its first
+probe (extra_sections, of_facts).
 
     verdict, facts = check(conn, host)
     check_hosts(inventory, hosts, request) -> HealthRun   # every host at once, each host's report to the run's
@@ -19,7 +20,7 @@ from fleet.connection import ConnectOptions
 from fleet.connection.parallel import Outcome, on_hosts
 from fleet.decide.health import HealthVerdict, decide_health, parse_expect
 from fleet.facts.record import HEALTH_SOURCES, health_facts
-from fleet.facts.sources import BY_NAME
+from fleet.facts.sources import BY_NAME, HEALTH_ONLY
 
 SOURCES = HEALTH_SOURCES
 TIMEOUT = 60.0
@@ -29,6 +30,19 @@ def script() -> str:
     """The health sources as background sections (as the whole probe runs them): the time of the slowest."""
     return sections.together([sections.background(f"facts.{name}", f"export LC_ALL=C\n{BY_NAME[name].command({})}",
                                                   needs=BY_NAME[name].needs) for name in SOURCES])
+
+
+def extra_sections() -> list:
+    """The health sources the routine probe leaves out (facts/sources.py HEALTH_ONLY: `nvidia-smi -q -x`), as
+    sections a probe can carry (engine.observe's `also`): bootstrap's first probe reads the pod's whole health with
+    its facts, in that one command, and the verdict (`of_facts`) is the one `fleet health` gives."""
+    return [sections.background(f"facts.{source.name}", f"export LC_ALL=C\n{source.command({})}", needs=source.needs)
+            for source in HEALTH_ONLY]
+
+
+def of_facts(facts: dict, host) -> HealthVerdict:
+    """The verdict of a probe's facts that carried `extra_sections()`, with the host's `expect_gpus`. Pure."""
+    return decide_health(facts, parse_expect(host.vars.get("expect_gpus")))
 
 
 def read(found: dict[str, sections.Section], expect_gpus=None) -> tuple[HealthVerdict, dict]:

@@ -12,7 +12,8 @@ The `lab` fixture (session scope) starts a TEST lab once per test session and st
             conn.run("uname -m")
 
 Set FLEET_TEST_LAB_NET=127.0.8 (any 127.a.b) to run a second test session at the same time on another
-subnet with its own root; sessions on the same subnet take turns (a lock; the second one waits).
+subnet with its own root; sessions on the same subnet take turns (a lock; the second one waits). Under pytest-xdist
+(`-n 2`, the README's command) worker gwN moves the net's second part up by N (127.0.2, 127.1.2): a lab each.
 
 Hosts start fresh for the session, not per test: a test that writes on a host and needs a clean one
 calls `lab.reset([...])` first (about 0.2 s a host). The test lab never touches a demo lab (127.0.1.x,

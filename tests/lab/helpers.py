@@ -61,3 +61,18 @@ def logged_documents(path) -> dict:
         stats[name] = line.pop("stats")
         hosts[name] = line
     return {"hosts": hosts, "stats": stats}
+
+
+def pods_inventory_text(lab, header: str = "# pods\n", **extra_vars) -> str:
+    """A person's inventory of pods with the lab's variables (its mirror, the keyring digests `fleet lab up` writes)
+    and its thor, with comments: no pod in it yet."""
+    import yaml
+
+    doc = yaml.safe_load(lab.inventory_path.read_text())
+    thor = doc["hosts"]["thor"]
+    # the lab's keyring digests: the lab answers NVIDIA's keyring URL with its own .deb, which fleet's pin for the
+    # real one refuses (test_keyring_pin_lab.py)
+    return (header + f"keyring_pins: {doc['keyring_pins']}\n"
+            + yaml.safe_dump({"vars": {**doc["vars"], **extra_vars}}, sort_keys=False)
+            + f"hosts:\n  thor:            # not touched by the test\n    address: {thor['address']}\n"
+              "    lab: {profile: thor}\n\n# groups come after the hosts\ngroups:\n  jetsons: [thor]\n")

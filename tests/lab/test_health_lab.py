@@ -8,6 +8,7 @@ report what the verdict says.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -197,8 +198,9 @@ def test_xid79_profile_gpu_off_the_bus_is_a_pod_to_return(pods):
 
 
 def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_path, isolated_home):
-    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: health is read before the facts
-    probe, which installs fleet's helper programs), nothing written, exit 5, the provider's way out."""
+    """Nothing installed (the host's dpkg, the venv and fleet's own directory say so: the verdict is read off the
+    first probe, which carries `fleet health`'s sources and leaves only fleet's helper programs), nothing written,
+    exit 5, the provider's way out."""
     lab, _, inventory = pods
     original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
     host = inventory.hosts["pod-xid79"]
@@ -211,8 +213,35 @@ def test_bootstrap_reads_health_first_and_stops_on_a_pod_to_return(pods, tmp_pat
     assert "ask the provider to reboot the host" in said   # Xid 79's action, for the renter (issue 48)
     assert "--ignore-health" in err
     assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
-    assert _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet /var/lib/fleet 2>&1").stdout == before
+    assert not (isolated_home / ".config" / "fleet" / "facts").exists()        # no facts record of a pod to return
+    after = _ask(pods, "pod-xid79", "dpkg-query -W -f '${Package}\\n' | wc -l; ls /opt/fleet /var/lib/fleet 2>&1").stdout
     assert before.count("No such file") == 2, before
+    assert after.splitlines()[0] == before.splitlines()[0], after        # dpkg: not one package more
+    assert "/opt/fleet" in after and "No such file" in after and after.rstrip().endswith(":\nbin"), after
+
+
+def test_bootstrap_judges_what_fleet_health_judges_from_its_first_probe(pods, tmp_path, isolated_home):
+    """bootstrap reads the GPUs' health off its first probe, with no command of its own: that probe carries `fleet
+    health`'s own sources, so a fault only `nvidia-smi -q -x` shows (an SRAM uncorrectable error, which the routine
+    probe does not ask) still stops it, with the verdict `fleet health` gives."""
+    lab, _, inventory = pods
+    original = test_bootstrap_lab.pods_inventory(lab, isolated_home)
+    host = inventory.hosts["pod-healthy"]
+    _stage(pods, "sram-uncorrectable")
+    try:
+        answer = _ask(pods, "pod-healthy", CASES["sram-uncorrectable"][2]).stdout
+        health_code, health_doc = fleet_json("health", str(pods[1]), "--limit", "pod-healthy")
+        code, out, err = test_bootstrap_lab.fleet(tmp_path, "bootstrap", f"ssh root@{host.address} -p 22 -i "
+                                                  f"{test_bootstrap_lab.paths.lab_key(lab.root)}", "--json")
+    finally:
+        _stage(pods, "healthy")
+    assert CASES["sram-uncorrectable"][3] in answer, answer                 # the host's own nvidia-smi says so
+    reason = health_doc["hosts"]["pod-healthy"]["reason"]
+    assert health_code == 5 and "ecc.volatile.sram_uncorrectable_secded" in reason, health_doc
+    doc = next(iter(json.loads(out)["hosts"].values()))["bootstrap"]
+    assert code == 5 and doc["health"]["verdict"] == "return" and doc["health"]["reason"] == reason, doc
+    assert "health" not in doc["phases"] and doc["added"] is False, doc
+    assert (isolated_home / ".config" / "fleet" / "pods.yaml").read_text() == original
 
 
 def test_a_gpu_asking_for_a_reset_is_a_pod_to_return_in_apply_and_in_health(pods):
@@ -265,6 +294,37 @@ def test_a_degraded_gpu_is_named_by_uuid_and_bus_with_keep_or_return_in_a_renter
     assert f"GPU 1 ({ids[1]}, bus {ids[2]}): {CASES[fault][1]}=" in said, said
     assert "keep it if your job can live with this" in said and "else return it" in said, said
     assert "nvidia-smi -pl" not in said and "nvidia-smi -e" not in said
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_fleet_health_on_a_terminal_keeps_the_uuid_and_bus_id_whole(pods, tmp_path, columns):
+    """Issue 50: the finding names the GPU by the UUID and bus id a provider asks for, so a renter copies them off
+    the screen: on a real terminal (tmux) 80 and 100 columns wide, beside a host name as long as a provider's
+    (`runpod-h100-sxm-a`), they stand whole on one line (the table's findings column folded the UUID mid-word)."""
+    import shlex
+    import sys
+
+    from test_fits_the_terminal_lab import on_terminal
+
+    doc = yaml.safe_load(pods[1].read_text())
+    doc["hosts"] = {"runpod-h100-sxm-a": doc["hosts"]["pod-healthy"]}
+    inv = tmp_path / "renter.yaml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _stage(pods, "power-cap")
+    try:
+        ids = _ask(pods, "pod-healthy", Q + "uuid,pci.bus_id").stdout.splitlines()[1].split(", ")
+        screen = on_terminal(tmp_path, columns, f"{shlex.quote(sys.executable)} -m fleet health "
+                                                f"{shlex.quote(str(inv))}")
+    finally:
+        _stage(pods, "healthy")
+    assert "EXIT=6" in screen, screen
+    lines = screen.splitlines()
+    assert all(len(line) <= columns for line in lines), screen
+    assert any(f"GPU 1 ({ids[1]}," in line for line in lines), screen       # the UUID whole, as the host says it
+    assert any(ids[2] in line for line in lines), screen                     # and the bus id
+    words = " ".join(screen.split())
+    assert f"GPU 1 ({ids[1]}, bus {ids[2]}): enforced.power.limit=" in words, screen
+    assert "keep it if your job can live with this" in words and "else return it" in words, screen
 
 
 # what a DataLoader worker does with a batch (torch places it in a shared-memory segment): 100 MB, written through

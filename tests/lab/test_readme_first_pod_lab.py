@@ -91,7 +91,7 @@ def test_the_first_pod_section_followed_in_an_empty_directory(lab, volume, isola
     # the summary is built from the variables the apply used: the volume's venv, not fleet's default
     assert "/workspace/venv/bin/python" in bootstrap and "/opt/fleet/venv" not in bootstrap, bootstrap
     assert "added to ~/.config/fleet/pods.yaml as pod-a" in " ".join(bootstrap.split())
-    assert re.search(r"^  next +fleet apply --limit pod-a +$", bootstrap, re.M), bootstrap
+    assert re.search(r"^  next +fleet apply --limit pod-a$", bootstrap, re.M), bootstrap
     assert "pod-a" in facts and "/workspace/venv" in facts
     assert "changed" not in check.split("recap", 1)[0] or "would change" in check
     assert re.search(r"^pod-a\s+\d+\s+0\s+0\s", apply, re.M), apply        # converged: zero changes, zero failed

@@ -494,3 +494,28 @@ def test_fleet_decide_and_apply_decide_with_the_same_variables(tmp_path):
     assert any(d.startswith("/workspace/venv/") for d in applied["ld_library_path"])   # the volume's venv
     assert offline["ld_library_path"] == applied["ld_library_path"]
     assert offline["reasons"] == applied["reasons"]
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_decide_on_a_terminal_keeps_urls_and_paths_whole(width):
+    """A person copies the index URL and the library path off `fleet decide`: on a terminal they wrap at words, never
+    mid-word (the grid's fold cut `/usr/local/cuda-13.0/targets/x86_64-linu` / `x/lib` at 80 columns)."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from fleet.cli import main
+    from fleet.env import Environment
+
+    record = Path(__file__).resolve().parents[1] / "data" / "h100-device" / "h100-device.json"
+    out = io.StringIO()
+    env = Environment(console=Console(file=out, width=width, force_terminal=True, color_system=None),
+                      err_console=Console(file=io.StringIO(), width=width))
+    assert main(["decide", str(record)], env) == 0
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= width for line in lines), out.getvalue()
+    for whole in ("https://download.pytorch.org/whl/cu130", "/usr/local/cuda-13.0/targets/x86_64-linux/lib"):
+        assert any(whole in line for line in lines), out.getvalue()
+    assert " ".join(out.getvalue().split()).startswith("h100-device ok ─"), out.getvalue()
+    assert "LD_LIBRARY_PATH 1 dir /usr/local/cuda-13.0/targets/x86_64-linux/lib roles" in " ".join(out.getvalue().split())

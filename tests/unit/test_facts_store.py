@@ -135,3 +135,36 @@ def test_without_hard_links_the_previous_record_is_copied(tmp_path, monkeypatch)
     store.write(tmp_path, "pod", record("580.159.04"))
     assert (tmp_path / "pod.prev.json").read_bytes() == old
     assert "580.159.04" in (tmp_path / "pod.json").read_text()
+
+
+def test_a_record_read_whole_is_kept_as_previous_without_parsing_it_again(tmp_path, monkeypatch):
+    """The run's last record, read whole at its start, becomes the previous one at its end unparsed (issue 46): the
+    same file (device, inode, size, times) holds the same bytes."""
+    store.write(tmp_path, "pod", record("580.1"))
+    assert store.read(tmp_path, "pod")["driver"]["version"] == "580.1"
+    parsed = []
+    monkeypatch.setattr(store, "document", lambda data: parsed.append(data) or json.loads(data))
+    store.write(tmp_path, "pod", record("580.2"))
+    assert parsed == []
+    assert store.read(tmp_path, "pod", previous=True)["driver"]["version"] == "580.1"
+
+
+@pytest.mark.parametrize("damage", ["in place", "replaced"])
+def test_a_record_damaged_after_it_was_read_whole_is_not_kept_as_previous(tmp_path, damage):
+    """Read whole, then damaged before the run writes its own (by an editor in place, or a file renamed over it):
+    the damaged file is not kept as the previous record, as when it was never read."""
+    store.write(tmp_path, "pod", record("580.1"))
+    store.write(tmp_path, "pod", record("580.2"))     # a previous record that must not be replaced by a damaged one
+    path = tmp_path / "pod.json"
+    store.read(tmp_path, "pod")
+    text = path.read_text()
+    if damage == "in place":
+        with open(path, "r+") as handle:   # same inode; one byte less
+            handle.write(text[:-2])
+            handle.truncate()
+    else:
+        (tmp_path / "other").write_text(text[:-2])
+        os.replace(tmp_path / "other", path)
+    store.write(tmp_path, "pod", record("580.3"))
+    assert store.read(tmp_path, "pod")["driver"]["version"] == "580.3"
+    assert store.read(tmp_path, "pod", previous=True)["driver"]["version"] == "580.1"

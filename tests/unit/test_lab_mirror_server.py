@@ -11,7 +11,7 @@ import threading
 
 from fleet_lab import serve, tls
 
-ADDRESS = "127.0.%s.253" % (os.environ.get("FLEET_TEST_LAB_NET", "127.0.27").split(".")[2])
+ADDRESS = os.environ.get("FLEET_TEST_LAB_NET", "127.0.27") + ".253"
 
 
 def test_a_request_is_answered_behind_hundreds_of_silent_connections(tmp_path):

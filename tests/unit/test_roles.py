@@ -298,3 +298,16 @@ def test_compiled_texts_are_shared_but_each_host_renders_its_own_values(tmp_path
     for _ in range(2):
         with pytest.raises(InputError, match=r"r/templates/x\.j2:2: 'missing_one' is undefined"):
             render(role, pod570, {"greeting": "bad"})
+
+
+def test_jinjas_globals_reach_a_role_text_and_an_expression():
+    """Compiled templates carry the environment's globals as a plain dict (issue 46: a ChainMap was copied key by key
+    at every render): range, dict, namespace, lipsum, cycler and joiner still reach a role's text and its `when:`."""
+    from fleet.roles.sandbox import JINJA, compiled, render, truth
+
+    assert set(compiled("x").globals) == set(JINJA.globals) == {"range", "dict", "lipsum", "cycler", "joiner",
+                                                                 "namespace"}
+    assert render("{{ range(3) | list }}", {}, "t") == [0, 1, 2]
+    assert render("{% set ns = namespace(n=2) %}{{ ns.n }} {{ dict(a=1).a }}", {}, "t") == "2 1"
+    assert truth("range(2) | list == [0, 1] and namespace(a=1).a == 1", {}, "t")
+    assert render("{{ range }}", {"range": "a user's variable"}, "t") == "a user's variable"   # a variable first

@@ -86,7 +86,9 @@ def variable_line(run, kind, name):
     setter = ((trace.get(TRACED.get(kind)) or {}).get("set_by") or {}).get(name)
     if not setter:
         etc = [e for e in trace.get("etc_environment") or [] if e["name"] == name]
-        return (f"/etc/environment:{etc[-1]['line']}" if etc else
+        return (f"{etc[-1]['file']}:{etc[-1]['line']}" + ("" if etc[-1]["file"] in ("/etc/environment",
+                "/etc/security/pam_env.conf") or etc[-1]["file"].endswith("/.ssh/environment") else " (SetEnv)")
+                if etc else
                 "no startup file of this kind (the process's parent: sshd's SetEnv/AcceptEnv, a container's ENV)")
     home = os.environ.get("HOME") or ""
     origin = rules.tilde(f"{setter['file']}:{setter['line']}", home)

@@ -9,7 +9,9 @@ kind's LD_LIBRARY_PATH, the file:line of each variable). Run from the repository
 Recorded again (issue 45) with the trace's two changes, each a deliberate change of what is pinned: shells_trace.awk
 reads `@unset@` beside PS4's `@@` separators (before, an unset LD_LIBRARY_PATH read as `@unset` and named the line
 that unset it as PATH's setter: those PATH setters are gone, and `before`/`after` of such a change read null), and
-each kind's `families` (every variable of the families a GPU job reads, fleet/remote/families.py)."""
+each kind's `families` (every variable of the families a GPU job reads, fleet/remote/families.py). Then (issue 45's
+gaps) each kind's four new keys were added to expected.json's facts, empty as these traces (recorded before the
+lines that fill them) read: unset_by, limits, limits_set_by and nccl_conf; nothing else in it changed."""
 import json, pathlib, shutil, subprocess, sys
 
 sys.path.insert(0, "tests/unit")
