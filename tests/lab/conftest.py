@@ -38,42 +38,53 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def fresh_apply(lab):
-    """The four lab hosts fresh, then `fleet apply --check`, `fleet apply` and `fleet apply` again, each --json:
-    {run: (exit status, document, stderr)}, and "records": each host's own verify record (/var/lib/fleet/verify.json,
-    as its verify run wrote it) read right after the first apply. test_apply_lab.py and test_check_plan_lab.py ask
-    their questions of these same runs: a fresh converge of the four hosts is the costliest step of the suite."""
-    import io
+def fresh_apply(lab, converged_fresh, tmp_path_factory):
+    """The four lab hosts fresh, then `fleet apply --check`, `fleet apply --check --detailed-exitcode`, `fleet apply`
+    and `fleet apply --json` again: {run: (exit status, document, stderr)}, "records": each host's own verify record
+    (/var/lib/fleet/verify.json, as its verify run wrote it) read right after the first apply, and "text": {run:
+    (exit status, stdout, stderr)} of the first three as a person sees them at a 100-column terminal, and "bin":
+    {"before"|"after check"|"after apply": {host: what /var/lib/fleet/bin holds}}, each host's own ls and sha256sum
+    (and any check's temporary copy) before the checks, after them and after the first apply. A fresh
+    converge of the four hosts is the costliest step of the suite, so it is made once: test_apply_lab.py,
+    test_check_plan_lab.py, test_output_budget_lab.py and test_compat_gate_lab.py ask their questions of these
+    same runs. The first three
+    print text; their documents are what each run's log keeps of each host (fleet.record.runlog: the same fields as
+    --json, and the second apply shows the two agree). Then the four converged hosts are kept for converged_fresh:
+    a module that needs one converged borrows it instead of converging it again."""
     import json
     import shutil
 
-    from rich.console import Console
-
-    from fleet.cli import main
-    from fleet.env import Environment
     from fleet.facts.software import VERIFY_PATH
-
-    def fleet_json(*argv):
-        out, err = io.StringIO(), io.StringIO()
-        env = Environment(console=Console(file=out, width=240),
-                          err_console=Console(file=err, width=240, soft_wrap=True))   # whole sentences
-        code = main([*argv, "--json"], env)
-        try:
-            return code, json.loads(out.getvalue()), err.getvalue()
-        except ValueError:
-            raise AssertionError(f"not JSON (exit {code}):\n{out.getvalue()}\n{err.getvalue()}") from None
+    from helpers import fleet, fleet_json, logged_documents
 
     hosts = ("thor", "spark", "pod-570", "pod-580")
     lab.reset(list(hosts))
     shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
     inv = str(lab.inventory_path)
-    runs = {"check": fleet_json("apply", inv, "--check"), "first": fleet_json("apply", inv)}
+    logs = tmp_path_factory.mktemp("fresh-apply-logs")
+    ls_bin = "ls -la /var/lib/fleet/bin 2>&1; sha256sum /var/lib/fleet/bin/* 2>&1; ls -d /tmp/fleet-check.* 2>&1"
+    runs, text, bins = {}, {}, {}
+    for name, flags in (("check", ["--check"]), ("check_exit", ["--check", "--detailed-exitcode"]), ("first", [])):
+        if name != "check_exit":   # as `docker exec` starts a process: no SSH, no fleet
+            bins["before" if name == "check" else "after check"] = {
+                host: lab.exec(host, ["sh", "-c", ls_bin]).stdout for host in hosts}
+        log = logs / f"{name}.jsonl"
+        text[name] = fleet("apply", inv, *flags, "--log", str(log), width=100, terminal=True)
+        runs[name] = (text[name][0], logged_documents(log), text[name][2])
+    bins["after apply"] = {host: lab.exec(host, ["sh", "-c", ls_bin]).stdout for host in hosts}
+    runs["text"], runs["bin"] = text, bins
     runs["records"] = {}
     for name in hosts:
         with lab.connect(name) as conn:
             result = conn.run(f"cat {VERIFY_PATH}")
             runs["records"][name] = json.loads(result.stdout) if result.exit == 0 else None
-    runs["second"] = fleet_json("apply", inv)
+    log = logs / "second.jsonl"
+    code, doc = fleet_json("apply", inv, "--log", str(log))
+    logged = logged_documents(log)
+    assert logged == {"hosts": doc["hosts"], "stats": doc["stats"]}, "the run log and --json disagree"
+    runs["second"] = (code, doc, "")
+    if runs["first"][0] == 0:
+        converged_fresh.keep(hosts, runs["first"][1])
     return runs
 
 
@@ -85,7 +96,10 @@ def converged_fresh(lab, tmp_path_factory):
     later call puts those writes back (control.restore: the host as that converge left it, restarted) and applies,
     which must change nothing. Modules that need a converged host to work on, not a converge to look at, share one
     converge this way instead of each making its own. converged_fresh.fresh[NAME]: (exit status, document) of that
-    real converge."""
+    real converge. converged_fresh.keep(NAMES, document): hosts another real converge of the lab inventory just left
+    converged (fresh_apply's, whose `document` has a host's "hosts" and "stats"), kept as if this had converged
+    them. converged_fresh.restore(NAMES): each host put back as its converge left it (converged first where none
+    was kept), restarted, nothing applied: the caller's own apply must then change nothing."""
     import json
 
     from fleet_lab import control
@@ -111,5 +125,20 @@ def converged_fresh(lab, tmp_path_factory):
             converge.fresh[name] = (code, doc)
         return code, doc
 
+    def keep(names, doc: dict) -> None:
+        control.snapshot(lab.inventory_path, list(names), kept, lab.root)
+        for name in names:
+            converge.fresh[name] = (0, {"hosts": {name: doc["hosts"][name]}, "stats": {name: doc["stats"][name]}})
+
+    def restore(names) -> None:
+        for name in names:
+            if (kept / name).is_dir() and LabHost(name, lab.root).running():
+                control.restore(lab.inventory_path, [name], kept, lab.root)
+            else:
+                code, doc = converge(name)
+                assert code == 0, json.dumps(doc["hosts"][name], indent=1)[-3000:]
+
     converge.fresh = {}
+    converge.keep = keep
+    converge.restore = restore
     return converge

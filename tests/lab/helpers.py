@@ -48,6 +48,21 @@ def fleet_json(*argv: str) -> tuple[int, dict]:
         raise AssertionError(f"not JSON (exit {code}):\n{out}\n{err}") from None
 
 
+def logged_documents(path) -> dict:
+    """{"hosts": {NAME: document}, "stats": {NAME: stats}} of the run fleet logged to `path` (`--log FILE`): each
+    host's line of the run log, as `--json` would have printed that host (fleet.record.runlog keeps the same
+    fields, plus the host's name and status)."""
+    from fleet.record import runlog
+
+    hosts, stats = {}, {}
+    for line in runlog.read(path)[1:]:
+        name = line.pop("host")
+        line.pop("status")
+        stats[name] = line.pop("stats")
+        hosts[name] = line
+    return {"hosts": hosts, "stats": stats}
+
+
 def pods_inventory_text(lab, header: str = "# pods\n", **extra_vars) -> str:
     """A person's inventory of pods with the lab's variables (its mirror, the keyring digests `fleet lab up` writes)
     and its thor, with comments: no pod in it yet."""

@@ -22,15 +22,13 @@ def changed(doc: dict, host: str) -> set[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def applied(lab, fresh_apply):
+def applied(lab, fresh_apply, converged_fresh):
     """Fresh hosts, then: --check, apply, apply again (conftest.py's fresh_apply, shared with
-    test_check_plan_lab.py). Each step's JSON document is kept for the tests; the tests below that ask the hosts
-    need them converged: a host reset since those runs (another module ran in between) is converged again."""
+    test_check_plan_lab.py and test_output_budget_lab.py). Each step's JSON document (its run log's, for the first
+    two) is kept for the tests; the tests below that ask the hosts need them converged: a host reset since those
+    runs (another module ran in between) is put back as that apply left it (converged_fresh.restore)."""
     runs = {name: fresh_apply[name][:2] for name in ("check", "first", "second")}
-    reset = [name for name in HOSTS if sh(lab, name, f"test -e {VERIFY_PATH}").exit != 0]
-    if reset:
-        code, doc = fleet_json("apply", str(lab.inventory_path), *(f"--limit={name}" for name in reset))
-        assert code == 0, json.dumps(doc, indent=1)[-4000:]
+    converged_fresh.restore([name for name in HOSTS if sh(lab, name, f"test -e {VERIFY_PATH}").exit != 0])
     return lab, runs
 
 

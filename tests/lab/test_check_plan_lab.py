@@ -13,8 +13,9 @@ COUNTS = ("ok", "changed", "skipped", "failed")
 
 @pytest.fixture(scope="module")
 def plan_and_apply(fresh_apply):
-    """Fresh hosts, `fleet apply --check --json`, `fleet apply --json`, each host's verify record after it
-    (conftest.py's fresh_apply, shared with test_apply_lab.py)."""
+    """Fresh hosts, `fleet apply --check`, `fleet apply`, each run's documents as its run log keeps them (the fields
+    of --json), each host's verify record after it (conftest.py's fresh_apply, shared with test_apply_lab.py and
+    test_output_budget_lab.py, which reads the same runs' text)."""
     return fresh_apply["check"], fresh_apply["first"], fresh_apply["records"]
 
 

@@ -100,16 +100,13 @@ def host_as_the_inventory_has_it(lab):
 
 
 @pytest.fixture(scope="module")
-def applied(lab):
-    lab.reset([HOST])
-    inv = str(lab.inventory_path)
-    bin_ = "ls -la /var/lib/fleet/bin 2>&1; sha256sum /var/lib/fleet/bin/* 2>&1; ls -d /tmp/fleet-check.* 2>&1"
-    runs = {"bin before": ssh(lab, bin_).stdout,
-            "check": fleet_json("apply", inv, "--limit", HOST, "--check"),
-            "bin after check": ssh(lab, bin_).stdout,
-            "first": fleet_json("apply", inv, "--limit", HOST),
-            "bin after apply": ssh(lab, bin_).stdout,
-            "second": fleet_json("apply", inv, "--limit", HOST)}
+def applied(lab, fresh_apply, converged_fresh):
+    """pod-570 fresh: --check, apply, apply again, and what its /var/lib/fleet/bin held before and after each, as
+    the host's own ls and sha256sum say (conftest's fresh_apply: the suite's one fresh converge of the lab's four);
+    then the pod put back as that apply left it (converged_fresh.restore), for the tests below to restart."""
+    runs = {name: fresh_apply[name][:2] for name in ("check", "first", "second")}
+    runs.update({f"bin {stage}": fresh_apply["bin"][stage][HOST] for stage in ("before", "after check", "after apply")})
+    converged_fresh.restore([HOST])
     return lab, runs
 
 

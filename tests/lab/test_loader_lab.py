@@ -21,13 +21,11 @@ import json
 import shlex
 
 import pytest
-import yaml
 
-from fleet_lab import control, testing
 from helpers import ok
 from test_apply_lab import fleet, fleet_json
 
-POD = "loader-pod"
+POD = "pod-580"        # the lab's own: driver 580.159.04, cuda-compat-13-0 installed
 COMPAT = "/usr/local/cuda-13.0/compat"
 STUBS = "/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs"
 DRIVER_LIB = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"
@@ -72,30 +70,23 @@ def show(title: str, text: str) -> None:
     print(f"\n===== {title}\n{text.strip()}")
 
 
-def record(inventory: str) -> dict:
-    import pathlib
-    return json.loads((pathlib.Path(inventory).parent / "facts" / f"{POD}.json").read_text())
+def record(lab, name: str = POD) -> dict:
+    return json.loads((lab.inventory.facts_dir / f"{name}.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def pod_lab(lab, tmp_path_factory):
-    """One H100 pod on driver 580.159.04 with cuda-compat-13-0 installed, beside the classic four."""
-    from fleet.inventory import load_inventory
-    path = tmp_path_factory.mktemp("loader") / "lab.yaml"
-    doc = {"facts_dir": "facts", "vars": {"verify_perf": False},
-           "hosts": {POD: {"address": f"{testing.test_net()}.48",
-                           "lab": {"profile": "h100-pod", "driver": "580.159.04", "compat": "installed"}}}}
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    control.up(path, None, lab.root)
-    yield testing.TestLab(lab.root, path, load_inventory(path))
-    control.down(path, lab.root)
+def pod_lab(lab):
+    """The lab's pod-580 (an H100 pod on driver 580.159.04 with cuda-compat-13-0 installed), made fresh again when
+    the module ends: its traps and what fleet did to them are this module's own."""
+    yield lab
+    lab.reset([POD])
 
 
 def apply_round(lab, inventory: str, title: str) -> dict:
     before = ask(lab)
     code, plan, _ = fleet("apply", inventory, "--limit", POD, "--check", "--diff")
     show(f"{title}: fleet apply --check --diff (before)", plan)
-    facts_before = record(inventory)
+    facts_before = record(lab)
     first = fleet_json("apply", inventory, "--limit", POD)
     host = first[1]["hosts"][POD]
     show(f"{title}: fleet apply (JSON, env_hooks and verify)", "\n".join(
@@ -105,14 +96,14 @@ def apply_round(lab, inventory: str, title: str) -> dict:
     show(f"{title}: each kind asked after apply", json.dumps(after, indent=1))
     second = fleet_json("apply", inventory, "--limit", POD)
     return {"before": before, "plan": plan, "check_code": code, "facts_before": facts_before, "first": first,
-            "after": after, "record": record(inventory), "second": second}
+            "after": after, "record": record(lab), "second": second}
 
 
 @pytest.fixture(scope="module")
-def round1(pod_lab):
+def round1(pod_lab, converged_fresh):
     lab, inventory = pod_lab, str(pod_lab.inventory_path)
-    lab.reset([POD])
-    fleet_json("apply", inventory, "--limit", POD)     # a converged pod first (torch in place), then the traps
+    code, doc = converged_fresh(POD)   # a converged pod first (torch in place: conftest's, shared), then the traps
+    assert code == 0, json.dumps(doc["hosts"][POD], indent=1)[-3000:]
     ok(lab, POD, "set -e\n"
        f"printf '%s' {shlex.quote(EXPORT)} > /root/.bash_profile\n"
        f"echo {COMPAT} > /etc/ld.so.conf.d/000-cuda-compat.conf\n"
@@ -125,7 +116,7 @@ def round1(pod_lab):
        "ldconfig\n")
     # facts before apply: fleet facts on the trapped pod
     code, _ = fleet_json("facts", inventory, "--limit", POD)
-    return {"facts": record(inventory), **apply_round(lab, inventory, "round 1")}
+    return {"facts": record(lab), **apply_round(lab, inventory, "round 1")}
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +130,7 @@ def round2(pod_lab, round1):
        f"printf 'export LD_PRELOAD={STUBS}/libcuda.so\\n' >> /root/.bashrc\n"   # the loader's first step
        "ldconfig\n")
     code, _ = fleet_json("facts", inventory, "--limit", POD)
-    return {"facts": record(inventory), **apply_round(lab, inventory, "round 2")}
+    return {"facts": record(lab), **apply_round(lab, inventory, "round 2")}
 
 
 def kinds_of(facts: dict) -> dict:
@@ -248,26 +239,20 @@ def test_round2_after_apply_every_kind_loads_the_drivers_libcuda_and_converges(p
 
 # -- where compat IS decided (driver 570.133.20): fleet's own drop-in is kept, a stub still goes -----------------
 
-POD570 = "loader-pod-570"
+POD570 = "pod-570"     # the lab's own: driver 570.133.20
 FLEET_CONF = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"
 
 
 @pytest.fixture(scope="module")
-def decided(lab, tmp_path_factory):
-    """An H100 pod on driver 570.133.20 (CUDA 13 needs cuda-compat: decided), converged once; then fleet's own
-    compat drop-in written by hand (the cuda_compat role's gate writes it on its branch) and a stub directory in the
-    ld cache; then apply."""
-    from fleet.inventory import load_inventory
-    path = tmp_path_factory.mktemp("loader570") / "lab.yaml"
-    doc = {"facts_dir": "facts", "vars": {"verify_perf": False},
-           "hosts": {POD570: {"address": f"{testing.test_net()}.49",
-                              "lab": {"profile": "h100-pod", "driver": "570.133.20"}}}}
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    control.up(path, None, lab.root)
-    pod = testing.TestLab(lab.root, path, load_inventory(path))
-    inventory = str(path)
+def decided(lab, converged_fresh):
+    """The lab's pod-570, an H100 pod on driver 570.133.20 (CUDA 13 needs cuda-compat: decided), converged
+    (conftest's converged_fresh, shared); then fleet's own compat drop-in written by hand (the cuda_compat role's
+    gate writes it on its branch) and a stub directory in the ld cache; then apply. The pod is made fresh again at
+    the end."""
+    pod, inventory = lab, str(lab.inventory_path)
     try:
-        fleet_json("apply", inventory, "--limit", POD570)
+        code, doc = converged_fresh(POD570)
+        assert code == 0, json.dumps(doc["hosts"][POD570], indent=1)[-3000:]
         ok(pod, POD570, "set -e\n"
            f"echo {COMPAT} > {FLEET_CONF}\n"
            f"mkdir -p {STUBS}; printf '%s' {shlex.quote(STUB_C)} > /tmp/stub.c\n"
@@ -285,7 +270,7 @@ def decided(lab, tmp_path_factory):
         second = fleet_json("apply", inventory, "--limit", POD570)
         yield {"before": before, "bare_before": bare_before, "plan": plan, "first": first, "files": files, "bare": bare, "second": second}
     finally:
-        control.down(path, lab.root)
+        lab.reset([POD570])
 
 
 def test_compat_decided_keeps_fleets_drop_in_and_takes_the_stub_out(decided):

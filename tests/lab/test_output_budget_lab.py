@@ -6,7 +6,6 @@ JSON report of the same state, and a second apply that changes nothing)."""
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from helpers import fleet
@@ -25,17 +24,22 @@ def fleet_text(*argv: str, width: int = WIDTH, terminal: bool = True) -> tuple[i
 
 
 @pytest.fixture(scope="module")
-def runs(lab):
-    """Fresh hosts: --check, --check --detailed-exitcode, the first apply, a no-op apply, a no-op --check."""
-    lab.reset(list(HOSTS))
-    shutil.rmtree(lab.inventory.facts_dir, ignore_errors=True)
+def runs(lab, fresh_apply, converged_fresh):
+    """Fresh hosts: --check, --check --detailed-exitcode and the first apply, as conftest's fresh_apply ran them on a
+    100-column terminal (the suite's one fresh converge of the four); then the four hosts as that apply left them
+    (converged_fresh.restore: whatever other modules did to them since is gone) and a no-op apply, a no-op --check
+    --detailed-exitcode and a no-op apply -v."""
+    out = dict(fresh_apply["text"])
+    keep = os.environ.get("FLEET_TEST_TRANSCRIPTS")   # where to keep transcripts for the note (optional)
+    if keep:
+        with open(os.path.join(keep, "transcript.txt"), "a") as f:
+            for name in ("check", "check_exit", "first"):
+                f.write(f"$ fleet apply (fresh_apply's {name}, exit {out[name][0]})\n{out[name][1]}\n")
+    converged_fresh.restore(HOSTS)
     inv = str(lab.inventory_path)
-    out = {"check": fleet_text("apply", inv, "--check"),
-           "check_exit": fleet_text("apply", inv, "--check", "--detailed-exitcode"),
-           "first": fleet_text("apply", inv),
-           "noop": fleet_text("apply", inv),
-           "noop_check_exit": fleet_text("apply", inv, "--check", "--detailed-exitcode"),
-           "noop_v": fleet_text("apply", inv, "-v", width=240)}
+    out.update({"noop": fleet_text("apply", inv),
+                "noop_check_exit": fleet_text("apply", inv, "--check", "--detailed-exitcode"),
+                "noop_v": fleet_text("apply", inv, "-v", width=240)})
     return out
 
 

@@ -219,13 +219,15 @@ def test_a_changed_kernel_driver_makes_the_verdict_stale_until_it_is_back(conver
     assert host_doc["verify"] == "passed (reused)" and record(lab)["verify"]["verdict"] == "passed"
 
 
-def test_the_same_bootstrap_again_runs_a_failed_verify_again(lab, tmp_path, isolated_home):
+def test_the_same_bootstrap_again_runs_a_failed_verify_again(lab, tmp_path, isolated_home, converged_fresh):
     """bootstrap's advice after a failure is "run the same bootstrap again": that must not replay the failed
     verify from the host's record. verify_perf on fails the stand-in's perf smoke; the second bootstrap runs
-    verify again (the host's record says so: a new time, not reused, why)."""
+    verify again (the host's record says so: a new time, not reused, why). The pod starts as a converge left it
+    (converged_fresh.restore: no second fresh converge for the suite); verify_perf on is a change verify's
+    fingerprint holds, so the first bootstrap runs verify too, and it fails."""
     from test_bootstrap_lab import POD, fleet as fleet_in, pods_inventory, ssh_line
 
-    lab.reset([POD])
+    converged_fresh.restore([POD])
     pods_inventory(lab, isolated_home, verify_perf=True)     # the default inventory of the test's HOME
     runs = []
     for _ in range(2):
