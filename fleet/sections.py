@@ -265,6 +265,16 @@ def together(parts, first: str = "") -> str:
     return define(wanted) + "\n".join(text)
 
 
+# A section's begin in a script's text: section()'s printf of the marker, or frame.sh's `fleet_begin NAME` where the
+# section is framed in its own shell (_in_own_shell). framed() reads both: a probe cut short is judged by it.
+_FRAMED_RE = re.compile(r"@@fleet:begin ([A-Za-z0-9_.:-]+)@@|\bfleet_begin ([A-Za-z0-9_.:-]+)$", re.M)
+
+
+def framed(script: str) -> list[str]:
+    """The names of the sections `script` frames, in order, once each (either frame)."""
+    return list(dict.fromkeys(a or b for a, b in _FRAMED_RE.findall(script)))
+
+
 def _collected(p: Background) -> str:
     """p's collect; one that keeps nothing as a call of frame.sh's fleet_collect (the same lines, ~40 a probe)."""
     return p.collect if p.keep_in else "fleet_collect fleet_bg_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)

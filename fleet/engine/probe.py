@@ -25,7 +25,6 @@ not: a converged host's probe holds neither text. Where the host lacks the file 
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -296,13 +295,10 @@ def run_sections(conn: Connection, script: str, what: str,
     return found
 
 
-_BEGIN = re.compile(r"@@fleet:begin ([A-Za-z0-9_.:-]+)@@")
-
-
 def unobserved(script: str, found: dict[str, sections.Section]) -> list[str]:
-    """The sections `script` frames (its begin markers) that gave no complete answer (no end marker: rc -1)."""
-    return [name for name in dict.fromkeys(_BEGIN.findall(script))
-            if name not in found or found[name].rc == -1]
+    """The sections `script` frames (sections.framed: either frame) that gave no complete answer (no end marker:
+    rc -1)."""
+    return [name for name in sections.framed(script) if name not in found or found[name].rc == -1]
 
 
 def tail(text: str, n: int = 8) -> str:

@@ -308,3 +308,20 @@ def test_a_fed_section_that_ends_before_its_output_is_taken_keeps_its_lines(loca
     parts = [background("facts.trace", "seq 3", keep_in="fleet_tr"), late, section("plain", "echo still here")]
     found = split_sections(local.run(together(parts), timeout=60).stdout)
     assert found["facts.fp"] == Section("facts.fp", 97, "gone") and found["plain"].output == "still here"
+
+
+def test_every_section_a_script_frames_is_named_whichever_frame_it_has(local):
+    """A probe cut short is judged by the sections its script frames (engine/probe.py unobserved): a background
+    section framed in its own shell by frame.sh's `fleet_begin NAME` counts as much as section()'s printed marker.
+    Read by name only, a blocked df framed by fleet_begin went unnamed and the cut probe blamed the sections after it."""
+    from fleet.engine.probe import unobserved
+    from fleet.sections import background, framed, together
+    parts = [background("facts.quick", "echo quick"), background("facts.df", "sleep 30; echo late"),
+             background("facts.after", "echo after"), section("facts.plain", "echo plain")]
+    text = together(parts)
+    assert "fleet_begin facts.df" in text                 # framed in its own shell: no printed marker in the text
+    assert framed(text) == ["facts.quick", "facts.df", "facts.after", "facts.plain"]
+    result = local.run(text, timeout=3)                   # cut short while df's section sleeps
+    found = split_sections(result.stdout)
+    assert found["facts.quick"].output == "quick"
+    assert unobserved(text, found) == ["facts.df", "facts.after", "facts.plain"]
