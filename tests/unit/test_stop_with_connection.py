@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,16 +98,34 @@ BODIES = {
 }
 
 
-@pytest.mark.parametrize("body", BODIES, ids=list(BODIES))
-@pytest.mark.parametrize("login", LOGINS, ids=list(LOGINS))
-def test_when_its_sshd_goes_every_process_of_the_session_ends(tmp_path, login, body):
-    script = tmp_path / "script.sh"
-    script.write_text(shell.ends_with_connection(BODIES[body], local=False))
+@contextmanager
+def stand_in_host(script: Path, login: str):
+    """The stand-in host (HOST) running `script` under LOGINS[login]: (its sshd's pid, the command's session id),
+    once the script has said "ready"; whatever is left of the session, its sshd and the host killed afterwards."""
     host = subprocess.Popen([sys.executable, "-c", HOST, *LOGINS[login](script)], stdout=subprocess.PIPE, text=True)
     sid = sshd = None
     try:
         sshd, sid = map(int, host.stdout.readline().split())
         assert host.stdout.readline() == "ready\n"
+        yield sshd, sid
+    finally:
+        for pid in session_left(sid) if sid else []:
+            os.kill(pid, signal.SIGKILL)
+        if sshd:
+            try:
+                os.kill(sshd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        host.kill()
+        host.wait()
+
+
+@pytest.mark.parametrize("body", BODIES, ids=list(BODIES))
+@pytest.mark.parametrize("login", LOGINS, ids=list(LOGINS))
+def test_when_its_sshd_goes_every_process_of_the_session_ends(tmp_path, login, body):
+    script = tmp_path / "script.sh"
+    script.write_text(shell.ends_with_connection(BODIES[body], local=False))
+    with stand_in_host(script, login) as (sshd, sid):
         assert len(session_left(sid)) >= 3                 # the script, its watchdog, its `sleep 1000` (and more)
         os.kill(sshd, signal.SIGKILL)                      # the connection goes: its sshd with it
         bound = time.monotonic() + 60                      # the watchdog looks once a second: a bound, not a timing
@@ -114,28 +133,13 @@ def test_when_its_sshd_goes_every_process_of_the_session_ends(tmp_path, login, b
             time.sleep(0.1)
         left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in session_left(sid)}
         assert left == {}, f"still running in the command's session 60 s after its sshd went: {left}"
-    finally:
-        for pid in session_left(sid) if sid else []:
-            os.kill(pid, signal.SIGKILL)
-        if sshd:
-            try:
-                os.kill(sshd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        host.kill()
-        host.wait()
 
 
 def test_while_its_sshd_lives_a_finished_script_leaves_what_it_started_running(tmp_path):
     """A user's `nohup server &` outlives the command, as over plain ssh: the watchdog ends with the script."""
     script = tmp_path / "script.sh"
     script.write_text(shell.ends_with_connection("sleep 1000 >/dev/null 2>&1 & echo ready", local=False))
-    host = subprocess.Popen([sys.executable, "-c", HOST, *LOGINS["exec'd"](script)], stdout=subprocess.PIPE,
-                            text=True)
-    sid = sshd = None
-    try:
-        sshd, sid = map(int, host.stdout.readline().split())
-        assert host.stdout.readline() == "ready\n"
+    with stand_in_host(script, "exec'd") as (sshd, sid):
         bound = time.monotonic() + 60                      # the script has ended; its watchdog follows within ~1 s
         while len(session_left(sid)) > 1 and time.monotonic() < bound:
             time.sleep(0.1)
@@ -143,13 +147,3 @@ def test_while_its_sshd_lives_a_finished_script_leaves_what_it_started_running(t
         time.sleep(2.5)                                    # past the watchdog's look, had it lived on
         left = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in session_left(sid)]
         assert left == [b"sleep\x001000\x00"], left
-    finally:
-        for pid in session_left(sid) if sid else []:
-            os.kill(pid, signal.SIGKILL)
-        if sshd:
-            try:
-                os.kill(sshd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        host.kill()
-        host.wait()
