@@ -325,3 +325,29 @@ def test_every_section_a_script_frames_is_named_whichever_frame_it_has(local):
     found = split_sections(result.stdout)
     assert found["facts.quick"].output == "quick"
     assert unobserved(text, found) == ["facts.df", "facts.after", "facts.plain"]
+
+
+def test_a_marker_is_a_line_of_its_own():
+    """split_sections finds the markers in the whole output at once: one that does not start its line, or has more
+    after it, is a section's output like any other line."""
+    text = ("\n@@fleet:begin a@@\nsaid @@fleet:end a 0@@\n@@fleet:end a 0@@ and more\nx@@fleet:begin b@@\n"
+            "@@fleet:end a 4@@\n@@fleet:begin c@@")
+    assert split_sections(text) == {
+        "a": Section("a", 4, "said @@fleet:end a 0@@\n@@fleet:end a 0@@ and more\nx@@fleet:begin b@@"),
+        "c": Section("c", -1, "")}
+    assert split_sections("@@fleet:begin a@@\n\n\n\n@@fleet:end a 0@@") == {"a": Section("a", 0, "\n")}
+
+
+@pytest.mark.parametrize("text, names", [
+    ("printf '\\n@@fleet:begin a@@\\n'\nfleet_begin b\n", ["a", "b"]),
+    ("fleet_begin a\nfleet_begin a\nx fleet_begin b", ["a", "b"]),      # once each; after a space: a word's start
+    ("myfleet_begin a\nfleet_begin b c\nfleet_begin d@@\n@fleet:begin e@@", []),   # mid-word, more after, one @
+    ("@@fleet:begin a@@fleet:begin b@@", ["a"]),     # b's @@ are a's end: no match starts inside another
+    ("é_fleet_begin a\n.fleet_begin b", ["b"]),       # \b as re reads it: é is a word character
+])
+def test_framed_reads_both_frames_as_their_pattern_does(text, names):
+    """sections.framed finds the frames from their common word, then checks what comes before it: the names are
+    those of `@@fleet:begin NAME@@|\\bfleet_begin NAME$` (multiline), matches taken in order, none inside another."""
+    from fleet.sections import framed
+    pattern = re.compile(r"@@fleet:begin ([A-Za-z0-9_.:-]+)@@|\bfleet_begin ([A-Za-z0-9_.:-]+)$", re.M)
+    assert framed(text) == names == list(dict.fromkeys(a or b for a, b in pattern.findall(text)))
