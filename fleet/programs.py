@@ -98,6 +98,8 @@ def from_bin(program: Program, args: str = "") -> str:
 
 def missing(output: str) -> list[str]:
     """The program files a section's output says the host lacks."""
+    if MISSING not in output:   # the answer of nearly every section: its lines are not split to say so
+        return []
     return [line[len(MISSING):].strip() for line in output.splitlines() if line.startswith(MISSING)]
 
 
@@ -168,6 +170,8 @@ def unmarked(output: str) -> str:
 
 def installed(output: str) -> list[str]:
     """The program files a section installed (the facts' listing, taken before, does not have them yet)."""
+    if INSTALLED not in output:
+        return []
     return [line[len(INSTALLED):].strip() for line in output.splitlines() if line.startswith(INSTALLED)]
 
 
