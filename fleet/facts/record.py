@@ -46,31 +46,37 @@ class _Reader:
         """The value with each string past STRING_LIMIT cut there (noted once per source), and every non-finite
         number (NaN, Infinity) null, as fleet.jsontext.finite makes it: one walk for both (a probe's 32 sources at
         1,000 hosts walked twice cost the controller ~1 ms a host)."""
-        cut = []
-
-        def walk(item):
-            if isinstance(item, str):
-                if len(item) <= STRING_LIMIT:
-                    return item
-                cut.append(len(item))
-                return item[:STRING_LIMIT]
-            if isinstance(item, dict):   # a whole number or null inside: kept without a call (issue 46)
-                return {key: inner if inner is None or type(inner) in _KEPT else walk(inner)
-                        for key, inner in item.items()}
-            if isinstance(item, (list, tuple)):
-                return [inner if inner is None or type(inner) in _KEPT else walk(inner) for inner in item]
-            if isinstance(item, float) and not math.isfinite(item):
-                return None
-            return item
-
-        value = walk(value)
+        cut: list[int] = []
+        value = _walk(value, cut)
         if cut:
             self.notes.append(f"facts.{name}: {len(cut)} value(s) longer than {STRING_LIMIT} characters (the longest "
                               f"{max(cut):,}) kept to their first {STRING_LIMIT}")
         return value
 
 
-_KEPT = {bool, int}   # what the bounded walk keeps as it is (a text may be cut, a float may be NaN)
+_KEPT = {bool, int, type(None)}   # what the bounded walk keeps as it is (a text may be cut, a float may be NaN)
+
+
+def _walk(item, cut: list[int]):
+    """_Reader._bounded's walk: `item` with its strings cut to STRING_LIMIT (each cut's length noted in `cut`) and its
+    non-finite floats null, in new dicts and lists (a tuple made a list). Inside a container, a whole number, null or
+    a string within the limit is kept as it is, without a call; a plain dict or list is known by its type first
+    (nearly all a parser returns: issue 46)."""
+    kind = type(item)
+    if kind is dict or kind is not list and isinstance(item, dict):
+        return {key: inner if (t := type(inner)) in _KEPT or t is str and len(inner) <= STRING_LIMIT
+                else _walk(inner, cut) for key, inner in item.items()}
+    if kind is list or isinstance(item, (list, tuple)):
+        return [inner if (t := type(inner)) in _KEPT or t is str and len(inner) <= STRING_LIMIT
+                else _walk(inner, cut) for inner in item]
+    if isinstance(item, str):
+        if len(item) <= STRING_LIMIT:
+            return item
+        cut.append(len(item))
+        return item[:STRING_LIMIT]
+    if isinstance(item, float) and not math.isfinite(item):
+        return None
+    return item
 
 
 def assemble(outputs: dict[str, str], expected: list[str]) -> dict:

@@ -78,3 +78,27 @@ def test_every_fact_string_is_bounded():
     reader = _Reader({"os_release": "ID=" + "a" * 100_000 + "\n"}, [])
     value = reader._bounded("x", {"k": ["y" * (STRING_LIMIT + 10)]})
     assert len(value["k"][0]) == STRING_LIMIT and reader.notes
+
+
+def test_the_bounded_walk_keeps_every_kind_of_value_as_it_reads_it():
+    """The walk keeps what needs nothing without a call (issue 46): whatever the container, each value comes back as
+    json would keep it: long strings cut (a str subclass too), NaN and Infinity null, tuples lists, in new
+    containers (the record's own, which assembly goes on to change)."""
+    import math
+    from collections import OrderedDict
+
+    from fleet.facts.record import _Reader
+
+    class Name(str):
+        pass
+
+    long, kept = "z" * (STRING_LIMIT + 1), "ok"
+    value = {"a": [1, True, None, 2.5, math.nan, (math.inf, kept)], "b": OrderedDict(c=Name(long), d=long),
+             "e": ({"f": -math.inf},), "g": Name("short"), "h": 0}
+    reader = _Reader({}, [])
+    got = reader._bounded("x", value)
+    assert got == {"a": [1, True, None, 2.5, None, [None, "ok"]], "b": {"c": "z" * STRING_LIMIT, "d": "z" * STRING_LIMIT},
+                   "e": [{"f": None}], "g": "short", "h": 0}
+    assert type(got["a"][5]) is list and type(got["e"]) is list and got["a"] is not value["a"]
+    assert reader.notes == [f"facts.x: 2 value(s) longer than {STRING_LIMIT} characters (the longest {STRING_LIMIT + 1:,}) "
+                            f"kept to their first {STRING_LIMIT}"]
