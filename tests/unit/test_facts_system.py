@@ -101,3 +101,13 @@ def test_identity_on_this_machine():
 def test_df_garbage_raises():
     with pytest.raises(ValueError):
         system.parse_df("dir /\ndf: /: Permission denied\n")
+
+
+@pytest.mark.parametrize("raw, value", [
+    ('"Ubuntu 24.04.3 LTS"', "Ubuntu 24.04.3 LTS"), ("'Debian GNU/Linux'", "Debian GNU/Linux"), ("noble", "noble"),
+    ('""', ""), ("", ""), ('"a\\"b"', 'a"b'), ("a\\ b", "a b"), ("two  words", "two words"), ('"it\'s"', "it's"),
+    ("'$HOME `x`'", "$HOME `x`"), ('"un"terminated"', 'un"terminated'), ('"open', "open"),
+])
+def test_os_release_values_read_as_the_shell_quotes_them(raw, value):
+    """A plain word is taken as it is, anything else as shlex (POSIX) reads it; an unbalanced quote: the text."""
+    assert system.parse_os_release(f"ID=x\nV={raw}\n")["V"] == value
