@@ -25,6 +25,7 @@ not: a converged host's probe holds neither text. Where the host lacks the file 
 
 from __future__ import annotations
 
+import functools
 import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -120,16 +121,22 @@ def parts(needs: Needs = Needs(), only=None) -> list:
     # stdin as soon as it has ended (sections.background `fed`); the verify gate the engine adds reads the fingerprint
     # and starts as soon as it has ended (sections.background `after`).
     # The fingerprint keeps the user's locale, as the gate's own (ls and glob order are parts of it).
-    kept, out = {source.name: source.kept_as for source in SOURCES}, []
     calls = functions(needs)
-    for name, body in bodies(needs, only).items():
+    return list(_parts(tuple(bodies(needs, only).items()), fingerprint.kept_for(needs.settings),
+                       tuple(calls.items())))
+
+
+@functools.lru_cache(maxsize=64)   # every input of it: hosts whose settings and programs are the same ask it once
+def _parts(bodies: tuple, before: str, calls: tuple) -> tuple:
+    kept, calls, out = {source.name: source.kept_as for source in SOURCES}, dict(calls), []
+    for name, body in bodies:
         if kept[name]:
             out.append(sections.background(f"facts.{name}", body, keep_in=kept[name], after=shells.CAPTURED,
-                                           before=fingerprint.kept_for(needs.settings), fed=True, needs=calls[name]))
+                                           before=before, fed=True, needs=calls[name]))
         else:
             out.append(sections.background(f"facts.{name}", f"export LC_ALL=C\n{body}",
                                            keep_in=shells.CAPTURED if name == "shells" else None, needs=calls[name]))
-    return out
+    return tuple(out)
 
 
 def functions(needs: Needs = Needs()) -> dict[str, tuple[str, ...]]:
