@@ -59,6 +59,13 @@ PHASES = [
     ("fleet.store", "digest_of"),
     ("fleet.store.schema", "check"),
     ("fleet.record.runlog", "RunLog.end"),
+    # the threads under each command (issue 46): SSH transport, invoke's runner loops, fleet's watchdog
+    ("paramiko.transport", "Transport.run"),
+    ("invoke.runners", "Runner.wait"),
+    ("invoke.runners", "Runner.handle_stdin"),
+    ("invoke.runners", "Runner.handle_stdout"),
+    ("invoke.runners", "Runner.handle_stderr"),
+    ("fleet.connection.ssh", "_Watchdog.run"),
 ]
 
 
