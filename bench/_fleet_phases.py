@@ -66,6 +66,10 @@ PHASES = [
     ("invoke.runners", "Runner.handle_stdout"),
     ("invoke.runners", "Runner.handle_stderr"),
     ("fleet.connection.ssh", "_Watchdog.run"),
+    # the main thread's own work before and after the hosts'
+    ("fleet.inventory", "load_inventory"),
+    ("fleet.engine.session", "roles_of"),
+    ("fleet.engine.chains", "check_roles"),
 ]
 
 
@@ -105,6 +109,7 @@ def _install():
 def _report():
     times = os.times()
     print(f"@@phases total-process-cpu {times.user + times.system:.3f} 1", file=sys.stderr)
+    print(f"@@phases main-thread-cpu {time.thread_time():.3f} 1", file=sys.stderr)
     for name, spent in _spent.most_common():
         print(f"@@phases {name} {spent:.3f} {_calls[name]}", file=sys.stderr)
 
