@@ -160,9 +160,11 @@ def _payload(script: str, compress: bool) -> tuple[str, bool]:
 STOP_WITH_CONNECTION = remote.program("stop_with_connection") + "\n"
 
 
+@functools.lru_cache(maxsize=64)
 def ends_with_connection(script: str, *, local: bool) -> str:
     """`script` with STOP_WITH_CONNECTION first, for a command on an SSH host (`local`: this machine's child bash,
-    which fleet ends itself: `script` unchanged)."""
+    which fleet ends itself: `script` unchanged). Kept for the script: hosts sent the same one (a probe's, ~50 KB)
+    send the same text, which _payload then finds without reading it again."""
     return script if local else STOP_WITH_CONNECTION + script
 
 
