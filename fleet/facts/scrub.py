@@ -61,7 +61,21 @@ def scrub_text(text: str) -> str:
 
 
 def _scrub_checked(text: str) -> str:
-    return _scrub_all(text) if _MAYBE.search(text) else text
+    return _scrub_all(text) if _maybe(text) else text
+
+
+# _MAYBE's alternatives as plain lower-case words: in an ASCII text, a case-insensitive match of one is that word in
+# the text's lower case, which `in` finds far faster than the pattern's search (0.13 ms for a 1 KB verify reason,
+# read twice a host at every run; issue 46). A text with any other character is searched by the pattern itself.
+_MAYBE_WORDS = ("token", "pass", "secret", "key", "credential", "authorization", "bearer", "://", "ghp_", "gho_",
+                "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "sk-", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "akia", "eyj")
+
+
+def _maybe(text: str) -> bool:
+    if text.isascii():
+        lower = text.lower()
+        return any(word in lower for word in _MAYBE_WORDS)
+    return _MAYBE.search(text) is not None
 
 
 def _scrub_all(text: str) -> str:
