@@ -127,6 +127,24 @@ def scrubbed(report: dict) -> Scrubbed:
 
 
 def _clean(value):
+    """What `scrubbed` makes of one value. The exact JSON types first, each string scrubbed here without a further
+    call (a 30 KB apply report is ~1,300 values: 0.32 -> 0.27 ms, issue 46); anything else through _clean_any."""
+    kind = type(value)
+    if kind is str:
+        return _scrub_short(value) if len(value) <= _CACHED_LENGTH else _scrub_checked(value)
+    if kind is dict:
+        return {key if type(key) is str or isinstance(key, str) else _key(key):
+                (_scrub_short(item) if len(item) <= _CACHED_LENGTH else _scrub_checked(item)) if type(item) is str
+                else _clean(item) for key, item in value.items()}
+    if kind is list:
+        return [(_scrub_short(item) if len(item) <= _CACHED_LENGTH else _scrub_checked(item)) if type(item) is str
+                else _clean(item) for item in value]
+    if value is None or kind is bool or kind is int:
+        return value
+    return _clean_any(value)
+
+
+def _clean_any(value):
     if isinstance(value, str):
         return scrub_text(value)
     if value is None or isinstance(value, (bool, int)):
