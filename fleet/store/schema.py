@@ -141,8 +141,11 @@ def _depth_within(value, level: int = 0) -> None:
     if level >= MAX_DEPTH:
         raise Refused(f"facts nest deeper than {MAX_DEPTH} levels")
     for item in value.values() if isinstance(value, dict) else value:
-        if isinstance(item, (dict, list, tuple)):
+        if type(item) not in _FLAT and isinstance(item, (dict, list, tuple)):
             _depth_within(item, level + 1)
+
+
+_FLAT = {str, int, bool, float, type(None)}
 
 
 def _short(value) -> str:
