@@ -124,9 +124,13 @@ def test_the_previous_record_is_the_old_file_and_the_new_one_a_file_of_its_own(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pod.json", "pod.prev.json"]
 
 
-def test_without_hard_links_the_previous_record_is_copied(tmp_path, monkeypatch):
+@pytest.mark.parametrize("read_first", [False, True], ids=["not read", "read whole first"])
+def test_without_hard_links_the_previous_record_is_copied(tmp_path, monkeypatch, read_first):
+    """Copied from the old file's bytes, read only then where the run had read the record whole (issue 46)."""
     store.write(tmp_path, "pod", record("570.133.20"))
     old = (tmp_path / "pod.json").read_bytes()
+    if read_first:
+        assert store.read(tmp_path, "pod")["driver"]["version"] == "570.133.20"
 
     def no_links(*args, **kwargs):
         raise OSError(1, "Operation not permitted")   # e.g. a FUSE or SMB mount
@@ -144,8 +148,12 @@ def test_a_record_read_whole_is_kept_as_previous_without_parsing_it_again(tmp_pa
     assert store.read(tmp_path, "pod")["driver"]["version"] == "580.1"
     parsed = []
     monkeypatch.setattr(store, "document", lambda data: parsed.append(data) or json.loads(data))
+    opened = []
+    real_open = open
+    monkeypatch.setattr(store, "open", lambda file, *a, **k: opened.append(str(file)) or real_open(file, *a, **k),
+                        raising=False)     # the module's name `open` is found before the builtin
     store.write(tmp_path, "pod", record("580.2"))
-    assert parsed == []
+    assert parsed == [] and str(tmp_path / "pod.json") not in opened     # neither parsed nor read: one stat
     assert store.read(tmp_path, "pod", previous=True)["driver"]["version"] == "580.1"
 
 
