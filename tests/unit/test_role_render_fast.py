@@ -18,7 +18,8 @@ from fleet.engine import probe
 from fleet.engine.decided import check_sections, decide_tasks
 from fleet.errors import FleetError
 from fleet.inventory import Host
-from fleet.roles import load_roles, roles_dirs, sandbox
+from fleet.roles import Role, TaskSpec, declared, load_roles, roles_dirs, sandbox
+from fleet.roles.role import template_source
 
 ROOT = Path(__file__).resolve().parents[2]
 # every facts record the project keeps: the replayed lab's, the tests' captured ones, the real H100/H200 hosts'
@@ -79,8 +80,18 @@ def _rendered(roles, host: Host, facts: dict) -> str:
 
 @pytest.fixture
 def jinja_only(monkeypatch):
-    """Switch every shortcut off: each text rendered by Jinja, each verdict Jinja's own sandbox's."""
+    """Switch every shortcut off: each text rendered by Jinja, each verdict Jinja's own sandbox's, each template
+    file read and the names a role reads found again on every call, a left-out task's values validated again."""
     def long_way():
+        found = declared.names_read
+
+        def afresh(role):
+            role.names = None
+            return found(role)
+        monkeypatch.setattr(declared, "names_read", afresh)
+        monkeypatch.setattr(Role, "template", lambda self, name, where="": template_source(
+            self.template_path(name), where or str(self.path)))
+        monkeypatch.setattr(TaskSpec, "unrendered", property(lambda self: None, lambda self, value: None))
         monkeypatch.setattr(sandbox, "FAST", False)
         monkeypatch.setattr(sandbox.Sandbox, "getattr", SandboxedEnvironment.getattr)
         monkeypatch.setattr(sandbox.Sandbox, "is_safe_attribute", ImmutableSandboxedEnvironment.is_safe_attribute)
