@@ -257,12 +257,51 @@ def render(value: Any, ctx: dict, where: str, *, whole: bool = False) -> Any:
     return value
 
 
-def truth(expr: str, ctx: dict, where: str) -> bool:
-    path = _path(expr) if FAST else None
-    if path is not None:
+_JOINED = re.compile(r"\s+(and|or)\s+")
+_COMPARED = re.compile(rf"\s*({_NAME}(?:\.{_NAME})*)\s*(==|!=)\s*'([^'\\\\]*)'\s*\Z")
+
+
+@functools.lru_cache(maxsize=2048)
+def _condition(expr: str) -> tuple | None:
+    """A `when:` of lookups, each alone or compared (== / !=) with a quoted text, joined by one of `and` / `or`
+    ('decisions.compat.use or decisions.compat.installed', "decisions.nvpl.source == 'pypi'") -> (joiner,
+    ((path, op, text) ...)); None for anything more (parentheses, calls, filters, both joiners)."""
+    parts = _JOINED.split(expr)
+    joiners = set(parts[1::2])
+    if len(joiners) > 1:
+        return None
+    terms = []
+    for term in parts[::2]:
+        compared = _COMPARED.match(term)
+        path = _path(compared[1]) if compared else _path(term)
+        if path is None:
+            return None
+        terms.append((path, compared[2], compared[3]) if compared else (path, None, None))
+    return (joiners.pop() if joiners else "and", tuple(terms))
+
+
+def _judged(expr: str, ctx: dict) -> Any:
+    """The `when:`'s truth where _condition reads it and every lookup gives a plain value; else _MISS. Python's
+    and, or, == and != over plain values are what Jinja's compiled expression runs; every term is looked up (an
+    undefined one, even where `and` would stop before it, leaves the answer to Jinja)."""
+    shape = _condition(expr)
+    if shape is None:
+        return _MISS
+    joiner, terms = shape
+    values = []
+    for path, op, text in terms:
         found = _looked_up(path, ctx)
-        if found is not _MISS and type(found) in _PLAIN:
-            return bool(found)
+        if found is _MISS or type(found) not in _PLAIN:
+            return _MISS
+        values.append(found if op is None else (found == text) if op == "==" else (found != text))
+    return any(values) if joiner == "or" else all(values)
+
+
+def truth(expr: str, ctx: dict, where: str) -> bool:
+    if FAST:
+        judged = _judged(expr, ctx)
+        if judged is not _MISS:
+            return judged
     try:
         return bool(expression(expr)(**ctx))
     except jinja2.UndefinedError as exc:

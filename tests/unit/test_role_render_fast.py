@@ -13,11 +13,15 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from fleet.decide import families as decide_families
+from fleet.decide import loader as decide_loader
 from fleet.decide.model import as_dict
 from fleet.engine import probe
 from fleet.engine.decided import check_sections, decide_tasks
 from fleet.errors import FleetError
 from fleet.inventory import Host
+from fleet.knowledge import cuda_table
+from fleet.remote import families, loader_rules
 from fleet.roles import Role, TaskSpec, declared, load_roles, roles_dirs, sandbox
 from fleet.roles.role import template_source
 
@@ -81,7 +85,8 @@ def _rendered(roles, host: Host, facts: dict) -> str:
 @pytest.fixture
 def jinja_only(monkeypatch):
     """Switch every shortcut off: each text rendered by Jinja, each verdict Jinja's own sandbox's, each template
-    file read and the names a role reads found again on every call, a left-out task's values validated again."""
+    file read and the names a role reads found again on every call, a left-out task's values validated again, and
+    decide's version comparisons, loader path rules and AcceptEnv patterns judged afresh."""
     def long_way():
         found = declared.names_read
 
@@ -93,6 +98,11 @@ def jinja_only(monkeypatch):
             self.template_path(name), where or str(self.path)))
         monkeypatch.setattr(TaskSpec, "unrendered", property(lambda self: None, lambda self, value: None))
         monkeypatch.setattr(sandbox, "FAST", False)
+        # decide's answers kept per whole input: asked afresh
+        monkeypatch.setattr(cuda_table, "_compared", cuda_table._compare)
+        monkeypatch.setattr(decide_loader, "is_stub", loader_rules.is_stub)
+        monkeypatch.setattr(decide_loader, "is_compat", loader_rules.is_compat)
+        monkeypatch.setattr(decide_families, "_accepted", families.accepted)
         monkeypatch.setattr(sandbox.Sandbox, "getattr", SandboxedEnvironment.getattr)
         monkeypatch.setattr(sandbox.Sandbox, "is_safe_attribute", ImmutableSandboxedEnvironment.is_safe_attribute)
         monkeypatch.setattr(sandbox.Sandbox, "call", SandboxedEnvironment.call)
@@ -134,7 +144,11 @@ WRONG = ["{{ missing }}", "{{ decisions.missing }}", "{{ decisions.compat.missin
          "{{ decisions.update({}) }}"]
 WHENS = ["decisions.compat.use", "decisions.gpu", "nothing", "listed", "count", "decisions.compat", "flag",
          "facts.system.get('systemd')", "decisions.missing", "missing", "decisions.compat.missing.x", "python_env.x",
-         "true", "not decisions.gpu", "decisions.none"]
+         "true", "not decisions.gpu", "decisions.none", "decisions.compat.use or flag", "flag or nothing or count",
+         "count == '7'", "python_env == '/opt/fleet/venv' and decisions.compat.use", "python_env != 'x' or missing",
+         "decisions.gpu and missing", "missing and decisions.gpu", "decisions.compat.use == 'True'",
+         "nothing == 'None'", "flag or decisions.gpu and count", "python_env == 'a and b'", "listed and decisions",
+         "decisions.compat.path != '/usr/local/cuda-13.0/compat'", "python_env=='/opt/fleet/venv'"]
 
 
 def _answer(call):
