@@ -59,6 +59,17 @@ PHASES = [
     ("fleet.store", "digest_of"),
     ("fleet.store.schema", "check"),
     ("fleet.record.runlog", "RunLog.end"),
+    # the threads under each command (issue 46): SSH transport, invoke's runner loops, fleet's watchdog
+    ("paramiko.transport", "Transport.run"),
+    ("invoke.runners", "Runner.wait"),
+    ("invoke.runners", "Runner.handle_stdin"),
+    ("invoke.runners", "Runner.handle_stdout"),
+    ("invoke.runners", "Runner.handle_stderr"),
+    ("fleet.connection.ssh", "_Watchdog.run"),
+    # the main thread's own work before and after the hosts'
+    ("fleet.inventory", "load_inventory"),
+    ("fleet.engine.session", "roles_of"),
+    ("fleet.engine.chains", "check_roles"),
 ]
 
 
@@ -98,6 +109,7 @@ def _install():
 def _report():
     times = os.times()
     print(f"@@phases total-process-cpu {times.user + times.system:.3f} 1", file=sys.stderr)
+    print(f"@@phases main-thread-cpu {time.thread_time():.3f} 1", file=sys.stderr)
     for name, spent in _spent.most_common():
         print(f"@@phases {name} {spent:.3f} {_calls[name]}", file=sys.stderr)
 

@@ -1,7 +1,7 @@
 """The controller's own cost per host, at up to 1,000 simulated converged hosts (issue 27, item 4).
 
     python3 bench/controller.py [--hosts 30,100,1000] [--rounds 3] [--address 127.0.70.1] [--port 20000]
-                                [--recording bench/data/replay-lab.jsonl.gz] [--profile-out FILE]
+                                [--recording bench/data/replay-lab.jsonl.gz] [--warm 1]
 
 The hosts are ports of one replaying SSH server (bench/_replay.py): each answers every command with what a
 real converged lab host answered to exactly that command (the recording), so the hosts cost this machine
@@ -10,7 +10,9 @@ record writing. Hosts take the recorded lab hosts' profiles in turn (Thor, Spark
 one on 580 with cuda-compat): four distinct host states, as in a mixed fleet.
 
 For each size and each command (a converged `fleet apply`, `fleet facts`, `fleet run -- true`), it runs the
-controller as its own process, `--rounds` times, and prints medians of: wall time, controller CPU (user+sys
+controller as its own process, `--warm` times unmeasured (default 1: a converged fleet has applied before, so its
+history store holds every host's last report; the warm-up's CPU a host is printed apart) then `--rounds` times,
+and prints medians of: wall time, controller CPU (user+sys
 of the controller's process, from wait4), CPU per host, peak RSS, and the replaying server's CPU over the
 same run. Every run must exit 0 with the server having recognised every command (a controller that sends
 something new fails the bench, it is not measured). The figures are this machine's (2 cores, shared): see
@@ -104,10 +106,13 @@ class Lab:
         return json.loads(out.strip().splitlines()[-1])
 
 
-def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict) -> dict:
-    """Medians over rounds; the controller's CPU and peak RSS come from a wrapper that wait4()s it."""
-    walls, cpus, rss, server = [], [], [], []
-    for _ in range(rounds):
+def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict, warm: int = 0) -> dict:
+    """Medians over rounds; the controller's CPU and peak RSS come from a wrapper that wait4()s it. `warm`: runs
+    of the command before the measured ones, measured apart (`first`): a fleet's first apply into an empty history
+    store inserts every host's report, every later one finds it unchanged (deduplicated): a converged fleet's apply
+    is the second kind."""
+    walls, cpus, rss, server, first = [], [], [], [], []
+    for i in range(warm + rounds):
         argv = [sys.executable, str(ROOT / "bench" / "_rusage.py"), sys.executable, "-m", "fleet", command[0],
                 str(lab.inventory), *command[1:]]
         before = _cpu_of(lab.server.pid)
@@ -117,13 +122,17 @@ def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict) -> 
         if usage["exit"] != 0:
             raise SystemExit(f"`fleet {' '.join(command)}` on {lab.n} hosts exited {usage['exit']}:\n"
                              + proc.stderr[-3000:])
+        if i < warm:
+            first.append(usage["cpu"] / lab.n * 1000)
+            server.pop()
+            continue
         walls.append(usage["wall"])
         cpus.append(usage["cpu"])
         rss.append(usage["maxrss_mb"])
     med = statistics.median
     return {"command": name, "hosts": lab.n, "wall": med(walls), "cpu": med(cpus), "cpu_per_host_ms":
             med(cpus) / lab.n * 1000, "maxrss_mb": max(rss), "server_cpu": med(server), "rounds": rounds,
-            "walls": walls, "cpus": cpus}
+            "walls": walls, "cpus": cpus, "warm_cpu_per_host_ms": first}
 
 
 def main() -> int:
@@ -135,6 +144,9 @@ def main() -> int:
     parser.add_argument("--recording", type=Path, default=RECORDING,
                         help="bench/data/replay-lab.jsonl.gz (the lab) or bench/data/replay-h100.jsonl.gz")
     parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--warm", type=int, default=1,
+                        help="unmeasured runs of each command first (default 1: a converged fleet's apply finds its "
+                             "history store holding every host; 0 measures the first run into an empty store)")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
     sizes = [int(n) for n in args.hosts.split(",")]
@@ -149,10 +161,12 @@ def main() -> int:
             lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
             try:
                 for name in args.commands.split(","):
-                    r = measure(lab, name, COMMANDS[name], args.rounds, env)
+                    r = measure(lab, name, COMMANDS[name], args.rounds, env, args.warm)
                     results.append(r)
                     print(f"{name:<10}{n:>6}{r['wall']:>9.2f}{r['cpu']:>8.2f}{r['cpu_per_host_ms']:>13.1f}"
-                          f"{r['maxrss_mb']:>9.0f}{r['server_cpu']:>14.2f}", flush=True)
+                          f"{r['maxrss_mb']:>9.0f}{r['server_cpu']:>14.2f}"
+                          + (f"   (warm-up: {', '.join(f'{c:.1f}' for c in r['warm_cpu_per_host_ms'])} cpu/host ms)"
+                             if r["warm_cpu_per_host_ms"] else ""), flush=True)
             finally:
                 stats = lab.stop()
             if stats["unknown"]:
