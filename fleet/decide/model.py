@@ -21,15 +21,20 @@ def as_dict(obj: Any) -> Any:
     kind = type(obj)
     if kind in _ATOMS:
         return obj
+    # (a leaf of text, a number or None is taken as it is without a call: most of a decision's values are)
     if kind is list:
-        return [as_dict(v) for v in obj]
+        return [v if type(v) in _ATOMS else as_dict(v) for v in obj]
     if kind is dict:
-        return {as_dict(k): as_dict(v) for k, v in obj.items()}
+        return {k if type(k) in _ATOMS else as_dict(k): v if type(v) in _ATOMS else as_dict(v) for k, v in obj.items()}
     names = _FIELDS.get(kind)
     if names is None and hasattr(kind, "__dataclass_fields__"):
         names = _FIELDS.setdefault(kind, tuple(f.name for f in fields(obj)))
     if names is not None:
-        return {name: as_dict(getattr(obj, name)) for name in names}
+        out = {}
+        for name in names:
+            v = getattr(obj, name)
+            out[name] = v if type(v) in _ATOMS else as_dict(v)
+        return out
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return kind(*[as_dict(v) for v in obj])
     if isinstance(obj, (list, tuple)):

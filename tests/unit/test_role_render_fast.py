@@ -44,6 +44,7 @@ def _facts() -> list[tuple[str, dict]]:
 
 
 FACTS = _facts()
+ROLES = tuple(load_roles(None, roles_dirs()))   # loaded once, as a run loads them for every host
 
 
 def _perturbed(facts: dict):
@@ -117,7 +118,7 @@ def test_the_corpus_holds_every_lab_profile_and_the_real_hosts():
 
 @pytest.mark.parametrize("name,facts", FACTS, ids=[n for n, _ in FACTS])
 def test_decide_and_render_are_the_same_with_and_without_the_shortcuts(name, facts, jinja_only):
-    roles = tuple(load_roles(None, roles_dirs()))
+    roles = ROLES
     cases = [(label, f, Host(Path(name).stem, address="192.0.2.1", user=user, vars=dict(v)))
              for label, f, v in _perturbed(facts) for user in ("root", "ubuntu")]
     fast = [_rendered(roles, host, f) for _, f, host in cases]
