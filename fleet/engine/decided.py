@@ -106,7 +106,8 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
             continue
         # behind its gate; a check that runs a helper program: the text it needs where the host lacks it
         shipped = t.resource.programs()    # most run none: nothing to ship (prelude's answer for none)
-        body = (prelude(shipped, have, install=install) if shipped else "") + t.resource.gate(t.resource.check(), max_age)
+        body = ((prelude(shipped, have, install=install) if shipped else "")
+                + t.resource.gate(t.resource.check(), max_age))
         calls = t.resource.uses()    # the shared functions it calls: the script defines them once
         if not t.resource.concurrent_check and not t.resource.judged:
             # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own.

@@ -26,9 +26,10 @@ from fleet.roles import Role, TaskSpec, declared, load_roles, roles_dirs, sandbo
 from fleet.roles.role import template_source
 
 ROOT = Path(__file__).resolve().parents[2]
-# every facts record the project keeps: the replayed lab's, the tests' captured ones, the real H100/H200 hosts'
-RECORDS = sorted({*(ROOT / "bench" / "data" / "replay-lab-facts").glob("*.json"), *(ROOT / "tests" / "data" / "records").rglob("*.json"),
-                  *(ROOT / "tests" / "data" / "h100-device").rglob("*.json"), *(ROOT / "tests" / "data" / "captured").rglob("*.json")})
+# every facts record the project keeps: the replayed lab's, the tests' recorded and captured ones, the real H100's
+DATA = ROOT / "tests" / "data"
+RECORDS = sorted({*(ROOT / "bench" / "data" / "replay-lab-facts").glob("*.json"), *(DATA / "records").rglob("*.json"),
+                  *(DATA / "h100-device").rglob("*.json"), *(DATA / "captured").rglob("*.json")})
 
 
 def _facts() -> list[tuple[str, dict]]:
@@ -66,8 +67,9 @@ def _perturbed(facts: dict):
     other["system"]["systemd"] = not other["system"].get("systemd")
     other.pop("cuda", None)
     yield "systemd flipped", other, {"nvpl_source": "apt", "cudss_source": "tarball"}
-    yield "variables", facts, {"cuda_version": "12.8", "verify_perf": True, "cuda_keyring_url": "https://example.com/k.deb",
-                               "torch_source": "jetson", "python_env": "/srv/venv", "cutlass_ref": "v9.9"}
+    yield "variables", facts, {"cuda_version": "12.8", "verify_perf": True, "torch_source": "jetson",
+                               "cuda_keyring_url": "https://example.com/k.deb", "python_env": "/srv/venv",
+                               "cutlass_ref": "v9.9"}
 
 
 def _rendered(roles, host: Host, facts: dict) -> str:
@@ -131,9 +133,11 @@ def test_decide_and_render_are_the_same_with_and_without_the_shortcuts(name, fac
 
 CTX = {"decisions": {"compat": {"use": True, "path": "/usr/local/cuda-13.0/compat", "reason": "r"}, "gpu": False,
                      "packages": ["a", "b"], "n": 3, "none": None, "items": "a key named like a dict method"},
-       "python_env": "/opt/fleet/venv", "padded": " two\nlines ", "count": 7, "flag": False, "nothing": None, "listed": [1, 2],
+       "python_env": "/opt/fleet/venv", "padded": " two\nlines ",
+       "count": 7, "flag": False, "nothing": None, "listed": [1, 2],
        "facts": {"system": {"systemd": True, "hostname": "h"}}, "host": {"roles": ["env_hooks"]}}
-TEXTS = ["{{ python_env }}", "[{{ padded }}]\n", "{{ padded }}", "{{ python_env }}/bin/python", "{{python_env}}", "  {{ python_env }}", "{{ count }}",
+TEXTS = ["{{ python_env }}", "[{{ padded }}]\n", "{{ padded }}",
+         "{{ python_env }}/bin/python", "{{python_env}}", "  {{ python_env }}", "{{ count }}",
          "{{ flag }}", "{{ nothing }}", "{{ listed }}", "{{ decisions.compat.use }}", "{{ decisions.compat }}",
          "{{ decisions.packages }}", "a {{ decisions.compat.path }} b {{ count }} c", "{{ decisions.items }}",
          "{{ decisions.keys }}", "{{ decisions.none }}", "{{ facts.system.get('systemd') }}", "x\r\n{{ count }}",
