@@ -61,7 +61,21 @@ def scrub_text(text: str) -> str:
 
 
 def _scrub_checked(text: str) -> str:
-    return _scrub_all(text) if _MAYBE.search(text) else text
+    return _scrub_all(text) if _maybe(text) else text
+
+
+# _MAYBE's alternatives as plain lower-case words: in an ASCII text, a case-insensitive match of one is that word in
+# the text's lower case, which `in` finds far faster than the pattern's search (0.13 ms for a 1 KB verify reason,
+# read twice a host at every run; issue 46). A text with any other character is searched by the pattern itself.
+_MAYBE_WORDS = ("token", "pass", "secret", "key", "credential", "authorization", "bearer", "://", "ghp_", "gho_",
+                "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "sk-", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "akia", "eyj")
+
+
+def _maybe(text: str) -> bool:
+    if text.isascii():
+        lower = text.lower()
+        return any(word in lower for word in _MAYBE_WORDS)
+    return _MAYBE.search(text) is not None
 
 
 def _scrub_all(text: str) -> str:
@@ -113,6 +127,24 @@ def scrubbed(report: dict) -> Scrubbed:
 
 
 def _clean(value):
+    """What `scrubbed` makes of one value. The exact JSON types first, each string scrubbed here without a further
+    call (a 30 KB apply report is ~1,300 values: 0.32 -> 0.27 ms, issue 46); anything else through _clean_any."""
+    kind = type(value)
+    if kind is str:
+        return _scrub_short(value) if len(value) <= _CACHED_LENGTH else _scrub_checked(value)
+    if kind is dict:
+        return {key if type(key) is str or isinstance(key, str) else _key(key):
+                (_scrub_short(item) if len(item) <= _CACHED_LENGTH else _scrub_checked(item)) if type(item) is str
+                else _clean(item) for key, item in value.items()}
+    if kind is list:
+        return [(_scrub_short(item) if len(item) <= _CACHED_LENGTH else _scrub_checked(item)) if type(item) is str
+                else _clean(item) for item in value]
+    if value is None or kind is bool or kind is int:
+        return value
+    return _clean_any(value)
+
+
+def _clean_any(value):
     if isinstance(value, str):
         return scrub_text(value)
     if value is None or isinstance(value, (bool, int)):

@@ -36,9 +36,11 @@ class Refused(ValueError):
     """A report the store will not take: str(exc) is the sentence to answer with."""
 
 
-def check(report, *, now: float | None = None) -> dict:
+def check(report, *, now: float | None = None, known_finite: bool = False) -> dict:
     """The report with `at_s` (epoch seconds) added, or Refused. A pod's NaN or Infinity is stored as null (issue 49:
-    no reader of the store, PostgreSQL's jsonb included, takes them)."""
+    no reader of the store, PostgreSQL's jsonb included, takes them). `known_finite`: the facts hold no NaN or Infinity
+    already (the controller's own, from a report fleet.facts.scrub.scrubbed made): only their depth is walked, with
+    the same refusal (~0.16 -> ~0.05 ms on a 30 KB record, each host at every run; issue 46)."""
     if not isinstance(report, dict):
         raise Refused(f"a report is a JSON object, not {type(report).__name__}")
     # in place: callers keep the object they handed in (the facts are made finite below, in their depth's walk)
@@ -72,7 +74,12 @@ def check(report, *, now: float | None = None) -> dict:
         facts = {}
     if not isinstance(facts, dict):
         raise Refused(f"facts must be a JSON object, not {type(facts).__name__}")
-    facts = _finite_within(facts)
+    if known_finite:
+        _depth_within(facts)
+        if "health_sections" in facts:   # judged below, in place: the caller's facts stay as they were
+            facts = dict(facts)
+    else:
+        facts = _finite_within(facts)
     if "facts" in report:
         report["facts"] = facts
     for where, named in (("facts.host", facts.get("host")),
@@ -127,6 +134,18 @@ def _finite_within(value, level: int = 0):
 
 
 _KEPT = {str, bool, int}
+
+
+def _depth_within(value, level: int = 0) -> None:
+    """Refused where a dict or list lies MAX_DEPTH levels down, as _finite_within refuses it; nothing copied."""
+    if level >= MAX_DEPTH:
+        raise Refused(f"facts nest deeper than {MAX_DEPTH} levels")
+    for item in value.values() if isinstance(value, dict) else value:
+        if type(item) not in _FLAT and isinstance(item, (dict, list, tuple)):
+            _depth_within(item, level + 1)
+
+
+_FLAT = {str, int, bool, float, type(None)}
 
 
 def _short(value) -> str:

@@ -51,7 +51,7 @@ class HistorySink:
             status=status, facts=facts, changed=changed,
             exit=report.get("exit") if isinstance(report.get("exit"), int) else None)
         try:
-            store.add(schema.check(envelope), merge=part)
+            store.add(schema.check(envelope, known_finite=True), merge=part)   # scrubbed: every number finite
         except Exception as exc:   # noqa: BLE001 - a destination that fails never costs the run
             raise OSError(f"history store {self.settings.url}: {name}'s report not kept ({_why(exc)})") from None
 

@@ -111,3 +111,57 @@ def test_the_store_keeps_the_record_scrubbed_as_the_facts_records_keep_it(store_
         (document,) = [row[0] for row in store.rows("SELECT document FROM reports WHERE host = 'pod-a'")]
     text = document if isinstance(document, str) else json.dumps(document)
     assert "HF_TOKEN=***" in text and secret not in text
+
+
+def _nested(level: int, leaf=dict) -> dict:
+    """Facts (level 0) whose deepest container, a `leaf()`, lies `level` levels down, dicts and lists in turn."""
+    inner = leaf()
+    for i in range(level - 1):
+        inner = [inner] if i % 2 else {"d": inner}
+    return {"x": inner}
+
+
+def test_the_check_of_a_record_known_finite_walks_its_depth_only_with_the_same_refusal():
+    """HistorySink hands the check facts a scrubbed report made finite (schema.check known_finite=True): only their depth
+    is walked (issue 46), refused at the same level as the full walk; a pod's health text is judged on a copy."""
+    import copy
+    import time
+
+    import pytest
+
+    from fleet.store import schema
+    from store_helpers import report
+
+    now = time.time()
+    for facts in (_nested(schema.MAX_DEPTH - 1), _nested(schema.MAX_DEPTH - 1, leaf=list), {"x": [[{"y": 1}]] * 3}):
+        for finite in (False, True):
+            sent = {k: v for k, v in report("pod-a", now, facts={}).items() if k != "at_s"}
+            checked = schema.check({**sent, "facts": copy.deepcopy(facts)}, now=now, known_finite=finite)
+            assert checked["facts"] == facts
+    for facts in (_nested(schema.MAX_DEPTH), _nested(schema.MAX_DEPTH, leaf=list),
+                  {"a": 1, **_nested(schema.MAX_DEPTH + 5)}):
+        for finite in (False, True):
+            sent = {k: v for k, v in report("pod-a", now, facts={}).items() if k != "at_s"}
+            with pytest.raises(schema.Refused, match=f"nest deeper than {schema.MAX_DEPTH}"):
+                schema.check({**sent, "facts": copy.deepcopy(facts)}, now=now, known_finite=finite)
+    sent = {k: v for k, v in report("pod-a", now, facts={}).items() if k != "at_s"}
+    facts = {"health_sections": "not framed"}
+    checked = schema.check({**sent, "facts": facts}, now=now, known_finite=True)
+    assert facts == {"health_sections": "not framed"} and checked["facts"]["health"]["verdict"]
+
+
+def test_a_controller_record_nested_too_deep_is_one_warning_and_not_kept(store_url):
+    from fleet.record.sinks import Sinks
+    from fleet.store import schema
+
+    sinks = Sinks([HistorySink(Settings(store_url))])
+    run = Run("facts", None)
+    sinks.begin(run)
+    sinks.host(run, "pod-a", {"status": "ok", "record": {**record("pod-a"), **_nested(schema.MAX_DEPTH)}})
+    sinks.host(run, "pod-b", {"status": "ok", "record": record("pod-b")})
+    sinks.end(run, 0)
+    assert sinks.failed == {}
+    (warning,) = sinks.warnings
+    assert "pod-a's report not kept" in warning and f"nest deeper than {schema.MAX_DEPTH}" in warning
+    with open_store(store_url) as store:
+        assert [row.host for row in query.hosts(store)] == ["pod-b"]

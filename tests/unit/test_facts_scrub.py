@@ -78,3 +78,80 @@ def test_the_fast_path_masks_exactly_what_every_pattern_masks():
         assert scrub_text(text) == want, text
         changed += want != text
     assert changed > 1000   # the mixes do reach the patterns
+
+
+def _alternatives(pattern: str) -> set[str]:
+    """The words a `a|b[cd]_|...` pattern (no other syntax) matches, lower case: "gh[pousr]_" -> ghp_, gho_, ..."""
+    import re
+
+    words = set()
+    for part in pattern.removeprefix("(?i)").split("|"):
+        found = re.fullmatch(r"([^\[]*)(?:\[(\w+)\](.*))?", part)
+        head, chars, tail = found.groups()
+        words.update(head + c + tail for c in chars) if chars else words.add(head)
+    return {word.lower() for word in words}
+
+
+def test_the_words_that_may_hold_a_secret_are_the_patterns_and_find_what_it_finds():
+    """A long text is masked only where it holds one of _MAYBE's words; an ASCII text is asked by `in` on its lower
+    case (issue 46: the pattern's search was 0.13 ms a KB), any other by the pattern: the same answer either way."""
+    import json
+    from pathlib import Path
+
+    from fleet.facts.scrub import _MAYBE, _MAYBE_WORDS, _maybe
+    from test_scrub_linear import HOSTILE
+
+    assert set(_MAYBE_WORDS) == _alternatives(_MAYBE.pattern)
+    texts = [word.upper() for word in _MAYBE_WORDS] + [word.title() for word in _MAYBE_WORDS]
+    texts += ["x" * 600 + "PaSsWoRd=x", "x" * 600 + "nothing here", "GH_P_ xo xb- a k i a", "sk_ hf- :/ /",
+              "paſſword", "\u212aEY=1", "İTOKEN", "ünïcödé text only", "ghp", "ghq_", "xoxc-"]
+    texts += [family(400) for family in HOSTILE.values()]
+    for path in (Path(__file__).resolve().parents[2] / "bench" / "data" / "replay-lab-facts").glob("*.json"):
+        texts += list(_strings(json.loads(path.read_text())))
+    assert len(texts) > 1000
+    for text in texts:
+        assert _maybe(text) == (_MAYBE.search(text) is not None), text[:80]
+
+
+def test_scrubbed_is_the_report_as_json_writes_it_every_string_scrubbed_in_one_walk():
+    """fleet.facts.scrub.scrubbed (the sinks' one scrub a host): json.loads(json.dumps(report, default=str)) with
+    every string scrubbed and NaN/Infinity null, whatever the types inside (exact JSON types take a faster way)."""
+    import enum
+    import json
+    import math
+    from pathlib import Path
+
+    from fleet.facts.scrub import Scrubbed, scrubbed
+
+    class Text(str):
+        pass
+
+    class Count(enum.IntEnum):
+        TWO = 2
+
+    def reference(value):
+        def walk(item):
+            if isinstance(item, str):
+                return scrub_text(item)
+            if isinstance(item, dict):
+                return {key: walk(inner) for key, inner in item.items()}
+            if isinstance(item, list):
+                return [walk(inner) for inner in item]
+            return item
+        return walk(json.loads(json.dumps(value, default=str, allow_nan=True),
+                               parse_constant=lambda name: None))
+
+    report = {"status": "ok", "record": {"env": "HF_TOKEN=hf_abcdefghijklmnopqrstuvwx", "n": 3, "on": True,
+                                         "none": None, "x": 1.5, "nan": math.nan, "inf": [-math.inf, 2.0],
+                                         "t": ("API_KEY=abc", 1), Text("k"): Text("password: hunter2"),
+                                         1: "one", 2.5: "f", None: "n", True: "t", "path": Path("/opt/a"),
+                                         "e": Count.TWO, "long": "x" * 600 + " token=abc",
+                                         "deep": [[{"a": ["secret=s", {"b": ()}]}]]},
+              "tasks": [{"reason": "ok " * 300}]}
+    for path in (Path(__file__).resolve().parents[2] / "bench" / "data" / "replay-lab-facts").glob("*.json"):
+        report[path.stem] = json.loads(path.read_text())
+    made = scrubbed(report)
+    assert isinstance(made, Scrubbed) and scrubbed(made) is made
+    assert json.dumps(made, sort_keys=True) == json.dumps(reference(report), sort_keys=True)
+    assert made["record"]["env"] == "HF_TOKEN=***" and made["record"]["k"] == "password: ***"
+    assert made["record"]["nan"] is None and made["record"]["t"] == ["API_KEY=***", 1]
