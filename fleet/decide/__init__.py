@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from dataclasses import asdict
-
 from fleet.decide.cuda import decide_compat, decide_cuda
 from fleet.decide.fabric import decide_fabric
 from fleet.decide.health import decide_health, parse_expect
@@ -21,7 +19,7 @@ from fleet.decide.offers import repo_refusal, repo_release, repo_serves
 from fleet.decide.shells import judge as judge_shells
 from fleet.decide.libs import decide_cudss, decide_nvpl, ld_library_path, missing_providers
 from fleet.knowledge import platforms
-from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision
+from fleet.decide.model import CompatDecision, CudaDecision, Decisions, LibraryDecision, TorchDecision, as_dict
 from fleet.decide.torch_wheel import decide_torch, index_cuda
 from fleet.decide.variables import DEFAULTS, VariableError, resolve
 from fleet.decide.versions import MIN_DRIVER, known_releases
@@ -69,7 +67,7 @@ def decide(facts: dict, vars: dict | None = None) -> Decisions:
         ld_library_path=path,
         missing_providers=missing_providers(host, v, compat, torch, nvpl, cudss),
         gpu=host.has_gpu, env_reason=env_reason(path, compat), platform=host.row.as_json(),
-        loader=decide_loader(facts, host, compat), fabric=asdict(decide_fabric(facts)),
+        loader=decide_loader(facts, host, compat), fabric=as_dict(decide_fabric(facts)),
         health=decide_health(facts, parse_expect(v.expect_gpus)).to_json(),
         shells=judge_shells(facts, cuda.path, v.python_env,
                             (facts.get("torch") or {}).get("path") if isinstance(facts.get("torch"), dict) else None),

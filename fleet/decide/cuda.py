@@ -276,8 +276,9 @@ def start_gate(host: Host, v: Vars) -> dict | None:
         return None
     if need is None:
         return None
+    supported = forward_compat_branches(cuda)   # once, not once per branch
     firsts = [first for branch, (first, newest) in sorted(FORWARD_COMPAT_BRANCHES.items())
-              if f"R{branch}" in forward_compat_branches(cuda)]
+              if f"R{branch}" in supported]
     return {"below": need, "branches": firsts}
 
 

@@ -24,10 +24,25 @@ of the GPUs), the loader's and Python's variables by their own rules (families.E
 
 from __future__ import annotations
 
+import functools
+
 from fleet.remote import families
 
 KINDS = {"noninteractive": "`ssh host cmd`", "interactive": "interactive shells", "login": "login shells",
          "bare": "processes that read no startup file"}
+
+
+def _accepted(patterns) -> list[str]:
+    """families.accepted, kept per whole list of patterns where they are text (every host's sshd has the same
+    AcceptEnv line: ~40 fnmatch calls a host, issue 46)."""
+    if isinstance(patterns, list) and all(type(p) is str for p in patterns):
+        return list(_accepted_kept(tuple(patterns)))
+    return families.accepted(patterns)
+
+
+@functools.lru_cache(maxsize=256)
+def _accepted_kept(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(families.accepted(list(patterns)))
 
 
 def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
@@ -68,7 +83,7 @@ def judge(shells: dict, where) -> tuple[list[dict], list[str]]:
             said = f"{found['limit']} {found['value']}: {found['does']}"
             seen_notes.setdefault(("limit", said, line), []).append(name)
     for row in shells.get("accept_env") or []:
-        admits = families.accepted(row.get("patterns"))
+        admits = _accepted(row.get("patterns"))
         if admits:
             notes.append(f"every SSH session: {row['file']}:{row['line']} AcceptEnv lets a client send "
                          f"{' '.join(admits)} (ssh_config SendEnv): what a job gets of the families then depends on "

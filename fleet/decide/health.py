@@ -27,10 +27,11 @@ restart the job, watch, ask the provider for a GPU reset, ask for a reboot, or r
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from fleet.knowledge import gpu_faults as faults
 from fleet.remote import families
+from fleet.decide.model import as_dict
 
 RETURN, DEGRADED, NOTE = "return", "degraded", "note"
 _ORDER = {RETURN: 0, DEGRADED: 1, NOTE: 2}
@@ -98,7 +99,7 @@ class HealthVerdict:
         self.advice = self.advice or ADVICE.get(self.verdict, "")
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return as_dict(self)
 
     def summary(self) -> dict:
         """What a facts record keeps of the verdict (its class and one line; the findings are in decisions)."""

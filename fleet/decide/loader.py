@@ -18,9 +18,32 @@ and `dirs` the ERE of harmful directories that resource matches on the host itse
 
 from __future__ import annotations
 
+import functools
+
 from fleet.decide.gpu import compat_harm
 from fleet.knowledge.loader_paths import KINDS
-from fleet.remote.loader_rules import COMPAT_DIR_ERE, STUB_DIR_ERE, is_compat, is_stub
+from fleet.remote import loader_rules
+from fleet.remote.loader_rules import COMPAT_DIR_ERE, STUB_DIR_ERE
+
+
+# Kept per whole path (pure: two regular expressions over the path and its directory): every host names the same
+# few libcuda and ld.so.conf paths, ~16 a decide (issue 46). Anything but text is asked afresh.
+@functools.lru_cache(maxsize=2048)
+def _stub(path: str) -> bool:
+    return loader_rules.is_stub(path)
+
+
+@functools.lru_cache(maxsize=2048)
+def _compat(path: str) -> bool:
+    return loader_rules.is_compat(path)
+
+
+def is_stub(path) -> bool:
+    return _stub(path) if type(path) is str else loader_rules.is_stub(path)
+
+
+def is_compat(path) -> bool:
+    return _compat(path) if type(path) is str else loader_rules.is_compat(path)
 
 FLEET_COMPAT_CONF = "/etc/ld.so.conf.d/000-fleet-cuda-compat.conf"   # the cuda_compat role's gated drop-in
 STUB_HARM = "a stub libcuda: CUDA_ERROR_STUB_LIBRARY (34)"

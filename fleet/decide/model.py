@@ -4,7 +4,45 @@ Every decision carries `reason`: one line a person can act on.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+# What copy.deepcopy hands back as it is: dataclasses.asdict keeps these values themselves
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def as_dict(obj: Any) -> Any:
+    """dataclasses.asdict, value for value: a dataclass (recursively) as a dict, lists, tuples and dicts copied,
+    anything else deep-copied. asdict deep-copies every leaf through copy.deepcopy, which for the text, numbers
+    and None a decision holds returns the value itself: a converged host's decisions are ~130 such leaves, asked
+    once a host (issue 46). Exactly asdict's shapes otherwise (a namedtuple stays one, a subclass keeps its type)."""
+    kind = type(obj)
+    if kind in _ATOMS:
+        return obj
+    # (a leaf of text, a number or None is taken as it is without a call: most of a decision's values are)
+    if kind is list:
+        return [v if type(v) in _ATOMS else as_dict(v) for v in obj]
+    if kind is dict:
+        return {k if type(k) in _ATOMS else as_dict(k): v if type(v) in _ATOMS else as_dict(v) for k, v in obj.items()}
+    names = _FIELDS.get(kind)
+    if names is None and hasattr(kind, "__dataclass_fields__"):
+        names = _FIELDS.setdefault(kind, tuple(f.name for f in fields(obj)))
+    if names is not None:
+        out = {}
+        for name in names:
+            v = getattr(obj, name)
+            out[name] = v if type(v) in _ATOMS else as_dict(v)
+        return out
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return kind(*[as_dict(v) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return kind(as_dict(v) for v in obj)
+    if isinstance(obj, dict):
+        return kind((as_dict(k), as_dict(v)) for k, v in obj.items())
+    return copy.deepcopy(obj)
+
 
 @dataclass
 class CudaDecision:
@@ -108,7 +146,7 @@ class Decisions:
         """A JSON-ready dict: refuse, compat, torch, ld_library_path first, then the rest. No role names: which
         roles act is each role's own `when:` over these decisions."""
         def strip(decision) -> dict:
-            return {k: v for k, v in asdict(decision).items() if k != "refuse"}
+            return {k: v for k, v in as_dict(decision).items() if k != "refuse"}
         return {
             "host": self.host,
             "refuse": self.refuse,
@@ -119,7 +157,7 @@ class Decisions:
             "cuda": strip(self.cuda),
             "nvpl": strip(self.nvpl),
             "cudss": strip(self.cudss),
-            "missing_providers": {soname: asdict(p) for soname, p in self.missing_providers.items()},
+            "missing_providers": {soname: as_dict(p) for soname, p in self.missing_providers.items()},
             "reasons": self.reasons,
             "platform": self.platform,
             "loader": self.loader,

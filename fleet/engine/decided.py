@@ -105,7 +105,9 @@ def check_sections(decided: Decided, max_age: float | None = None, *, without_re
         if not t.enabled or (without_records and t.resource.writes_record) or (only is not None and t.id not in only):
             continue
         # behind its gate; a check that runs a helper program: the text it needs where the host lacks it
-        body = prelude(t.resource.programs(), have, install=install) + t.resource.gate(t.resource.check(), max_age)
+        shipped = t.resource.programs()    # most run none: nothing to ship (prelude's answer for none)
+        body = ((prelude(shipped, have, install=install) if shipped else "")
+                + t.resource.gate(t.resource.check(), max_age))
         calls = t.resource.uses()    # the shared functions it calls: the script defines them once
         if not t.resource.concurrent_check and not t.resource.judged:
             # what a role's author wrote (command's unless) gets a deadline on the host; an assertion has its own.

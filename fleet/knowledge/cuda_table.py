@@ -55,6 +55,20 @@ def _key_of(text: str) -> tuple[int, ...] | None:
 
 def compare_versions(a: str, b: str) -> int:
     """-1, 0 or 1 as a < b, a == b, a > b (missing trailing parts count as 0: 13.0 == 13.0.0)."""
+    try:
+        return _compared(a, b)
+    except TypeError:   # an unhashable value: not a version either, refused by version_key below
+        return _compare(a, b)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)   # typed: True is no version, though 1 == True
+def _compared(a, b) -> int:
+    # keyed on both whole values: a converged decide compares the same few versions (the driver's, the table's
+    # rows) ~70 times a host; an error is not cached (it raises again)
+    return _compare(a, b)
+
+
+def _compare(a, b) -> int:
     ka, kb = version_key(a), version_key(b)
     width = max(len(ka), len(kb))
     ka, kb = ka + (0,) * (width - len(ka)), kb + (0,) * (width - len(kb))

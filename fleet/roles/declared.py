@@ -34,17 +34,30 @@ def declared(roles) -> tuple[dict[str, variables.Variable], dict[str, set[str]]]
 
 
 def names_read(role) -> set[str]:
-    """Variables a role's task values, `when:`, `why:` and templates read (jinja2.meta does the parsing)."""
+    """Variables a role's task values, `when:`, `why:` and templates read (jinja2.meta does the parsing); found
+    once per loaded role (Role.names: every host's verify fingerprint asks for them)."""
+    if getattr(role, "names", None) is not None:
+        return set(role.names)
     from jinja2 import meta
 
     texts = [f"{{{{ {expr} }}}}" for expr in [role.when, *(t.when for t in role.tasks)] if expr]
     texts += [role.why or "", role.why_skipped or ""] + [s for t in role.tasks
                                                          for s in [t.name, t.why_skipped or "", *_strings(t.params)]]
-    texts += [t.read_text(encoding="utf-8") for t in sorted((role.path.parent / "templates").glob("*"))]
+    texts += [_template(role, t) for t in sorted((role.path.parent / "templates").glob("*"))]
 
     def find() -> set[str]:
         return set().union(*(_undeclared(meta, JINJA, text) for text in texts))
-    return template_cache.names(texts, find) - _CONTEXT
+    found = template_cache.names(texts, find) - _CONTEXT
+    if hasattr(role, "names"):
+        role.names = frozenset(found)
+    return found
+
+
+def _template(role, path) -> str:
+    """A file of the role's templates/ as the role renders it (Role.template: read once per loaded role)."""
+    if hasattr(role, "template") and path.is_file():
+        return role.template(path.name)
+    return path.read_text(encoding="utf-8")
 
 
 def _undeclared(meta, env, text: str) -> set[str]:

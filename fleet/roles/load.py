@@ -101,7 +101,7 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
         if key not in TYPES[kind].params:  # named at its own line, before validate names the task's
             raise InputError(f"{lines[key]}: unknown parameter {key!r} for {kind}"
                              f"{yamlsrc.closest(key, TYPES[kind].params)}")
-    TYPES[kind].validate(params, where_params, check_types=False)  # names now; types after rendering
+    unrendered = TYPES[kind].validate(params, where_params, check_types=False)  # names now; types after rendering
     for key, value in (params.items() if isinstance(params, dict) else ()):
         check_syntax(value, lines[key])
     _check_template(kind, params, Path(loc.path).parent, lines)
@@ -119,7 +119,8 @@ def _task(role: str, index: int, task: Any, loc: yamlsrc.Located) -> TaskSpec:
     return TaskSpec(role, index, str(task.get("name") or f"{kind} #{index}"), kind, params,
                     _expr(task.get("when"), loc, ("tasks", index, "when")), sudo, where_params, lines,
                     f"{loc.path}:{loc.line('tasks', index, 'when')}", after=after, locks=locks, timeout=timeout,
-                    why_skipped=_words(task.get("why_skipped"), f"{loc.path}:{loc.line('tasks', index, 'why_skipped')}"))
+                    why_skipped=_words(task.get("why_skipped"), f"{loc.path}:{loc.line('tasks', index, 'why_skipped')}"),
+                    unrendered=unrendered)
 
 
 def _words(value: Any, where: str) -> str | None:

@@ -38,7 +38,8 @@ def render_role(role: Role, variables: dict[str, Any], facts, decisions, host: d
             enabled = truth(spec.when, ctx, spec.when_where or spec.where)
             skip = None if enabled else (f"condition is false: {spec.when}", _said(spec.why_skipped, ctx))
         if not enabled:  # not rendered: its values may only make sense where it applies
-            values = TYPES[spec.type].validate(spec.params, spec.where, check_types=False)
+            values = (dict(spec.unrendered) if spec.unrendered is not None else
+                      TYPES[spec.type].validate(spec.params, spec.where, check_types=False))
             condition, words = skip
             tasks.append(Task(_named(spec, ctx, strict=False), TYPES[spec.type](values), False, words or condition,
                               skip_condition=condition))

@@ -48,6 +48,9 @@ class TaskSpec:
     locks: tuple[str, ...] | None = None   # what it holds while it runs, where the task names it (else its type's)
     timeout: Any = None           # `timeout:` seconds (may be templated): the apply's deadline on the host
     why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves it out, in plain words (templated)
+    # its type's validate(params, where, check_types=False), as load_role found it: the values a task left out
+    # shows (render.py), the same for every host
+    unrendered: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -66,6 +69,11 @@ class Role:
     why: str | None = None
     why_skipped: str | None = None   # `why_skipped:`: why a false `when:` leaves the role out, in plain words
     variables: dict[str, declarations.Variable] = field(default_factory=dict)   # what it declares
+    # Its templates/ files as first read, and the names its texts read (fleet/roles/declared.py): a loaded role is
+    # one reading of its files, as of its role.yaml, so a run renders every host from the same texts and reads
+    # each file once, not once a host (issue 46)
+    texts: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    names: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def origin(self) -> str:
@@ -76,7 +84,10 @@ class Role:
         return self.path.parent / "templates" / name
 
     def template(self, name: str, where: str = "") -> str:
-        return template_source(self.template_path(name), where or str(self.path))
+        text = self.texts.get(name)
+        if text is None:   # a template that is not there raises each time (nothing is kept)
+            text = self.texts[name] = template_source(self.template_path(name), where or str(self.path))
+        return text
 
 
 @dataclass
