@@ -117,6 +117,10 @@ def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict, war
                 str(lab.inventory), *command[1:]]
         before = _cpu_of(lab.server.pid)
         proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+        if os.environ.get("FLEET_BENCH_KEEP"):   # each run's stderr (progress, warnings), to look into an odd figure
+            keep = Path(os.environ["FLEET_BENCH_KEEP"])
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{name.replace(' ', '-')}-{lab.n}-{i}.stderr").write_text(proc.stderr)
         server.append(_cpu_of(lab.server.pid) - before)
         usage = json.loads(proc.stderr.strip().splitlines()[-1])
         if usage["exit"] != 0:
@@ -129,6 +133,8 @@ def measure(lab: Lab, name: str, command: list[str], rounds: int, env: dict, war
         walls.append(usage["wall"])
         cpus.append(usage["cpu"])
         rss.append(usage["maxrss_mb"])
+    if not rounds:
+        return {"command": name, "hosts": lab.n, "warm_cpu_per_host_ms": first}
     med = statistics.median
     return {"command": name, "hosts": lab.n, "wall": med(walls), "cpu": med(cpus), "cpu_per_host_ms":
             med(cpus) / lab.n * 1000, "maxrss_mb": max(rss), "server_cpu": med(server), "rounds": rounds,
@@ -148,7 +154,14 @@ def main() -> int:
                         help="unmeasured runs of each command first (default 1: a converged fleet's apply finds its "
                              "history store holding every host; 0 measures the first run into an empty store)")
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument("--pairs", action="store_true",
+                        help="run the commands in turn, round after round (apply, run true, apply, ...), and print "
+                             "each round's ratio of the first command's CPU a host to the second's and their median: "
+                             "this machine's speed drifts by tens of percent over minutes, a pair a minute apart "
+                             "does not")
     args = parser.parse_args()
+    if args.pairs:
+        return _pairs(args)
     sizes = [int(n) for n in args.hosts.split(",")]
     results = []
     print(f"{'command':<10}{'hosts':>6}{'wall s':>9}{'cpu s':>8}{'cpu/host ms':>13}{'peak MB':>9}{'server cpu s':>14}",
@@ -174,6 +187,39 @@ def main() -> int:
                                  "controller sent something new; record again (bench/README.md)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def _pairs(args) -> int:
+    """--pairs: the commands in turn, `--rounds` rounds after `--warm` rounds of each, one size."""
+    names = args.commands.split(",")
+    if len(names) != 2 or "," in args.hosts:
+        raise SystemExit("--pairs takes two commands (e.g. --commands 'apply,run true') and one --hosts size")
+    n = int(args.hosts)
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-controller-") as tmp:
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, PYTHONPATH=path, NO_COLOR="1", XDG_STATE_HOME=tmp)
+        lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
+        try:
+            for name in names:
+                measure(lab, name, COMMANDS[name], 0, env, args.warm)
+            for i in range(args.rounds):
+                got = [measure(lab, name, COMMANDS[name], 1, env)["cpu_per_host_ms"] for name in names]
+                rounds.append({"load": os.getloadavg()[0], names[0]: got[0], names[1]: got[1],
+                               "ratio": got[0] / got[1]})
+                print(f"round {i + 1}: {names[0]} {got[0]:.1f}  {names[1]} {got[1]:.1f}  ratio {got[0] / got[1]:.2f}x  "
+                      f"[load {rounds[-1]['load']:.1f}]", flush=True)
+        finally:
+            stats = lab.stop()
+    if stats["unknown"]:
+        raise SystemExit(f"the server met {stats['unknown']} command(s) it has no recording of: record again")
+    med = statistics.median
+    print(f"median of {len(rounds)} rounds: {names[0]} {med(r[names[0]] for r in rounds):.1f}  {names[1]} "
+          f"{med(r[names[1]] for r in rounds):.1f} CPU-ms a host; ratio {med(r['ratio'] for r in rounds):.2f}x "
+          f"(rounds {min(r['ratio'] for r in rounds):.2f}-{max(r['ratio'] for r in rounds):.2f}x)")
+    if args.json:
+        args.json.write_text(json.dumps(rounds, indent=1))
     return 0
 
 
