@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -269,7 +270,8 @@ class SSHConnection(Connection):
                   "out_stream": out, "err_stream": err}
         first.start()
         try:
-            res = self._fabric.run(command, **kwargs)
+            with self._watchdog.asking() if self._watchdog is not None else contextlib.nullcontext():
+                res = self._fabric.run(command, **kwargs)
         except CommandTimedOut:
             return Result(124, out.text(), err.text() + f"\nfleet: timed out after {timeout:g}s\n")
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -438,22 +440,41 @@ class _BoundedRemote(Remote):
 
 class _Watchdog(threading.Thread):
     """Asks the server for an answer (an SSH global request it must reply to, as OpenSSH's
-    ServerAliveInterval does) every `interval`; no answer within `dead_after`: close the connection, so the
-    running command returns and the host fails, while the other hosts carry on. A busy server still answers,
-    so a long quiet command (pip downloading torch) is never cut off."""
+    ServerAliveInterval does) every `interval` while a command runs (`asking`); no answer within `dead_after`:
+    close the connection, so the running command returns and the host fails, while the other hosts carry on. A
+    busy server still answers, so a long quiet command (pip downloading torch) is never cut off.
+    Between commands nothing waits on the host, so nothing is asked: a host gone meanwhile is found by the next
+    command (asked within `interval` of its start). Each ask is a thread and two packets through paramiko's Python:
+    at 1,000 hosts open for a converged apply, whose connections wait mostly on the controller's own work, the asks
+    were most of what idle connections cost (bench/idle_connections.py); paramiko's own keep-alive
+    (KEEPALIVE_SECONDS) still keeps an idle connection's NAT entries."""
 
     def __init__(self, transports: list, dead_after: float):
         super().__init__(name="fleet-alive", daemon=True)
         self.transports, self.dead_after = transports, dead_after
         self.interval = min(max(dead_after / 4, 0.5), 15.0)
         self._stop, self.dead = threading.Event(), False
+        self._running, self._lock = 0, threading.Lock()
 
     def stop(self) -> None:
         self._stop.set()
 
+    @contextlib.contextmanager
+    def asking(self):
+        """While a command runs on the host: the server is asked every `interval`."""
+        with self._lock:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+
     def run(self) -> None:
         main = self.transports[0]
         while not self._stop.wait(self.interval) and main.is_active():
+            if not self._running:
+                continue
             answered = threading.Event()
             threading.Thread(target=self._ask, args=(main, answered), daemon=True).start()
             if not answered.wait(self.dead_after) and not self._stop.is_set():

@@ -289,3 +289,30 @@ def test_an_idle_connection_wakes_every_five_seconds_not_ten_times_a_second(serv
     time.sleep(7.5)                   # idle: nothing to read (at 0.1 s: 75 wakes)
     assert 1 <= len(wakes) <= 2, len(wakes)
     assert conn.run(server.allow("echo still here")).stdout == "still here\n"
+
+
+def test_the_watchdog_asks_the_server_only_while_a_command_runs(server, known, monkeypatch):
+    """Each keep-alive ask is a thread and two packets through paramiko's Python: between commands nothing waits on
+    the host, so nothing is asked (at 1,000 hosts of a converged apply the connections wait mostly on the
+    controller); while a command runs the server is asked every dead_after / 4 (0.5 s here)."""
+    import time
+
+    asked = []
+    real = paramiko.Transport.global_request
+
+    def counted(self, kind, data=None, wait=True):
+        if kind == "keepalive@openssh.com":
+            asked.append(time.monotonic())
+        return real(self, kind, data, wait)
+
+    monkeypatch.setattr(paramiko.Transport, "global_request", counted)
+    with connect(ssh_host(server.port), ConnectOptions(connect_timeout=5, dead_after=2)) as conn:
+        time.sleep(2.5)                  # connected, no command: five intervals, no ask
+        assert asked == []
+        started = time.monotonic()
+        assert conn.run(server.allow("sleep 3; echo done")).stdout == "done\n"
+        during = [t for t in asked if t >= started]
+        assert len(during) >= 2, during  # ~6 at one every 0.5 s; at least 2 under any load
+        after = len(asked)
+        time.sleep(2.5)
+        assert len(asked) <= after + 1   # an ask begun as the command ended, then none
