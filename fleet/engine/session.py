@@ -56,8 +56,11 @@ def roles_of(hosts: list[Host], roles_path, only: list[str] | None = None) -> di
     known, reads = declared(every)
     check_hosts(hosts, known)
     check_reads(hosts, by_host, reads)
+    checked = set()   # hosts that share their roles (the same loaded objects, in order) are one check, not 1,000
     for roles in by_host.values():
-        check_roles(roles)
+        if (key := tuple(map(id, roles))) not in checked:
+            check_roles(roles)
+            checked.add(key)
     return by_host
 
 

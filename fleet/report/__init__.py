@@ -83,12 +83,13 @@ class Reporter:
     def progress(self, host: str, message: str) -> None:
         """One line of progress for a long step; safe from many host threads at once."""
         now = time.monotonic()
+        safe = terminal_safe(message)   # once: each is a scrub and a filter of the text
         with self._lock:
             if not message.startswith(" "):   # indented lines are a step's own output, not a step
-                if terminal_safe(message) not in self.tasks.get(host, {}):
+                if safe not in self.tasks.get(host, {}):
                     self.tasks.pop(host, None)   # a step of another kind: the apply's tasks are over
-                self.steps.setdefault(host, []).append(terminal_safe(message))
-                self.running[host] = [terminal_safe(message), now, now]
+                self.steps.setdefault(host, []).append(safe)
+                self.running[host] = [safe, now, now]
                 self.latest.pop(host, None)
             elif host in self.running:
                 self.running[host][2] = now
@@ -96,7 +97,9 @@ class Reporter:
                     self.latest[host] = terminal_safe(last_frame(message)).strip()
                     return
             if not self.quiet:
-                self._err.print(f"[dim]{markup_safe(host)}[/dim] {markup_safe(message)}")
+                line = f"[dim]{markup_safe(host)}[/dim] {escape(safe)}"
+                if not write_plain(self._err, line):
+                    self._err.print(line)
 
     def host_key(self, message: str) -> None:
         """A host key trusted for the first time (--accept-new-host-keys): its fingerprint, as progress."""
@@ -226,7 +229,8 @@ class Reporter:
         console = self.env.console
         for kind, *what in block:
             if kind == "line":
-                console.print(what[0], soft_wrap=True)
+                if not write_plain(console, what[0]):
+                    console.print(what[0], soft_wrap=True)
             elif kind == "cut":
                 console.print(what[0], no_wrap=True, overflow="ellipsis", soft_wrap=False)
             elif kind == "diff" and self.plain:
@@ -296,6 +300,22 @@ def last_frame(line: str) -> str:
     after the last one (a trailing one, as in CRLF, ignored)."""
     body = line.rstrip("\r")
     return body.rsplit("\r", 1)[-1] if "\r" in body else body
+
+
+def write_plain(console, markup: str) -> bool:
+    """One line of markup written as rich writes it to a pipe or a file without colour (the markup taken out, emoji
+    codes replaced, then a newline), without rich's rendering: a line a host at 1,000 hosts costs ~0.3 ms less of the
+    controller's CPU that way (issue 46). False, nothing written, where rich must print it: a terminal, colour
+    forced, a live display, a tab (rich expands it into spaces)."""
+    if console.is_terminal or console.color_system is not None or console.record or console.is_dumb_terminal:
+        return False
+    text = Text.from_markup(markup).plain
+    if "\t" in text:
+        return False
+    if not console.quiet:
+        console.file.write(text + "\n")
+        console.file.flush()
+    return True
 
 
 def markup_safe(text: Any) -> str:
