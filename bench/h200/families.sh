@@ -93,7 +93,7 @@ check_row() {   # phase: apply --check --detailed-exitcode, its exit and whether
   row phase "$1" what check exit "$rc" reused "$(grep -c '(reused)' <<< "$out")" says "$(grep -o 'NCCL_P2P_DISABLE[^;]*' <<< "$out" | head -1)"
 }
 
-say "# machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nvidia-smi -L | wc -l) GPU(s); fleet at $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80)"
+say "# machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nvidia-smi -L | wc -l) GPU(s); fleet tree $(find fleet roles -type f \( -name '*.py' -o -name '*.sh' -o -name '*.yaml' -o -name '*.yml' -o -name '*.j2' -o -name '*.json' \) ! -path '*/__pycache__/*' 2>/dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)"
 say "# this script's own environment: NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE-unset}; /etc/nccl.conf: $(tr '\n' ' ' < /etc/nccl.conf 2>/dev/null)"
 step apply "$GPU_INV"
 ask_all clean

@@ -39,4 +39,4 @@ for line in open(sys.argv[1]):
           f" {len(r['command'])} bytes of command line, exit {r['exit']}")
 PY
 }
-note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(head -1 /proc/driver/nvidia/version); $(nproc) cores; fleet at $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80)"
+note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(head -1 /proc/driver/nvidia/version); $(nproc) cores; fleet tree $(find fleet roles -type f \( -name '*.py' -o -name '*.sh' -o -name '*.yaml' -o -name '*.yml' -o -name '*.j2' -o -name '*.json' \) ! -path '*/__pycache__/*' 2>/dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)"
