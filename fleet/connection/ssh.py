@@ -399,7 +399,13 @@ class _BoundedRemote(Remote):
 
     def kill(self) -> None:
         self._killed = True
-        super().kill()
+        try:
+            super().kill()
+        except (EOFError, OSError, paramiko.SSHException):
+            # paramiko marks the channel closed before it sends the close, and the wait (below) returns on that
+            # mark: the command and then its connection may be closed by the caller while this timer thread is
+            # still sending. The connection gone is what kill() wants; it is not the timer thread's exception.
+            pass
 
     @property
     def timed_out(self) -> bool:
