@@ -414,16 +414,17 @@ class _BoundedRemote(Remote):
     # A command that ends before reading all of its stdin (it exited, or a server refused it) closes the channel
     # under invoke's stdin thread, whose write then raises "Socket is closed" and came back as a ThreadException
     # instead of the command's own exit status and output (seen once in twenty runs of the sentinel test).
+    # The same with the connection closed between paramiko's check and its send (EOFError, as in kill() below).
     def write_proc_stdin(self, data) -> None:
         try:
             super().write_proc_stdin(data)
-        except OSError:
+        except (OSError, EOFError):
             pass
 
     def close_proc_stdin(self) -> None:
         try:
             super().close_proc_stdin()
-        except OSError:
+        except (OSError, EOFError):
             pass
 
     # invoke polls: its stdin thread and its wait() each wake every 10 ms (Runner.input_sleep) for as long as the

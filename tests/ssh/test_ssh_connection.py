@@ -356,3 +356,22 @@ def test_a_timeout_whose_connection_closed_before_its_kill_raises_nothing_in_the
         assert "connection lost" in str(exc) or "stopped answering" in str(exc), exc
     assert killed.wait(10)
     timer[0].join(10)                             # its end (and any exception) inside this test
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_connection_closed_while_its_stdin_is_sent_comes_back_as_connection_lost(server, conn, monkeypatch):
+    """The same race on the stdin side: the connection closed between paramiko's check and its send of the script
+    on stdin. The command comes back as the lost connection fleet names, never as invoke's ThreadException."""
+    from fleet.errors import HostError
+
+    real_send = paramiko.packet.Packetizer.send_message
+    transport = conn._fabric.client.get_transport()
+
+    def closed_first(this, data):
+        if this is transport.packetizer and "handle_stdin" in threading.current_thread().name:
+            transport.close()
+        return real_send(this, data)
+
+    monkeypatch.setattr(paramiko.packet.Packetizer, "send_message", closed_first)
+    with pytest.raises(HostError, match="connection lost|stopped answering"):
+        conn.run(server.allow("cat >/dev/null; echo done"), timeout=20)
