@@ -47,7 +47,7 @@ HANDSHAKES = 64
 # How often an open connection's paramiko thread wakes with nothing to read (paramiko's own: 0.1 s), to see whether a
 # keep-alive is due. Each wake is a Python exception raised and handled, and the GIL taken back from the other hosts'
 # threads: 1,000 hosts open for a minute woke 600,000 times, ~7 ms of the controller's CPU a host (issue 46); once a
-# second, 1,000 idle connections still cost 0.084 ms a connection-second, 0.048 at 5 s (bench/idle_connections.py).
+# second, 1,000 idle connections still cost 0.090 ms a connection-second, 0.055 at 5 s (bench/idle_connections.py).
 # Every 5 s still sends paramiko's keep-alive within 5 s of KEEPALIVE_SECONDS, and the watchdog asks
 # on its own clock; closing does not wait for it (paramiko's close marks the packetizer closed, and the thread
 # ends at its next wake).
