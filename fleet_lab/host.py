@@ -276,13 +276,31 @@ class LabHost:
         namespaces and root, with a container's bare environment (CONTAINER_ENV), no shell, no startup file,
         no SSH. What a service, a cron job or a supervised kernel gets from the loader."""
         rec = self.record() or {}
-        sshd = next((pid for pid in sorted(self.pids()) if _comm(pid) == "sshd"), None)   # chrooted in the host
+        sshd = self._listener(rec)   # chrooted in the host: its root, cwd and namespaces are the host's
         if not rec or sshd is None:
             raise LabError(f"lab host {self.name} is not running; start it with: fleet lab up --limit {self.name}")
         pid_ns = ["-p"] if _ns(str(sshd), "pid") != _ns("self", "pid") else []   # a fabric host's own PIDs
-        return subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", *pid_ns, "-r", "-w", "--", "env", "-i",
+        done = subprocess.run(["nsenter", "-t", str(sshd), "-m", "-u", *pid_ns, "-r", "-w", "--", "env", "-i",
                                *CONTAINER_ENV.split(), *argv],
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if done.returncode != 0 and done.stderr.startswith("nsenter: "):
+            # never the command's own failure: nsenter could not enter the host, so nothing ran there
+            raise LabError(f"lab host {self.name}: could not run {argv[0]} in it: {done.stderr.strip()}")
+        return done
+
+    def _listener(self, rec: dict) -> int | None:
+        """The host's own sshd, the one that listens: the child of the recorded `unshare` (its PID namespace's
+        first process), else of this host's sshds the one that started first. Never the lowest pid: after the
+        pids wrap around (32768 on Debian) a session's sshd, ending as its client has, may have it, and nsenter
+        into a process that ended runs nothing (a write to the host silently lost: a lab test flake)."""
+        found = [pid for pid in self.pids() if _comm(pid) == "sshd"]
+        leader = rec.get("pid")
+        for pid in found:
+            if leader and _stat_field(pid, 4) == str(leader):
+                return pid
+        started = {pid: _stat_field(pid, 22) for pid in found}
+        alive = [pid for pid in found if started[pid]]
+        return min(alive, key=lambda pid: int(started[pid]), default=None)
 
     def stop_listener(self, address: str, port: int) -> None:
         """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address.
@@ -384,6 +402,17 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
+
+
+def _stat_field(pid: int, n: int) -> str:
+    """Field `n` of /proc/PID/stat as proc(5) numbers them (4: the parent's pid, 22: the start time), "" when the
+    process is gone. Counted after the command name's closing parenthesis, which may itself hold spaces."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    rest = text[text.rindex(")") + 2:].split()
+    return rest[n - 3] if len(rest) > n - 3 else ""
 
 
 def _mount_ns(pid: str) -> str | None:

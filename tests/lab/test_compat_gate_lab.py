@@ -249,8 +249,8 @@ def test_fleet_script_applies_the_same_and_its_start_keeps_compat_from_a_newer_d
 
     lab.exec(HOST, ["sh", "-c", "printf '%s\\n' 'bash /root/fleet.sh' > /pre_start.sh"])
     lab.restart(HOST, driver="580.159.04")
-    assert bare(lab)[:2] == (True, DRIVER_580)                         # first: before any SSH login
     log = (lab.root / "hosts" / HOST / "start.log").read_text()
+    assert bare(lab)[:2] == (True, DRIVER_580), log                    # first: before any SSH login
     assert "fleet-cuda-compat-gate (fleet-script): kernel driver 580.159.04 >= 580.65.06" in log, log
     assert "run-time decision: kernel driver 580.159.04 >= 580.65.06" in log and "verify  verify passed" in log, log
     for kind, got in every_ssh_kind(lab).items():

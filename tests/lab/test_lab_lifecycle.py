@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 import fleet_lab as lab_api
@@ -78,6 +79,38 @@ def test_what_fleet_keeps_on_this_machine_never_shows_in_a_lab_host(lab):
         assert os.getxattr(upper / "var/lib/fleet", "trusted.overlay.opaque") == b"y"
     finally:
         lab.reset(["pod-570"])
+
+
+def test_exec_runs_in_the_host_listening_sshd_and_never_silently_in_none(lab, monkeypatch):
+    """`lab.exec` (what a test writes into a host as `docker exec` would) enters the host through its listening sshd,
+    the host's PID 1, even while sessions' sshds live (after the pids wrap around, one of those may have the lowest
+    pid and end just then); and when nsenter cannot enter the process, nothing ran: a LabError, never a quiet exit 1
+    that a test took for a write made (the compat-gate lab test's /pre_start.sh, lost in CI run 54)."""
+    import fleet.errors
+    import fleet_lab.host as lab_host
+
+    host = LabHost("pod-580", lab.root)
+    session = subprocess.Popen(["ssh", "-i", str(paths.lab_key(lab.root)), "-o", "BatchMode=yes",
+                                "-o", f"UserKnownHostsFile={paths.lab_known_hosts(lab.root)}",
+                                "-o", "StrictHostKeyChecking=yes", "-p", str(host.record()["port"]),
+                                f"root@{host.record()['address']}", "echo up; exec sleep 60"],
+                               stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert session.stdout.readline() == b"up\n"
+        sshds = [pid for pid in host.pids() if lab_host._comm(pid) == "sshd"]
+        assert len(sshds) >= 2, sshds                                   # the listener and the session's
+        chosen = host._listener(host.record())
+        nspid = Path(f"/proc/{chosen}/status").read_text().split("NSpid:")[1].split("\n")[0].split()
+        assert nspid[-1] == "1", (chosen, nspid)                         # the host's own PID 1
+        assert lab.exec("pod-580", ["cat", "/proc/1/comm"]).stdout == "sshd\n"
+    finally:
+        session.kill()
+        session.wait()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    monkeypatch.setattr(LabHost, "_listener", lambda self, rec: gone.pid)
+    with pytest.raises(fleet.errors.LabError, match="could not run sh in it: nsenter: "):
+        lab.exec("pod-580", ["sh", "-c", "echo lost > /root/never"])
 
 
 def test_reset_gives_a_fresh_host_with_the_same_host_key(lab):
