@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200-device"
-RUNS = ["accept-mid", "accept", "accept-final", "accept-44", "accept-46"]
+RUNS = ["accept-mid", "accept", "accept-final", "accept-44", "accept-46", "accept-46-final"]
 # gzipped bytes of the no-op's one command, as measured: accept-mid is the structural moves alone (under final3's),
 # accept the merged main, whose probe carries the pod's resources (issue 45) and escaped path verdicts (issue 49)
-NOOP_BYTES = {"accept-mid": 23141, "accept": 23599, "accept-final": 23696, "accept-44": 22501, "accept-46": 22724}
+NOOP_BYTES = {"accept-mid": 23141, "accept": 23599, "accept-final": 23696, "accept-44": 22501, "accept-46": 22724,
+              "accept-46-final": 22724}
 # accept-44: issue 44's last cuts (verify's tables inside its installed program, one section frame, fewer execs), the
 # families' session gaps (issue 45) and the health fold (issue 50) merged: under final3's again
 # accept-46: issue 46's controller cuts (the probe's and decide's controller side, the sinks, the connection's threads;
@@ -20,12 +21,15 @@ NOOP_BYTES = {"accept-mid": 23141, "accept": 23599, "accept-final": 23696, "acce
 # main 04d77cd sent (the replay recognised every command); the 223 bytes over accept-44 (1dcdf50) came between the
 # two, with the connection watchdog's change (stop_with_connection.sh, 225ecf7, recorded again in b5f75b1). Still
 # under final3's
+# accept-46-final: the tree submitted after CI run 54 (05cd489, "fleet tree 33c020025930" as bench/h200/tree_id.sh
+# digests it here too): the same bytes and verdicts as accept-46
 # the roles' tasks skipped on a converged one-GPU pod: issue 48's NVSwitch generation-4 tasks (NVLSM, ib_umad) add 2
-SKIPPED = {"accept-mid": "18", "accept": "18", "accept-final": "20", "accept-44": "20", "accept-46": "20"}
+SKIPPED = {"accept-mid": "18", "accept": "18", "accept-final": "20", "accept-44": "20", "accept-46": "20",
+           "accept-46-final": "20"}
 # a plain `fleet verify`'s checks: at accept-mid the user's shells were judged only where the run rendered env_hooks;
 # at accept a plain verify proves them as apply's does (issue 45 item 1)
 # at accept-final: the job variables of each kind (issue 45 item 2) and the host copies (issue 48 item 2) too
-CHECKS = {"accept-mid": 16, "accept": 19, "accept-final": 23, "accept-44": 23, "accept-46": 23}
+CHECKS = {"accept-mid": 16, "accept": 19, "accept-final": 23, "accept-44": 23, "accept-46": 23, "accept-46-final": 23}
 
 
 def _row(text: str, after: str) -> list[str]:
@@ -45,7 +49,7 @@ def test_converged_in_one_apply_and_the_noop_is_one_command_no_larger_than_befor
     before = (DATA / "final3" / "transcript.txt").read_text()
     was = int(re.search(r"no-op apply command: (\d+) bytes of stdin \(gzip\)", before)[1])
     assert sent == NOOP_BYTES[run]
-    if run in ("accept-mid", "accept-44", "accept-46"):
+    if run in ("accept-mid", "accept-44", "accept-46", "accept-46-final"):
         assert sent <= was, (sent, was)
     again = _row(text, "# after verify and health")
     assert again[-1] == "1" and again[4] == "passed (reused)", again
