@@ -296,11 +296,10 @@ class LabHost:
         found = [pid for pid in self.pids() if _comm(pid) == "sshd"]
         leader = rec.get("pid")
         for pid in found:
-            if leader and _stat_field(pid, 4) == str(leader):
+            if leader and procs.parent(pid) == leader:
                 return pid
-        started = {pid: _stat_field(pid, 22) for pid in found}
-        alive = [pid for pid in found if started[pid]]
-        return min(alive, key=lambda pid: int(started[pid]), default=None)
+        alive = [p for p in map(procs.identify, found) if p]
+        return min(alive, key=lambda p: p.start).pid if alive else None
 
     def stop_listener(self, address: str, port: int) -> None:
         """Last resort for a leftover whose overlay is gone: the lab sshd still bound to the host's address.
@@ -402,17 +401,6 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _stat_field(pid: int, n: int) -> str:
-    """Field `n` of /proc/PID/stat as proc(5) numbers them (4: the parent's pid, 22: the start time), "" when the
-    process is gone. Counted after the command name's closing parenthesis, which may itself hold spaces."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    rest = text[text.rindex(")") + 2:].split()
-    return rest[n - 3] if len(rest) > n - 3 else ""
 
 
 def _mount_ns(pid: str) -> str | None:

@@ -38,14 +38,20 @@ class Proc:
         return f"{self.pid} ({st[0]}, state {st[1]})" if st and st[2] == self.start else str(self.pid)
 
 
-def _stat(pid: int) -> tuple[str, str, int] | None:
-    """(comm, state, start time) of a process, None when it is gone."""
+def _stat(pid: int) -> tuple[str, str, int, int] | None:
+    """(comm, state, start time, parent's pid) of a process, None when it is gone."""
     try:
         text = open(f"/proc/{pid}/stat").read()
     except OSError:
         return None
     comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-    return comm, rest[0], int(rest[19])
+    return comm, rest[0], int(rest[19]), int(rest[1])
+
+
+def parent(pid: int) -> int | None:
+    """The pid of a process's parent, None when it is gone."""
+    st = _stat(pid)
+    return st[3] if st else None
 
 
 def identify(pid: int) -> Proc | None:
