@@ -74,15 +74,25 @@ def describe(url: str) -> str:
     return url
 
 
+# Connections one open store holds at most. A run's hosts report from one thread each (1,000 at once by default), and
+# PostgreSQL refuses clients past its max_connections (100 by default, shared by every client of the server): one
+# connection per host thread lost every report past the limit ("too many clients already"; issue 46, 300 hosts). A
+# report is one short transaction, so a few connections, each lent to one thread at a time, carry them all; 8 is
+# `fleet serve`'s default workers. SQLite writes one at a time whatever: one connection.
+POSTGRES_CONNECTIONS = 8
+
+
 class Store:
-    """One open store. Thread-safe: one connection per thread (PostgreSQL), one shared under a lock (SQLite)."""
+    """One open store. Thread-safe: a thread borrows a connection for one transaction (`_conn`), at most
+    POSTGRES_CONNECTIONS at once on PostgreSQL, SQLite's one; a borrower waits while all are lent."""
 
     def __init__(self, url: str):
         self.url = url
         self.engine = db.engine_for(url)
-        self._local = threading.local()
-        self._lock = threading.Lock() if self.engine.name == "sqlite" else None
-        self._all: list = []
+        self._slots = threading.BoundedSemaphore(1 if self.engine.name == "sqlite" else POSTGRES_CONNECTIONS)
+        self._guard = threading.Lock()     # the lists below
+        self._idle: list = []              # open, lent to nobody
+        self._all: list = []               # every open connection, lent or not (close() closes them)
         with self._conn() as conn:
             self.engine.create(conn)
 
@@ -90,32 +100,40 @@ class Store:
     def _conn(self):
         return _Borrow(self)
 
-    def _connection(self):
-        conn = getattr(self._local, "conn", None) if self._lock is None else (self._all[0] if self._all else None)
-        if conn is None:
-            conn = self.engine.connect(self.url)
+    def _take(self):
+        """An idle connection, else a new one (the caller holds a slot)."""
+        with self._guard:
+            if self._idle:
+                return self._idle.pop()
+        conn = self.engine.connect(self.url)
+        with self._guard:
             self._all.append(conn)
-            if self._lock is None:
-                self._local.conn = conn
         return conn
 
+    def _give_back(self, conn) -> None:
+        with self._guard:
+            if conn in self._all:
+                self._idle.append(conn)
+
     def _forget(self, conn) -> None:
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
-        if conn in self._all:
-            self._all.remove(conn)
+        with self._guard:
+            if conn in self._all:
+                self._all.remove(conn)
+            if conn in self._idle:
+                self._idle.remove(conn)
         try:
             conn.close()
         except Exception:   # already broken
             pass
 
     def close(self) -> None:
-        for conn in self._all:
+        with self._guard:
+            conns, self._all, self._idle = list(self._all), [], []
+        for conn in conns:
             try:
                 conn.close()
             except Exception:   # closing at exit: nothing left to save
                 pass
-        self._all.clear()
 
     def __enter__(self):
         return self
@@ -216,19 +234,18 @@ class Store:
 
 
 class _Borrow:
-    """`with store._conn() as conn`: the thread's connection, SQLite's under its lock; rolled back on error."""
+    """`with store._conn() as conn`: a connection lent to this thread for one transaction, rolled back on error; a
+    connection that broke (a server that restarted) is closed, and the next borrower connects again."""
 
     def __init__(self, store: Store):
         self.store = store
 
     def __enter__(self):
-        if self.store._lock is not None:
-            self.store._lock.acquire()
+        self.store._slots.acquire()
         try:
-            self.conn = self.store._connection()
+            self.conn = self.store._take()
         except BaseException:
-            if self.store._lock is not None:
-                self.store._lock.release()
+            self.store._slots.release()
             raise
         return self.conn
 
@@ -239,11 +256,12 @@ class _Borrow:
                     self.conn.rollback()
                 except Exception:   # the connection itself broke: the original error says why
                     pass
-                if getattr(self.conn, "broken", False) or getattr(self.conn, "closed", False):
-                    self.store._forget(self.conn)   # a server that restarted: the next use connects again
+            if getattr(self.conn, "broken", False) or getattr(self.conn, "closed", False):
+                self.store._forget(self.conn)
+            else:
+                self.store._give_back(self.conn)
         finally:
-            if self.store._lock is not None:
-                self.store._lock.release()
+            self.store._slots.release()
 
 
 SHOWN = {"verify": ("verify", "passed"), "health": ("health", "verdict"), "driver": ("driver", "version")}

@@ -143,6 +143,9 @@ class Postgres:
             return psycopg.connect(url, connect_timeout=20)
         except psycopg.Error as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            # libpq says where it tried first ('connection to server on socket "..." failed: FATAL: ...'): the
+            # server's own words are what a user acts on ("too many connections for role"), kept whole
+            reason = " ".join(reason[reason.index("FATAL:"):].split()) if "FATAL:" in reason else reason
             raise InputError(f"cannot connect to the history store {url} ({reason}); check the server, and "
                              "the password in ~/.pgpass, PGPASSFILE, PGSERVICEFILE or PGPASSWORD") from None
 

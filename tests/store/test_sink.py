@@ -3,6 +3,7 @@ opened costs one line on stderr, never the run; `fleet facts` on a real (local) 
 
 import json
 import socket
+import time
 
 from fleet.record.sinks import Run, Sink
 from fleet.store import Settings, open_store, query
@@ -165,3 +166,49 @@ def test_a_controller_record_nested_too_deep_is_one_warning_and_not_kept(store_u
     assert "pod-a's report not kept" in warning and f"nest deeper than {schema.MAX_DEPTH}" in warning
     with open_store(store_url) as store:
         assert [row.host for row in query.hosts(store)] == ["pod-b"]
+
+
+def test_a_run_of_more_hosts_than_the_server_takes_clients_keeps_every_hosts_report(pg_cluster):
+    """A run's hosts report at once, a thread each (all of them at once by default), and PostgreSQL refuses a client
+    past its max_connections (100 by default, for every client of the server): one connection per host thread lost
+    every report past the limit (300 replayed hosts, issue 46). Here the store's role may hold no more connections
+    than a store opens (fleet.store.POSTGRES_CONNECTIONS), and 40 hosts report at once through a run's sinks: every
+    report is kept and nothing is said of the store; the server itself is asked."""
+    import threading
+
+    import psycopg
+
+    from fleet.record.sinks import Sinks
+    from fleet.store import POSTGRES_CONNECTIONS
+
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        admin.execute('DROP DATABASE IF EXISTS "limited"')
+        admin.execute("DROP ROLE IF EXISTS fleet_limited")
+        admin.execute(f"CREATE ROLE fleet_limited LOGIN CONNECTION LIMIT {POSTGRES_CONNECTIONS}")
+        admin.execute('CREATE DATABASE "limited" OWNER fleet_limited')
+    url = pg_cluster.url("limited").replace("postgres@", "fleet_limited@", 1)
+    sinks = Sinks([HistorySink(Settings(url))])
+    run = Run("apply", None)
+    sinks.begin(run)
+    names = [f"pod-{i:02d}" for i in range(40)]
+    start = threading.Barrier(len(names))
+
+    def host(name: str) -> None:
+        start.wait(60)
+        sinks.host(run, name, {"status": "ok", "record": record(name), "changed": 0})
+
+    threads = [threading.Thread(target=host, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    sinks.end(run, 0)
+    assert sinks.warnings == [] and sinks.failed == {}
+    with psycopg.connect(pg_cluster.url("limited"), autocommit=True) as reader:
+        kept = {host for (host,) in reader.execute("SELECT host FROM reports WHERE kind = 'apply'")}
+        assert kept == set(names)
+        # the run's end closed every connection it opened (a server process ends just after its client closes)
+        deadline = time.monotonic() + 30
+        while reader.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'fleet_limited'").fetchone()[0]:
+            assert time.monotonic() < deadline, "the run's connections were left open"
+            time.sleep(0.05)
