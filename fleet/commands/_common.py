@@ -51,7 +51,9 @@ def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
                             f"(default: $FLEET_DEAD_AFTER or {DEAD_AFTER:g})")
     if forks:
         group.add_argument("--forks", type=parse.flag(parse.count), default=None, metavar="N",
-                           help="hosts to work on at once (default: all of them)")
+                           help="hosts to work on at once (default: all of them, or as many as this user's "
+                                "process limit (ulimit -u) and the cgroup's pids.max leave threads for: about 6 a "
+                                "host; the others wait their turn)")
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ process open after the recap.
 from __future__ import annotations
 
 import gc
+import os
 import queue
 import threading
 import time
@@ -63,13 +64,12 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
     from fleet.connection.ssh_config import check
 
     check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
-    _room_for_files(min(forks or len(hosts), len(hosts)))
+    at_once = hosts_at_once(min(forks or len(hosts), len(hosts)), thread_room())
+    _room_for_files(at_once)
     run = _Run(hosts, work, options, debug, on_done)
-    workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True)
-               for i in range(min(forks or len(hosts), len(hosts)))]
+    workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True) for i in range(at_once)]
     with _collector_for_many_hosts():
-        for thread in workers:
-            thread.start()
+        workers = _started(workers, run)
         try:
             for thread in workers:
                 while thread.is_alive():
@@ -80,6 +80,123 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
             for thread in workers:
                 thread.join(max(deadline - time.monotonic(), 0))
     return run.results()
+
+
+# Threads a host holds at most while it runs: its worker, paramiko's transport, a command's stdout and stderr readers
+# and stdin writer (invoke's), its first-output timer. A replayed converged apply peaked at 3 a host (605 threads for
+# 200 hosts, 2026-11-29); a real host holds them all at once while its command runs.
+THREADS_PER_HOST = 6
+THREADS_SPARE = 8     # the main thread, the live display, the keep-alive watchdog, the sinks' own
+
+
+def hosts_at_once(wanted: int, room: int | None) -> int:
+    """How many hosts run at once: `wanted` (--forks, else every host), fewer where this process may not start
+    THREADS_PER_HOST threads for each (`room`: thread_room()), never fewer than one: the others wait their turn,
+    none fails for it (a run past the limit crashed: "can't start new thread", 400 hosts under `ulimit -u 600`)."""
+    if room is None:
+        return wanted
+    return max(1, min(wanted, (room - THREADS_SPARE) // THREADS_PER_HOST))
+
+
+def thread_room(proc: str = "/proc", uid: int | None = None) -> int | None:
+    """How many more threads this process may start, where the system limits it; None where nothing does or it cannot
+    be read. Two limits count every thread: the user's process limit (`ulimit -u`, RLIMIT_NPROC: every thread of
+    every process of the user, root's not enforced), and the pids.max of the process's cgroup and each above it (a
+    container's, a Kubernetes pod's, a systemd slice's TasksMax), cgroup v1 or v2."""
+    rooms = [room for room in (_nproc_room(proc, os.getuid() if uid is None else uid), _cgroup_room(proc))
+             if room is not None]
+    return min(rooms) if rooms else None
+
+
+def _nproc_room(proc: str, uid: int) -> int | None:
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft == resource.RLIM_INFINITY or uid == 0:
+        return None
+    used = 0
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"{entry.path}/status", encoding="ascii", errors="replace") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:      # a process that ended meanwhile
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            used += int(fields.get("Threads", "1").strip() or 1)
+    return soft - used
+
+
+def _cgroup_room(proc: str) -> int | None:
+    """The least room (pids.max - pids.current) of this process's pids cgroup and every cgroup above it."""
+    try:
+        with open(f"{proc}/self/cgroup", encoding="utf-8") as handle:
+            groups = [line.rstrip("\n").split(":", 2) for line in handle if line.count(":") >= 2]
+        with open(f"{proc}/self/mountinfo", encoding="utf-8") as handle:
+            mounts = [line.split() for line in handle]
+    except OSError:
+        return None
+    # a v1 hierarchy that has the pids controller, else the v2 one: (its path here, where it is mounted)
+    path = next((p for _, names, p in groups if "pids" in names.split(",")), None)
+    kind = "cgroup" if path is not None else "cgroup2"
+    if path is None:
+        path = next((p for number, names, p in groups if number == "0" and names == ""), None)
+    if path is None:
+        return None
+    for fields in mounts:
+        if "-" not in fields:
+            continue
+        after = fields[fields.index("-") + 1:]
+        if not after or after[0] != kind or (kind == "cgroup" and "pids" not in after[-1].split(",")):
+            continue
+        root, point = fields[3], fields[4]
+        inside = path[len(root):] if root != "/" and (path == root or path.startswith(root + "/")) else path
+        return _room_up(point, inside)
+    return None
+
+
+def _room_up(point: str, inside: str) -> int | None:
+    rooms = []
+    parts = [p for p in inside.split("/") if p]
+    for depth in range(len(parts), -1, -1):
+        folder = os.path.join(point, *parts[:depth])
+        try:
+            with open(os.path.join(folder, "pids.max"), encoding="ascii") as handle:
+                most = handle.read().strip()
+            with open(os.path.join(folder, "pids.current"), encoding="ascii") as handle:
+                current = int(handle.read().strip())
+        except (OSError, ValueError):
+            continue
+        if most.isdigit():
+            rooms.append(int(most) - current)
+    return min(rooms) if rooms else None
+
+
+def _started(workers: list[threading.Thread], run: "_Run") -> list[threading.Thread]:
+    """Start the workers; where the system refuses a thread (a limit thread_room could not read, another process of
+    the user taking threads meanwhile), the ones started take every host, one after the other."""
+    started = []
+    try:
+        for thread in workers:
+            with run.lock:
+                run.active += 1
+            try:
+                thread.start()
+            except RuntimeError as exc:
+                with run.lock:
+                    run.active -= 1
+                if not started:
+                    raise FleetError(f"could not start a thread for any host ({exc}): this user's process limit "
+                                     "(ulimit -u) or the cgroup's pids.max is reached; end other processes or raise "
+                                     "the limit") from None
+                break
+            started.append(thread)
+    finally:
+        run.ready.set()      # the workers take hosts once every one of them is counted (a host handed back needs one)
+    return started
 
 
 # Python's cycle collector while the hosts run: every host keeps its facts, checks and report (a few hundred KB of
@@ -129,18 +246,36 @@ class _Run:
         self.stopped = False
         self.done: dict[str, Outcome] = {}
         self.running: dict[str, tuple[float, Connection | None]] = {}   # started hosts (kept once done)
+        self.active = 0       # workers running: a worker refused a thread mid-host hands the host back and ends
+        self.ready = threading.Event()   # set once every worker that could be started is
 
     def worker(self) -> None:
+        try:
+            self._work()
+        except BaseException:
+            with self.lock:
+                self.active -= 1
+            raise
+
+    def _work(self) -> None:
+        """Hosts from the queue until it is empty. A worker counts itself out of `active` under the lock where it
+        finds the queue empty, so a host handed back (_hand_back, which counts its worker out in the same lock)
+        is always found by a worker still counted."""
+        self.ready.wait()
         while True:
             with self.lock:
                 if self.stopped:
+                    self.active -= 1
                     return
                 try:
                     host = self.queue.get_nowait()
                 except queue.Empty:
+                    self.active -= 1
                     return
                 self.running[host.name] = (time.monotonic(), None)
             outcome = self._one(host)
+            if outcome is None:     # handed back: no thread for it now (_one); another worker takes it, this one ends
+                return
             with self.lock:
                 stopped = self.stopped
                 if not stopped:   # after Ctrl-C the host's outcome is "interrupted", whatever it says now
@@ -183,7 +318,9 @@ class _Run:
                                              interrupted=True, started=False)
             return out
 
-    def _one(self, host: Host) -> Outcome:
+    def _one(self, host: Host) -> Outcome | None:
+        """The host's outcome; None where the system refused a thread before anything ran on the host and other
+        workers run: the host is queued again (fewer hosts at once, none failed for the controller's own load)."""
         outcome = Outcome(host.name)
         started = time.monotonic()
         conn = None
@@ -199,13 +336,42 @@ class _Run:
             outcome.value = self.work(conn, host)
         except FleetError as exc:
             outcome.error = str(exc)
+        except RuntimeError as exc:
+            if not _no_thread(exc):
+                outcome.error = _internal(host, exc, self.debug)
+            elif self._hand_back(host, conn):
+                return None
+            else:
+                outcome.error = (f"{host.name}: the controller could not start a thread for it ({exc}): this user's "
+                                 "process limit (ulimit -u) or the cgroup's pids.max is reached; run again with a "
+                                 "lower --forks, or raise the limit")
         except Exception as exc:  # a bug in fleet: keep the other hosts going, say so loudly
-            outcome.error = f"{host.name}: internal error: {type(exc).__name__}: {exc}"
-            if self.debug:
-                outcome.error += "\n" + traceback.format_exc()
+            outcome.error = _internal(host, exc, self.debug)
         finally:
             if conn is not None:
                 outcome.remote_commands = conn.remote_commands
                 conn.close()
             outcome.seconds = time.monotonic() - started
         return outcome
+
+    def _hand_back(self, host: Host, conn: Connection | None) -> bool:
+        """Queue the host again if nothing ran on it yet and another worker is left to take it."""
+        if conn is not None and conn.remote_commands:
+            return False
+        with self.lock:
+            if self.stopped or self.active <= 1:
+                return False
+            self.running.pop(host.name, None)
+            self.queue.put(host)
+            self.active -= 1       # this worker ends: one host fewer at once
+            return True
+
+
+def _no_thread(exc: RuntimeError) -> bool:
+    """threading's refusal when the system gives no more threads ("can't start new thread")."""
+    return "start new thread" in str(exc)
+
+
+def _internal(host: Host, exc: Exception, debug: bool) -> str:
+    error = f"{host.name}: internal error: {type(exc).__name__}: {exc}"
+    return error + ("\n" + traceback.format_exc() if debug else "")
