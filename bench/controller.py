@@ -46,6 +46,12 @@ DROPPED = ("address", "port", "key", "lab")   # where the recorded host was; the
 COMMANDS = {"apply": ["apply"], "facts": ["facts"], "run true": ["run", "--", "true"]}
 
 
+def command(name: str, forks: int | None = None) -> list[str]:
+    """The fleet arguments of a measured command, with `--forks N` where asked (before `run`'s `--`)."""
+    argv = list(COMMANDS[name])
+    return argv[:1] + ["--forks", str(forks)] + argv[1:] if forks else argv
+
+
 def _cpu_of(pid: int) -> float:
     """user+sys seconds of a running process (its threads included), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -154,6 +160,9 @@ def main() -> int:
                         help="unmeasured runs of each command first (default 1: a converged fleet's apply finds its "
                              "history store holding every host; 0 measures the first run into an empty store)")
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument("--forks", type=int, default=None,
+                        help="hosts at once, for every command (default: fleet's own, every host at once): fewer "
+                             "lowers the controller's contention for the GIL, and so both commands' CPU a host")
     parser.add_argument("--pairs", action="store_true",
                         help="run the commands in turn, round after round (apply, run true, apply, ...), and print "
                              "each round's ratio of the first command's CPU a host to the second's and their median: "
@@ -174,7 +183,7 @@ def main() -> int:
             lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
             try:
                 for name in args.commands.split(","):
-                    r = measure(lab, name, COMMANDS[name], args.rounds, env, args.warm)
+                    r = measure(lab, name, command(name, args.forks), args.rounds, env, args.warm)
                     results.append(r)
                     print(f"{name:<10}{n:>6}{r['wall']:>9.2f}{r['cpu']:>8.2f}{r['cpu_per_host_ms']:>13.1f}"
                           f"{r['maxrss_mb']:>9.0f}{r['server_cpu']:>14.2f}"
@@ -203,11 +212,13 @@ def _pairs(args) -> int:
         lab = Lab(Path(tmp), n, args.address, args.port, args.recording)
         try:
             for name in names:
-                measure(lab, name, COMMANDS[name], 0, env, args.warm)
+                measure(lab, name, command(name, args.forks), 0, env, args.warm)
             for i in range(args.rounds):
-                got = [measure(lab, name, COMMANDS[name], 1, env)["cpu_per_host_ms"] for name in names]
+                runs = [measure(lab, name, command(name, args.forks), 1, env) for name in names]
+                got = [r["cpu_per_host_ms"] for r in runs]
                 rounds.append({"load": os.getloadavg()[0], names[0]: got[0], names[1]: got[1],
-                               "ratio": got[0] / got[1]})
+                               "ratio": got[0] / got[1], "forks": args.forks,
+                               "wall_s": {name: r["wall"] for name, r in zip(names, runs)}})
                 print(f"round {i + 1}: {names[0]} {got[0]:.1f}  {names[1]} {got[1]:.1f}  ratio {got[0] / got[1]:.2f}x  "
                       f"[load {rounds[-1]['load']:.1f}]", flush=True)
         finally:
