@@ -65,7 +65,7 @@ def on_hosts(hosts: list[Host], work: HostWork, *, options: ConnectOptions | Non
 
     check(hosts, options.ssh_config if options else None)   # a bad ~/.ssh/config: exit 2, no host contacted
     at_once = hosts_at_once(min(forks or len(hosts), len(hosts)), thread_room())
-    _room_for_files(at_once)
+    at_once = min(at_once, _room_for_files(at_once))
     run = _Run(hosts, work, options, debug, on_done)
     workers = [threading.Thread(target=run.worker, name=f"fleet-host-{i}", daemon=True) for i in range(at_once)]
     with _collector_for_many_hosts():
@@ -219,21 +219,31 @@ def _collector_for_many_hosts():
         gc.unfreeze()
 
 
-def _room_for_files(connections: int) -> None:
+FILES_PER_HOST = 4     # a host's socket, a command's pipes, the facts record being written
+FILES_SPARE = 256      # the process's own: the inventory, the history store (SQLite's three files), logs
+
+
+def _room_for_files(connections: int) -> int:
     """Each open host holds a socket and a few pipes: a soft limit of 1024 open files (the usual default) fails
-    hosts past the thousandth with EMFILE. Raise the soft limit toward the hard one, as far as this run needs."""
+    hosts past the thousandth with EMFILE. Raise the soft limit toward the hard one, as far as this run needs;
+    -> how many hosts at once the limit then leaves files for (a hard limit of 300 failed 700 of 1,000 hosts,
+    down to reading /etc/passwd: "getpwuid(): uid not found"), never fewer than one."""
     try:
         import resource
     except ImportError:   # not a POSIX system: nothing to raise
-        return
-    want = 256 + 4 * connections
+        return connections
+    want = FILES_SPARE + FILES_PER_HOST * connections
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < want:
         new = want if hard == resource.RLIM_INFINITY else min(want, hard)
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
         except (ValueError, OSError):   # a limit we may not raise: run with what there is
             pass
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return connections
+    return max(1, (soft - FILES_SPARE) // FILES_PER_HOST)
 
 
 class _Run:
