@@ -52,8 +52,8 @@ def add_connect(parser: argparse.ArgumentParser, *, forks: bool = True) -> None:
     if forks:
         group.add_argument("--forks", type=parse.flag(parse.count), default=None, metavar="N",
                            help="hosts to work on at once (default: all of them, or as many as this user's "
-                                "process limit (ulimit -u) and the cgroup's pids.max leave threads for: about 6 a "
-                                "host; the others wait their turn)")
+                                "process limit (ulimit -u), the cgroup's pids.max and the open-files limit leave "
+                                "room for: about 6 threads and 4 files a host; the others wait their turn)")
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
