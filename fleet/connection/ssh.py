@@ -53,6 +53,18 @@ HANDSHAKES = 64
 # ends at its next wake).
 IDLE_WAKE = 5.0
 _handshakes = threading.BoundedSemaphore(HANDSHAKES)
+# Handshakes in progress at once with one SSH server (its address and port): OpenSSH's sshd drops new connections at
+# random once 10 are not yet authenticated (MaxStartups 10:30:100), before it sends its banner. Hosts behind one jump
+# host all begin with a handshake with it: 200 replayed hosts behind a real sshd lost 45-60 of them a run, each
+# "UNREACHABLE", to fleet's own 64 at once (issue 46). One server's handshakes wait their turn under its default.
+STARTUPS_PER_SERVER = 8
+_startups: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_startups_guard = threading.Lock()
+
+
+def _startup_slot(hostname: str, port: int) -> threading.BoundedSemaphore:
+    with _startups_guard:
+        return _startups.setdefault((hostname, port), threading.BoundedSemaphore(STARTUPS_PER_SERVER))
 # Seconds the login shell may take to start fleet's command (its startup files: conda's init, an NFS home): past
 # them the command is given up, naming the startup files (ssh._exec); wrap_bash's first line ends the wait.
 FIRST_OUTPUT = 120.0
@@ -162,9 +174,15 @@ class SSHConnection(Connection):
         client.set_missing_host_key_policy(Policy(self))
         where = f"{target.user}@{target.hostname}:{target.port}{target.via}"
         transport = None
+        began = time.monotonic()
         try:
             try:
-                fab.open()
+                if sock is None:   # a TCP connection of our own to this server: one of its startups
+                    with _startup_slot(target.hostname, target.port):
+                        began = time.monotonic()
+                        fab.open()
+                else:
+                    fab.open()
             except BaseException:
                 # fabric's close() does nothing until open() has succeeded, yet paramiko's transport thread
                 # and socket already run: close them here or they linger (paramiko warns of hangs at exit).
@@ -183,6 +201,12 @@ class SSHConnection(Connection):
             if transport is not None and not transport.remote_version:
                 # no "SSH-2.0-..." line came: paramiko says "Error reading SSH protocol banner", or, where the
                 # peer sent other bytes and closed, "No existing session"; neither names the cause
+                if time.monotonic() - began < min(opts.connect_timeout, 10) / 2:
+                    # closed well before the banner's deadline: a server that refused the connection as it came
+                    raise _NoBanner(f"{host.name}: {target.hostname}:{target.port}{target.via} closed the connection "
+                                    "before its SSH banner: an sshd refusing new connections (too many not yet "
+                                    "logged in: its MaxStartups), a firewall, or a host still booting; pass --wait "
+                                    "SECONDS to try again meanwhile") from None
                 raise _NoBanner(f"{host.name}: no SSH banner from {target.hostname}:{target.port}{target.via} within "
                                 f"{opts.connect_timeout:g}s: not an SSH server, or still booting; check the port, "
                                 "or pass --wait SECONDS for a host still booting") from None

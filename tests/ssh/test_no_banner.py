@@ -72,3 +72,42 @@ def test_a_port_without_an_ssh_banner_is_one_line_per_host(server, known, tmp_pa
     assert "protocol banner" not in text, text
     if command[0] == "run":
         assert "hi\n" in res.stdout and "good" in res.stdout
+
+
+@contextlib.contextmanager
+def closing_listener():
+    """A TCP port that accepts every connection and closes it at once, as sshd drops one past its MaxStartups."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+        thread.join(5)
+
+
+def test_a_server_that_closes_before_its_banner_is_named_so_not_a_timeout(tmp_path):
+    """Closed at once, long before --connect-timeout: the line says the server closed it (an sshd refusing new
+    connections, MaxStartups), not that no banner came within the timeout."""
+    with closing_listener() as port:
+        inventory = tmp_path / "pods.yaml"
+        inventory.write_text(f"hosts:\n  dropped: {{address: 127.0.0.1, port: {port}, key: {USER_KEY}}}\n")
+        res = fleet("run", str(inventory), "--connect-timeout", "30", "--wait", "0", "--", "true")
+    text = res.stdout + res.stderr
+    assert res.returncode == 1, text
+    assert (f"dropped: 127.0.0.1:{port} closed the connection before its SSH banner: an sshd refusing new "
+            "connections (too many not yet logged in: its MaxStartups)") in text, text
+    assert "within 30s" not in text and "Traceback" not in text, text
