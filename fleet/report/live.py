@@ -24,6 +24,12 @@ from rich.live import Live
 from rich.text import Text
 
 
+SPARE_ROWS = 4     # the terminal's rows left to the lines printed above the region
+# the region's rows at most, whatever the terminal's height: it is drawn again for every line printed above it (a
+# host's result), so its height is bytes and CPU a host; 20 hosts still show what is slow
+MOST_ROWS = 20
+
+
 class LiveStatus:
     def __init__(self, reporter, every: float):
         self.reporter = reporter
@@ -47,8 +53,14 @@ class LiveStatus:
         hold it while printing, which waits for the live thread): a copy of each entry is read instead."""
         now = time.monotonic()
         width = self.reporter.env.console.width
+        running = list(self.reporter.running.items())
+        # no more lines than the terminal shows, the hosts running longest first: a region of 1,000 lines was
+        # rendered again for every line printed above it, a converged apply of 1,000 hosts on a terminal cost 66 ms
+        # of CPU a host and 6.8 MB written to it, against 24 ms in a pipe (issue 46)
+        room = max(1, min(self.reporter.env.console.height - SPARE_ROWS, MOST_ROWS))
+        shown, hidden = (running, 0) if len(running) <= room else (running[:room - 1], len(running) - room + 1)
         lines = []
-        for host, state in list(self.reporter.running.items()):
+        for host, state in shown:
             step, began, heard = tuple(state[:3])
             tasks = sorted(dict(self.reporter.tasks.get(host) or {}).items(), key=lambda item: item[1])
             if tasks:   # chains at once: the task in flight longest, and how many run beside it
@@ -69,6 +81,9 @@ class LiveStatus:
             if said and left > 8:
                 line.append("  " + (said if len(said) <= left else said[:left - 1] + "…"), style="dim")
             lines.append(line)
+        if hidden:
+            lines.append(Text(f"… and {hidden} more host{'s' if hidden > 1 else ''} running", style="dim",
+                              no_wrap=True, overflow="ellipsis"))
         return Group(*lines)
 
 

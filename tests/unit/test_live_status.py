@@ -94,3 +94,31 @@ def test_while_live_step_output_feeds_the_status_line_and_other_lines_print_abov
     assert rep._live is None              # after the block: stderr again
     rep.warn("after")
     assert "warning: after" in err.getvalue()
+
+
+def _many(rep: Reporter, n: int) -> None:
+    now = time.monotonic()
+    rep.running = {f"pod-{i:03d}": ["probe: facts and checks", now - 100 + i, now] for i in range(n)}
+
+
+def test_no_more_lines_than_the_terminal_shows_the_hosts_running_longest_first():
+    """1,000 hosts at once drew 1,000 status lines, again for every result line printed above them: 66 ms of CPU a
+    host and 6.8 MB to the terminal for a converged apply, against 24 ms in a pipe (issue 46)."""
+    rep, _, _ = reporter()
+    rep.env.console.height = 12
+    _many(rep, 50)
+    shown = lines(LiveStatus(rep, every=300))
+    assert len(shown) == 12 - 4
+    assert [line.split()[0] for line in shown[:-1]] == [f"pod-{i:03d}" for i in range(7)]   # oldest first
+    assert shown[-1] == "… and 43 more hosts running"
+
+
+def test_a_tall_terminal_still_shows_at_most_twenty_lines():
+    rep, _, _ = reporter()
+    rep.env.console.height = 200
+    _many(rep, 50)
+    shown = lines(LiveStatus(rep, every=300))
+    assert len(shown) == 20 and shown[-1] == "… and 31 more hosts running"
+    _many(rep, 20)     # as many as fit: each its own line, nothing said of more
+    shown = lines(LiveStatus(rep, every=300))
+    assert len(shown) == 20 and all(line.startswith("pod-") for line in shown)
