@@ -3,7 +3,8 @@
     with reporter.heartbeat(live=True):    # Reporter picks this where stdout and stderr are both a terminal
         on_hosts(...)
 
-Below the lines already printed, one status line per host still running: its current step and how long that
+Below the lines already printed, one status line per host still running (at most MOST_ROWS and the terminal's
+height less SPARE_ROWS: the hosts running longest, then how many more run): its current step and how long that
 step has run ("pod-570 torch: pip install torch==2.11.0 into /opt/fleet/venv 12s", with the step's latest output
 line dimmed after it). While apply's chains run at once, the step is the task in flight longest and how many run
 beside it ("... 12s (+1 more)"), from the tasks' begin and end markers (Reporter.on_task). A step quiet for the heartbeat's period reads "...: still running, 1m30s", the words a
