@@ -56,8 +56,11 @@ _handshakes = threading.BoundedSemaphore(HANDSHAKES)
 # Handshakes in progress at once with one SSH server (its address and port): OpenSSH's sshd drops new connections at
 # random once 10 are not yet authenticated (MaxStartups 10:30:100), before it sends its banner. Hosts behind one jump
 # host all begin with a handshake with it: 200 replayed hosts behind a real sshd lost 45-60 of them a run, each
-# "UNREACHABLE", to fleet's own 64 at once (issue 46). One server's handshakes wait their turn under its default.
-STARTUPS_PER_SERVER = 8
+# "UNREACHABLE", to fleet's own 64 at once (issue 46). One server's handshakes wait their turn under its default,
+# with room for its other clients and for sshd's own lag: it counts a login done a moment after the client does. A
+# hop reached through another (the second jump host of a chain) counts from the channel that opens its TCP
+# connection: a chain of two lost hosts at the second while the first alone was held to 8.
+STARTUPS_PER_SERVER = 6
 _startups: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _startups_guard = threading.Lock()
 
@@ -130,12 +133,16 @@ class SSHConnection(Connection):
     def _open_once(self) -> None:
         target = self.ssh_target
         try:
-            sock = None
             hops = target.jumps + [target]
-            for jump, following in zip(hops, hops[1:]):
-                self._jumps.append(self._open_fabric(jump, sock))
-                sock = self._through(self._jumps[-1], jump, following)
-            fab = self._open_fabric(target, sock)
+            fab = None
+            for before, hop in zip([None, *hops], hops):
+                # each hop's handshake is one of its server's startups from the moment its TCP connection opens
+                # (ours, or the direct-tcpip channel the hop before opens to it) until we are logged in
+                with _startup_slot(hop.hostname, hop.port):
+                    sock = None if before is None else self._through(self._jumps[-1], before, hop)
+                    fab = self._open_fabric(hop, sock)
+                if hop is not target:
+                    self._jumps.append(fab)
         except BaseException:
             self._close_jumps()
             raise
@@ -177,12 +184,7 @@ class SSHConnection(Connection):
         began = time.monotonic()
         try:
             try:
-                if sock is None:   # a TCP connection of our own to this server: one of its startups
-                    with _startup_slot(target.hostname, target.port):
-                        began = time.monotonic()
-                        fab.open()
-                else:
-                    fab.open()
+                fab.open()
             except BaseException:
                 # fabric's close() does nothing until open() has succeeded, yet paramiko's transport thread
                 # and socket already run: close them here or they linger (paramiko warns of hangs at exit).
