@@ -59,7 +59,8 @@ _handshakes = threading.BoundedSemaphore(HANDSHAKES)
 # "UNREACHABLE", to fleet's own 64 at once (issue 46). One server's handshakes wait their turn under its default,
 # with room for its other clients and for sshd's own lag: it counts a login done a moment after the client does. A
 # hop reached through another (the second jump host of a chain) counts from the channel that opens its TCP
-# connection: a chain of two lost hosts at the second while the first alone was held to 8.
+# connection: with its slot taken after the channel, the hosts waiting for it each held a connection open to the
+# second jump host, and it dropped some.
 STARTUPS_PER_SERVER = 6
 _startups: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _startups_guard = threading.Lock()
