@@ -105,7 +105,8 @@ class SSHConnection(Connection):
         delay, refused = 0.5, None     # refused: (when a key was first refused, the latest refusal)
         while True:
             try:
-                self._open_once()
+                with _handshakes:
+                    self._open_once()
                 return
             except _AuthRefused as exc:
                 refused, failure = (refused[0] if refused else time.monotonic(), exc), exc
@@ -138,9 +139,7 @@ class SSHConnection(Connection):
             for before, hop in zip([None, *hops], hops):
                 # each hop's handshake is one of its server's startups from the moment its TCP connection opens
                 # (ours, or the direct-tcpip channel the hop before opens to it) until we are logged in
-                # (and one of fleet's HANDSHAKES, taken once the server's turn came: a host waiting for a busy
-                # jump host holds none of them, so hosts reached directly are not kept waiting behind it)
-                with _startup_slot(hop.hostname, hop.port), _handshakes:
+                with _startup_slot(hop.hostname, hop.port):
                     sock = None if before is None else self._through(self._jumps[-1], before, hop)
                     fab = self._open_fabric(hop, sock)
                 if hop is not target:
