@@ -50,7 +50,10 @@ def test_a_signalled_apply_stops_its_remote_work_and_frees_the_lock(lab, tmp_pat
     # the host: nothing of the script runs on, the lock is free, and the next apply goes through
     wait_for(lambda: sh(lab, POD, f"pgrep -f 'sleep {nap}|fleet-go'").stdout == "",
              lambda: "nothing of the script left: " + sh(lab, POD, "ps -eo pid,ppid,sid,args").stdout)
-    assert ok(lab, POD, "flock -n /var/lib/fleet/apply.lock echo free").split() == ["free"]
+    # the lock's holder is the script's own shell, which ends after its step (its EXIT trap runs last): free once it
+    # has (asked until then; a holder that never ends fails here, naming what runs)
+    wait_for(lambda: sh(lab, POD, "flock -n /var/lib/fleet/apply.lock echo free").stdout.split() == ["free"],
+             lambda: "the apply lock freed: " + sh(lab, POD, "ps -eo pid,ppid,sid,args").stdout)
     assert ok(lab, POD, "[ -e /var/tmp/fleet-went ] && echo went || echo not").split() == ["not"]
     ok(lab, POD, "touch /var/tmp/fleet-go")
     done = subprocess.run([sys.executable, "-m", "fleet", "apply", str(inv)], capture_output=True, text=True,
